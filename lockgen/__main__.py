@@ -1,0 +1,3 @@
+from lockgen.cli import main
+
+raise SystemExit(main())

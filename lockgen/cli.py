@@ -1,0 +1,112 @@
+"""The command line. Each handler turns parsed arguments into one call of the core
+(:mod:`lockgen.pipeline`) and an exit code: 0 ok, 1 a stale/changed/failed cell, 2 usage or
+config error. Errors print as ``error: …``; tracebacks only with ``-v``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import traceback
+from pathlib import Path
+
+from lockgen import __version__, pipeline, uv
+from lockgen.errors import LockgenError
+
+
+def _project(args) -> pipeline.Project:
+    return pipeline.Project.load(Path.cwd(), args.config)
+
+
+def _reporter(args):
+    from lockgen.progress import LiveReporter, PlainReporter
+
+    return LiveReporter() if sys.stderr.isatty() and not args.verbose else PlainReporter()
+
+
+def _lock(args, names) -> int:
+    options = uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package))
+    run = pipeline.lock(
+        _project(args), names, args.only, force=args.force, options=options, jobs=args.jobs, reporter=_reporter(args)
+    )
+    return run.exit_code
+
+
+def cmd_all(args) -> int:
+    return _lock(args, ())
+
+
+def cmd_lock(args) -> int:
+    return _lock(args, args.cells)
+
+
+def cmd_matrix(args) -> int:
+    rows = pipeline.describe(_project(args), args.only)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        where = f"skipped: {row['skip']}" if row["skip"] else row["lock"]
+        print(f"{row['name']:<34} {row['target']:<24} {where}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    run = pipeline.check(_project(args), args.cells, args.only)
+    for r in run.results:
+        if r.status != pipeline.UP_TO_DATE:
+            print(f"{r.name}: {r.status}" + (f" ({r.message})" if r.message else ""))
+    if run.manifest_stale:
+        print("manifest: does not match the locks; run `lockgen all`")
+    bad = run.exit_code != 0
+    print("some locks are out of date; run `lockgen all`" if bad else "all locks are up to date")
+    return run.exit_code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lockgen", description="Per-target lock files from a build matrix.")
+    parser.add_argument("--version", action="version", version=f"lockgen {__version__} (uv {uv.uv_version()})")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-C", "--config", metavar="PATH", help="config file or folder (default: nearest upward)")
+    common.add_argument("-v", "--verbose", action="store_true", help="debug logs and tracebacks")
+    common.add_argument(
+        "--only", action="append", default=[], metavar="KEY=VALUE",
+        help="select cells by axis (os, arch, backend, python) or name; repeat to narrow",
+    )  # fmt: skip
+    resolving = argparse.ArgumentParser(add_help=False)
+    resolving.add_argument("-j", "--jobs", type=int, metavar="N", help="cells resolved at once (default: up to 8)")
+    resolving.add_argument("--force", action="store_true", help="re-resolve even cells whose inputs did not change")
+    resolving.add_argument("--upgrade", action="store_true", help="let uv pick the newest allowed versions")
+    resolving.add_argument("--upgrade-package", action="append", default=[], metavar="NAME", help="upgrade one package")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("all", parents=[common, resolving], help="lock every stale cell of the matrix")
+    p.set_defaults(func=cmd_all)
+    p = sub.add_parser("lock", parents=[common, resolving], help="lock the named cells")
+    p.add_argument("cells", nargs="+", metavar="CELL")
+    p.set_defaults(func=cmd_lock)
+    p = sub.add_parser("matrix", parents=[common], help="list the cells of the matrix")
+    p.add_argument("--json", action="store_true", help="print a JSON list of cells")
+    p.set_defaults(func=cmd_matrix)
+    p = sub.add_parser("check", parents=[common], help="exit 1 if any lock or the manifest is out of date")
+    p.add_argument("cells", nargs="*", metavar="CELL")
+    p.set_defaults(func=cmd_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "jobs", None) is not None and args.jobs < 1:
+        print("error: -j/--jobs must be at least 1", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except LockgenError as exc:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,441 @@
+"""Stage 1: find and validate the configuration.
+
+The configuration lives in ``[tool.lockgen]`` of ``pyproject.toml`` or at the top level of a
+standalone ``lockgen.toml`` (same schema). Validation turns the TOML document into frozen
+dataclasses and collects *every* problem, each with its key path
+(``tool.lockgen.rules[2].match.backend``), before raising one :class:`~lockgen.errors.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import functools
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+from lockgen.errors import ConfigError, UsageError
+
+AXES = ("os", "arch", "backend", "python")
+OSES = ("linux", "windows", "macos")
+ARCHES = ("x86_64", "aarch64")
+#: manylinux levels uv's ``--python-platform`` accepts (uv 0.13 ``--help``).
+MANYLINUX_LEVELS = ("2_17", "2_28") + tuple(f"2_{n}" for n in range(31, 41))
+DEFAULT_INDEX_URL = "https://pypi.org/simple"
+DEFAULT_MANYLINUX = "2_28"
+#: torch 2.13 ships only ``macosx_14_0_arm64`` wheels; uv's own default is 13.0.
+DEFAULT_MACOS = "14.0"
+CONFIG_NAMES = ("lockgen.toml", "pyproject.toml")
+
+_LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
+_PYTHON = re.compile(r"^3\.\d{1,2}$")
+_MACOS = re.compile(r"^\d{2}\.\d$")
+_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Per-cell settings. ``None`` (or empty) means "not set here"; see :meth:`merged`."""
+
+    requirements: str | None = None
+    constraints: str | None = None
+    overrides: str | None = None
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    index_url: str | None = None
+    find_links: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    manylinux: str | None = None
+    macos: str | None = None
+    skip: str | None = None
+    exclude_newer: str | None = None
+
+    def merged(self, later: Settings) -> Settings:
+        """Return these settings with ``later``'s set values on top.
+
+        Scalars are replaced; ``vars`` and ``find-links`` are merged key by key (a later key wins,
+        an empty list removes a find-links entry).
+        """
+        values = {}
+        for f in dataclasses.fields(self):
+            mine, theirs = getattr(self, f.name), getattr(later, f.name)
+            if f.name in ("vars", "find_links"):
+                combined = {**mine, **theirs}
+                values[f.name] = {k: v for k, v in combined.items() if v != ()}
+            else:
+                values[f.name] = theirs if theirs is not None else mine
+        return Settings(**values)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Include:
+    """A ``matrix.include`` entry: axis values (all four add a cell) plus variables."""
+
+    axes: Mapping[str, str]
+    vars: Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    """An ordered rule: ``match`` maps axis -> accepted values; ``settings`` apply on a match."""
+
+    match: Mapping[str, tuple[str, ...]]
+    settings: Settings
+
+    def matches(self, values: Mapping[str, str]) -> bool:
+        return all(values[axis] in accepted for axis, accepted in self.match.items())
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """A validated configuration. Paths are relative to ``root`` (the config file's folder)."""
+
+    root: Path
+    source: str  # config file name, relative to root (for messages)
+    key_prefix: str  # "tool.lockgen" for pyproject.toml, "" for lockgen.toml
+    templates: str
+    locks: str
+    work: str
+    defaults: Settings
+    axes: Mapping[str, tuple[str, ...]]
+    exclude: tuple[Mapping[str, tuple[str, ...]], ...]
+    include: tuple[Include, ...]
+    rules: tuple[Rule, ...]
+    pins: Mapping[str, str]
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def find_config(start: Path, explicit: str | None = None) -> Path:
+    """Return the config file to use.
+
+    ``explicit`` (``-C/--config``) may name a file or a folder holding one. Otherwise the nearest
+    ``lockgen.toml``, or ``pyproject.toml`` with a ``[tool.lockgen]`` table, from ``start`` upward.
+    Raises :class:`UsageError` when none is found.
+    """
+    if explicit is not None:
+        path = (start / explicit).resolve()
+        if path.is_dir():
+            found = _config_in(path)
+            if found is None:
+                raise UsageError(f"{explicit}: no lockgen.toml or pyproject.toml with [tool.lockgen] here")
+            return found
+        if not path.is_file():
+            raise UsageError(f"{explicit}: no such config file")
+        return path
+    for folder in (start.resolve(), *start.resolve().parents):
+        found = _config_in(folder)
+        if found is not None:
+            return found
+    raise UsageError(
+        f"no lockgen.toml or pyproject.toml with [tool.lockgen] in {start} or above; "
+        "create one or pass -C PATH"
+    )
+
+
+def _config_in(folder: Path) -> Path | None:
+    if (folder / "lockgen.toml").is_file():
+        return folder / "lockgen.toml"
+    pyproject = folder / "pyproject.toml"
+    if pyproject.is_file() and "lockgen" in (_read_toml(pyproject).get("tool") or {}):
+        return pyproject
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _read_toml(path: Path) -> dict:
+    """Parse a TOML file once per run (``tomllib`` where the stdlib has it; tomlkit, which lockgen
+    uses for comment-keeping edits, on Python 3.10)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if sys.version_info >= (3, 11):
+            import tomllib
+
+            return tomllib.loads(text)
+        
+        return tomlkit.parse(text).unwrap()
+    except Exception as exc:  # OSError, tomllib.TOMLDecodeError, tomlkit ParseError
+        raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate ``path`` (a ``pyproject.toml`` or ``lockgen.toml``).
+
+    Raises :class:`ConfigError` listing every problem with its key path.
+    """
+    doc = _read_toml(path)
+    if path.name == "pyproject.toml":
+        table, prefix = (doc.get("tool") or {}).get("lockgen"), "tool.lockgen"
+        if not isinstance(table, dict):
+            raise ConfigError(path.name, ["tool.lockgen: missing; add a [tool.lockgen] table"])
+    else:
+        table, prefix = doc, ""
+    return _Validator(path.name, prefix).config(table, path.parent)
+
+
+# --------------------------------------------------------------------------- validation
+
+_SETTING_KEYS = {
+    "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
+    "manylinux", "macos", "skip", "exclude-newer",
+}  # fmt: skip
+_TOP_KEYS = {"templates", "locks", "work", "matrix", "rules", "pins"} | _SETTING_KEYS
+
+
+class _Validator:
+    def __init__(self, source: str, prefix: str):
+        self.source = source
+        self.prefix = prefix
+        self.problems: list[str] = []
+
+    def key(self, *parts: str | int) -> str:
+        text = self.prefix
+        for part in parts:
+            text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+        return text
+
+    def problem(self, path: tuple, message: str) -> None:
+        self.problems.append(f"{self.key(*path)}: {message}")
+
+    def config(self, table: dict, root: Path) -> Config:
+        self.unknown(table, _TOP_KEYS, ())
+        matrix = table.get("matrix", {})
+        if not isinstance(matrix, dict):
+            self.problem(("matrix",), "must be a table")
+            matrix = {}
+        self.unknown(matrix, set(AXES) | {"include", "exclude"}, ("matrix",))
+        axes = {axis: self.axis_values(matrix, axis) for axis in AXES}
+        exclude = tuple(
+            self.selector(entry, ("matrix", "exclude", i))
+            for i, entry in enumerate(self.table_list(matrix, "exclude", ("matrix",)))
+        )
+        include = tuple(
+            self.include(entry, ("matrix", "include", i))
+            for i, entry in enumerate(self.table_list(matrix, "include", ("matrix",)))
+        )
+        rules = tuple(
+            self.rule(entry, ("rules", i))
+            for i, entry in enumerate(self.table_list(table, "rules", ()))
+        )
+        defaults = Settings(
+            requirements="requirements.in.j2",
+            index_url=DEFAULT_INDEX_URL,
+            manylinux=DEFAULT_MANYLINUX,
+            macos=DEFAULT_MACOS,
+        ).merged(self.settings(table, ()))
+        config = Config(
+            root=root,
+            source=self.source,
+            key_prefix=self.prefix,
+            templates=self.rel_path(table, "templates", "templates"),
+            locks=self.rel_path(table, "locks", "locks"),
+            work=self.rel_path(table, "work", ".lockgen"),
+            defaults=defaults,
+            axes=axes,
+            exclude=exclude,
+            include=include,
+            rules=rules,
+            pins=self.pins(table.get("pins", {})),
+        )
+        if self.problems:
+            raise ConfigError(self.source, self.problems)
+        return config
+
+    # -- pieces
+
+    def unknown(self, table: dict, allowed: set[str], path: tuple) -> None:
+        for key in table:
+            if key not in allowed:
+                self.problem((*path, key), f"unknown key; expected one of {', '.join(sorted(allowed))}")
+
+    def table_list(self, table: dict, key: str, path: tuple) -> list[dict]:
+        value = table.get(key, [])
+        if not isinstance(value, list):
+            self.problem((*path, key), "must be an array of tables")
+            return []
+        good = []
+        for i, entry in enumerate(value):
+            if isinstance(entry, dict):
+                good.append(entry)
+            else:
+                self.problem((*path, key, i), "must be a table")
+                good.append({})
+        return good
+
+    def axis_value(self, axis: str, value: Any, path: tuple) -> str | None:
+        if not isinstance(value, str):
+            self.problem(path, f"must be a string, not {type(value).__name__}")
+            return None
+        if axis == "os" and value not in OSES:
+            self.problem(path, f"unknown os {value!r}; use one of {', '.join(OSES)}")
+        elif axis == "arch" and value not in ARCHES:
+            self.problem(path, f"unknown arch {value!r}; use one of {', '.join(ARCHES)}")
+        elif axis == "backend" and not _LABEL.match(value):
+            self.problem(path, f"bad backend label {value!r}; use lower-case letters, digits, '.' or '_'")
+        elif axis == "python" and not _PYTHON.match(value):
+            self.problem(path, f"bad python version {value!r}; write major.minor such as \"3.12\"")
+        else:
+            return value
+        return None
+
+    def axis_values(self, matrix: dict, axis: str) -> tuple[str, ...]:
+        raw = matrix.get(axis, [])
+        if not isinstance(raw, list):
+            self.problem(("matrix", axis), "must be an array of strings")
+            return ()
+        values = [self.axis_value(axis, v, ("matrix", axis, i)) for i, v in enumerate(raw)]
+        return tuple(dict.fromkeys(v for v in values if v is not None))
+
+    def selector(self, table: dict, path: tuple, allowed: set[str] = set(AXES)) -> dict:
+        """A table of axis -> value or list of values (exclude entries, rule matches)."""
+        self.unknown(table, allowed, path)
+        result = {}
+        for axis in AXES:
+            if axis not in table:
+                continue
+            raw = table[axis]
+            items = raw if isinstance(raw, list) else [raw]
+            if not items:
+                self.problem((*path, axis), "must not be empty")
+            values = [self.axis_value(axis, v, (*path, axis)) for v in items]
+            result[axis] = tuple(v for v in values if v is not None)
+        return result
+
+    def include(self, table: dict, path: tuple) -> Include:
+        self.unknown(table, set(AXES) | {"vars"}, path)
+        axes = {}
+        for axis in AXES:
+            if axis in table:
+                value = self.axis_value(axis, table[axis], (*path, axis))
+                if value is not None:
+                    axes[axis] = value
+        if not any(axis in table for axis in AXES):
+            self.problem(path, "names no axis; give os, arch, backend and/or python")
+        return Include(axes=axes, vars=self.vars(table.get("vars", {}), (*path, "vars")))
+
+    def rule(self, table: dict, path: tuple) -> Rule:
+        self.unknown(table, _SETTING_KEYS | {"match"}, path)
+        match = table.get("match", {})
+        if not isinstance(match, dict):
+            self.problem((*path, "match"), "must be a table of axis = value or [values]")
+            match = {}
+        return Rule(match=self.selector(match, (*path, "match")), settings=self.settings(table, path))
+
+    def settings(self, table: dict, path: tuple) -> Settings:
+        values: dict[str, Any] = {}
+        for key in ("requirements", "constraints", "overrides"):
+            if key in table:
+                values[key] = self.template_name(table[key], (*path, key))
+        if "vars" in table:
+            values["vars"] = self.vars(table["vars"], (*path, "vars"))
+        if "index-url" in table:
+            values["index_url"] = self.string(table["index-url"], (*path, "index-url"))
+        if "find-links" in table:
+            values["find_links"] = self.find_links(table["find-links"], (*path, "find-links"))
+        if "manylinux" in table:
+            level = self.string(table["manylinux"], (*path, "manylinux"))
+            if level is not None and level not in MANYLINUX_LEVELS:
+                self.problem((*path, "manylinux"), f"unsupported level {level!r}; use one of {', '.join(MANYLINUX_LEVELS)}")
+            values["manylinux"] = level
+        if "macos" in table:
+            macos = self.string(table["macos"], (*path, "macos"))
+            if macos is not None and not _MACOS.match(macos):
+                self.problem((*path, "macos"), f"bad macOS version {macos!r}; write it like \"14.0\"")
+            values["macos"] = macos
+        if "skip" in table:
+            reason = self.string(table["skip"], (*path, "skip"))
+            if reason is not None and not reason.strip():
+                self.problem((*path, "skip"), "give the reason the cell is skipped")
+            values["skip"] = reason
+        if "exclude-newer" in table:
+            values["exclude_newer"] = self.timestamp(table["exclude-newer"], (*path, "exclude-newer"))
+        return Settings(**values)
+
+    def string(self, value: Any, path: tuple) -> str | None:
+        if isinstance(value, str):
+            return value
+        self.problem(path, f"must be a string, not {type(value).__name__}")
+        return None
+
+    def template_name(self, value: Any, path: tuple) -> str | None:
+        name = self.string(value, path)
+        if name is not None and (name.startswith("/") or ".." in Path(name).parts or not name):
+            self.problem(path, f"{name!r} must be a path inside the templates folder")
+        return name
+
+    def rel_path(self, table: dict, key: str, default: str) -> str:
+        value = self.string(table.get(key, default), (key,)) or default
+        if Path(value).is_absolute() or ".." in Path(value).parts:
+            self.problem((key,), f"{value!r} must be a relative path inside the project")
+        return value
+
+    def vars(self, value: Any, path: tuple) -> dict:
+        if not isinstance(value, dict):
+            self.problem(path, "must be a table")
+            return {}
+        from lockgen.render import RESERVED_NAMES
+
+        for name in value:
+            if not _VAR_NAME.match(name):
+                self.problem((*path, name), "not a valid template variable name (letters, digits, _)")
+            elif name in RESERVED_NAMES:
+                self.problem((*path, name), f"{name!r} is a built-in template variable; pick another name")
+        return dict(value)
+
+    def find_links(self, value: Any, path: tuple) -> dict:
+        """``find-links`` is a table: package (or any label) -> URL/folder or list of them."""
+        if not isinstance(value, dict):
+            self.problem(path, 'must be a table such as { torch = "https://…/torch/" }')
+            return {}
+        result = {}
+        for name, links in value.items():
+            items = links if isinstance(links, list) else [links]
+            if not all(isinstance(item, str) and item for item in items):
+                self.problem((*path, name), "must be a URL or folder, or a list of them")
+                continue
+            result[name] = tuple(items)
+        return result
+
+    def timestamp(self, value: Any, path: tuple) -> str | None:
+        text = value.isoformat() if isinstance(value, (_dt.date, _dt.datetime)) else value
+        text = self.string(text, path)
+        if text is None:
+            return None
+        try:
+            parsed = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            self.problem(path, f"{text!r} is not a date or RFC 3339 timestamp (2026-11-25T00:00:00Z)")
+            return None
+        if len(text) > 10 and parsed.tzinfo is None:
+            self.problem(path, f"{text!r} needs a time zone (end it with Z) so it means the same everywhere")
+            return None
+        return text
+
+    def pins(self, value: Any) -> dict[str, str]:
+        from packaging.utils import InvalidName, canonicalize_name
+        from packaging.version import InvalidVersion, Version
+
+        if not isinstance(value, dict):
+            self.problem(("pins",), "must be a table of package = \"version\"")
+            return {}
+        pins = {}
+        for name, version in value.items():
+            try:
+                canonicalize_name(name, validate=True)
+            except InvalidName:
+                self.problem(("pins", name), "not a valid package name")
+                continue
+            if not isinstance(version, str):
+                self.problem(("pins", name), "must be a version string")
+                continue
+            try:
+                Version(version)
+            except InvalidVersion:
+                self.problem(("pins", name), f"{version!r} is not a valid version (PEP 440)")
+                continue
+            pins[name] = version
+        return pins

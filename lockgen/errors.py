@@ -1,0 +1,41 @@
+"""The one exception root of lockgen and its user-facing kinds.
+
+Every error a user can cause derives from :class:`LockgenError`; the CLI prints its message as
+``error: …`` (traceback only with ``-v``) and exits with :attr:`LockgenError.exit_code`.
+"""
+
+from __future__ import annotations
+
+
+class LockgenError(Exception):
+    """Root of every lockgen error. ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 2
+
+
+class ConfigError(LockgenError):
+    """The configuration is invalid. Carries every problem found, each naming its key path.
+
+    ``problems`` is a list of strings such as ``"tool.lockgen.rules[2].match.backend: …"``.
+    """
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = list(problems)
+        lines = [f"{source}: {len(self.problems)} configuration problem(s):"]
+        lines += [f"  - {p}" for p in self.problems]
+        super().__init__("\n".join(lines))
+
+
+class UsageError(LockgenError):
+    """The command line asks for something that does not exist (an unknown cell, a bad selector)."""
+
+
+class TemplateError(LockgenError):
+    """A template failed to render for a cell; the message names template, line and cell."""
+
+
+class CellFailed(LockgenError):
+    """A cell could not be resolved or written; other cells are unaffected. Exit code 1."""
+
+    exit_code = 1

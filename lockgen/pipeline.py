@@ -1,0 +1,248 @@
+"""The pipeline: config -> matrix -> target -> render -> plan -> uv -> lock -> manifest.
+
+:class:`Project` loads a configuration and expands its matrix once; :func:`lock` resolves the
+selected, stale cells concurrently and rewrites the manifest; :func:`check` reports what a
+``lock`` would change without resolving anything. Both take plain values (no CLI objects) and a
+:class:`Reporter` for progress.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from lockgen import manifest, uv
+from lockgen.config import Config, find_config, load_config
+from lockgen.errors import CellFailed, LockgenError, TemplateError
+from lockgen.lockfile import atomic_write, lock_text, read_input_hash
+from lockgen.matrix import Cell, expand, select
+from lockgen.plan import Plan, make_plan
+from lockgen.render import environment, render
+from lockgen.target import target_for
+
+log = logging.getLogger("lockgen")
+
+#: Cell states, in the order a cell moves through them.
+WAITING, RESOLVING, LOCKED, UNCHANGED, UP_TO_DATE, SKIPPED, FAILED, STALE, MISSING = (
+    "waiting", "resolving", "locked", "unchanged", "up to date", "skipped", "failed", "stale", "missing",
+)  # fmt: skip
+
+
+def default_jobs(cells: int) -> int:
+    """Default concurrency: resolution waits mostly on the network and on uv's own threads, so
+    run several cells at once, but not more than there are cells (at most 8)."""
+    return max(1, min(cells, 8))
+
+
+@dataclass(frozen=True)
+class CellResult:
+    name: str
+    status: str
+    seconds: float = 0.0
+    message: str = ""
+
+
+@dataclass
+class RunResult:
+    """What a ``lock``/``check`` did. ``exit_code``: 0 ok, 1 when a cell failed or is stale."""
+
+    results: list[CellResult] = field(default_factory=list)
+    manifest_written: bool = False  # lock: the manifest's bytes changed
+    manifest_stale: bool = False  # check: the manifest on disk is not what the locks give
+
+    @property
+    def exit_code(self) -> int:
+        bad = {FAILED, STALE, MISSING}
+        return 1 if any(r.status in bad for r in self.results) or self.manifest_stale else 0
+
+
+class Reporter(Protocol):
+    """Receives progress. ``update`` may be called from worker threads."""
+
+    def start(self, names: Sequence[str]) -> None: ...
+    def update(self, result: CellResult) -> None: ...
+    def finish(self, run: RunResult) -> None: ...
+
+
+class Silent:
+    def start(self, names):
+        pass
+
+    def update(self, result):
+        pass
+
+    def finish(self, run):
+        pass
+
+
+@dataclass(frozen=True)
+class Project:
+    """A loaded configuration and its expanded matrix."""
+
+    config: Config
+    cells: tuple[Cell, ...]
+
+    @classmethod
+    def load(cls, start: Path, config_path: str | None = None) -> Project:
+        """Find (see :func:`~lockgen.config.find_config`), validate and expand the config."""
+        config = load_config(find_config(start, config_path))
+        return cls(config=config, cells=tuple(expand(config)))
+
+    @property
+    def root(self) -> Path:
+        return self.config.root
+
+    def plans(self, cells: Sequence[Cell]) -> list[Plan]:
+        """Render and plan every non-skipped cell in ``cells``.
+
+        Raises :class:`TemplateError` listing every template problem found.
+        """
+        env = environment(self.config)
+        version = uv.uv_version()
+        plans, problems = [], []
+        for cell in cells:
+            if cell.settings.skip:
+                continue
+            target = target_for(cell)
+            try:
+                plans.append(make_plan(self.config, cell, target, render(env, self.config, cell, target), version))
+            except TemplateError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise TemplateError("\n".join(problems))
+        return plans
+
+
+def lock(
+    project: Project,
+    names: Sequence[str] = (),
+    only: Sequence[str] = (),
+    *,
+    force: bool = False,
+    options: uv.Options = uv.Options(),
+    jobs: int | None = None,
+    reporter: Reporter = Silent(),
+) -> RunResult:
+    """Resolve the selected cells whose input hash differs from their lock's (all with ``force``
+    or an upgrade option), then rewrite the manifest.
+
+    A failed cell keeps its old lock and does not stop the others. Raises ``UsageError`` for a bad
+    selection and ``TemplateError`` for template problems, before anything is resolved.
+    """
+    chosen = select(project.cells, names, only)
+    plans = project.plans(chosen)
+    root = project.root
+    refresh = force or options.upgrade or bool(options.upgrade_packages)
+    todo = [p for p in plans if refresh or read_input_hash(root / p.lock) != p.input_hash]
+    run = RunResult()
+    reporter.start([c.name for c in chosen])
+    for cell in chosen:
+        if cell.settings.skip:
+            _report(run, reporter, CellResult(cell.name, SKIPPED, message=cell.settings.skip))
+    todo_names = {p.cell.name for p in todo}
+    for plan in plans:
+        if plan.cell.name not in todo_names:
+            _report(run, reporter, CellResult(plan.cell.name, UP_TO_DATE))
+
+    def work(plan: Plan) -> CellResult:
+        reporter.update(CellResult(plan.cell.name, RESOLVING))
+        start = time.monotonic()
+        try:
+            changed = resolve_cell(root, plan, options)
+        except LockgenError as exc:
+            return CellResult(plan.cell.name, FAILED, time.monotonic() - start, str(exc))
+        except Exception as exc:  # a bug or an OS error must not take the other cells down
+            log.debug("cell %s crashed", plan.cell.name, exc_info=True)
+            message = f"cell {plan.cell.name}: {type(exc).__name__}: {exc} (-v shows the traceback)"
+            return CellResult(plan.cell.name, FAILED, time.monotonic() - start, message)
+        return CellResult(plan.cell.name, LOCKED if changed else UNCHANGED, time.monotonic() - start)
+
+    if todo:
+        uv.uv_binary()  # find it once, before the workers need it
+        for plan in todo:
+            reporter.update(CellResult(plan.cell.name, WAITING))
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=jobs or default_jobs(len(todo))) as pool:
+            for result in pool.map(work, todo):
+                _report(run, reporter, result)
+    order = {c.name: i for i, c in enumerate(chosen)}
+    run.results.sort(key=lambda r: order[r.name])
+    path = root / manifest.manifest_path(project.config)
+    run.manifest_written = atomic_write(path, manifest.dumps(manifest.build(project.config, project.cells)))
+    reporter.finish(run)
+    return run
+
+
+def _report(run: RunResult, reporter: Reporter, result: CellResult) -> None:
+    run.results.append(result)
+    reporter.update(result)
+
+
+def resolve_cell(root: Path, plan: Plan, options: uv.Options = uv.Options()) -> bool:
+    """Write the plan's rendered inputs, run uv, and replace the lock. Returns whether the lock's
+    bytes changed.
+
+    The existing lock is handed to uv as its output file, so uv prefers its pins (as pip-compile
+    does) and a changed input moves only what it must. Raises :class:`CellFailed` with uv's
+    explanation when the cell cannot be resolved; the existing lock is then left untouched.
+    """
+    work = root / plan.work
+    work.mkdir(parents=True, exist_ok=True)
+    for role, (_, text) in plan.rendered.files.items():
+        atomic_write(root / plan.input_path(role), text)
+    output = f"{plan.work}/resolved.txt"
+    lock_file = root / plan.lock
+    if lock_file.is_file():
+        shutil.copyfile(lock_file, root / output)
+    else:
+        (root / output).unlink(missing_ok=True)
+    result = uv.run(uv.compile_argv(plan, output, options), uv.compile_env(os.environ, plan), str(root))
+    if result.returncode != 0:
+        raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{uv.explain(result.stderr)}")
+    body = (root / output).read_text(encoding="utf-8")
+    return atomic_write(lock_file, lock_text(plan, body))
+
+
+def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ()) -> RunResult:
+    """Compare each selected cell's input hash with its lock, and the manifest with the locks.
+
+    Resolves nothing and starts no process. A cell is ``stale`` when its inputs changed,
+    ``missing`` when it has no lock; ``manifest_stale`` when the manifest on disk differs from
+    the one the locks give (e.g. a lock was edited by hand).
+    """
+    chosen = select(project.cells, names, only)
+    run = RunResult()
+    for plan in project.plans(chosen):
+        recorded = read_input_hash(project.root / plan.lock)
+        status = MISSING if recorded is None else (UP_TO_DATE if recorded == plan.input_hash else STALE)
+        run.results.append(CellResult(plan.cell.name, status))
+    run.results += [CellResult(c.name, SKIPPED, message=c.settings.skip) for c in chosen if c.settings.skip]
+    expected = manifest.dumps(manifest.build(project.config, project.cells))
+    run.manifest_stale = manifest.read(project.root / manifest.manifest_path(project.config)) != expected
+    return run
+
+
+def describe(project: Project, only: Sequence[str] = ()) -> list[dict]:
+    """One plain dict per cell (``lockgen matrix --json``): ``name``, the four axes, ``lock``
+    (project-relative), ``target`` (uv platform), ``python_tag`` and ``skip`` (reason or None)."""
+    rows = []
+    for cell in select(project.cells, only=only):
+        target = target_for(cell)
+        rows.append(
+            {
+                "name": cell.name,
+                **cell.axes,
+                "lock": cell.lock_path(project.config),
+                "target": target.platform,
+                "python_tag": target.python_tag,
+                "skip": cell.settings.skip,
+            }
+        )
+    return rows

@@ -1,0 +1,94 @@
+"""Progress reporters for :func:`lockgen.pipeline.lock`: a live table on a terminal, plain log
+lines otherwise, and the summary table at the end."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Sequence
+from typing import TextIO
+
+from lockgen.pipeline import FAILED, CellResult, RunResult
+
+_STYLE = {"failed": "red", "locked": "green", "unchanged": "green", "up to date": "dim", "resolving": "yellow", "skipped": "dim"}
+
+
+def _seconds(result: CellResult) -> str:
+    return f"{result.seconds:.1f}s" if result.seconds else ""
+
+
+class PlainReporter:
+    """One line per state change, for CI logs: ``lockgen: <cell>: <status> (<time>)``."""
+
+    def __init__(self, stream: TextIO = sys.stderr):
+        self.stream = stream
+        self.lock = threading.Lock()
+
+    def start(self, names: Sequence[str]) -> None:
+        pass
+
+    def update(self, result: CellResult) -> None:
+        with self.lock:
+            extra = f" ({_seconds(result)})" if result.seconds else ""
+            note = f": {result.message}" if result.message and result.status != FAILED else ""
+            print(f"lockgen: {result.name}: {result.status}{extra}{note}", file=self.stream, flush=True)
+
+    def finish(self, run: RunResult) -> None:
+        print_summary(run, self.stream)
+
+
+class LiveReporter:
+    """A live table (rich) with each cell's state and time, redrawn as cells progress."""
+
+    def __init__(self, stream: TextIO = sys.stderr):
+        from rich.console import Console
+
+        self.stream = stream
+        self.console = Console(file=stream)
+        self.rows: dict[str, CellResult] = {}
+        self.lock = threading.Lock()
+        self.live = None
+
+    def _table(self):
+        from rich.table import Table
+
+        table = Table(box=None, show_header=False)
+        for row in self.rows.values():
+            table.add_row(row.name, f"[{_STYLE.get(row.status, '')}]{row.status}", _seconds(row))
+        return table
+
+    def start(self, names: Sequence[str]) -> None:
+        self.rows = {n: CellResult(n, "waiting") for n in names}
+
+    def update(self, result: CellResult) -> None:
+        with self.lock:
+            self.rows[result.name] = result
+            if self.live is None and result.status == "resolving":  # no display for a no-op run
+                from rich.live import Live
+
+                self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=True)
+                self.live.start()
+            if self.live:
+                self.live.update(self._table())
+
+    def finish(self, run: RunResult) -> None:
+        if self.live:
+            self.live.stop()
+        print_summary(run, self.stream)
+
+
+def print_summary(run: RunResult, stream: TextIO) -> None:
+    """The summary table (cell, status, time), each failure's explanation, then the counts.
+
+    Plain text, so a no-op run does not pay for importing rich."""
+    rows = [("cell", "status", "time")] + [(r.name, r.status, _seconds(r)) for r in run.results]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}".rstrip(), file=stream)
+    for r in run.results:
+        if r.status == FAILED:
+            print(f"error: {r.message}", file=stream)
+    counts: dict[str, int] = {}
+    for r in run.results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    print(", ".join(f"{n} {s}" for s, n in counts.items()) or "no cells", file=stream, flush=True)

@@ -1,0 +1,103 @@
+"""Stage 4: render a cell's requirements, constraints and overrides from Jinja templates.
+
+Templates live in the config's ``templates`` folder and render in a sandboxed jinja2 environment
+with ``StrictUndefined``: a misspelt variable is an error, never an empty string. The variables a
+template sees are listed in :data:`RESERVED_NAMES`, plus the cell's ``vars`` from rules and
+``matrix.include`` entries.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from lockgen.config import Config
+from lockgen.errors import TemplateError
+from lockgen.matrix import Cell
+from lockgen.target import Target
+
+#: Built-in template variables; rule ``vars`` may not reuse these names.
+RESERVED_NAMES = frozenset(
+    {"os", "arch", "backend", "python", "python_tag", "target", "cell", "pins", "vars", "macos", "manylinux"}
+)
+#: Input roles in the order uv receives them, with the file name each renders to.
+ROLES = {"requirements": "requirements.in", "constraints": "constraints.txt", "overrides": "overrides.txt"}
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """Rendered inputs of one cell: ``{role: (template name, text)}`` for the roles it has."""
+
+    files: dict[str, tuple[str, str]]
+
+
+def environment(config: Config) -> SandboxedEnvironment:
+    """One sandboxed environment per run, loading from ``<root>/<templates>``."""
+    return SandboxedEnvironment(
+        loader=jinja2.FileSystemLoader(config.root / config.templates),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def variables(config: Config, cell: Cell, target: Target) -> dict:
+    """The template context of ``cell``: axes, python tag, uv target, pins and rule variables."""
+    context = dict(cell.settings.vars)
+    context.update(
+        os=cell.os,
+        arch=cell.arch,
+        backend=cell.backend,
+        python=cell.python,
+        python_tag=target.python_tag,
+        target=target.platform,
+        macos=target.macos,
+        manylinux=cell.settings.manylinux if cell.os == "linux" else None,
+        cell=cell.name,
+        pins=dict(config.pins),
+        vars=dict(cell.settings.vars),
+    )
+    return context
+
+
+def render(env: SandboxedEnvironment, config: Config, cell: Cell, target: Target) -> Rendered:
+    """Render every template the cell names.
+
+    Raises :class:`TemplateError` naming the template, its line and the cell when a template is
+    missing, has a syntax error, or uses an undefined variable.
+    """
+    context = variables(config, cell, target)
+    files = {}
+    for role in ROLES:
+        name = getattr(cell.settings, role)
+        if name is None:
+            continue
+        files[role] = (name, _render_one(env, config, name, context, cell))
+    return Rendered(files=files)
+
+
+def _render_one(env, config: Config, name: str, context: dict, cell: Cell) -> str:
+    where = f"{config.templates}/{name}"
+    try:
+        return env.get_template(name).render(context)
+    except jinja2.TemplateNotFound:
+        raise TemplateError(f"{where}: template not found (cell {cell.name}); create it or fix the setting") from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateError(f"{where}:{exc.lineno}: {exc.message} (cell {cell.name})") from None
+    except Exception as exc:  # undefined variables, sandbox violations, filter errors
+        line = _template_line(exc, config.root / config.templates / name)
+        at = f"{where}:{line}" if line else where
+        raise TemplateError(f"{at}: {exc} (cell {cell.name})") from None
+
+
+def _template_line(exc: BaseException, path: Path) -> int | None:
+    """The template line an exception was raised on (jinja maps frames to template lines)."""
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).resolve() == path.resolve():
+            line = frame.lineno
+    return line

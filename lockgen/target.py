@@ -1,0 +1,54 @@
+"""Stage 3: map a cell to the target uv resolves for.
+
+A target is what ``uv pip compile`` needs to resolve for a machine other than this one:
+``--python-platform`` (a target triple, with the manylinux level on Linux), ``--python-version``
+and, for macOS, ``MACOSX_DEPLOYMENT_TARGET`` (uv reads the minimum macOS version from it and
+defaults to 13.0; torch 2.13 ships only ``macosx_14_0`` wheels, so lockgen's default is 14.0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lockgen.matrix import Cell
+
+_TRIPLES = {
+    ("windows", "x86_64"): "x86_64-pc-windows-msvc",
+    ("windows", "aarch64"): "aarch64-pc-windows-msvc",
+    ("macos", "x86_64"): "x86_64-apple-darwin",
+    ("macos", "aarch64"): "aarch64-apple-darwin",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """What a cell resolves for. ``platform`` is a uv ``--python-platform`` value."""
+
+    platform: str
+    python: str  # "3.12"
+    macos: str | None = None  # minimum macOS, "14.0"; None off macOS
+
+    @property
+    def python_tag(self) -> str:
+        """The CPython wheel tag of the target interpreter: ``"3.12"`` -> ``"cp312"``."""
+        return "cp" + self.python.replace(".", "")
+
+    def env(self) -> dict[str, str]:
+        """Environment variables uv needs for this target (``MACOSX_DEPLOYMENT_TARGET``)."""
+        return {"MACOSX_DEPLOYMENT_TARGET": self.macos} if self.macos else {}
+
+    def to_dict(self) -> dict[str, str]:
+        data = {"platform": self.platform, "python": self.python}
+        if self.macos:
+            data["macos"] = self.macos
+        return data
+
+
+def target_for(cell: Cell) -> Target:
+    """The target of ``cell``: Linux cells use ``<arch>-manylinux_<level>`` (default 2_28)."""
+    if cell.os == "linux":
+        platform = f"{cell.arch}-manylinux_{cell.settings.manylinux}"
+    else:
+        platform = _TRIPLES[(cell.os, cell.arch)]
+    macos = cell.settings.macos if cell.os == "macos" else None
+    return Target(platform=platform, python=cell.python, macos=macos)

@@ -1,0 +1,124 @@
+"""Stage 6: run ``uv pip compile`` for a plan. The only place lockgen starts a process.
+
+:func:`compile_argv` and :func:`compile_env` are pure (unit-tested); :func:`run` executes with
+``shell=False``, an explicit environment and working directory, and logs the joined command.
+
+uv is the binary of the pinned ``uv`` PyPI package (``uv.find_uv_bin()``), never whatever is on
+PATH, and its version is read from that package's metadata, so a no-op run starts no process.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+
+from lockgen.plan import Plan
+
+log = logging.getLogger("lockgen.uv")
+
+#: Environment variables that would let a user's uv settings leak into a lock.
+#: ``UV_CACHE_DIR`` is kept: where the cache lives cannot change a lock.
+_KEEP_UV_VARS = {"UV_CACHE_DIR"}
+
+
+@functools.cache
+def uv_binary() -> str:
+    """Path of the uv binary shipped by the pinned ``uv`` package (looked up once: uv's finder
+    is not thread-safe)."""
+    from uv import find_uv_bin
+
+    return find_uv_bin()
+
+
+def uv_version() -> str:
+    """Version of the pinned ``uv`` package (its binary reports the same), e.g. ``"0.13.9"``."""
+    return metadata.version("uv")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """Resolution options from the command line that are not part of the input hash."""
+
+    upgrade: bool = False
+    upgrade_packages: tuple[str, ...] = ()
+
+
+def compile_argv(plan: Plan, output: str, options: Options = Options(), python: str = sys.executable) -> list[str]:
+    """The ``uv pip compile`` arguments (after the binary) for ``plan``, writing to ``output``.
+
+    Paths are relative to the project root, so uv's ``# via -r …`` annotations stay
+    project-relative. ``--python`` is the running interpreter (uv must not download one; the
+    target Python comes from ``--python-version``) and ``--no-config`` keeps ``uv.toml`` out.
+    """
+    argv = ["pip", "compile", plan.input_path("requirements")]
+    if "constraints" in plan.rendered.files:
+        argv += ["--constraint", plan.input_path("constraints")]
+    if "overrides" in plan.rendered.files:
+        argv += ["--override", plan.input_path("overrides")]
+    argv += [
+        "--output-file", output,
+        "--python", python,
+        "--python-version", plan.target.python,
+        "--python-platform", plan.target.platform,
+        "--index-url", plan.index_url,
+    ]  # fmt: skip
+    for link in plan.find_links:
+        argv += ["--find-links", link]
+    if plan.exclude_newer:
+        argv += ["--exclude-newer", plan.exclude_newer]
+    argv += [
+        "--generate-hashes",
+        "--emit-index-url",
+        "--emit-find-links",
+        "--no-header",
+        "--no-config",
+        "--quiet",
+    ]
+    if options.upgrade:
+        argv.append("--upgrade")
+    for name in options.upgrade_packages:
+        argv += ["--upgrade-package", name]
+    return argv
+
+
+def compile_env(base: Mapping[str, str], plan: Plan) -> dict[str, str]:
+    """The environment uv runs with: ``base`` without ``UV_*`` settings and
+    ``MACOSX_DEPLOYMENT_TARGET``, plus ``UV_PYTHON_DOWNLOADS=never`` and the target's variables."""
+    env = {
+        k: v
+        for k, v in base.items()
+        if not (k.startswith("UV_") and k not in _KEEP_UV_VARS) and k != "MACOSX_DEPLOYMENT_TARGET"
+    }
+    env["UV_PYTHON_DOWNLOADS"] = "never"
+    env["UV_NO_PROGRESS"] = "1"
+    env.update(plan.target.env())
+    return env
+
+
+@dataclass(frozen=True)
+class Result:
+    returncode: int
+    stderr: str
+
+
+def run(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Result:
+    """Run uv with ``argv`` in ``cwd``; returns its exit code and standard error."""
+    import subprocess
+
+    binary = uv_binary()
+    log.debug("run in %s: %s", cwd, shlex.join([binary, *argv]))
+    proc = subprocess.run(
+        [binary, *argv], env=dict(env), cwd=cwd, shell=False, capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    return Result(proc.returncode, proc.stderr)
+
+
+def explain(stderr: str) -> str:
+    """uv's error text, trimmed of blank lines, for showing under a failed cell."""
+    return "\n".join(line.rstrip() for line in stderr.strip().splitlines() if line.strip())
+

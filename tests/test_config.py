@@ -1,0 +1,106 @@
+"""Stage 1: config discovery and validation; every error names its key path."""
+
+from __future__ import annotations
+
+import pytest
+
+from lockgen.config import find_config, load_config
+from lockgen.errors import ConfigError, UsageError
+from tests.conftest import write_project
+
+GOOD = """
+exclude-newer = "2026-11-25T00:00:00Z"
+[tool.lockgen.matrix]
+os = ["linux"]
+arch = ["x86_64"]
+backend = ["cpu"]
+python = ["3.12"]
+"""
+
+
+def test_loads_defaults(tmp_path):
+    write_project(tmp_path, GOOD, {"requirements.in.j2": "x\n"})
+    config = load_config(tmp_path / "pyproject.toml")
+    assert config.defaults.index_url == "https://pypi.org/simple"
+    assert config.defaults.manylinux == "2_28"
+    assert config.defaults.macos == "14.0"
+    assert config.defaults.exclude_newer == "2026-11-25T00:00:00Z"
+    assert (config.templates, config.locks) == ("templates", "locks")
+
+
+def test_every_problem_is_reported_with_its_key_path(tmp_path):
+    write_project(
+        tmp_path,
+        """
+        colour = "blue"
+        manylinux = "2_99"
+        exclude-newer = "last tuesday"
+        [tool.lockgen.matrix]
+        os = ["linux", "beos"]
+        python = ["3.12", "312"]
+        [tool.lockgen.pins]
+        torch = "two"
+        [[tool.lockgen.rules]]
+        match = { os = "linux" }
+        [[tool.lockgen.rules]]
+        match = { os = "linux" }
+        [[tool.lockgen.rules]]
+        match = { backend = "CU130", gpu = "yes" }
+        macos = "fourteen"
+        vars = { os = "x" }
+        """,
+        {},
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "pyproject.toml")
+    text = str(info.value)
+    for expected in [
+        "tool.lockgen.colour: unknown key",
+        "tool.lockgen.manylinux: unsupported level '2_99'",
+        "tool.lockgen.exclude-newer: 'last tuesday' is not a date",
+        "tool.lockgen.matrix.os[1]: unknown os 'beos'",
+        "tool.lockgen.matrix.python[1]: bad python version '312'",
+        "tool.lockgen.pins.torch: 'two' is not a valid version",
+        "tool.lockgen.rules[2].match.backend: bad backend label 'CU130'",
+        "tool.lockgen.rules[2].match.gpu: unknown key",
+        "tool.lockgen.rules[2].macos: bad macOS version",
+        "tool.lockgen.rules[2].vars.os: 'os' is a built-in template variable",
+    ]:
+        assert expected in text
+    assert len(info.value.problems) == 10
+
+
+def test_lockgen_toml_has_no_prefix(tmp_path):
+    write_project(tmp_path, "[matrix]\nos = ['solaris']\n", {}, name="lockgen.toml")
+    with pytest.raises(ConfigError, match=r"matrix\.os\[0\]: unknown os"):
+        load_config(tmp_path / "lockgen.toml")
+
+
+def test_timestamp_needs_a_zone(tmp_path):
+    write_project(tmp_path, 'exclude-newer = "2026-11-25T00:00:00"', {})
+    with pytest.raises(ConfigError, match="needs a time zone"):
+        load_config(tmp_path / "pyproject.toml")
+
+
+def test_bad_toml_names_the_file(tmp_path):
+    (tmp_path / "lockgen.toml").write_text("matrix = [\n")
+    with pytest.raises(ConfigError, match="(?s)lockgen.toml: .*cannot read TOML"):
+        load_config(tmp_path / "lockgen.toml")
+
+
+def test_discovery_walks_upward_and_honours_explicit_paths(tmp_path):
+    write_project(tmp_path, GOOD, {})
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    assert find_config(tmp_path / "sub" / "deeper") == tmp_path / "pyproject.toml"
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "lockgen.toml").write_text("")
+    assert find_config(tmp_path, "other") == tmp_path / "other" / "lockgen.toml"
+    assert find_config(tmp_path, "other/lockgen.toml") == tmp_path / "other" / "lockgen.toml"
+    with pytest.raises(UsageError, match="no such config file"):
+        find_config(tmp_path, "missing.toml")
+
+
+def test_pyproject_without_table_is_not_a_config(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    with pytest.raises(UsageError, match="no lockgen.toml"):
+        find_config(tmp_path)

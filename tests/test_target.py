@@ -1,0 +1,66 @@
+"""Stage 3 and the uv command: target mapping, argv and environment are pure functions."""
+
+from __future__ import annotations
+
+from lockgen.config import Settings
+from lockgen.matrix import Cell
+from lockgen.plan import Plan
+from lockgen.render import Rendered
+from lockgen.target import target_for
+from lockgen.uv import Options, compile_argv, compile_env
+
+
+def cell(os_, arch, python="3.12", **settings):
+    base = Settings(requirements="r.j2", index_url="https://pypi.org/simple", manylinux="2_28", macos="14.0")
+    return Cell(os=os_, arch=arch, backend="cpu", python=python, settings=base.merged(Settings(**settings)))
+
+
+def test_platform_mapping():
+    assert target_for(cell("linux", "x86_64")).platform == "x86_64-manylinux_2_28"
+    assert target_for(cell("linux", "aarch64", manylinux="2_34")).platform == "aarch64-manylinux_2_34"
+    assert target_for(cell("windows", "x86_64")).platform == "x86_64-pc-windows-msvc"
+    assert target_for(cell("windows", "aarch64")).platform == "aarch64-pc-windows-msvc"
+    mac = target_for(cell("macos", "aarch64"))
+    assert (mac.platform, mac.macos, mac.env()) == ("aarch64-apple-darwin", "14.0", {"MACOSX_DEPLOYMENT_TARGET": "14.0"})
+    assert target_for(cell("linux", "x86_64")).env() == {}
+    assert target_for(cell("linux", "x86_64", python="3.13")).python_tag == "cp313"
+
+
+def plan_for(c, files=None):
+    rendered = Rendered(files=files or {"requirements": ("r.j2", "x\n")})
+    return Plan(cell=c, target=target_for(c), rendered=rendered, lock=f"locks/{c.name}.txt", work=f".lockgen/{c.name}", uv_version="0.13.9")
+
+
+def test_compile_argv_targets_the_cell_and_never_the_host():
+    c = cell("macos", "aarch64", find_links={"b": ("https://x/b/",), "a": ("wheels",)}, exclude_newer="2026-01-01")
+    files = {"requirements": ("r.j2", ""), "constraints": ("c.j2", ""), "overrides": ("o.j2", "")}
+    argv = compile_argv(plan_for(c, files), "out.txt", Options(upgrade_packages=("numpy",)), python="/py")
+    joined = " ".join(argv)
+    assert argv[:3] == ["pip", "compile", ".lockgen/macos-aarch64-cpu-py3.12/requirements.in"]
+    for part in [
+        "--constraint .lockgen/macos-aarch64-cpu-py3.12/constraints.txt",
+        "--override .lockgen/macos-aarch64-cpu-py3.12/overrides.txt",
+        "--python /py", "--python-version 3.12", "--python-platform aarch64-apple-darwin",
+        "--index-url https://pypi.org/simple", "--find-links wheels --find-links https://x/b/",
+        "--exclude-newer 2026-01-01", "--generate-hashes", "--no-config", "--no-header",
+        "--emit-index-url", "--emit-find-links", "--upgrade-package numpy", "--output-file out.txt",
+    ]:
+        assert part in joined
+
+
+def test_compile_env_drops_user_uv_settings():
+    c = cell("macos", "aarch64")
+    env = compile_env({"UV_INDEX_URL": "https://evil", "UV_CACHE_DIR": "/c", "MACOSX_DEPLOYMENT_TARGET": "11.0", "PATH": "/bin"}, plan_for(c))
+    assert env == {"UV_CACHE_DIR": "/c", "PATH": "/bin", "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1", "MACOSX_DEPLOYMENT_TARGET": "14.0"}
+    linux = compile_env({"MACOSX_DEPLOYMENT_TARGET": "11.0"}, plan_for(cell("linux", "x86_64")))
+    assert "MACOSX_DEPLOYMENT_TARGET" not in linux
+
+
+def test_input_hash_depends_on_inputs_not_on_paths():
+    a = plan_for(cell("linux", "x86_64"))
+    b = Plan(**{**a.__dict__, "lock": "elsewhere/x.txt", "work": "/abs/work"})
+    assert a.input_hash == b.input_hash
+    c = plan_for(cell("linux", "x86_64"), {"requirements": ("r.j2", "y\n")})
+    assert a.input_hash != c.input_hash
+    d = plan_for(cell("linux", "x86_64", manylinux="2_34"))
+    assert a.input_hash != d.input_hash
