@@ -146,20 +146,25 @@ def _config_in(folder: Path) -> Path | None:
     return None
 
 
-@functools.lru_cache(maxsize=8)
 def _read_toml(path: Path) -> dict:
-    """Parse a TOML file once per run (``tomllib`` where the stdlib has it; tomlkit, which lockgen
-    uses for comment-keeping edits, on Python 3.10)."""
+    """Parse a TOML file; raises :class:`ConfigError` naming it when it is not valid TOML."""
     try:
-        text = path.read_text(encoding="utf-8")
-        if sys.version_info >= (3, 11):
-            import tomllib
-
-            return tomllib.loads(text)
-        
-        return tomlkit.parse(text).unwrap()
+        return _parse_toml(path.read_text(encoding="utf-8"))
     except Exception as exc:  # OSError, tomllib.TOMLDecodeError, tomlkit ParseError
         raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_toml(text: str) -> dict:
+    """Parse once per distinct text (discovery and loading read the same file). ``tomllib`` where
+    the stdlib has it; tomlkit, which lockgen uses for comment-keeping edits, on Python 3.10."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib.loads(text)
+    import tomlkit
+
+    return tomlkit.parse(text).unwrap()
 
 
 def load_config(path: Path) -> Config:

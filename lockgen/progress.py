@@ -20,8 +20,8 @@ def _seconds(result: CellResult) -> str:
 class PlainReporter:
     """One line per state change, for CI logs: ``lockgen: <cell>: <status> (<time>)``."""
 
-    def __init__(self, stream: TextIO = sys.stderr):
-        self.stream = stream
+    def __init__(self, stream: TextIO | None = None):
+        self.stream = stream or sys.stderr
         self.lock = threading.Lock()
 
     def start(self, names: Sequence[str]) -> None:
@@ -40,10 +40,10 @@ class PlainReporter:
 class LiveReporter:
     """A live table (rich) with each cell's state and time, redrawn as cells progress."""
 
-    def __init__(self, stream: TextIO = sys.stderr):
+    def __init__(self, stream: TextIO | None = None):
         from rich.console import Console
 
-        self.stream = stream
+        self.stream = stream = stream or sys.stderr
         self.console = Console(file=stream)
         self.rows: dict[str, CellResult] = {}
         self.lock = threading.Lock()

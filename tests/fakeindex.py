@@ -147,5 +147,15 @@ class FakeIndex:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files, never "304 Not Modified": pages change within a second in tests."""
+
+    def do_GET(self):
+        del self.headers["If-Modified-Since"]
+        super().do_GET()
+
+    def end_headers(self):
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
+
     def log_message(self, format, *args):  # noqa: A002 - keep test output clean
         pass

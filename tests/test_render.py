@@ -1,0 +1,65 @@
+"""Stage 4: sandboxed, strict templates; errors name template, line and cell."""
+
+from __future__ import annotations
+
+import pytest
+
+from lockgen.errors import TemplateError
+from lockgen.pipeline import Project
+from tests.conftest import write_project
+
+CONFIG = """
+[tool.lockgen.pins]
+torch = "2.13.0"
+[tool.lockgen.matrix]
+os = ["linux"]
+arch = ["x86_64"]
+backend = ["cu130"]
+python = ["3.12"]
+[[tool.lockgen.rules]]
+match = { backend = "cu130" }
+vars = { cuda = "13.0" }
+"""
+
+
+def plans(tmp_path, template):
+    write_project(tmp_path, CONFIG, {"requirements.in.j2": template})
+    project = Project.load(tmp_path)
+    return project.plans(project.cells)
+
+
+def test_variables(tmp_path):
+    (plan,) = plans(
+        tmp_path,
+        "torch=={{ pins.torch }}+{{ backend }}  # {{ os }} {{ arch }} {{ python }} {{ python_tag }} {{ target }} {{ cell }} {{ cuda }} {{ vars.cuda }}\n",
+    )
+    assert plan.rendered.files["requirements"] == (
+        "requirements.in.j2",
+        "torch==2.13.0+cu130  # linux x86_64 3.12 cp312 x86_64-manylinux_2_28 linux-x86_64-cu130-py3.12 13.0 13.0\n",
+    )
+
+
+def test_undefined_variable_names_template_line_and_cell(tmp_path):
+    with pytest.raises(TemplateError) as info:
+        plans(tmp_path, "numpy\n{% if backend == 'cu130' %}\ntorch=={{ pins.torchh }}\n{% endif %}\n")
+    message = str(info.value)
+    assert "templates/requirements.in.j2:3:" in message
+    assert "torchh" in message
+    assert "cell linux-x86_64-cu130-py3.12" in message
+
+
+def test_syntax_error_names_line(tmp_path):
+    with pytest.raises(TemplateError, match=r"templates/requirements.in.j2:2: .*cell linux-x86_64-cu130-py3.12"):
+        plans(tmp_path, "numpy\n{% if %}\n")
+
+
+def test_missing_template(tmp_path):
+    write_project(tmp_path, 'constraints = "nope.j2"\n' + CONFIG, {"requirements.in.j2": "x\n"})
+    project = Project.load(tmp_path)
+    with pytest.raises(TemplateError, match="templates/nope.j2: template not found"):
+        project.plans(project.cells)
+
+
+def test_sandbox_blocks_attribute_escapes(tmp_path):
+    with pytest.raises(TemplateError, match="unsafe|not safely"):
+        plans(tmp_path, "{{ pins.__class__.__mro__ }}\n")
