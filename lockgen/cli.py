@@ -28,7 +28,8 @@ def _reporter(args):
 def _lock(args, names) -> int:
     options = uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package))
     run = pipeline.lock(
-        _project(args), names, args.only, force=args.force, options=options, jobs=args.jobs, reporter=_reporter(args)
+        _project(args), names, args.only, force=args.force, options=options, jobs=args.jobs,
+        online=args.online, reporter=_reporter(args),
     )
     return run.exit_code
 
@@ -75,8 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="select cells by axis (os, arch, backend, python) or name; repeat to narrow",
     )  # fmt: skip
     resolving = argparse.ArgumentParser(add_help=False)
-    resolving.add_argument("-j", "--jobs", type=int, metavar="N", help="cells resolved at once (default: up to 8)")
+    resolving.add_argument("-j", "--jobs", type=int, metavar="N", help="cells resolved at once (default: CPU cores, 2 to 8)")
     resolving.add_argument("--force", action="store_true", help="re-resolve even cells whose inputs did not change")
+    resolving.add_argument(
+        "--online", action="store_true", help="resolve every cell online (no reuse of pages fetched in this run)"
+    )
     resolving.add_argument("--upgrade", action="store_true", help="let uv pick the newest allowed versions")
     resolving.add_argument("--upgrade-package", action="append", default=[], metavar="NAME", help="upgrade one package")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

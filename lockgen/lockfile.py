@@ -57,6 +57,25 @@ def read_input_hash(path: Path) -> str | None:
     return read_header(path).get("input-hash")
 
 
+def locked_versions(text: str) -> dict[str, str]:
+    """``{canonical name: version}`` of every requirement line in uv's requirements output.
+
+    Requirement lines are the unindented lines that are neither comments nor options
+    (``--index-url``); each ends with `` \\`` when hashes follow. Parsed with ``packaging``.
+    """
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    versions = {}
+    for line in text.splitlines():
+        if not line or line[0] in " #-\t":
+            continue
+        req = Requirement(line.removesuffix("\\").strip())
+        spec = next(iter(req.specifier), None)
+        versions[canonicalize_name(req.name)] = spec.version if spec else ""
+    return versions
+
+
 def file_sha256(path: Path) -> str:
     """Hex sha256 of a file's bytes."""
     return hashlib.sha256(path.read_bytes()).hexdigest()

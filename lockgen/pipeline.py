@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,11 +18,12 @@ from typing import Protocol
 
 from lockgen import manifest, uv
 from lockgen.config import Config, find_config, load_config
-from lockgen.errors import CellFailed, LockgenError, TemplateError
-from lockgen.lockfile import atomic_write, lock_text, read_input_hash
+from lockgen.errors import LockgenError, TemplateError
+from lockgen.lockfile import atomic_write, read_input_hash
 from lockgen.matrix import Cell, expand, select
 from lockgen.plan import Plan, make_plan
 from lockgen.render import environment, render
+from lockgen.resolve import Freshness, resolve_cell
 from lockgen.target import target_for
 
 log = logging.getLogger("lockgen")
@@ -35,9 +35,10 @@ WAITING, RESOLVING, LOCKED, UNCHANGED, UP_TO_DATE, SKIPPED, FAILED, STALE, MISSI
 
 
 def default_jobs(cells: int) -> int:
-    """Default concurrency: resolution waits mostly on the network and on uv's own threads, so
-    run several cells at once, but not more than there are cells (at most 8)."""
-    return max(1, min(cells, 8))
+    """Default concurrency: one cell per CPU core, at least 2 (a resolution also waits on the
+    network), at most 8 and at most the number of cells. Measured on 2 cores: uv's parsing of
+    index pages keeps each process busy, and 8 at once were slower than 2 (docs/benchmarks.md)."""
+    return max(1, min(cells, 8, max(2, os.cpu_count() or 1)))
 
 
 @dataclass(frozen=True)
@@ -127,10 +128,15 @@ def lock(
     force: bool = False,
     options: uv.Options = uv.Options(),
     jobs: int | None = None,
+    online: bool = False,
     reporter: Reporter = Silent(),
 ) -> RunResult:
     """Resolve the selected cells whose input hash differs from their lock's (all with ``force``
     or an upgrade option), then rewrite the manifest.
+
+    Cells run ``jobs`` at a time (default :func:`default_jobs`). Unless ``online``, cells after
+    the first of their group reuse the index pages refreshed in this run (see
+    :mod:`lockgen.resolve`).
 
     A failed cell keeps its old lock and does not stop the others. Raises ``UsageError`` for a bad
     selection and ``TemplateError`` for template problems, before anything is resolved.
@@ -154,7 +160,8 @@ def lock(
         reporter.update(CellResult(plan.cell.name, RESOLVING))
         start = time.monotonic()
         try:
-            changed = resolve_cell(root, plan, options)
+            changed, mode = resolve_cell(root, plan, options, fresh)
+            log.debug("cell %s resolved %s", plan.cell.name, mode)
         except LockgenError as exc:
             return CellResult(plan.cell.name, FAILED, time.monotonic() - start, str(exc))
         except Exception as exc:  # a bug or an OS error must not take the other cells down
@@ -163,6 +170,9 @@ def lock(
             return CellResult(plan.cell.name, FAILED, time.monotonic() - start, message)
         return CellResult(plan.cell.name, LOCKED if changed else UNCHANGED, time.monotonic() - start)
 
+    fresh = None if online or len(todo) < 2 else Freshness()
+    if fresh is not None:
+        todo = fresh.order(todo)
     if todo:
         uv.uv_binary()  # find it once, before the workers need it
         for plan in todo:
@@ -183,31 +193,6 @@ def lock(
 def _report(run: RunResult, reporter: Reporter, result: CellResult) -> None:
     run.results.append(result)
     reporter.update(result)
-
-
-def resolve_cell(root: Path, plan: Plan, options: uv.Options = uv.Options()) -> bool:
-    """Write the plan's rendered inputs, run uv, and replace the lock. Returns whether the lock's
-    bytes changed.
-
-    The existing lock is handed to uv as its output file, so uv prefers its pins (as pip-compile
-    does) and a changed input moves only what it must. Raises :class:`CellFailed` with uv's
-    explanation when the cell cannot be resolved; the existing lock is then left untouched.
-    """
-    work = root / plan.work
-    work.mkdir(parents=True, exist_ok=True)
-    for role, (_, text) in plan.rendered.files.items():
-        atomic_write(root / plan.input_path(role), text)
-    output = f"{plan.work}/resolved.txt"
-    lock_file = root / plan.lock
-    if lock_file.is_file():
-        shutil.copyfile(lock_file, root / output)
-    else:
-        (root / output).unlink(missing_ok=True)
-    result = uv.run(uv.compile_argv(plan, output, options), uv.compile_env(os.environ, plan), str(root))
-    if result.returncode != 0:
-        raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{uv.explain(result.stderr)}")
-    body = (root / output).read_text(encoding="utf-8")
-    return atomic_write(lock_file, lock_text(plan, body))
 
 
 def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ()) -> RunResult:

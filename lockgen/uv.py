@@ -48,7 +48,9 @@ class Options:
     upgrade_packages: tuple[str, ...] = ()
 
 
-def compile_argv(plan: Plan, output: str, options: Options = Options(), python: str = sys.executable) -> list[str]:
+def compile_argv(
+    plan: Plan, output: str, options: Options = Options(), python: str = sys.executable, offline: bool = False
+) -> list[str]:
     """The ``uv pip compile`` arguments (after the binary) for ``plan``, writing to ``output``.
 
     Paths are relative to the project root, so uv's ``# via -r …`` annotations stay
@@ -79,6 +81,8 @@ def compile_argv(plan: Plan, output: str, options: Options = Options(), python: 
         "--no-config",
         "--quiet",
     ]
+    if offline:
+        argv.append("--offline")
     if options.upgrade:
         argv.append("--upgrade")
     for name in options.upgrade_packages:
