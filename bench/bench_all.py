@@ -71,13 +71,14 @@ def main() -> int:
     parser.add_argument("-C", "--config", default=None)
     parser.add_argument("--only", action="append", default=[])
     parser.add_argument("-j", "--jobs", type=int, default=None)
+    parser.add_argument("--online", action="store_true", help="pass --online to lockgen all")
     parser.add_argument("--repeat", type=int, default=1, help="repeat both measurements, report medians")
     args = parser.parse_args()
 
     project = pipeline.Project.load(Path.cwd(), args.config)
     cells = [c for c in pipeline.select(project.cells, only=args.only) if not c.settings.skip]
     only = [f"name={c.name}" for c in cells]
-    jobs = ["-j", str(args.jobs)] if args.jobs else []
+    jobs = (["-j", str(args.jobs)] if args.jobs else []) + (["--online"] if args.online else [])
     loops, alls, warm_loops, warm_alls, noops = [], [], [], [], []
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="lockgen-bench-") as tmp:

@@ -27,8 +27,8 @@ def _reporter(args):
 
 def _lock(args, names) -> int:
     options = uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package))
-    run = pipeline.lock(
-        _project(args), names, args.only, force=args.force, options=options, jobs=args.jobs,
+    run = pipeline.lock_project(
+        Path.cwd(), args.config, names, args.only, force=args.force, options=options, jobs=args.jobs,
         online=args.online, reporter=_reporter(args),
     )
     return run.exit_code
@@ -54,7 +54,7 @@ def cmd_matrix(args) -> int:
 
 
 def cmd_check(args) -> int:
-    run = pipeline.check(_project(args), args.cells, args.only)
+    run = pipeline.check_project(Path.cwd(), args.config, args.cells, args.only)
     for r in run.results:
         if r.status != pipeline.UP_TO_DATE:
             print(f"{r.name}: {r.status}" + (f" ({r.message})" if r.message else ""))

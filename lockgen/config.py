@@ -31,6 +31,8 @@ DEFAULT_MANYLINUX = "2_28"
 #: torch 2.13 ships only ``macosx_14_0_arm64`` wheels; uv's own default is 13.0.
 DEFAULT_MACOS = "14.0"
 CONFIG_NAMES = ("lockgen.toml", "pyproject.toml")
+#: Rendered inputs and lockgen's local state, relative to the project root (never committed).
+WORK = ".lockgen"
 
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
 _PYTHON = re.compile(r"^3\.\d{1,2}$")
@@ -98,7 +100,6 @@ class Config:
     key_prefix: str  # "tool.lockgen" for pyproject.toml, "" for lockgen.toml
     templates: str
     locks: str
-    work: str
     defaults: Settings
     axes: Mapping[str, tuple[str, ...]]
     exclude: tuple[Mapping[str, tuple[str, ...]], ...]
@@ -188,7 +189,7 @@ _SETTING_KEYS = {
     "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
     "manylinux", "macos", "skip", "exclude-newer",
 }  # fmt: skip
-_TOP_KEYS = {"templates", "locks", "work", "matrix", "rules", "pins"} | _SETTING_KEYS
+_TOP_KEYS = {"templates", "locks", "matrix", "rules", "pins"} | _SETTING_KEYS
 
 
 class _Validator:
@@ -238,7 +239,6 @@ class _Validator:
             key_prefix=self.prefix,
             templates=self.rel_path(table, "templates", "templates"),
             locks=self.rel_path(table, "locks", "locks"),
-            work=self.rel_path(table, "work", ".lockgen"),
             defaults=defaults,
             axes=axes,
             exclude=exclude,

@@ -10,43 +10,58 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from lockgen.config import Config
 from lockgen.lockfile import file_sha256, read_header
-from lockgen.matrix import Cell
 from lockgen.plan import LOCK_FORMAT
-from lockgen.target import target_for
 
 MANIFEST_NAME = "manifest.json"
 
 
-def manifest_path(config: Config) -> str:
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    """What the manifest (and the no-op fast path) needs of a cell."""
+
+    name: str
+    os: str
+    arch: str
+    backend: str
+    python: str
+    lock: str  # project-relative lock path
+    skip: str | None
+    target: dict  # platform, python, [macos], backend, os, arch
+    input_hash: str | None = None  # None for skipped cells
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def manifest_path(locks: str) -> str:
     """Project-relative path of the manifest: ``<locks>/manifest.json``."""
-    return f"{config.locks}/{MANIFEST_NAME}"
+    return f"{locks}/{MANIFEST_NAME}"
 
 
-def build(config: Config, cells: Sequence[Cell]) -> dict:
+def build(root: Path, rows: Sequence[Row]) -> dict:
     """The manifest as a dict, from every cell of the matrix and the locks present on disk.
 
     Cells without a lock file (never locked, or failed the first time) are left out.
     """
     entries = {}
-    for cell in cells:
-        target = {**target_for(cell).to_dict(), "backend": cell.backend, "os": cell.os, "arch": cell.arch}
-        if cell.settings.skip:
-            entries[cell.name] = {"skipped": cell.settings.skip, "target": target}
+    for row in rows:
+        if row.skip:
+            entries[row.name] = {"skipped": row.skip, "target": row.target}
             continue
-        lock = config.root / cell.lock_path(config)
+        lock = root / row.lock
         header = read_header(lock)
         if not header:
             continue
-        entries[cell.name] = {
-            "lock": cell.lock_path(config),
+        entries[row.name] = {
+            "lock": row.lock,
             "sha256": file_sha256(lock),
             "input_hash": header.get("input-hash"),
             "uv": header.get("uv"),
-            "target": target,
+            "target": row.target,
         }
     return {"format": LOCK_FORMAT, "generator": "lockgen", "cells": entries}
 

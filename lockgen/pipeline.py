@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from lockgen import manifest, uv
+from lockgen import manifest, stamp, uv
 from lockgen.config import Config, find_config, load_config
 from lockgen.errors import LockgenError, TemplateError
 from lockgen.lockfile import atomic_write, read_input_hash
@@ -119,6 +119,35 @@ class Project:
             raise TemplateError("\n".join(problems))
         return plans
 
+    def rows(self, plans: Sequence[Plan] = ()) -> list[manifest.Row]:
+        """Every cell as a manifest row, with input hashes from ``plans`` where given."""
+        hashes = {p.cell.name: p.input_hash for p in plans}
+        rows = []
+        for cell in self.cells:
+            target = {**target_for(cell).to_dict(), "backend": cell.backend, "os": cell.os, "arch": cell.arch}
+            rows.append(
+                manifest.Row(
+                    **cell.axes, name=cell.name, lock=cell.lock_path(self.config), skip=cell.settings.skip,
+                    target=target, input_hash=hashes.get(cell.name),
+                )  # fmt: skip
+            )
+        return rows
+
+    def manifest_text(self) -> str:
+        return manifest.dumps(manifest.build(self.root, self.rows()))
+
+    def plan_all(self, chosen: Sequence[Cell]) -> list[Plan]:
+        """Plans of the ``chosen`` cells. Plans every cell when it can, to refresh the stamp
+        (``.lockgen/stamp.json``) that lets the next no-op run skip rendering."""
+        try:
+            everything = self.plans(self.cells)
+        except TemplateError:
+            return self.plans(chosen)  # report only the selected cells' template errors
+        config = self.config
+        stamp.write(self.root, stamp.key(self.root, config.source, config.templates), config.templates, config.locks, self.rows(everything))
+        names = {c.name for c in chosen}
+        return [p for p in everything if p.cell.name in names]
+
 
 def lock(
     project: Project,
@@ -142,7 +171,7 @@ def lock(
     selection and ``TemplateError`` for template problems, before anything is resolved.
     """
     chosen = select(project.cells, names, only)
-    plans = project.plans(chosen)
+    plans = project.plan_all(chosen)
     root = project.root
     refresh = force or options.upgrade or bool(options.upgrade_packages)
     todo = [p for p in plans if refresh or read_input_hash(root / p.lock) != p.input_hash]
@@ -184,8 +213,8 @@ def lock(
                 _report(run, reporter, result)
     order = {c.name: i for i, c in enumerate(chosen)}
     run.results.sort(key=lambda r: order[r.name])
-    path = root / manifest.manifest_path(project.config)
-    run.manifest_written = atomic_write(path, manifest.dumps(manifest.build(project.config, project.cells)))
+    path = root / manifest.manifest_path(project.config.locks)
+    run.manifest_written = atomic_write(path, project.manifest_text())
     reporter.finish(run)
     return run
 
@@ -204,13 +233,13 @@ def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ())
     """
     chosen = select(project.cells, names, only)
     run = RunResult()
-    for plan in project.plans(chosen):
+    for plan in project.plan_all(chosen):
         recorded = read_input_hash(project.root / plan.lock)
         status = MISSING if recorded is None else (UP_TO_DATE if recorded == plan.input_hash else STALE)
         run.results.append(CellResult(plan.cell.name, status))
     run.results += [CellResult(c.name, SKIPPED, message=c.settings.skip) for c in chosen if c.settings.skip]
-    expected = manifest.dumps(manifest.build(project.config, project.cells))
-    run.manifest_stale = manifest.read(project.root / manifest.manifest_path(project.config)) != expected
+    path = project.root / manifest.manifest_path(project.config.locks)
+    run.manifest_stale = manifest.read(path) != project.manifest_text()
     return run
 
 
@@ -231,3 +260,58 @@ def describe(project: Project, only: Sequence[str] = ()) -> list[dict]:
             }
         )
     return rows
+
+
+def up_to_date(start: Path, config_path: str | None, names: Sequence[str] = (), only: Sequence[str] = ()) -> RunResult | None:
+    """The no-op fast path: a :class:`RunResult` if the stamp (:mod:`lockgen.stamp`) still
+    describes the project and every selected lock and the manifest match it; None otherwise
+    (then a full run decides). Reads files only: no rendering, no process."""
+    path = find_config(start, config_path)
+    found = stamp.read(path.parent, path.name)
+    if found is None:
+        return None
+    locks, rows = found
+    root = path.parent
+    run = RunResult()
+    for row in select(rows, names, only):
+        if row.skip:
+            run.results.append(CellResult(row.name, SKIPPED, message=row.skip))
+        elif read_input_hash(root / row.lock) == row.input_hash:
+            run.results.append(CellResult(row.name, UP_TO_DATE))
+        else:
+            return None
+    if manifest.read(root / manifest.manifest_path(locks)) != manifest.dumps(manifest.build(root, rows)):
+        return None
+    return run
+
+
+def lock_project(
+    start: Path,
+    config_path: str | None,
+    names: Sequence[str] = (),
+    only: Sequence[str] = (),
+    *,
+    force: bool = False,
+    options: uv.Options = uv.Options(),
+    jobs: int | None = None,
+    online: bool = False,
+    reporter: Reporter = Silent(),
+) -> RunResult:
+    """``lockgen all`` / ``lockgen lock``: the fast no-op check, else load the project and
+    :func:`lock` it."""
+    if not (force or options.upgrade or options.upgrade_packages):
+        run = up_to_date(start, config_path, names, only)
+        if run is not None:
+            reporter.start([r.name for r in run.results])
+            for result in run.results:
+                reporter.update(result)
+            reporter.finish(run)
+            return run
+    project = Project.load(start, config_path)
+    return lock(project, names, only, force=force, options=options, jobs=jobs, online=online, reporter=reporter)
+
+
+def check_project(start: Path, config_path: str | None, names: Sequence[str] = (), only: Sequence[str] = ()) -> RunResult:
+    """``lockgen check``: the fast path when it proves everything current, else :func:`check`."""
+    run = up_to_date(start, config_path, names, only)
+    return run if run is not None else check(Project.load(start, config_path), names, only)

@@ -13,7 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from lockgen.config import Config
+from lockgen.config import WORK, Config
 from lockgen.matrix import Cell
 from lockgen.render import Rendered
 from lockgen.target import Target
@@ -69,12 +69,13 @@ class Plan:
 
 
 def make_plan(config: Config, cell: Cell, target: Target, rendered: Rendered, uv_version: str) -> Plan:
-    """Build the plan of ``cell``; lock and work paths come from the config's folders."""
+    """Build the plan of ``cell``: its lock under the config's ``locks`` folder, its rendered
+    inputs under ``.lockgen/<cell>/``."""
     return Plan(
         cell=cell,
         target=target,
         rendered=rendered,
         lock=cell.lock_path(config),
-        work=f"{config.work}/{cell.name}",
+        work=f"{WORK}/{cell.name}",
         uv_version=uv_version,
     )

@@ -12,9 +12,6 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
-from jinja2.sandbox import SandboxedEnvironment
-
 from lockgen.config import Config
 from lockgen.errors import TemplateError
 from lockgen.matrix import Cell
@@ -35,8 +32,11 @@ class Rendered:
     files: dict[str, tuple[str, str]]
 
 
-def environment(config: Config) -> SandboxedEnvironment:
-    """One sandboxed environment per run, loading from ``<root>/<templates>``."""
+def environment(config: Config):
+    """One sandboxed ``jinja2`` environment per run, loading from ``<root>/<templates>``."""
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
     return SandboxedEnvironment(
         loader=jinja2.FileSystemLoader(config.root / config.templates),
         undefined=jinja2.StrictUndefined,
@@ -64,7 +64,7 @@ def variables(config: Config, cell: Cell, target: Target) -> dict:
     return context
 
 
-def render(env: SandboxedEnvironment, config: Config, cell: Cell, target: Target) -> Rendered:
+def render(env, config: Config, cell: Cell, target: Target) -> Rendered:
     """Render every template the cell names.
 
     Raises :class:`TemplateError` naming the template, its line and the cell when a template is
@@ -81,6 +81,8 @@ def render(env: SandboxedEnvironment, config: Config, cell: Cell, target: Target
 
 
 def _render_one(env, config: Config, name: str, context: dict, cell: Cell) -> str:
+    import jinja2
+
     where = f"{config.templates}/{name}"
     try:
         return env.get_template(name).render(context)

@@ -15,7 +15,6 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 
 from lockgen.plan import Plan
 
@@ -37,6 +36,8 @@ def uv_binary() -> str:
 
 def uv_version() -> str:
     """Version of the pinned ``uv`` package (its binary reports the same), e.g. ``"0.13.9"``."""
+    from importlib import metadata
+
     return metadata.version("uv")
 
 

@@ -1,0 +1,62 @@
+"""lockgen's local memo of the last full run, so a no-op ``lockgen all`` stays fast.
+
+``.lockgen/stamp.json`` records, for a *key* over everything a run reads (the config file's
+bytes, every file in the templates folder, the installed uv package and lockgen's own version),
+each cell's :class:`~lockgen.manifest.Row` with its input hash. When the key still matches, the
+cells, their input hashes and the manifest are known without validating the config, rendering a
+template or importing jinja2: comparing lock headers is enough. Any difference in the key means a
+full run. The stamp is never committed and never decides a lock's content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from lockgen import __version__
+from lockgen.config import WORK
+from lockgen.manifest import Row
+
+STAMP = f"{WORK}/stamp.json"
+
+
+def _uv_identity() -> str:
+    """Size and mtime of the installed uv package's ``__init__.py`` (reinstalling rewrites it)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("uv")
+    st = os.stat(spec.origin) if spec and spec.origin else None
+    return f"{st.st_size}:{st.st_mtime_ns}" if st else "missing"
+
+
+def key(root: Path, config_name: str, templates: str, extra: str = "") -> str:
+    """sha256 over lockgen's version, the uv package, the config file and the templates folder."""
+    digest = hashlib.sha256()
+    for part in (__version__, _uv_identity(), extra, config_name):
+        digest.update(part.encode() + b"\0")
+    digest.update((root / config_name).read_bytes() + b"\0")
+    folder = root / templates
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def write(root: Path, key_: str, templates: str, locks: str, rows: Sequence[Row]) -> None:
+    from lockgen.lockfile import atomic_write
+
+    data = {"key": key_, "templates": templates, "locks": locks, "cells": [r.to_dict() for r in rows]}
+    atomic_write(root / STAMP, json.dumps(data, sort_keys=True) + "\n")
+
+
+def read(root: Path, config_name: str, extra: str = "") -> tuple[str, list[Row]] | None:
+    """``(locks folder, rows)`` if the stamp's key matches the project as it is now, else None."""
+    try:
+        data = json.loads((root / STAMP).read_text(encoding="utf-8"))
+        if data["key"] != key(root, config_name, data["templates"], extra):
+            return None
+        return data["locks"], [Row(**row) for row in data["cells"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
