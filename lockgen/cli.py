@@ -29,7 +29,7 @@ def _lock(args, names) -> int:
     options = uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package))
     run = pipeline.lock_project(
         Path.cwd(), args.config, names, args.only, force=args.force, options=options, jobs=args.jobs,
-        online=args.online, reporter=_reporter(args),
+        online=args.online, mirrors=args.mirror, reporter=_reporter(args),
     )
     return run.exit_code
 
@@ -78,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     resolving = argparse.ArgumentParser(add_help=False)
     resolving.add_argument("-j", "--jobs", type=int, metavar="N", help="cells resolved at once (default: CPU cores, 2 to 8)")
     resolving.add_argument("--force", action="store_true", help="re-resolve even cells whose inputs did not change")
+    resolving.add_argument(
+        "--mirror", action="append", default=[], metavar="CANONICAL=MIRROR",
+        help="fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)",
+    )  # fmt: skip
     resolving.add_argument(
         "--online", action="store_true", help="resolve every cell online (no reuse of pages fetched in this run)"
     )

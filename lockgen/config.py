@@ -54,6 +54,15 @@ class Settings:
     macos: str | None = None
     skip: str | None = None
     exclude_newer: str | None = None
+    pins: Mapping[str, str] = field(default_factory=dict)
+    sources: tuple[str, ...] | None = None  # named sources this cell uses
+    flavor: str | None = None  # fills {flavor} in source URLs and local labels; default: backend
+    pinned: tuple[str, ...] | None = None  # pins that cannot move
+    optional: tuple[str, ...] | None = None  # one layer each, Jinja strings
+    no_deps: tuple[str, ...] | None = None  # the no-deps layer, Jinja strings
+    allow_build: tuple[str, ...] | None = None  # packages that may lock without a wheel
+    alias: str | None = None  # reuse another cell's lock
+    interpreter: str | None = None  # the interpreter arch an install must use, when not the cell's
 
     def merged(self, later: Settings) -> Settings:
         """Return these settings with ``later``'s set values on top.
@@ -64,7 +73,7 @@ class Settings:
         values = {}
         for f in dataclasses.fields(self):
             mine, theirs = getattr(self, f.name), getattr(later, f.name)
-            if f.name in ("vars", "find_links"):
+            if f.name in ("vars", "find_links", "pins"):
                 combined = {**mine, **theirs}
                 values[f.name] = {k: v for k, v in combined.items() if v != ()}
             else:
@@ -92,6 +101,23 @@ class Rule:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Source:
+    """A named source of packages (``[tool.lockgen.sources.<name>]``).
+
+    ``kind`` is ``index`` (a backend index, used only through per-package find-links pages
+    ``<url>/<package>/``), ``find-links`` (a flat page or folder) or ``urls`` (direct wheel URLs).
+    URLs may use ``{backend}``, ``{flavor}``, ``{python_tag}``, ``{os}``, ``{arch}``.
+    """
+
+    name: str
+    kind: str
+    urls: tuple[str, ...]
+    packages: tuple[str, ...]  # canonical names it may serve
+    local: str | None = None  # find-links: a project folder used instead of the URL ...
+    local_if: str = "*.whl"  # ... when it holds a file matching this glob
+
+
+@dataclass(frozen=True, kw_only=True)
 class Config:
     """A validated configuration. Paths are relative to ``root`` (the config file's folder)."""
 
@@ -105,7 +131,13 @@ class Config:
     exclude: tuple[Mapping[str, tuple[str, ...]], ...]
     include: tuple[Include, ...]
     rules: tuple[Rule, ...]
-    pins: Mapping[str, str]
+    sources: Mapping[str, Source] = field(default_factory=dict)
+    mirrors: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def pins(self) -> Mapping[str, str]:
+        """The top-level ``pins`` table (rules may change pins per cell)."""
+        return self.defaults.pins
 
 
 # --------------------------------------------------------------------------- discovery
@@ -150,13 +182,13 @@ def _config_in(folder: Path) -> Path | None:
 def _read_toml(path: Path) -> dict:
     """Parse a TOML file; raises :class:`ConfigError` naming it when it is not valid TOML."""
     try:
-        return _parse_toml(path.read_text(encoding="utf-8"))
+        return parse_toml(path.read_text(encoding="utf-8"))
     except Exception as exc:  # OSError, tomllib.TOMLDecodeError, tomlkit ParseError
         raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
 
 
 @functools.lru_cache(maxsize=8)
-def _parse_toml(text: str) -> dict:
+def parse_toml(text: str) -> dict:
     """Parse once per distinct text (discovery and loading read the same file). ``tomllib`` where
     the stdlib has it; tomlkit, which lockgen uses for comment-keeping edits, on Python 3.10."""
     if sys.version_info >= (3, 11):
@@ -187,9 +219,11 @@ def load_config(path: Path) -> Config:
 
 _SETTING_KEYS = {
     "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
-    "manylinux", "macos", "skip", "exclude-newer",
+    "manylinux", "macos", "skip", "exclude-newer", "pins", "sources", "flavor", "pinned",
+    "optional", "no-deps", "allow-build", "alias", "interpreter",
 }  # fmt: skip
-_TOP_KEYS = {"templates", "locks", "matrix", "rules", "pins"} | _SETTING_KEYS
+_TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors"} | _SETTING_KEYS
+_SOURCE_KINDS = ("index", "find-links", "urls")
 
 
 class _Validator:
@@ -244,8 +278,10 @@ class _Validator:
             exclude=exclude,
             include=include,
             rules=rules,
-            pins=self.pins(table.get("pins", {})),
+            sources=self.sources(table.get("sources", {})),
+            mirrors=self.mirrors(table.get("mirrors", {})),
         )
+        self.references(config)
         if self.problems:
             raise ConfigError(self.source, self.problems)
         return config
@@ -358,7 +394,68 @@ class _Validator:
             values["skip"] = reason
         if "exclude-newer" in table:
             values["exclude_newer"] = self.timestamp(table["exclude-newer"], (*path, "exclude-newer"))
+        if "pins" in table:
+            values["pins"] = self.pins(table["pins"], (*path, "pins"))
+        for key in ("sources", "pinned", "optional", "no-deps", "allow-build"):
+            if key in table:
+                values[key.replace("-", "_")] = self.strings(table[key], (*path, key))
+        for key in ("flavor", "alias", "interpreter"):
+            if key in table:
+                values[key] = self.string(table[key], (*path, key))
         return Settings(**values)
+
+    def strings(self, value: Any, path: tuple) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            self.problem(path, "must be an array of non-empty strings")
+            return ()
+        return tuple(value)
+
+    def sources(self, value: Any) -> dict[str, Source]:
+        from packaging.utils import canonicalize_name
+
+        if not isinstance(value, dict):
+            self.problem(("sources",), "must be a table of named sources")
+            return {}
+        result = {}
+        for name, table in value.items():
+            path = ("sources", name)
+            if not isinstance(table, dict):
+                self.problem(path, "must be a table")
+                continue
+            self.unknown(table, {*_SOURCE_KINDS, "packages", "local", "local-if"}, path)
+            kinds = [k for k in _SOURCE_KINDS if k in table]
+            if len(kinds) != 1:
+                self.problem(path, "give exactly one of index = URL, find-links = URL, urls = [URL, …]")
+                continue
+            kind = kinds[0]
+            raw = table[kind]
+            urls = self.strings(raw, (*path, kind)) if kind == "urls" else (self.string(raw, (*path, kind)),)
+            packages = self.strings(table.get("packages", []), (*path, "packages"))
+            if not packages:
+                self.problem((*path, "packages"), "name the packages this source may serve")
+            local = self.string(table["local"], (*path, "local")) if "local" in table else None
+            if local is not None and kind != "find-links":
+                self.problem((*path, "local"), "only a find-links source can have a local folder")
+            result[name] = Source(
+                name=name, kind=kind, urls=tuple(u for u in urls if u), local=local,
+                packages=tuple(canonicalize_name(p) for p in packages),
+                local_if=self.string(table.get("local-if", "*.whl"), (*path, "local-if")) or "*.whl",
+            )  # fmt: skip
+        return result
+
+    def mirrors(self, value: Any) -> dict[str, str]:
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            self.problem(("mirrors",), 'must be a table of "canonical URL prefix" = "mirror URL prefix"')
+            return {}
+        return dict(value)
+
+    def references(self, config: Config) -> None:
+        """Names used in settings must exist: sources, pinned pins."""
+        for path, settings in [((), config.defaults)] + [(("rules", i), r.settings) for i, r in enumerate(config.rules)]:
+            for name in settings.sources or ():
+                if name not in config.sources:
+                    known = ", ".join(sorted(config.sources)) or "none defined"
+                    self.problem((*path, "sources"), f"unknown source {name!r} (sources: {known})")
 
     def string(self, value: Any, path: tuple) -> str | None:
         if isinstance(value, str):
@@ -420,27 +517,27 @@ class _Validator:
             return None
         return text
 
-    def pins(self, value: Any) -> dict[str, str]:
+    def pins(self, value: Any, path: tuple = ("pins",)) -> dict[str, str]:
         from packaging.utils import InvalidName, canonicalize_name
         from packaging.version import InvalidVersion, Version
 
         if not isinstance(value, dict):
-            self.problem(("pins",), "must be a table of package = \"version\"")
+            self.problem(path, "must be a table of package = \"version\"")
             return {}
         pins = {}
         for name, version in value.items():
             try:
                 canonicalize_name(name, validate=True)
             except InvalidName:
-                self.problem(("pins", name), "not a valid package name")
+                self.problem((*path, name), "not a valid package name")
                 continue
             if not isinstance(version, str):
-                self.problem(("pins", name), "must be a version string")
+                self.problem((*path, name), "must be a version string")
                 continue
             try:
                 Version(version)
             except InvalidVersion:
-                self.problem(("pins", name), f"{version!r} is not a valid version (PEP 440)")
+                self.problem((*path, name), f"{version!r} is not a valid version (PEP 440)")
                 continue
             pins[name] = version
         return pins

@@ -16,6 +16,9 @@ from pathlib import Path
 
 from lockgen.plan import Plan
 
+#: Header fields that appear once, and those that may repeat (layers in install order).
+SINGLE_FIELDS = ("cell", "target", "uv", "input-hash", "layer-of")
+MULTI_FIELDS = ("layer", "unavailable", "no-upload-time", "skipped-url")
 
 
 def header_lines(plan: Plan) -> Iterator[str]:
@@ -30,23 +33,27 @@ def header_lines(plan: Plan) -> Iterator[str]:
     yield f"# input-hash: {plan.input_hash}"
 
 
-def lock_text(plan: Plan, body: str) -> str:
-    """The whole lock: header, a blank line, uv's output (which must carry no header)."""
-    return "\n".join(header_lines(plan)) + "\n\n" + body.strip("\n") + "\n"
+def lock_text(plan: Plan, body: str, extra: Iterator[str] = ()) -> str:
+    """The whole lock: header (plus ``extra`` header lines such as ``# layer: …``), a blank
+    line, uv's output (which must carry no header)."""
+    return "\n".join([*header_lines(plan), *extra]) + "\n\n" + body.strip("\n") + "\n"
 
 
-def read_header(path: Path) -> dict[str, str]:
-    """The ``key: value`` fields of a lock's header (``cell``, ``target``, ``uv``,
-    ``input-hash``); empty when the file is missing or unreadable."""
-    fields = {}
+def read_header(path: Path) -> dict:
+    """The ``key: value`` fields of a lock's header: :data:`SINGLE_FIELDS` as strings,
+    :data:`MULTI_FIELDS` as lists in file order. Empty when the file is missing or unreadable."""
+    fields: dict = {}
     try:
         with path.open(encoding="utf-8") as fh:
             for line in fh:
                 if not line.startswith("#"):
                     break
                 key, sep, value = line[1:].partition(":")
-                if sep and key.strip() in ("cell", "target", "uv", "input-hash"):
-                    fields[key.strip()] = value.strip()
+                key, value = key.strip(), value.strip()
+                if sep and key in SINGLE_FIELDS:
+                    fields[key] = value
+                elif sep and key in MULTI_FIELDS:
+                    fields.setdefault(key, []).append(value)
     except (OSError, UnicodeDecodeError):
         return {}
     return fields

@@ -32,6 +32,9 @@ class Row:
     skip: str | None
     target: dict  # platform, python, [macos], backend, os, arch
     input_hash: str | None = None  # None for skipped cells
+    alias: str | None = None  # the cell whose lock this one reuses
+    alias_lock: str | None = None
+    interpreter: str | None = None  # interpreter arch an install must use, when not the cell's
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -52,18 +55,44 @@ def build(root: Path, rows: Sequence[Row]) -> dict:
         if row.skip:
             entries[row.name] = {"skipped": row.skip, "target": row.target}
             continue
-        lock = root / row.lock
-        header = read_header(lock)
+        lock = row.alias_lock or row.lock
+        header = read_header(root / lock)
         if not header:
             continue
-        entries[row.name] = {
-            "lock": row.lock,
-            "sha256": file_sha256(lock),
+        entry = {
+            "lock": lock,
+            "sha256": file_sha256(root / lock),
             "input_hash": header.get("input-hash"),
             "uv": header.get("uv"),
             "target": row.target,
+            "layers": [{"name": "main", "lock": lock, "sha256": file_sha256(root / lock), "flags": []}]
+            + [_layer(root, line) for line in header.get("layer", [])],
         }
+        if header.get("unavailable"):
+            entry["unavailable"] = [_unavailable(line) for line in header["unavailable"]]
+        if header.get("no-upload-time"):
+            entry["no_upload_time"] = header["no-upload-time"]
+        if row.alias:
+            entry["alias_of"] = row.alias
+        if row.interpreter:
+            entry["interpreter"] = row.interpreter
+        entries[row.name] = entry
     return {"format": LOCK_FORMAT, "generator": "lockgen", "cells": entries}
+
+
+def _layer(root: Path, line: str) -> dict:
+    """A ``# layer: <name> <path> <flag>`` header line as a manifest layer entry."""
+    name, path, flag = line.split()
+    try:
+        digest = file_sha256(root / path)
+    except OSError:
+        digest = None
+    return {"name": name, "lock": path, "sha256": digest, "flags": [flag]}
+
+
+def _unavailable(line: str) -> dict:
+    requirement, _, reason = line.partition(": ")
+    return {"requirement": requirement, "reason": reason}
 
 
 def dumps(manifest: dict) -> str:

@@ -82,6 +82,13 @@ def expand(config: Config) -> list[Cell]:
         settings = settings.merged(Settings(vars=inc_vars))
         cell = Cell(**combo, settings=settings)
         cells.setdefault(cell.name, cell)
+    for cell in cells.values():
+        alias = cell.settings.alias
+        target = cells.get(alias) if alias else None
+        if alias and (target is None or target.settings.alias or target.settings.skip):
+            problems.append(f"cell {cell.name}: alias {alias!r} must name a cell that is resolved (not skipped, not an alias)")
+    if problems:
+        raise ConfigError(config.source, problems)
     return list(cells.values())
 
 

@@ -16,22 +16,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from lockgen import manifest, stamp, uv
+from lockgen import manifest, mirror, stamp, uv
 from lockgen.config import Config, find_config, load_config
-from lockgen.errors import LockgenError, TemplateError
+from lockgen.errors import ConfigError, LockgenError, TemplateError
 from lockgen.lockfile import atomic_write, read_input_hash
 from lockgen.matrix import Cell, expand, select
+from lockgen.mirror import Mirrors
 from lockgen.plan import Plan, make_plan
-from lockgen.render import environment, render
+from lockgen.render import environment
 from lockgen.resolve import Freshness, resolve_cell
 from lockgen.target import target_for
 
 log = logging.getLogger("lockgen")
 
 #: Cell states, in the order a cell moves through them.
-WAITING, RESOLVING, LOCKED, UNCHANGED, UP_TO_DATE, SKIPPED, FAILED, STALE, MISSING = (
-    "waiting", "resolving", "locked", "unchanged", "up to date", "skipped", "failed", "stale", "missing",
+WAITING, RESOLVING, LOCKED, UNCHANGED, UP_TO_DATE, SKIPPED, FAILED, STALE, MISSING, ALIAS = (
+    "waiting", "resolving", "locked", "unchanged", "up to date", "skipped", "failed", "stale", "missing", "alias",
 )  # fmt: skip
+
+
+def _not_resolved(cell: Cell) -> CellResult | None:
+    """The result of a cell lockgen does not resolve itself: skipped, or an alias."""
+    if cell.settings.skip:
+        return CellResult(cell.name, SKIPPED, message=cell.settings.skip)
+    if cell.settings.alias:
+        note = f"reuses {cell.settings.alias}" + (f"; interpreter {cell.settings.interpreter}" if cell.settings.interpreter else "")
+        return CellResult(cell.name, ALIAS, message=note)
+    return None
 
 
 def default_jobs(cells: int) -> int:
@@ -108,27 +119,34 @@ class Project:
         version = uv.uv_version()
         plans, problems = [], []
         for cell in cells:
-            if cell.settings.skip:
+            if cell.settings.skip or cell.settings.alias:
                 continue
-            target = target_for(cell)
             try:
-                plans.append(make_plan(self.config, cell, target, render(env, self.config, cell, target), version))
-            except TemplateError as exc:
+                plans.append(make_plan(self.config, env, cell, target_for(cell), version))
+            except (TemplateError, ConfigError) as exc:
                 problems.append(str(exc))
         if problems:
             raise TemplateError("\n".join(problems))
         return plans
 
+    def mirrors(self, cli: Sequence[str] = ()) -> Mirrors:
+        """Mirrors from the config, then ``LOCKGEN_MIRRORS``, then ``--mirror`` (later wins)."""
+        return Mirrors(self.config.mirrors).merged(mirror.from_env(os.environ.get(mirror.ENV_VAR)), mirror.parse(cli))
+
     def rows(self, plans: Sequence[Plan] = ()) -> list[manifest.Row]:
         """Every cell as a manifest row, with input hashes from ``plans`` where given."""
         hashes = {p.cell.name: p.input_hash for p in plans}
+        by_name = {c.name: c for c in self.cells}
         rows = []
         for cell in self.cells:
             target = {**target_for(cell).to_dict(), "backend": cell.backend, "os": cell.os, "arch": cell.arch}
+            alias = cell.settings.alias
             rows.append(
                 manifest.Row(
                     **cell.axes, name=cell.name, lock=cell.lock_path(self.config), skip=cell.settings.skip,
-                    target=target, input_hash=hashes.get(cell.name),
+                    target=target, input_hash=hashes.get(cell.name), alias=alias,
+                    alias_lock=by_name[alias].lock_path(self.config) if alias else None,
+                    interpreter=cell.settings.interpreter,
                 )  # fmt: skip
             )
         return rows
@@ -158,6 +176,7 @@ def lock(
     options: uv.Options = uv.Options(),
     jobs: int | None = None,
     online: bool = False,
+    mirrors: Sequence[str] = (),
     reporter: Reporter = Silent(),
 ) -> RunResult:
     """Resolve the selected cells whose input hash differs from their lock's (all with ``force``
@@ -173,13 +192,14 @@ def lock(
     chosen = select(project.cells, names, only)
     plans = project.plan_all(chosen)
     root = project.root
+    mirror_table = project.mirrors(mirrors)
     refresh = force or options.upgrade or bool(options.upgrade_packages)
     todo = [p for p in plans if refresh or read_input_hash(root / p.lock) != p.input_hash]
     run = RunResult()
     reporter.start([c.name for c in chosen])
     for cell in chosen:
-        if cell.settings.skip:
-            _report(run, reporter, CellResult(cell.name, SKIPPED, message=cell.settings.skip))
+        if (result := _not_resolved(cell)) is not None:
+            _report(run, reporter, result)
     todo_names = {p.cell.name for p in todo}
     for plan in plans:
         if plan.cell.name not in todo_names:
@@ -189,7 +209,7 @@ def lock(
         reporter.update(CellResult(plan.cell.name, RESOLVING))
         start = time.monotonic()
         try:
-            changed, mode = resolve_cell(root, plan, options, fresh)
+            changed, mode = resolve_cell(root, plan, options, fresh, mirror_table)
             log.debug("cell %s resolved %s", plan.cell.name, mode)
         except LockgenError as exc:
             return CellResult(plan.cell.name, FAILED, time.monotonic() - start, str(exc))
@@ -237,7 +257,7 @@ def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ())
         recorded = read_input_hash(project.root / plan.lock)
         status = MISSING if recorded is None else (UP_TO_DATE if recorded == plan.input_hash else STALE)
         run.results.append(CellResult(plan.cell.name, status))
-    run.results += [CellResult(c.name, SKIPPED, message=c.settings.skip) for c in chosen if c.settings.skip]
+    run.results += [r for r in map(_not_resolved, chosen) if r is not None]
     path = project.root / manifest.manifest_path(project.config.locks)
     run.manifest_stale = manifest.read(path) != project.manifest_text()
     return run
@@ -257,6 +277,8 @@ def describe(project: Project, only: Sequence[str] = ()) -> list[dict]:
                 "target": target.platform,
                 "python_tag": target.python_tag,
                 "skip": cell.settings.skip,
+                "alias": cell.settings.alias,
+                "interpreter": cell.settings.interpreter,
             }
         )
     return rows
@@ -276,6 +298,8 @@ def up_to_date(start: Path, config_path: str | None, names: Sequence[str] = (), 
     for row in select(rows, names, only):
         if row.skip:
             run.results.append(CellResult(row.name, SKIPPED, message=row.skip))
+        elif row.alias:
+            run.results.append(CellResult(row.name, ALIAS, message=f"reuses {row.alias}"))
         elif read_input_hash(root / row.lock) == row.input_hash:
             run.results.append(CellResult(row.name, UP_TO_DATE))
         else:
@@ -295,6 +319,7 @@ def lock_project(
     options: uv.Options = uv.Options(),
     jobs: int | None = None,
     online: bool = False,
+    mirrors: Sequence[str] = (),
     reporter: Reporter = Silent(),
 ) -> RunResult:
     """``lockgen all`` / ``lockgen lock``: the fast no-op check, else load the project and
@@ -308,7 +333,9 @@ def lock_project(
             reporter.finish(run)
             return run
     project = Project.load(start, config_path)
-    return lock(project, names, only, force=force, options=options, jobs=jobs, online=online, reporter=reporter)
+    return lock(
+        project, names, only, force=force, options=options, jobs=jobs, online=online, mirrors=mirrors, reporter=reporter
+    )
 
 
 def check_project(start: Path, config_path: str | None, names: Sequence[str] = (), only: Sequence[str] = ()) -> RunResult:

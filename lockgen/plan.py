@@ -2,20 +2,26 @@
 
 A :class:`Plan` is pure data built from config, cell, target and rendered inputs. Its
 :attr:`Plan.input_hash` covers exactly what can change a lock: the rendered inputs, the target,
-index URL, find-links, ``exclude-newer``, the uv version and lockgen's lock format. It contains no
-absolute path, so the same project gives the same hash on any machine (conda-lock stores such a
-hash per platform so a staleness check needs no solve; so does lockgen, in each lock's header).
+index URL, sources and find-links, ``exclude-newer``, pins that cannot move, layers, the uv
+version and lockgen's lock format. It contains no absolute path, so the same project gives the
+same hash on any machine (conda-lock stores such a hash per platform so a staleness check needs
+no solve; so does lockgen, in each lock's header). Mirrors are not part of it: they change where
+lockgen fetches from, never what a lock says.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from lockgen.config import WORK, Config
+from lockgen.errors import ConfigError
 from lockgen.matrix import Cell
-from lockgen.render import Rendered
+from lockgen.render import ROLES, Rendered, render, render_strings, variables
+from lockgen.sources import CellSource, cell_sources, local_folder_listing
 from lockgen.target import Target
 
 #: Bumped when the lock layout changes, so every lock is re-resolved once.
@@ -32,6 +38,12 @@ class Plan:
     lock: str  # locks/<cell>.txt
     work: str  # .lockgen/<cell>, where rendered inputs are written
     uv_version: str
+    sources: tuple[CellSource, ...] = ()
+    pinned: Mapping[str, str] = field(default_factory=dict)  # canonical name -> exact version
+    optional: tuple[str, ...] = ()
+    no_deps: tuple[str, ...] = ()
+    local_files: Mapping[str, list[str]] = field(default_factory=dict)
+    templates: str = "templates"  # the config's templates folder
 
     @property
     def index_url(self) -> str:
@@ -39,20 +51,31 @@ class Plan:
 
     @property
     def find_links(self) -> tuple[str, ...]:
-        """All find-links of the cell, de-duplicated, in a stable (sorted by key) order."""
-        links = (link for key in sorted(self.cell.settings.find_links) for link in self.cell.settings.find_links[key])
+        """All find-links of the cell, de-duplicated: the ``find-links`` setting (sorted by key),
+        then each source's pages."""
+        settings = self.cell.settings.find_links
+        links = [link for key in sorted(settings) for link in settings[key]]
+        links += [link for source in self.sources for link in source.find_links()]
         return tuple(dict.fromkeys(links))
 
     @property
     def exclude_newer(self) -> str | None:
         return self.cell.settings.exclude_newer
 
-    def input_path(self, role: str) -> str:
-        from lockgen.render import ROLES
+    @property
+    def allow_build(self) -> frozenset[str]:
+        from packaging.utils import canonicalize_name
 
+        return frozenset(canonicalize_name(n) for n in self.cell.settings.allow_build or ())
+
+    def served_by(self, package: str) -> CellSource | None:
+        """The first of the cell's sources named for ``package`` (canonical name), if any."""
+        return next((s for s in self.sources if package in s.packages), None)
+
+    def input_path(self, role: str) -> str:
         return f"{self.work}/{ROLES[role]}"
 
-    @property
+    @functools.cached_property
     def input_hash(self) -> str:
         """``sha256:<hex>`` of the canonical JSON of everything the lock depends on."""
         data = {
@@ -63,14 +86,47 @@ class Plan:
             "find_links": list(self.find_links),
             "exclude_newer": self.exclude_newer,
             "inputs": {role: {"template": t, "text": text} for role, (t, text) in sorted(self.rendered.files.items())},
+            "sources": [s.to_dict() for s in self.sources],
+            "pinned": dict(self.pinned),
+            "optional": list(self.optional),
+            "no_deps": list(self.no_deps),
+            "allow_build": sorted(self.allow_build),
+            "local_files": dict(self.local_files),
         }
         blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-def make_plan(config: Config, cell: Cell, target: Target, rendered: Rendered, uv_version: str) -> Plan:
-    """Build the plan of ``cell``: its lock under the config's ``locks`` folder, its rendered
-    inputs under ``.lockgen/<cell>/``."""
+def pinned_versions(cell: Cell, sources: tuple[CellSource, ...]) -> dict[str, str]:
+    """Exact versions of the pins that cannot move, with the backend's local version label
+    (``2.13.0+cu130``) where the package comes from a backend ``index`` source and none where it
+    comes from the default index or a find-links page (the seed's ``torch_constraints``)."""
+    from packaging.utils import canonicalize_name
+
+    pins = {canonicalize_name(k): v for k, v in cell.settings.pins.items()}
+    result = {}
+    for name in cell.settings.pinned or ():
+        key = canonicalize_name(name)
+        if key not in pins:
+            raise ConfigError("config", [f"cell {cell.name}: pinned package {name!r} has no entry in pins"])
+        source = next((s for s in sources if key in s.packages), None)
+        label = f"+{cell.settings.flavor or cell.backend}" if source and source.kind == "index" else ""
+        result[key] = pins[key] + label if "+" not in pins[key] else pins[key]
+    return result
+
+
+def make_plan(config: Config, env, cell: Cell, target: Target, uv_version: str) -> Plan:
+    """Render the cell's templates and build its plan: its lock under the config's ``locks``
+    folder, its rendered inputs under ``.lockgen/<cell>/``. Raises ``TemplateError``/``ConfigError``."""
+    sources = cell_sources(config.root, dict(config.sources), cell, target)
+    pinned = pinned_versions(cell, sources)
+    rendered = render(env, config, cell, target)
+    if pinned:
+        name, text = rendered.files.get("constraints", ("(pinned)", ""))
+        lines = "".join(f"{package}=={version}\n" for package, version in sorted(pinned.items()))
+        text = (text if not text or text.endswith("\n") else text + "\n") + "# pins that cannot move\n" + lines
+        rendered = Rendered(files={**rendered.files, "constraints": (name, text)})
+    context = variables(config, cell, target)
     return Plan(
         cell=cell,
         target=target,
@@ -78,4 +134,10 @@ def make_plan(config: Config, cell: Cell, target: Target, rendered: Rendered, uv
         lock=cell.lock_path(config),
         work=f"{WORK}/{cell.name}",
         uv_version=uv_version,
+        sources=sources,
+        pinned=pinned,
+        optional=render_strings(env, cell.settings.optional or (), context, cell, "optional"),
+        no_deps=render_strings(env, cell.settings.no_deps or (), context, cell, "no-deps"),
+        local_files=local_folder_listing(config.root, sources),
+        templates=config.templates,
     )

@@ -19,7 +19,7 @@ from lockgen.target import Target
 
 #: Built-in template variables; rule ``vars`` may not reuse these names.
 RESERVED_NAMES = frozenset(
-    {"os", "arch", "backend", "python", "python_tag", "target", "cell", "pins", "vars", "macos", "manylinux"}
+    {"os", "arch", "backend", "flavor", "python", "python_tag", "target", "cell", "pins", "vars", "macos", "manylinux"}
 )
 #: Input roles in the order uv receives them, with the file name each renders to.
 ROLES = {"requirements": "requirements.in", "constraints": "constraints.txt", "overrides": "overrides.txt"}
@@ -52,13 +52,14 @@ def variables(config: Config, cell: Cell, target: Target) -> dict:
         os=cell.os,
         arch=cell.arch,
         backend=cell.backend,
+        flavor=cell.settings.flavor or cell.backend,
         python=cell.python,
         python_tag=target.python_tag,
         target=target.platform,
         macos=target.macos,
         manylinux=cell.settings.manylinux if cell.os == "linux" else None,
         cell=cell.name,
-        pins=dict(config.pins),
+        pins=dict(cell.settings.pins),
         vars=dict(cell.settings.vars),
     )
     return context
@@ -103,3 +104,17 @@ def _template_line(exc: BaseException, path: Path) -> int | None:
         if Path(frame.filename).resolve() == path.resolve():
             line = frame.lineno
     return line
+
+
+def render_strings(env, strings, context: dict, cell: Cell, key: str) -> tuple[str, ...]:
+    """Render each config string (``optional``, ``no-deps`` entries) as a Jinja template.
+
+    Raises :class:`TemplateError` naming the setting, the string and the cell.
+    """
+    result = []
+    for text in strings:
+        try:
+            result.append(env.from_string(text).render(context).strip())
+        except Exception as exc:
+            raise TemplateError(f"{key} entry {text!r}: {exc} (cell {cell.name})") from None
+    return tuple(r for r in result if r)

@@ -1,25 +1,34 @@
-"""Stage 6: resolve one cell with uv and write its lock.
+"""Stage 6: resolve one cell with uv, verify it, resolve its layers, and write its locks.
 
-Every ``uv pip compile`` revalidates each index page it reads, so a loop over N cells fetches
-the same pages N times. Within one run lockgen avoids that: per group of cells that share their
-sources (index URL, find-links, ``exclude-newer``) and os, a *seed* cell resolves online first;
-the other cells of the group then try ``uv pip compile --offline`` against the pages the seeds
-just refreshed. An offline result is kept only if every package it locked had its page refreshed
-online earlier in this run (file metadata is immutable, so the cache holds exactly what the
-network would give); otherwise the cell is resolved online as usual. ``--online`` turns this off.
+Per cell: the main resolution (requirements format, hashed), then the same resolution once more
+offline as PEP 751 ``pylock.toml`` for :mod:`lockgen.verify`, then one layer per optional
+package (each constrained to the main lock's pins, so it cannot move them) and the no-deps
+layer (:mod:`lockgen.layers`). Only when all of that succeeded are the locks replaced.
+
+Reuse within a run: every ``uv pip compile`` revalidates each index page it reads, so a loop
+over N cells fetches the same pages N times. Per group of cells that share their sources (index
+URL, find-links, ``exclude-newer``) and os, a *seed* cell resolves online first; the other cells
+of the group then try ``--offline`` against the pages the seeds just refreshed. An offline result
+is kept only if every package it locked had its page refreshed online earlier in this run (file
+metadata is immutable, so the cache holds exactly what the network would give); otherwise the
+cell is resolved online as usual. ``--online`` turns this off.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from lockgen import uv
+from lockgen.config import parse_toml
 from lockgen.errors import CellFailed
 from lockgen.lockfile import atomic_write, lock_text, locked_versions
+from lockgen.mirror import Mirrors
 from lockgen.plan import Plan
 
 ONLINE, OFFLINE = "online", "offline"
@@ -76,39 +85,97 @@ class Freshness:
             return bool(names) and names <= self._fresh.get(_sources(plan), set())
 
 
-def resolve_cell(root: Path, plan: Plan, options: uv.Options = uv.Options(), fresh: Freshness | None = None) -> tuple[bool, str]:
-    """Write the plan's rendered inputs, run uv, and replace the lock.
+@dataclass(frozen=True)
+class Context:
+    """What every uv run of one cell shares."""
 
-    Returns (whether the lock's bytes changed, ``"online"`` or ``"offline"``). The existing lock
+    root: Path
+    plan: Plan
+    options: uv.Options
+    mirrors: Mirrors
+
+    def run(self, output: str, **kwargs) -> uv.Result:
+        argv = uv.compile_argv(self.plan, output, self.options, mirrors=self.mirrors, **kwargs)
+        return uv.run(argv, uv.compile_env(os.environ, self.plan), str(self.root))
+
+    def read(self, path: str) -> str:
+        return self.mirrors.canonical((self.root / path).read_text(encoding="utf-8"))
+
+
+def resolve_cell(
+    root: Path,
+    plan: Plan,
+    options: uv.Options = uv.Options(),
+    fresh: Freshness | None = None,
+    mirrors: Mirrors = Mirrors(),
+) -> tuple[bool, str]:
+    """Resolve, verify and write ``plan``'s locks.
+
+    Returns (whether any lock's bytes changed, ``"online"`` or ``"offline"``). The existing lock
     is handed to uv as its output file, so uv prefers its pins (as pip-compile does) and a changed
-    input moves only what it must. Raises :class:`CellFailed` with uv's explanation when the cell
-    cannot be resolved; the existing lock is then left untouched.
+    input moves only what it must. Raises :class:`CellFailed` with uv's explanation, or with the
+    verify problems, when the cell cannot be locked; the existing locks are then left untouched.
     """
+    from lockgen import layers, verify
+
+    ctx = Context(root, plan, options, mirrors)
     for role, (_, text) in plan.rendered.files.items():
         atomic_write(root / plan.input_path(role), text)
-    output = f"{plan.work}/resolved.txt"
-    env = uv.compile_env(os.environ, plan)
-    mode = ONLINE
     try:
-        if fresh is not None and not fresh.is_seed(plan):
-            fresh.wait(plan)
-            _seed_output(root, plan, output)
-            result = uv.run(uv.compile_argv(plan, output, options, offline=True), env, str(root))
-            if result.returncode == 0:
-                body = (root / output).read_text(encoding="utf-8")
-                if fresh.covers(plan, set(locked_versions(body))):
-                    return atomic_write(root / plan.lock, lock_text(plan, body)), OFFLINE
-        _seed_output(root, plan, output)
-        result = uv.run(uv.compile_argv(plan, output, options), env, str(root))
-        if result.returncode != 0:
-            raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{uv.explain(result.stderr)}")
-        body = (root / output).read_text(encoding="utf-8")
-        if fresh is not None:
-            fresh.record(plan, set(locked_versions(body)))
-        return atomic_write(root / plan.lock, lock_text(plan, body)), mode
+        body, mode = _main(ctx, fresh)
     finally:
         if fresh is not None:
             fresh.seed_done(plan)
+    versions = locked_versions(body)
+    pylock = _pylock(ctx, versions)
+    found = verify.problems(plan, pylock, mirrors)
+    if found:
+        raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
+    built = layers.resolve(ctx, versions)
+    dateless = verify.without_upload_time(plan, pylock, mirrors) if plan.exclude_newer else []
+    extra = [*built.header_lines(), *(f"no-upload-time: {name}" for name in dateless)]
+    changed = False
+    for path, text in built.files.items():
+        changed |= atomic_write(root / path, text)
+    changed |= atomic_write(root / plan.lock, lock_text(plan, body, (f"# {line}" for line in extra)))
+    layers.remove_stale(root, plan, built)
+    return changed, mode
+
+
+def _main(ctx: Context, fresh: Freshness | None) -> tuple[str, str]:
+    plan, root = ctx.plan, ctx.root
+    output = f"{plan.work}/resolved.txt"
+    if fresh is not None and not fresh.is_seed(plan):
+        fresh.wait(plan)
+        _seed_output(root, plan, output)
+        if ctx.run(output, offline=True).returncode == 0:
+            body = ctx.read(output)
+            if fresh.covers(plan, set(locked_versions(body))):
+                return body, OFFLINE
+    _seed_output(root, plan, output)
+    result = ctx.run(output)
+    if result.returncode != 0:
+        raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{uv.explain(result.stderr)}{blame(root, plan, result.stderr)}")
+    body = ctx.read(output)
+    if fresh is not None:
+        fresh.record(plan, set(locked_versions(body)))
+    return body, ONLINE
+
+
+def _pylock(ctx: Context, versions: dict[str, str]) -> dict:
+    """The same resolution as PEP 751 data: offline (the cache is warm), its versions fixed."""
+    plan = ctx.plan
+    pins = f"{plan.work}/resolved-pins.txt"
+    atomic_write(ctx.root / pins, "".join(f"{n}=={v}\n" for n, v in sorted(versions.items()) if v))
+    main = uv.main_inputs(plan)
+    inputs = uv.Inputs(main.requirements, (*main.constraints, pins), main.overrides)
+    output = f"{plan.work}/pylock.toml"
+    result = ctx.run(output, offline=True, inputs=inputs, pylock=True)
+    if result.returncode != 0:
+        result = ctx.run(output, inputs=inputs, pylock=True)
+    if result.returncode != 0:
+        raise CellFailed(f"cell {plan.cell.name}: uv could not describe its resolution:\n{uv.explain(result.stderr)}")
+    return parse_toml((ctx.root / output).read_text(encoding="utf-8"))
 
 
 def _seed_output(root: Path, plan: Plan, output: str) -> None:
@@ -118,3 +185,56 @@ def _seed_output(root: Path, plan: Plan, output: str) -> None:
         shutil.copyfile(root / plan.lock, root / output)
     else:
         (root / output).unlink(missing_ok=True)
+
+
+def blame(root: Path, plan: Plan, stderr: str) -> str:
+    """When uv's error names a pin that cannot move, name the requirement lines that fought it:
+    the template, line and text of every requirement whose package uv's explanation mentions
+    (CASES C08: ``setuptools<77`` next to torch 2.13)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    words = set(re.findall(r"[a-z0-9][a-z0-9._-]*", stderr.lower()))
+    mentioned = {canonicalize_name(w) for w in words}
+    fought = [name for name in plan.pinned if name in mentioned]
+    if not fought:
+        return ""
+    lines = []
+    for role in ("requirements", "overrides"):
+        if role not in plan.rendered.files:
+            continue
+        template, text = plan.rendered.files[role]
+        for line in text.splitlines():
+            try:
+                req = Requirement(line.split("#")[0].strip())
+            except InvalidRequirement:
+                continue
+            name = canonicalize_name(req.name)
+            if name in mentioned and name not in plan.pinned:
+                lines.append((template, line.strip(), name))
+    if not lines:
+        return ""
+    pins = ", ".join(f"{n}=={plan.pinned[n]}" for n in fought)
+    out = [f"\nlockgen: the pin(s) {pins} cannot move; requirement(s) that fought them:"]
+    for template, line, name in lines:
+        out.append(f"  {_template_line(root, plan, template, name, line)}: {line}")
+    out.append("change or drop that requirement; lockgen never lets uv move a pinned package")
+    return "\n".join(out)
+
+
+def _template_line(root: Path, plan: Plan, template: str, name: str, line: str) -> str:
+    """``templates/<file>:<line>`` of the template line that rendered ``line`` (best match)."""
+    path = root / plan.templates / template
+    try:
+        source = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return template
+    rel = path.relative_to(root).as_posix()
+    for number, text in enumerate(source, 1):
+        if text.strip() == line:
+            return f"{rel}:{number}"
+    pattern = re.compile(rf"(?i)^\s*{re.escape(name).replace('-', '[-_.]')}\b")
+    for number, text in enumerate(source, 1):
+        if pattern.search(text.replace("_", "-")) or pattern.search(text):
+            return f"{rel}:{number}"
+    return rel

@@ -37,6 +37,39 @@ class Target:
         """Environment variables uv needs for this target (``MACOSX_DEPLOYMENT_TARGET``)."""
         return {"MACOSX_DEPLOYMENT_TARGET": self.macos} if self.macos else {}
 
+    def platform_tags(self) -> list[str]:
+        """Wheel platform tags an installer on this target accepts, best first.
+
+        Linux: ``manylinux_2_<n>_<arch>`` from the target's level down (PEP 600; with the legacy
+        ``manylinux2014``/``2010``/``1`` aliases) and ``linux_<arch>``; Windows: ``win_amd64`` or
+        ``win_arm64``; macOS: :func:`packaging.tags.mac_platforms` from the minimum version down.
+        """
+        os_, _, rest = self.platform.partition("-")
+        arch = os_  # the triple starts with the arch
+        if "manylinux" in rest:
+            level = int(rest.rsplit("_", 1)[1])
+            floor = 17 if arch == "aarch64" else 5
+            tags = [f"manylinux_2_{n}_{arch}" for n in range(level, floor - 1, -1)]
+            legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+            tags += [f"{alias}_{arch}" for n, alias in legacy.items() if n <= level and n >= floor]
+            return tags + [f"linux_{arch}"]
+        if rest.endswith("windows-msvc"):
+            return ["win_amd64" if arch == "x86_64" else "win_arm64"]
+        from packaging.tags import mac_platforms
+
+        major, minor = (int(x) for x in (self.macos or "14.0").split("."))
+        return list(mac_platforms((major, minor), "arm64" if arch == "aarch64" else "x86_64"))
+
+    def supported_tags(self) -> frozenset:
+        """Every :class:`packaging.tags.Tag` a CPython ``python`` on this target installs."""
+        from packaging import tags
+
+        version = tuple(int(x) for x in self.python.split("."))
+        platforms = self.platform_tags()
+        return frozenset(tags.cpython_tags(version, platforms=platforms)) | frozenset(
+            tags.compatible_tags(version, platforms=platforms)
+        )
+
     def to_dict(self) -> dict[str, str]:
         data = {"platform": self.platform, "python": self.python}
         if self.macos:

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from lockgen.mirror import Mirrors
 from lockgen.plan import Plan
 
 log = logging.getLogger("lockgen.uv")
@@ -49,39 +50,74 @@ class Options:
     upgrade_packages: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Inputs:
+    """Project-relative input files of one ``uv pip compile``."""
+
+    requirements: str
+    constraints: tuple[str, ...] = ()
+    overrides: str | None = None
+
+
+def main_inputs(plan: Plan) -> Inputs:
+    """The rendered requirements, constraints and overrides of ``plan``."""
+    files = plan.rendered.files
+    return Inputs(
+        requirements=plan.input_path("requirements"),
+        constraints=(plan.input_path("constraints"),) if "constraints" in files else (),
+        overrides=plan.input_path("overrides") if "overrides" in files else None,
+    )
+
+
 def compile_argv(
-    plan: Plan, output: str, options: Options = Options(), python: str = sys.executable, offline: bool = False
+    plan: Plan,
+    output: str,
+    options: Options = Options(),
+    python: str = sys.executable,
+    *,
+    offline: bool = False,
+    mirrors: Mirrors = Mirrors(),
+    inputs: Inputs | None = None,
+    pylock: bool = False,
+    no_deps: bool = False,
 ) -> list[str]:
     """The ``uv pip compile`` arguments (after the binary) for ``plan``, writing to ``output``.
 
     Paths are relative to the project root, so uv's ``# via -r …`` annotations stay
     project-relative. ``--python`` is the running interpreter (uv must not download one; the
     target Python comes from ``--python-version``) and ``--no-config`` keeps ``uv.toml`` out.
+    Index and find-links URLs go through ``mirrors``. ``inputs`` defaults to the plan's rendered
+    files (layers pass their own); ``pylock`` writes PEP 751 ``pylock.toml`` instead of
+    requirements format.
     """
-    argv = ["pip", "compile", plan.input_path("requirements")]
-    if "constraints" in plan.rendered.files:
-        argv += ["--constraint", plan.input_path("constraints")]
-    if "overrides" in plan.rendered.files:
-        argv += ["--override", plan.input_path("overrides")]
+    inputs = inputs or main_inputs(plan)
+    argv = ["pip", "compile", inputs.requirements]
+    for constraints in inputs.constraints:
+        argv += ["--constraint", constraints]
+    if inputs.overrides:
+        argv += ["--override", inputs.overrides]
     argv += [
         "--output-file", output,
         "--python", python,
         "--python-version", plan.target.python,
         "--python-platform", plan.target.platform,
-        "--index-url", plan.index_url,
+        "--index-url", mirrors.fetch_url(plan.index_url),
     ]  # fmt: skip
     for link in plan.find_links:
-        argv += ["--find-links", link]
+        argv += ["--find-links", mirrors.fetch_url(link)]
     if plan.exclude_newer:
         argv += ["--exclude-newer", plan.exclude_newer]
-    argv += [
-        "--generate-hashes",
-        "--emit-index-url",
-        "--emit-find-links",
-        "--no-header",
-        "--no-config",
-        "--quiet",
-    ]
+        # Backend indexes and find-links pages publish no upload times, and uv drops an artifact
+        # without one under a cutoff: the cutoff applies to what the default index serves.
+        for package in sorted({p for source in plan.sources for p in source.packages}):
+            argv += ["--exclude-newer-package", f"{package}=false"]
+    if pylock:
+        argv += ["--format", "pylock.toml"]
+    else:
+        argv += ["--generate-hashes", "--emit-index-url", "--emit-find-links"]
+    argv += ["--no-header", "--no-config", "--quiet"]
+    if no_deps:
+        argv.append("--no-deps")
     if offline:
         argv.append("--offline")
     if options.upgrade:

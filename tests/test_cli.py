@@ -26,6 +26,7 @@ def test_matrix_json(tmp_path):
     assert rows[0] == {
         "name": "linux-aarch64-cpu-py3.12", "os": "linux", "arch": "aarch64", "backend": "cpu", "python": "3.12",
         "lock": "locks/linux-aarch64-cpu-py3.12.txt", "target": "aarch64-manylinux_2_28", "python_tag": "cp312", "skip": None,
+        "alias": None, "interpreter": None,
     }  # fmt: skip
     assert rows[1]["skip"] == "not yet"
     plain = run_cli("matrix", "--only", "os=linux", "-C", str(tmp_path))

@@ -1,0 +1,150 @@
+"""Install layers after the main lock: one per optional package, then the no-deps layer.
+
+The seed installs optional accelerators one by one after everything else and only warns when
+one cannot be had; it installs no-deps packages last, without their dependencies. lockgen
+resolves each optional package as its own layer, with every version of the main lock as a
+constraint (so a layer can add packages but never move one), and writes it to
+``locks/<cell>/optional-<package>.txt``; an optional package that cannot be had for the cell (no
+fitting wheel, an unreachable source, no resolution) is recorded as unavailable with the reason,
+and the cell still succeeds. The no-deps layer (``locks/<cell>/no-deps.txt``) is resolved with
+``--no-deps``; failing it fails the cell. The main lock's header lists the layers in install order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lockgen import fetch, uv
+from lockgen.errors import CellFailed, LockgenError
+from lockgen.lockfile import lock_text
+from lockgen.plan import Plan
+
+OPTIONAL, NO_DEPS = "optional", "no-deps"
+
+
+@dataclass
+class Built:
+    """Layers of one cell: files to write (path -> text), in install order, and what was left out."""
+
+    layers: list[tuple[str, str, str]] = field(default_factory=list)  # (name, path, flag)
+    unavailable: list[tuple[str, str]] = field(default_factory=list)  # (requirement, reason)
+    files: dict[str, str] = field(default_factory=dict)
+
+    def header_lines(self) -> Iterator[str]:
+        for name, path, flag in self.layers:
+            yield f"layer: {name} {path} {flag}"
+        for requirement, reason in self.unavailable:
+            yield f"unavailable: {requirement}: {reason}"
+
+
+def layer_folder(plan: Plan) -> str:
+    """``locks/<cell>``: where the cell's layer locks live."""
+    return plan.lock.removesuffix(".txt")
+
+
+def resolve(ctx, versions: dict[str, str]) -> Built:
+    """Resolve every layer of ``ctx.plan``; ``versions`` are the main lock's pins."""
+    plan = ctx.plan
+    built = Built()
+    pins = f"{plan.work}/resolved-pins.txt"  # written by resolve._pylock
+    for entry in plan.optional:
+        try:
+            name, line = _requirement(ctx, entry)
+        except _Unavailable as exc:
+            built.unavailable.append((entry, str(exc)))
+            continue
+        body = _compile(ctx, f"optional-{name}", line, (pins,))
+        if isinstance(body, _Unavailable):
+            built.unavailable.append((entry, str(body)))
+            continue
+        _add(built, plan, f"optional-{name}", OPTIONAL, body)
+    if plan.no_deps:
+        body = _compile(ctx, NO_DEPS, "".join(f"{line}\n" for line in plan.no_deps), (), no_deps=True)
+        if isinstance(body, _Unavailable):
+            raise CellFailed(f"cell {plan.cell.name}: the no-deps layer cannot be resolved: {body}")
+        _add(built, plan, NO_DEPS, NO_DEPS, body)
+    return built
+
+
+def _add(built: Built, plan: Plan, name: str, flag: str, body: str) -> None:
+    path = f"{layer_folder(plan)}/{name}.txt"
+    install = "--no-deps " if flag == NO_DEPS else ""
+    extra = [
+        f"# layer-of: {plan.lock}",
+        f"# install after {plan.lock}: pip install {install}--require-hashes -r {path}",
+    ]
+    built.layers.append((name, path, flag))
+    built.files[path] = lock_text(plan, body, extra)
+
+
+class _Unavailable(Exception):
+    pass
+
+
+def _requirement(ctx, entry: str) -> tuple[str, str]:
+    """``(canonical name, requirements line)`` of an optional entry: a requirement, a direct
+    wheel URL, or a package a ``urls`` source serves (its URL that fits the target, pinned by
+    sha256). Raises :class:`_Unavailable` with the reason when nothing fits or is reachable."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name, parse_wheel_filename
+
+    plan = ctx.plan
+    if "://" in entry:
+        candidates, name, specifier = [entry], None, None
+    else:
+        try:
+            req = Requirement(entry)
+        except InvalidRequirement as exc:
+            raise CellFailed(f"cell {plan.cell.name}: optional entry {entry!r} is not a requirement: {exc}") from None
+        name, specifier = canonicalize_name(req.name), req.specifier
+        source = plan.served_by(name)
+        if source is None or source.kind != "urls":
+            return name, f"{entry}\n"
+        candidates = list(source.urls)
+    kept, notes = fetch.fitting(candidates, plan.target, name)
+    if specifier is not None:
+        kept = [u for u in kept if specifier.contains(parse_wheel_filename(fetch.wheel_name(u))[1], prereleases=True)]
+    if not kept:
+        raise _Unavailable("no wheel URL fits this target (" + ("; ".join(notes) or "none listed") + ")")
+    url = kept[0]
+    project = canonicalize_name(parse_wheel_filename(fetch.wheel_name(url))[0])
+    try:
+        digest = fetch.sha256_of(ctx.root, url, ctx.mirrors)
+    except LockgenError as exc:
+        raise _Unavailable(f"source unreachable: {exc}") from None
+    return project, f"{project} @ {ctx.mirrors.fetch_url(url)} --hash=sha256:{digest}\n"
+
+
+def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], no_deps: bool = False):
+    """Resolve one layer; its body (canonical URLs) or an :class:`_Unavailable` reason."""
+    from lockgen.lockfile import atomic_write
+
+    plan = ctx.plan
+    source = f"{plan.work}/layer-{name}.in"
+    output = f"{plan.work}/layer-{name}.txt"
+    atomic_write(ctx.root / source, requirements)
+    (ctx.root / output).unlink(missing_ok=True)
+    result = ctx.run(output, inputs=uv.Inputs(source, constraints), no_deps=no_deps)
+    if result.returncode != 0:
+        return _Unavailable(_reason(result.stderr))
+    return ctx.read(output)
+
+
+def _reason(stderr: str) -> str:
+    """The gist of uv's error on one line: its last explanatory line."""
+    lines = [line.strip(" ╰─▶×│") for line in uv.explain(stderr).splitlines()]
+    lines = [line for line in lines if line and not line.startswith("hint")]
+    return lines[-1] if lines else "uv failed without a message"
+
+
+def remove_stale(root: Path, plan: Plan, built: Built) -> None:
+    """Delete layer files of this cell that the current config no longer produces."""
+    folder = root / layer_folder(plan)
+    if not folder.is_dir():
+        return
+    keep = {root / path for path in built.files}
+    for path in folder.glob("*.txt"):
+        if path not in keep and path.read_text(encoding="utf-8", errors="replace").startswith("# This file is generated by lockgen"):
+            path.unlink()
