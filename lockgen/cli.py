@@ -49,6 +49,8 @@ def cmd_matrix(args) -> int:
         return 0
     for row in rows:
         where = f"skipped: {row['skip']}" if row["skip"] else row["lock"]
+        if row["alias"]:
+            where = f"alias of {row['alias']}" + (f" (interpreter {row['interpreter']})" if row["interpreter"] else "")
         print(f"{row['name']:<34} {row['target']:<24} {where}")
     return 0
 
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "jobs", None) is not None and args.jobs < 1:
         print("error: -j/--jobs must be at least 1", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(relativeCreated)7.0fms %(name)s: %(message)s" if args.verbose else "%(name)s: %(message)s")
     try:
         return args.func(args)
     except LockgenError as exc:

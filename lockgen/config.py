@@ -55,7 +55,7 @@ class Settings:
     skip: str | None = None
     exclude_newer: str | None = None
     pins: Mapping[str, str] = field(default_factory=dict)
-    sources: tuple[str, ...] | None = None  # named sources this cell uses
+    sources: tuple[str, ...] | None = None  # `use`: the named sources this cell uses
     flavor: str | None = None  # fills {flavor} in source URLs and local labels; default: backend
     pinned: tuple[str, ...] | None = None  # pins that cannot move
     optional: tuple[str, ...] | None = None  # one layer each, Jinja strings
@@ -219,10 +219,10 @@ def load_config(path: Path) -> Config:
 
 _SETTING_KEYS = {
     "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
-    "manylinux", "macos", "skip", "exclude-newer", "pins", "sources", "flavor", "pinned",
+    "manylinux", "macos", "skip", "exclude-newer", "pins", "use", "flavor", "pinned",
     "optional", "no-deps", "allow-build", "alias", "interpreter",
 }  # fmt: skip
-_TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors"} | _SETTING_KEYS
+_TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources"} | _SETTING_KEYS
 _SOURCE_KINDS = ("index", "find-links", "urls")
 
 
@@ -396,7 +396,9 @@ class _Validator:
             values["exclude_newer"] = self.timestamp(table["exclude-newer"], (*path, "exclude-newer"))
         if "pins" in table:
             values["pins"] = self.pins(table["pins"], (*path, "pins"))
-        for key in ("sources", "pinned", "optional", "no-deps", "allow-build"):
+        if "use" in table:
+            values["sources"] = self.strings(table["use"], (*path, "use"), allow_empty=True)
+        for key in ("pinned", "optional", "no-deps", "allow-build"):
             if key in table:
                 values[key.replace("-", "_")] = self.strings(table[key], (*path, key))
         for key in ("flavor", "alias", "interpreter"):
@@ -404,7 +406,7 @@ class _Validator:
                 values[key] = self.string(table[key], (*path, key))
         return Settings(**values)
 
-    def strings(self, value: Any, path: tuple) -> tuple[str, ...]:
+    def strings(self, value: Any, path: tuple, allow_empty: bool = True) -> tuple[str, ...]:
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             self.problem(path, "must be an array of non-empty strings")
             return ()
@@ -455,7 +457,7 @@ class _Validator:
             for name in settings.sources or ():
                 if name not in config.sources:
                     known = ", ".join(sorted(config.sources)) or "none defined"
-                    self.problem((*path, "sources"), f"unknown source {name!r} (sources: {known})")
+                    self.problem((*path, "use"), f"unknown source {name!r} (sources: {known})")
 
     def string(self, value: Any, path: tuple) -> str | None:
         if isinstance(value, str):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lockgen import fetch, uv
 from lockgen.errors import CellFailed, LockgenError
-from lockgen.lockfile import lock_text
+from lockgen.lockfile import fill_hashes, lock_text, locked_versions
 from lockgen.plan import Plan
 
 OPTIONAL, NO_DEPS = "optional", "no-deps"
@@ -48,7 +48,7 @@ def resolve(ctx, versions: dict[str, str]) -> Built:
     """Resolve every layer of ``ctx.plan``; ``versions`` are the main lock's pins."""
     plan = ctx.plan
     built = Built()
-    pins = f"{plan.work}/resolved-pins.txt"  # written by resolve._pylock
+    pins = f"{plan.work}/main-pins.txt"  # the main lock's versions, written by resolve.pylock
     for entry in plan.optional:
         try:
             name, line = _requirement(ctx, entry)
@@ -113,7 +113,7 @@ def _requirement(ctx, entry: str) -> tuple[str, str]:
     try:
         digest = fetch.sha256_of(ctx.root, url, ctx.mirrors)
     except LockgenError as exc:
-        raise _Unavailable(f"source unreachable: {exc}") from None
+        raise _Unavailable(ctx.mirrors.canonical(f"source unreachable: {exc}")) from None
     return project, f"{project} @ {ctx.mirrors.fetch_url(url)} --hash=sha256:{digest}\n"
 
 
@@ -126,16 +126,24 @@ def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], no
     output = f"{plan.work}/layer-{name}.txt"
     atomic_write(ctx.root / source, requirements)
     (ctx.root / output).unlink(missing_ok=True)
-    result = ctx.run(output, inputs=uv.Inputs(source, constraints), no_deps=no_deps)
+    inputs = uv.Inputs(source, constraints)
+    result = ctx.run(output, inputs=inputs, no_deps=no_deps)
     if result.returncode != 0:
-        return _Unavailable(_reason(result.stderr))
-    return ctx.read(output)
+        return _Unavailable(ctx.mirrors.canonical(_reason(result.stderr)))
+    body = ctx.read(output)
+    if any(line and line[0] not in " #-" and not line.endswith("\\") for line in body.splitlines()):
+        from lockgen.resolve import pylock
+
+        body, unhashed = fill_hashes(body, pylock(ctx, inputs, locked_versions(body), f"layer-{name}", no_deps))
+        if unhashed:
+            raise CellFailed(f"cell {plan.cell.name}: layer {name}: no sha256 for {', '.join(unhashed)}")
+    return body
 
 
 def _reason(stderr: str) -> str:
     """The gist of uv's error on one line: its last explanatory line."""
     lines = [line.strip(" ╰─▶×│") for line in uv.explain(stderr).splitlines()]
-    lines = [line for line in lines if line and not line.startswith("hint")]
+    lines = [line.removeprefix("cause: ") for line in lines if line and not line.startswith("hint")]
     return lines[-1] if lines else "uv failed without a message"
 
 

@@ -110,3 +110,28 @@ def atomic_write(path: Path, text: str) -> bool:
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
+
+
+def fill_hashes(body: str, pylock: dict) -> tuple[str, list[str]]:
+    """Add ``--hash`` lines to requirement lines of uv's output that have none, from the same
+    resolution's PEP 751 data (uv leaves them out for a find-links distribution whose project
+    the index also serves). Returns the new body and the requirements still without a hash."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    hashes = {}
+    for package in pylock.get("packages", []):
+        found = [a.get("hashes", {}).get("sha256") for a in [package.get("sdist") or {}, *package.get("wheels", [])]]
+        hashes[canonicalize_name(package["name"])] = sorted(h for h in found if h)
+    lines, missing = [], []
+    for line in body.splitlines():
+        if line and line[0] not in " #-" and not line.endswith("\\"):
+            name = canonicalize_name(Requirement(line).name)
+            if hashes.get(name):
+                lines.append(f"{line} \\")
+                lines += [f"    --hash=sha256:{h} \\" for h in hashes[name][:-1]]
+                lines.append(f"    --hash=sha256:{hashes[name][-1]}")
+                continue
+            missing.append(line.strip())
+        lines.append(line)
+    return "\n".join(lines) + "\n", missing

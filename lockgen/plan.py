@@ -121,11 +121,13 @@ def make_plan(config: Config, env, cell: Cell, target: Target, uv_version: str) 
     sources = cell_sources(config.root, dict(config.sources), cell, target)
     pinned = pinned_versions(cell, sources)
     rendered = render(env, config, cell, target)
-    if pinned:
-        name, text = rendered.files.get("constraints", ("(pinned)", ""))
-        lines = "".join(f"{package}=={version}\n" for package, version in sorted(pinned.items()))
-        text = (text if not text or text.endswith("\n") else text + "\n") + "# pins that cannot move\n" + lines
-        rendered = Rendered(files={**rendered.files, "constraints": (name, text)})
+    if pinned:  # required (the seed installs them first) and constrained exactly
+        lines = "# pins that cannot move\n" + "".join(f"{p}=={v}\n" for p, v in sorted(pinned.items()))
+        files = dict(rendered.files)
+        for role in ("requirements", "constraints"):
+            name, text = files.get(role, ("(pinned)", ""))
+            files[role] = (name, (text if not text or text.endswith("\n") else text + "\n") + lines)
+        rendered = Rendered(files=files)
     context = variables(config, cell, target)
     return Plan(
         cell=cell,

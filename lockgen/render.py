@@ -92,18 +92,20 @@ def _render_one(env, config: Config, name: str, context: dict, cell: Cell) -> st
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"{where}:{exc.lineno}: {exc.message} (cell {cell.name})") from None
     except Exception as exc:  # undefined variables, sandbox violations, filter errors
-        line = _template_line(exc, config.root / config.templates / name)
-        at = f"{where}:{line}" if line else where
+        at = _template_line(exc, config.root / config.templates) or where
         raise TemplateError(f"{at}: {exc} (cell {cell.name})") from None
 
 
-def _template_line(exc: BaseException, path: Path) -> int | None:
-    """The template line an exception was raised on (jinja maps frames to template lines)."""
-    line = None
+def _template_line(exc: BaseException, folder: Path) -> str | None:
+    """``templates/<file>:<line>`` of the innermost template frame of an exception (jinja maps
+    frames to template lines; an ``{% include %}``d template is the one that failed)."""
+    folder = folder.resolve()
+    found = None
     for frame in traceback.extract_tb(exc.__traceback__):
-        if Path(frame.filename).resolve() == path.resolve():
-            line = frame.lineno
-    return line
+        path = Path(frame.filename).resolve()
+        if path.is_relative_to(folder):
+            found = f"{folder.name}/{path.relative_to(folder).as_posix()}:{frame.lineno}"
+    return found
 
 
 def render_strings(env, strings, context: dict, cell: Cell, key: str) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from lockgen import uv
 from lockgen.config import parse_toml
 from lockgen.errors import CellFailed
-from lockgen.lockfile import atomic_write, lock_text, locked_versions
+from lockgen.lockfile import atomic_write, fill_hashes, lock_text, locked_versions
 from lockgen.mirror import Mirrors
 from lockgen.plan import Plan
 
@@ -127,12 +127,13 @@ def resolve_cell(
         if fresh is not None:
             fresh.seed_done(plan)
     versions = locked_versions(body)
-    pylock = _pylock(ctx, versions)
-    found = verify.problems(plan, pylock, mirrors)
+    described = pylock(ctx, uv.main_inputs(plan), versions, "main")
+    body, unhashed = fill_hashes(body, described)
+    found = verify.problems(plan, described, mirrors) + [f"{r}: no sha256 for any of its artifacts" for r in unhashed]
     if found:
         raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
     built = layers.resolve(ctx, versions)
-    dateless = verify.without_upload_time(plan, pylock, mirrors) if plan.exclude_newer else []
+    dateless = verify.without_upload_time(plan, described, mirrors) if plan.exclude_newer else []
     extra = [*built.header_lines(), *(f"no-upload-time: {name}" for name in dateless)]
     changed = False
     for path, text in built.files.items():
@@ -162,17 +163,17 @@ def _main(ctx: Context, fresh: Freshness | None) -> tuple[str, str]:
     return body, ONLINE
 
 
-def _pylock(ctx: Context, versions: dict[str, str]) -> dict:
-    """The same resolution as PEP 751 data: offline (the cache is warm), its versions fixed."""
+def pylock(ctx: Context, given: uv.Inputs, versions: dict[str, str], name: str, no_deps: bool = False) -> dict:
+    """The same resolution as PEP 751 data: offline (the cache is warm), its versions fixed.
+    Writes ``.lockgen/<cell>/<name>-pins.txt`` (the resolved versions, as constraints)."""
     plan = ctx.plan
-    pins = f"{plan.work}/resolved-pins.txt"
+    pins = f"{plan.work}/{name}-pins.txt"
     atomic_write(ctx.root / pins, "".join(f"{n}=={v}\n" for n, v in sorted(versions.items()) if v))
-    main = uv.main_inputs(plan)
-    inputs = uv.Inputs(main.requirements, (*main.constraints, pins), main.overrides)
-    output = f"{plan.work}/pylock.toml"
-    result = ctx.run(output, offline=True, inputs=inputs, pylock=True)
+    inputs = uv.Inputs(given.requirements, (*given.constraints, pins), given.overrides)
+    output = f"{plan.work}/pylock.{name}.toml"  # uv accepts only pylock.toml / pylock.<name>.toml
+    result = ctx.run(output, offline=True, inputs=inputs, pylock=True, no_deps=no_deps)
     if result.returncode != 0:
-        result = ctx.run(output, inputs=inputs, pylock=True)
+        result = ctx.run(output, inputs=inputs, pylock=True, no_deps=no_deps)
     if result.returncode != 0:
         raise CellFailed(f"cell {plan.cell.name}: uv could not describe its resolution:\n{uv.explain(result.stderr)}")
     return parse_toml((ctx.root / output).read_text(encoding="utf-8"))

@@ -156,6 +156,7 @@ def run(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Result:
     proc = subprocess.run(
         [binary, *argv], env=dict(env), cwd=cwd, shell=False, capture_output=True, text=True, stdin=subprocess.DEVNULL
     )
+    log.debug("exit %s: %s", proc.returncode, argv[2])
     return Result(proc.returncode, proc.stderr)
 
 

@@ -110,13 +110,12 @@ def _has_wheel(package: dict, supported: frozenset, mirrors: Mirrors) -> bool:
 
 
 def without_upload_time(plan: Plan, pylock: dict, mirrors: Mirrors = Mirrors()) -> list[str]:
-    """Names of the cell's sources (or ``default index``) that served a locked artifact without
-    an upload time: ``exclude-newer`` could not apply to them (CASES C07)."""
+    """Names of the sources that served a locked artifact without an upload time (a package
+    named for a source came from it; any other from the ``default index``): ``exclude-newer``
+    could not apply to them (CASES C07)."""
     names = set()
-    prefixes = {_source_prefix(u): s.name for s in plan.sources for u in s.urls}
     for package in pylock.get("packages", []):
-        for _, artifact in artifacts(package):
-            if "upload-time" not in artifact:
-                where = location(artifact, mirrors)
-                names.add(next((n for p, n in prefixes.items() if where.startswith(p)), "default index"))
+        if any("upload-time" not in artifact for _, artifact in artifacts(package)):
+            source = plan.served_by(canonicalize_name(package["name"]))
+            names.add(source.name if source else "default index")
     return sorted(names)

@@ -149,6 +149,8 @@ class FakeIndex:
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     """Static files, never "304 Not Modified": pages change within a second in tests."""
 
+    protocol_version = "HTTP/1.1"  # keep-alive, as real index servers
+
     def do_GET(self):
         del self.headers["If-Modified-Since"]
         super().do_GET()

@@ -1,0 +1,212 @@
+"""Seed parity: ``examples/ai-toolkit`` locks every row of the spec's table against fake hosts
+shaped like the real ones (reached through ``--mirror``), and each rule the seed states holds.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lockgen.lockfile import locked_versions
+from tests.aitoolkit_world import EXAMPLE, build
+from tests.conftest import run_cli
+
+CUDA_LINUX = ["linux-x86_64-cu126-py3.12", "linux-x86_64-cu130-py3.12", "linux-aarch64-cu126-py3.12", "linux-aarch64-cu130-py3.12"]
+DGX = ["linux-aarch64-cu126_dgx-py3.12", "linux-aarch64-cu130_dgx-py3.12"]
+WINDOWS = ["windows-x86_64-cu126-py3.12", "windows-x86_64-cu130-py3.12"]
+ALIASES = ["windows-aarch64-cu126-py3.12", "windows-aarch64-cu130-py3.12"]
+SPARK = "windows-aarch64-cu134-py3.12"
+MAC = "macos-aarch64-mps-py3.12"
+ROCM = "linux-x86_64-rocm7.1-py3.12"
+CPU = ["linux-x86_64-cpu-py3.12", "windows-x86_64-cpu-py3.12"]
+RESOLVED = CUDA_LINUX + DGX + WINDOWS + [SPARK, MAC, ROCM] + CPU
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    fake = build(tmp_path_factory.mktemp("world"))
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="module")
+def locked(world, tmp_path_factory, uv_cache):
+    """A copy of the example, locked once for the whole module: (project root, run result)."""
+    import os
+
+    root = tmp_path_factory.mktemp("example") / "ai-toolkit"
+    shutil.copytree(EXAMPLE, root)
+    os.environ["UV_CACHE_DIR"] = str(uv_cache)
+    run = run_cli("all", "-C", str(root), *world.mirror_args())
+    return root, run
+
+
+def lock(root: Path, cell: str, layer: str | None = None) -> str:
+    path = root / "locks" / (f"{cell}.txt" if layer is None else f"{cell}/{layer}.txt")
+    return path.read_text()
+
+
+def manifest(root: Path) -> dict:
+    return json.loads((root / "locks" / "manifest.json").read_text())
+
+
+def test_every_row_of_the_seed_table_is_a_cell():
+    run = run_cli("matrix", "--json", "-C", str(EXAMPLE))
+    rows = {row["name"]: row for row in json.loads(run.out)}
+    assert sorted(rows) == sorted(RESOLVED + ALIASES)
+    for name in ALIASES:  # Windows on ARM runs the x64 stack; the interpreter must be x64
+        assert rows[name]["alias"] == name.replace("aarch64", "x86_64")
+        assert rows[name]["interpreter"] == "x86_64"
+    assert rows[SPARK]["interpreter"] == "aarch64"
+
+
+def test_all_cells_lock_through_mirrors(locked):
+    root, run = locked
+    assert run.code == 0, run.err
+    for cell in RESOLVED:
+        assert (root / "locks" / f"{cell}.txt").is_file(), cell
+    for path in (root / "locks").rglob("*"):
+        if path.is_file():  # mirrors are where lockgen fetched from, never what a lock says
+            assert "127.0.0.1" not in path.read_text(), path
+
+
+def test_torch_trio_pinned_with_the_backend_label(locked):
+    root, _ = locked
+    for cell, label in [(c, c.split("-")[2].removesuffix("_dgx")) for c in CUDA_LINUX + DGX + WINDOWS + CPU] + [(ROCM, "rocm7.1")]:
+        pins = locked_versions(lock(root, cell))
+        assert pins["torch"] == f"2.13.0+{label}", cell
+        assert pins["torchvision"] == f"0.28.0+{label}", cell
+        assert pins["torchaudio"] == f"2.11.0+{label}", cell
+    mac = locked_versions(lock(root, MAC))  # PyPI: no local label
+    assert (mac["torch"], mac["torchvision"], mac["torchaudio"]) == ("2.13.0", "0.28.0", "2.11.0")
+    spark = locked_versions(lock(root, SPARK))  # the Spark dev pins, from its find-links source
+    assert spark["torch"] == "2.14.0.dev20260727" and spark["torchvision"] == "0.29.0.dev20260727"
+
+
+def test_backend_index_is_per_package_find_links_never_an_index(locked):
+    root, _ = locked
+    text = lock(root, "linux-x86_64-cu130-py3.12")
+    assert "--index-url https://pypi.org/simple\n" in text
+    assert "--extra-index-url" not in text
+    for package in ("torch", "torchvision", "torchaudio"):
+        assert f"--find-links https://download.pytorch.org/whl/cu130/{package}/\n" in text
+    assert "--find-links https://download.pytorch.org/whl/cu130/\n" not in text
+    pins = locked_versions(text)  # the index's stale numpy 1.26.0 / filelock 3.0.0 are never used (C03)
+    assert pins["numpy"] != "1.26.0" and pins["filelock"] == "3.20.0"
+    assert "--find-links https://download.pytorch.org/whl/rocm7.1/torch/" in lock(root, ROCM)
+    assert "download.pytorch.org" not in lock(root, MAC)
+
+
+def test_extras_override_requirement_pins(locked):
+    root, _ = locked
+    for cell in RESOLVED:
+        assert locked_versions(lock(root, cell))["torchcodec"] == "0.15.0", cell  # requirements say 0.9.1
+    win = locked_versions(lock(root, "windows-x86_64-cu130-py3.12"))
+    assert {"wheel", "setuptools", "poetry-core", "hf-xet", "triton-windows"} <= set(win)
+    assert win["triton-windows"].startswith("3.7")
+    assert locked_versions(lock(root, SPARK))["triton"] == "3.8.0+git8743423b"
+    assert "triton-windows" not in locked_versions(lock(root, "linux-x86_64-cu130-py3.12"))
+
+
+def test_dgx_uses_its_requirements_file(locked):
+    root, _ = locked
+    dgx = locked_versions(lock(root, "linux-aarch64-cu130_dgx-py3.12"))
+    plain = locked_versions(lock(root, "linux-aarch64-cu130-py3.12"))
+    assert dgx["scipy"] == "1.16.0" and dgx["opencv-python-headless"] == "4.11.0.86"
+    assert plain["scipy"] == "1.12.0"
+    assert dgx["torch"] == "2.13.0+cu130"
+
+
+def test_optional_packages_are_layers_and_unavailable_ones_are_recorded(locked):
+    root, _ = locked
+    cells = manifest(root)["cells"]
+    layers = {name: [layer["name"] for layer in entry["layers"]] for name, entry in cells.items()}
+    assert layers["linux-x86_64-cu130-py3.12"] == ["main", "optional-flash-linear-attention", "optional-flash-attn", "optional-natten"]
+    assert layers["windows-x86_64-cu130-py3.12"] == ["main", "optional-flash-linear-attention", "optional-flash-attn"]
+    assert layers[ROCM] == ["main", "optional-flash-linear-attention"]
+    assert layers[MAC] == ["main"] and layers["linux-x86_64-cpu-py3.12"] == ["main"]
+    assert layers[SPARK] == ["main", "optional-flash-attn", "optional-natten", "optional-flash-linear-attention", "no-deps"]
+    # linux aarch64 has no flash-attn wheel at manylinux_2_28 (its build needs 2_34): skipped, cell fine
+    missing = cells["linux-aarch64-cu130-py3.12"]["unavailable"]
+    assert [m["requirement"] for m in missing] == ["flash-attn==2.8.3"]
+    assert "manylinux_2_34_aarch64 do not fit aarch64-manylinux_2_28" in missing[0]["reason"]
+
+
+def test_layers_cannot_move_the_main_pins(locked):
+    root, _ = locked
+    cell = "linux-x86_64-cu130-py3.12"
+    main = locked_versions(lock(root, cell))
+    for layer in ("optional-flash-attn", "optional-natten", "optional-flash-linear-attention"):
+        pins = locked_versions(lock(root, cell, layer))
+        for name, version in pins.items():
+            if name in main:
+                assert version == main[name], (layer, name)
+    natten = locked_versions(lock(root, cell, "optional-natten"))
+    assert natten["natten"] == "0.21.7+torch2130cu130"  # from the flat page with a local label (C10)
+    flash = lock(root, cell, "optional-flash-attn")
+    assert "flash-attn @ https://github.com/mjun0812/flash-attention-prebuild-wheels/releases/download/v0.9.47/flash_attn-2.8.3+cu130torch2.13-cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl" in flash
+    assert "--hash=sha256:" in flash
+
+
+def test_no_deps_layer_has_no_dependencies(locked):
+    root, _ = locked
+    text = lock(root, SPARK, "no-deps")
+    assert set(locked_versions(text)) == {"tensorboard"}  # its grpcio has no win_arm64 wheel
+    assert "pip install --no-deps --require-hashes" in text
+
+
+def test_spark_uses_the_local_wheel_folder_when_it_holds_torch(world, tmp_path):
+    root = tmp_path / "ai-toolkit"
+    shutil.copytree(EXAMPLE, root)
+    folder = root / "wheels" / "spark"
+    folder.mkdir(parents=True)
+    for wheel in world.spark_wheels:
+        shutil.copy(wheel, folder)
+    run = run_cli("lock", SPARK, "-C", str(root), *world.mirror_args())
+    assert run.code == 0, run.err
+    text = lock(root, SPARK)
+    assert "--find-links wheels/spark\n" in text  # relative: no machine path in the lock (C10)
+    assert "expanded_assets" not in text
+    assert str(tmp_path) not in text
+
+
+def test_every_installable_artifact_is_hashed(locked):
+    root, _ = locked
+    for path in (root / "locks").rglob("*.txt"):
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if line and line[0] not in " #-":
+                assert lines[i].endswith("\\") and "--hash=sha256:" in lines[i + 1], (path.name, line)
+
+
+def test_sources_without_upload_times_are_recorded(locked):
+    root, _ = locked
+    cells = manifest(root)["cells"]
+    assert cells["linux-x86_64-cu130-py3.12"]["no_upload_time"] == ["natten", "pytorch"] or cells[
+        "linux-x86_64-cu130-py3.12"
+    ]["no_upload_time"] == ["pytorch"]
+    assert "no_upload_time" not in cells[MAC]
+
+
+def test_a_requirement_that_would_move_a_pin_is_a_hard_error(world, tmp_path):
+    """C08: setuptools==69.5.1 next to torch 2.13 (which needs setuptools>=77.0.3)."""
+    root = tmp_path / "ai-toolkit"
+    shutil.copytree(EXAMPLE, root)
+    template = root / "templates" / "requirements.txt.j2"
+    text = template.read_text().replace("setuptools>=77.0.3", "setuptools==69.5.1")
+    template.write_text(text)
+    line = text.splitlines().index("setuptools==69.5.1") + 1
+    run = run_cli("lock", "linux-x86_64-cu130-py3.12", "-C", str(root), *world.mirror_args())
+    assert run.code == 1
+    assert "torch==2.13.0+cu130" in run.err and "setuptools" in run.err
+    assert f"templates/requirements.txt.j2:{line}: setuptools==69.5.1" in run.err
+    assert not (root / "locks" / "linux-x86_64-cu130-py3.12.txt").exists()
+
+
+def test_rerun_is_a_noop(locked, world):
+    root, _ = locked
+    run = run_cli("check", "-C", str(root))
+    assert run.code == 0, run.out
