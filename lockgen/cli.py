@@ -70,9 +70,12 @@ def cmd_check(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lockgen", description="Per-target lock files from a build matrix.")
     parser.add_argument("--version", action="version", version=f"lockgen {__version__} (uv {uv.uv_version()})")
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-C", "--config", metavar="PATH", help="config file or folder (default: nearest upward)")
-    common.add_argument("-v", "--verbose", action="store_true", help="debug logs and tracebacks")
+    config_help = "config file or folder (default: nearest upward)"
+    parser.add_argument("-C", "--config", metavar="PATH", help=config_help)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logs and tracebacks")
+    common = argparse.ArgumentParser(add_help=False)  # also accepted after the command
+    common.add_argument("-C", "--config", metavar="PATH", default=argparse.SUPPRESS, help=config_help)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logs and tracebacks")
     common.add_argument(
         "--only", action="append", default=[], metavar="KEY=VALUE",
         help="select cells by axis (os, arch, backend, python) or name; repeat to narrow",
@@ -117,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # a file lockgen must write or read is not usable
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

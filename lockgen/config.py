@@ -36,7 +36,9 @@ WORK = ".lockgen"
 
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
 _PYTHON = re.compile(r"^3\.\d{1,2}$")
-_MACOS = re.compile(r"^\d{2}\.\d$")
+_MACOS = re.compile(r"^\d{2}\.\d{1,2}$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -331,9 +333,11 @@ class _Validator:
         values = [self.axis_value(axis, v, ("matrix", axis, i)) for i, v in enumerate(raw)]
         return tuple(dict.fromkeys(v for v in values if v is not None))
 
-    def selector(self, table: dict, path: tuple, allowed: set[str] = set(AXES)) -> dict:
+    def selector(self, table: dict, path: tuple, allowed: set[str] = set(AXES), empty_ok: bool = False) -> dict:
         """A table of axis -> value or list of values (exclude entries, rule matches)."""
         self.unknown(table, allowed, path)
+        if not empty_ok and not any(axis in table for axis in AXES):
+            self.problem(path, "names no axis, so it would match every cell; give os, arch, backend and/or python")
         result = {}
         for axis in AXES:
             if axis not in table:
@@ -364,7 +368,7 @@ class _Validator:
         if not isinstance(match, dict):
             self.problem((*path, "match"), "must be a table of axis = value or [values]")
             match = {}
-        return Rule(match=self.selector(match, (*path, "match")), settings=self.settings(table, path))
+        return Rule(match=self.selector(match, (*path, "match"), empty_ok=True), settings=self.settings(table, path))
 
     def settings(self, table: dict, path: tuple) -> Settings:
         values: dict[str, Any] = {}
@@ -385,7 +389,7 @@ class _Validator:
         if "macos" in table:
             macos = self.string(table["macos"], (*path, "macos"))
             if macos is not None and not _MACOS.match(macos):
-                self.problem((*path, "macos"), f"bad macOS version {macos!r}; write it like \"14.0\"")
+                self.problem((*path, "macos"), f"bad macOS version {macos!r}; write it like \"14.0\" or \"10.15\"")
             values["macos"] = macos
         if "skip" in table:
             reason = self.string(table["skip"], (*path, "skip"))
@@ -472,7 +476,10 @@ class _Validator:
         return name
 
     def rel_path(self, table: dict, key: str, default: str) -> str:
-        value = self.string(table.get(key, default), (key,)) or default
+        value = self.string(table.get(key, default), (key,))
+        if not value or not value.strip(" ./"):
+            self.problem((key,), "must name a folder inside the project")
+            return default
         if Path(value).is_absolute() or ".." in Path(value).parts:
             self.problem((key,), f"{value!r} must be a relative path inside the project")
         return value
@@ -510,11 +517,15 @@ class _Validator:
         if text is None:
             return None
         try:
+            if not (_DATE.match(text) or _TIMESTAMP.match(text)):
+                raise ValueError(text)
             parsed = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             self.problem(path, f"{text!r} is not a date or RFC 3339 timestamp (2026-11-25T00:00:00Z)")
             return None
-        if len(text) > 10 and parsed.tzinfo is None:
+        if _DATE.match(text):  # uv reads a bare date in the local time zone: pin it to UTC midnight
+            return f"{text}T00:00:00Z"
+        if parsed.tzinfo is None:
             self.problem(path, f"{text!r} needs a time zone (end it with Z) so it means the same everywhere")
             return None
         return text

@@ -17,7 +17,7 @@ from pathlib import Path
 from lockgen.plan import Plan
 
 #: Header fields that appear once, and those that may repeat (layers in install order).
-SINGLE_FIELDS = ("cell", "target", "uv", "input-hash", "layer-of")
+SINGLE_FIELDS = ("cell", "target", "uv", "input-hash", "body-sha256", "layer-of")
 MULTI_FIELDS = ("layer", "unavailable", "no-upload-time", "skipped-url")
 
 
@@ -34,9 +34,36 @@ def header_lines(plan: Plan) -> Iterator[str]:
 
 
 def lock_text(plan: Plan, body: str, extra: Iterator[str] = ()) -> str:
-    """The whole lock: header (plus ``extra`` header lines such as ``# layer: …``), a blank
-    line, uv's output (which must carry no header)."""
-    return "\n".join([*header_lines(plan), *extra]) + "\n\n" + body.strip("\n") + "\n"
+    """The whole lock: header (plus ``extra`` header lines such as ``# layer: …``), the
+    sha256 of the body (so a hand edit is noticed), a blank line, uv's output (no header)."""
+    body = body.strip("\n") + "\n"
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    return "\n".join([*header_lines(plan), *extra, f"# body-sha256: {digest}"]) + "\n\n" + body
+
+
+def intact(path: Path) -> bool:
+    """Whether the lock at ``path`` is as lockgen wrote it (its body matches ``body-sha256``)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    head, sep, body = text.partition("\n\n")
+    recorded = read_header(path).get("body-sha256")
+    return bool(sep and recorded) and hashlib.sha256(body.encode()).hexdigest() == recorded
+
+
+def current(root: Path, lock: str, input_hash: str | None) -> str:
+    """The state of the project-relative ``lock``: ``"up to date"``, ``"stale"`` (inputs
+    changed), ``"edited"`` (it or one of its layer files was changed by hand) or ``"missing"``."""
+    header = read_header(root / lock)
+    if not header:
+        return "missing"
+    if header.get("input-hash") != input_hash:
+        return "stale"
+    layers = [line.split()[1] for line in header.get("layer", [])]
+    if not all(intact(root / path) for path in [lock, *layers]):
+        return "edited"
+    return "up to date"
 
 
 def read_header(path: Path) -> dict:
@@ -59,25 +86,23 @@ def read_header(path: Path) -> dict:
     return fields
 
 
-def read_input_hash(path: Path) -> str | None:
-    """The input hash recorded in the header of the lock at ``path``; None if there is none."""
-    return read_header(path).get("input-hash")
-
-
 def locked_versions(text: str) -> dict[str, str]:
     """``{canonical name: version}`` of every requirement line in uv's requirements output.
 
     Requirement lines are the unindented lines that are neither comments nor options
     (``--index-url``); each ends with `` \\`` when hashes follow. Parsed with ``packaging``.
     """
-    from packaging.requirements import Requirement
+    from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
     versions = {}
     for line in text.splitlines():
         if not line or line[0] in " #-\t":
             continue
-        req = Requirement(line.removesuffix("\\").strip())
+        try:
+            req = Requirement(line.removesuffix("\\").strip())
+        except InvalidRequirement:  # a local path such as ./mypkg
+            continue
         spec = next(iter(req.specifier), None)
         versions[canonicalize_name(req.name)] = spec.version if spec else ""
     return versions
@@ -116,7 +141,7 @@ def fill_hashes(body: str, pylock: dict) -> tuple[str, list[str]]:
     """Add ``--hash`` lines to requirement lines of uv's output that have none, from the same
     resolution's PEP 751 data (uv leaves them out for a find-links distribution whose project
     the index also serves). Returns the new body and the requirements still without a hash."""
-    from packaging.requirements import Requirement
+    from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
     hashes = {}
@@ -126,7 +151,10 @@ def fill_hashes(body: str, pylock: dict) -> tuple[str, list[str]]:
     lines, missing = [], []
     for line in body.splitlines():
         if line and line[0] not in " #-" and not line.endswith("\\"):
-            name = canonicalize_name(Requirement(line).name)
+            try:
+                name = canonicalize_name(Requirement(line).name)
+            except InvalidRequirement:
+                name = ""
             if hashes.get(name):
                 lines.append(f"{line} \\")
                 lines += [f"    --hash=sha256:{h} \\" for h in hashes[name][:-1]]

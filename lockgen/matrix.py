@@ -87,6 +87,9 @@ def expand(config: Config) -> list[Cell]:
         target = cells.get(alias) if alias else None
         if alias and (target is None or target.settings.alias or target.settings.skip):
             problems.append(f"cell {cell.name}: alias {alias!r} must name a cell that is resolved (not skipped, not an alias)")
+    if not cells:
+        prefix = f"{config.key_prefix}." if config.key_prefix else ""
+        problems.append(f"{prefix}matrix: has no cells; list values for os, arch, backend and python, or add include entries")
     if problems:
         raise ConfigError(config.source, problems)
     return list(cells.values())

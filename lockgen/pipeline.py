@@ -19,7 +19,7 @@ from typing import Protocol
 from lockgen import manifest, mirror, stamp, uv
 from lockgen.config import Config, find_config, load_config
 from lockgen.errors import ConfigError, LockgenError, TemplateError
-from lockgen.lockfile import atomic_write, read_input_hash
+from lockgen.lockfile import atomic_write, current
 from lockgen.matrix import Cell, expand, select
 from lockgen.mirror import Mirrors
 from lockgen.plan import Plan, make_plan
@@ -30,9 +30,11 @@ from lockgen.target import target_for
 log = logging.getLogger("lockgen")
 
 #: Cell states, in the order a cell moves through them.
-WAITING, RESOLVING, LOCKED, UNCHANGED, UP_TO_DATE, SKIPPED, FAILED, STALE, MISSING, ALIAS = (
+WAITING, RESOLVING, LOCKED, UNCHANGED, UP_TO_DATE, SKIPPED, FAILED, STALE, MISSING, ALIAS, EDITED = (
     "waiting", "resolving", "locked", "unchanged", "up to date", "skipped", "failed", "stale", "missing", "alias",
+    "edited",
 )  # fmt: skip
+ORPHAN, REMOVED = "orphan", "removed"
 
 
 def _not_resolved(cell: Cell) -> CellResult | None:
@@ -70,7 +72,7 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        bad = {FAILED, STALE, MISSING}
+        bad = {FAILED, STALE, MISSING, EDITED, ORPHAN}
         return 1 if any(r.status in bad for r in self.results) or self.manifest_stale else 0
 
 
@@ -126,7 +128,7 @@ class Project:
             except (TemplateError, ConfigError) as exc:
                 problems.append(str(exc))
         if problems:
-            raise TemplateError("\n".join(problems))
+            raise TemplateError(_merge_cells(problems))
         return plans
 
     def mirrors(self, cli: Sequence[str] = ()) -> Mirrors:
@@ -167,6 +169,21 @@ class Project:
         return [p for p in everything if p.cell.name in names]
 
 
+def _merge_cells(problems: list[str]) -> str:
+    """One line per distinct problem, naming every cell it occurs in."""
+    import re
+
+    merged: dict[str, list[str]] = {}
+    for problem in problems:
+        match = re.search(r" \(cell ([^)]+)\)", problem)
+        key = problem.replace(match.group(0), "") if match else problem
+        merged.setdefault(key, []).append(match.group(1) if match else "")
+    return "\n".join(
+        f"{text} (cell{'s' if len(cells) > 1 else ''} {', '.join(c for c in cells if c)})" if any(cells) else text
+        for text, cells in merged.items()
+    )
+
+
 def lock(
     project: Project,
     names: Sequence[str] = (),
@@ -194,7 +211,7 @@ def lock(
     root = project.root
     mirror_table = project.mirrors(mirrors)
     refresh = force or options.upgrade or bool(options.upgrade_packages)
-    todo = [p for p in plans if refresh or read_input_hash(root / p.lock) != p.input_hash]
+    todo = [p for p in plans if refresh or current(root, p.lock, p.input_hash) != UP_TO_DATE]
     run = RunResult()
     reporter.start([c.name for c in chosen])
     for cell in chosen:
@@ -233,6 +250,10 @@ def lock(
                 _report(run, reporter, result)
     order = {c.name: i for i, c in enumerate(chosen)}
     run.results.sort(key=lambda r: order[r.name])
+    if not names and not only:  # a full run owns the locks folder: drop locks of removed cells
+        for path in orphans(project):
+            _remove_lock(root / path)
+            _report(run, reporter, CellResult(path, REMOVED, message="its cell is no longer in the matrix"))
     path = root / manifest.manifest_path(project.config.locks)
     run.manifest_written = atomic_write(path, project.manifest_text())
     reporter.finish(run)
@@ -254,13 +275,40 @@ def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ())
     chosen = select(project.cells, names, only)
     run = RunResult()
     for plan in project.plan_all(chosen):
-        recorded = read_input_hash(project.root / plan.lock)
-        status = MISSING if recorded is None else (UP_TO_DATE if recorded == plan.input_hash else STALE)
-        run.results.append(CellResult(plan.cell.name, status))
+        run.results.append(CellResult(plan.cell.name, current(project.root, plan.lock, plan.input_hash)))
     run.results += [r for r in map(_not_resolved, chosen) if r is not None]
     path = project.root / manifest.manifest_path(project.config.locks)
     run.manifest_stale = manifest.read(path) != project.manifest_text()
+    run.results += [CellResult(p, ORPHAN, message="its cell is no longer in the matrix") for p in orphans(project)]
     return run
+
+
+def orphans(project: Project) -> list[str]:
+    """Project-relative lockgen locks (and layer folders) in the locks folder that belong to no
+    cell of the matrix, e.g. after a Python version was dropped."""
+    from lockgen.lockfile import read_header
+
+    folder = project.root / project.config.locks
+    names = {c.name for c in project.cells}
+    found = []
+    for path in sorted(folder.glob("*.txt")) if folder.is_dir() else []:
+        if path.stem not in names and read_header(path).get("cell"):
+            found.append(f"{project.config.locks}/{path.name}")
+    for path in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
+        if path.name not in names and any(read_header(f).get("cell") for f in path.glob("*.txt")):
+            found.append(f"{project.config.locks}/{path.name}")
+    return found
+
+
+def _remove_lock(path: Path) -> None:
+    from lockgen.lockfile import read_header
+
+    files = [path] if path.is_file() else list(path.glob("*.txt"))
+    for file in files:
+        if read_header(file).get("cell"):
+            file.unlink()
+    if path.is_dir() and not any(path.iterdir()):
+        path.rmdir()
 
 
 def describe(project: Project, only: Sequence[str] = ()) -> list[dict]:
@@ -300,12 +348,18 @@ def up_to_date(start: Path, config_path: str | None, names: Sequence[str] = (), 
             run.results.append(CellResult(row.name, SKIPPED, message=row.skip))
         elif row.alias:
             run.results.append(CellResult(row.name, ALIAS, message=f"reuses {row.alias}"))
-        elif read_input_hash(root / row.lock) == row.input_hash:
+        elif current(root, row.lock, row.input_hash) == UP_TO_DATE:
             run.results.append(CellResult(row.name, UP_TO_DATE))
         else:
             return None
     if manifest.read(root / manifest.manifest_path(locks)) != manifest.dumps(manifest.build(root, rows)):
         return None
+    names = {row.name for row in rows}
+    folder = root / locks
+    if any(p.stem not in names for p in folder.glob("*.txt")) or any(
+        p.is_dir() and p.name not in names for p in folder.iterdir()
+    ):
+        return None  # a lock of a removed cell: the full path reports or removes it
     return run
 
 

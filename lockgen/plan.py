@@ -108,7 +108,7 @@ def pinned_versions(cell: Cell, sources: tuple[CellSource, ...]) -> dict[str, st
     for name in cell.settings.pinned or ():
         key = canonicalize_name(name)
         if key not in pins:
-            raise ConfigError("config", [f"cell {cell.name}: pinned package {name!r} has no entry in pins"])
+            raise ConfigError("config", [f"pinned: {name!r} (cell {cell.name}) has no version in pins; add it to the pins table"])
         source = next((s for s in sources if key in s.packages), None)
         label = f"+{cell.settings.flavor or cell.backend}" if source and source.kind == "index" else ""
         result[key] = pins[key] + label if "+" not in pins[key] else pins[key]

@@ -77,7 +77,14 @@ def render(env, config: Config, cell: Cell, target: Target) -> Rendered:
         name = getattr(cell.settings, role)
         if name is None:
             continue
-        files[role] = (name, _render_one(env, config, name, context, cell))
+        text = _render_one(env, config, name, context, cell)
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.split(" ")[0] in ("-r", "-c", "--requirement", "--constraint"):
+                raise TemplateError(
+                    f"{config.templates}/{name}: rendered line {number} {line.strip()!r} includes a file; rendered "
+                    f"inputs live in .lockgen/<cell>/, so use {{% include \"file\" %}} instead (cell {cell.name})"
+                )
+        files[role] = (name, text)
     return Rendered(files=files)
 
 
@@ -87,10 +94,12 @@ def _render_one(env, config: Config, name: str, context: dict, cell: Cell) -> st
     where = f"{config.templates}/{name}"
     try:
         return env.get_template(name).render(context)
-    except jinja2.TemplateNotFound:
-        raise TemplateError(f"{where}: template not found (cell {cell.name}); create it or fix the setting") from None
+    except jinja2.TemplateNotFound as exc:
+        missing = f"{config.templates}/{exc.name}"
+        hint = "create it or fix the setting" if exc.name == name else f"included from {where}; create it or fix the include"
+        raise TemplateError(f"{missing}: template not found (cell {cell.name}); {hint}") from None
     except jinja2.TemplateSyntaxError as exc:
-        raise TemplateError(f"{where}:{exc.lineno}: {exc.message} (cell {cell.name})") from None
+        raise TemplateError(f"{config.templates}/{exc.name or name}:{exc.lineno}: {exc.message} (cell {cell.name})") from None
     except Exception as exc:  # undefined variables, sandbox violations, filter errors
         at = _template_line(exc, config.root / config.templates) or where
         raise TemplateError(f"{at}: {exc} (cell {cell.name})") from None

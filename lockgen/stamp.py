@@ -48,7 +48,13 @@ def write(root: Path, key_: str, templates: str, locks: str, rows: Sequence[Row]
     from lockgen.lockfile import atomic_write
 
     data = {"key": key_, "templates": templates, "locks": locks, "cells": [r.to_dict() for r in rows]}
-    atomic_write(root / STAMP, json.dumps(data, sort_keys=True) + "\n")
+    try:
+        atomic_write(root / STAMP, json.dumps(data, sort_keys=True) + "\n")
+        gitignore = root / WORK / ".gitignore"
+        if not gitignore.exists():
+            gitignore.write_text("# lockgen's work folder: rendered inputs, caches; never committed\n*\n")
+    except OSError:  # a read-only checkout: the stamp is only a speed-up
+        pass
 
 
 def read(root: Path, config_name: str, extra: str = "") -> tuple[str, list[Row]] | None:

@@ -21,9 +21,12 @@ from lockgen.plan import Plan
 
 log = logging.getLogger("lockgen.uv")
 
-#: Environment variables that would let a user's uv settings leak into a lock.
-#: ``UV_CACHE_DIR`` is kept: where the cache lives cannot change a lock.
-_KEEP_UV_VARS = {"UV_CACHE_DIR"}
+#: Every other ``UV_*`` variable is dropped: it could let a user's uv settings leak into a lock.
+#: These are kept: where the cache lives and how uv talks to the network cannot change a lock.
+_KEEP_UV_VARS = {
+    "UV_CACHE_DIR", "UV_NATIVE_TLS", "UV_HTTP_TIMEOUT", "UV_HTTP_RETRIES", "UV_CONCURRENT_DOWNLOADS",
+    "UV_CONCURRENT_BUILDS", "UV_INSECURE_HOST", "UV_KEYRING_PROVIDER",
+}  # fmt: skip
 
 
 @functools.cache

@@ -99,7 +99,11 @@ def _packages(plan: Plan, source_name: str) -> str:
 
 
 def _has_wheel(package: dict, supported: frozenset, mirrors: Mirrors) -> bool:
-    for wheel in package.get("wheels", []):
+    """A wheel (listed, or a direct-URL archive that is one) whose tags the target supports."""
+    candidates = list(package.get("wheels", []))
+    if package.get("archive") and filename(package["archive"], mirrors).endswith(".whl"):
+        candidates.append(package["archive"])
+    for wheel in candidates:
         try:
             tags = parse_wheel_filename(filename(wheel, mirrors))[3]
         except InvalidWheelFilename:
