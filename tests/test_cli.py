@@ -59,3 +59,8 @@ def test_template_error_exits_2_and_names_the_place(tmp_path):
     assert run.code == 2
     assert "templates/requirements.in.j2:2: 'nope' is undefined (cell linux-aarch64-cpu-py3.12)" in run.err
     assert not (tmp_path / "locks").exists()
+
+
+def test_global_options_go_before_or_after_the_command(tmp_path):
+    write_project(tmp_path, CONFIG, {"requirements.in.j2": "x\n"})
+    assert run_cli("-C", str(tmp_path), "matrix").out == run_cli("matrix", "-C", str(tmp_path)).out != ""

@@ -104,3 +104,38 @@ def test_pyproject_without_table_is_not_a_config(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     with pytest.raises(UsageError, match="no lockgen.toml"):
         find_config(tmp_path)
+
+
+def test_dates_mean_utc_midnight_and_odd_forms_are_rejected(tmp_path):
+    write_project(tmp_path, 'exclude-newer = "2024-04-10"\nmacos = "10.15"', {})
+    config = load_config(tmp_path / "pyproject.toml")
+    assert config.defaults.exclude_newer == "2024-04-10T00:00:00Z"  # uv would read a bare date in local time
+    assert config.defaults.macos == "10.15"
+    write_project(tmp_path, 'exclude-newer = "2025-W22"\nlocks = ""\n[tool.lockgen.matrix]\nexclude = [{}]', {})
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "pyproject.toml")
+    text = str(info.value)
+    assert "tool.lockgen.exclude-newer: '2025-W22' is not a date" in text
+    assert "tool.lockgen.locks: must name a folder" in text
+    assert "tool.lockgen.matrix.exclude[0]: names no axis" in text
+
+
+def test_sources_and_their_use(tmp_path):
+    write_project(
+        tmp_path,
+        """
+        use = ["pytorch", "nope"]
+        [tool.lockgen.sources.pytorch]
+        index = "https://download.pytorch.org/whl/{flavor}"
+        packages = ["torch", "Torch_Vision"]
+        [tool.lockgen.sources.bad]
+        index = "https://a"
+        find-links = "https://b"
+        """,
+        {},
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "pyproject.toml")
+    text = str(info.value)
+    assert "tool.lockgen.sources.bad: give exactly one of" in text
+    assert "tool.lockgen.use: unknown source 'nope'" in text

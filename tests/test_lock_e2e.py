@@ -272,3 +272,28 @@ def test_skipped_cells_are_listed_not_resolved(tmp_path, packages):
 
     manifest = json.loads((root / "locks" / "manifest.json").read_text())
     assert manifest["cells"]["windows-x86_64-cpu-py3.10"]["skipped"] == "no windows build of app yet"
+
+
+def test_hand_edited_lock_is_noticed_and_relocked(tmp_path, packages):
+    root = project(tmp_path / "proj", packages)
+    assert run_cli("all", "-C", str(root)).code == 0
+    lock = root / "locks" / "linux-x86_64-cpu-py3.13.txt"
+    original = lock.read_text()
+    lock.write_text(original.replace("alpha", "alpha").replace("app==1.0", "app==0.9"))
+    run = run_cli("check", "-C", str(root))
+    assert run.code == 1 and "linux-x86_64-cpu-py3.13: edited" in run.out
+    assert run_cli("all", "-C", str(root)).code == 0
+    assert lock.read_text() == original
+
+
+def test_locks_of_removed_cells_are_reported_then_removed(tmp_path, packages):
+    root = project(tmp_path / "proj", packages)
+    assert run_cli("all", "-C", str(root)).code == 0
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('python = ["3.10", "3.13"]', 'python = ["3.13"]'))
+    run = run_cli("check", "-C", str(root))
+    assert run.code == 1 and "locks/linux-x86_64-cpu-py3.10.txt: orphan" in run.out
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 0 and "locks/linux-x86_64-cpu-py3.10.txt: removed" in run.err
+    assert not (root / "locks" / "linux-x86_64-cpu-py3.10.txt").exists()
+    assert run_cli("check", "-C", str(root)).code == 0

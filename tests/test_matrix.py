@@ -117,3 +117,8 @@ def test_select_by_name_and_only(tmp_path):
         select(cells, only=["gpu=yes"])
     with pytest.raises(UsageError, match="no cell matches"):
         select(cells, only=["python=3.9"])
+
+
+def test_a_matrix_without_cells_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match=r"tool\.lockgen\.matrix: has no cells"):
+        cells_of(tmp_path, '[tool.lockgen.matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = []')

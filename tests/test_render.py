@@ -63,3 +63,18 @@ def test_missing_template(tmp_path):
 def test_sandbox_blocks_attribute_escapes(tmp_path):
     with pytest.raises(TemplateError, match="unsafe|not safely"):
         plans(tmp_path, "{{ pins.__class__.__mro__ }}\n")
+
+
+def test_errors_in_included_templates_name_the_included_file(tmp_path):
+    write_project(tmp_path, CONFIG, {"requirements.in.j2": "numpy\n{% include 'extra.j2' %}\n", "extra.j2": "a\nb=={{ nope }}\n"})
+    project = Project.load(tmp_path)
+    with pytest.raises(TemplateError, match=r"templates/extra\.j2:2: 'nope' is undefined"):
+        project.plans(project.cells)
+    (tmp_path / "templates" / "extra.j2").unlink()
+    with pytest.raises(TemplateError, match=r"templates/extra\.j2: template not found.*included from templates/requirements\.in\.j2"):
+        project.plans(project.cells)
+
+
+def test_file_includes_are_refused_with_a_hint(tmp_path):
+    with pytest.raises(TemplateError, match=r"rendered line 2 '-r common.txt' includes a file.*include"):
+        plans(tmp_path, "numpy\n-r common.txt\n")
