@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
 from tests.fakeindex import make_wheel
 
@@ -52,7 +52,8 @@ class FakeHost:
         ``upload_time``, also PEP 691 JSON carrying it (PEP 700), as PyPI serves."""
         by_project: dict[str, list[Path]] = {}
         for path in files:
-            by_project.setdefault(canonicalize_name(parse_wheel_filename(path.name)[0]), []).append(path)
+            name = parse_wheel_filename(path.name)[0] if path.suffix == ".whl" else parse_sdist_filename(path.name)[0]
+            by_project.setdefault(canonicalize_name(name), []).append(path)
         for project, paths in by_project.items():
             page = self.root / folder.strip("/") / project
             page.mkdir(parents=True, exist_ok=True)
