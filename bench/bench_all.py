@@ -57,12 +57,12 @@ def sequential_loop(project: pipeline.Project, cells, cache: Path) -> float:
 
 
 def lockgen_cli(root: Path, args: list[str], cache: Path) -> float:
+    """Run the ``lockgen`` console script installed beside this interpreter, as a user would."""
     env = {**os.environ, "UV_CACHE_DIR": str(cache)}
+    script = Path(sys.executable).with_name("lockgen")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "lockgen"]
     start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "lockgen", *args], cwd=root, env=env, check=True,
-        stdin=subprocess.DEVNULL, capture_output=True,
-    )  # fmt: skip
+    subprocess.run([*command, *args], cwd=root, env=env, check=True, stdin=subprocess.DEVNULL, capture_output=True)
     return time.perf_counter() - start
 
 

@@ -126,7 +126,7 @@ def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], no
     output = f"{plan.work}/layer-{name}.txt"
     atomic_write(ctx.root / source, requirements)
     (ctx.root / output).unlink(missing_ok=True)
-    inputs = uv.Inputs(source, constraints)
+    inputs = uv.Inputs(source, constraints, find_links=plan.find_links)
     result = ctx.run(output, inputs=inputs, no_deps=no_deps)
     if result.returncode != 0:
         return _Unavailable(ctx.mirrors.canonical(_reason(result.stderr)))

@@ -44,6 +44,7 @@ class Plan:
     no_deps: tuple[str, ...] = ()
     local_files: Mapping[str, list[str]] = field(default_factory=dict)
     templates: str = "templates"  # the config's templates folder
+    layer_only: frozenset[str] = frozenset()  # sources only optional layers need
 
     @property
     def index_url(self) -> str:
@@ -52,10 +53,19 @@ class Plan:
     @property
     def find_links(self) -> tuple[str, ...]:
         """All find-links of the cell, de-duplicated: the ``find-links`` setting (sorted by key),
-        then each source's pages."""
+        then each source's pages. Layers resolve with all of them."""
+        return self._links(self.sources)
+
+    @property
+    def main_find_links(self) -> tuple[str, ...]:
+        """The find-links of the main resolution: without sources that serve only optional
+        packages (an unreachable NATTEN host makes the natten layer unavailable, not the cell)."""
+        return self._links([s for s in self.sources if s.name not in self.layer_only])
+
+    def _links(self, sources) -> tuple[str, ...]:
         settings = self.cell.settings.find_links
         links = [link for key in sorted(settings) for link in settings[key]]
-        links += [link for source in self.sources for link in source.find_links()]
+        links += [link for source in sources for link in source.find_links()]
         return tuple(dict.fromkeys(links))
 
     @property
@@ -129,6 +139,7 @@ def make_plan(config: Config, env, cell: Cell, target: Target, uv_version: str) 
             files[role] = (name, (text if not text or text.endswith("\n") else text + "\n") + lines)
         rendered = Rendered(files=files)
     context = variables(config, cell, target)
+    optional = render_strings(env, cell.settings.optional or (), context, cell, "optional")
     return Plan(
         cell=cell,
         target=target,
@@ -138,8 +149,26 @@ def make_plan(config: Config, env, cell: Cell, target: Target, uv_version: str) 
         uv_version=uv_version,
         sources=sources,
         pinned=pinned,
-        optional=render_strings(env, cell.settings.optional or (), context, cell, "optional"),
+        optional=optional,
         no_deps=render_strings(env, cell.settings.no_deps or (), context, cell, "no-deps"),
         local_files=local_folder_listing(config.root, sources),
         templates=config.templates,
+        layer_only=layer_only_sources(sources, optional, pinned),
+    )
+
+
+def layer_only_sources(sources: tuple[CellSource, ...], optional: tuple[str, ...], pinned) -> frozenset[str]:
+    """Names of the find-links/index sources whose every package is named only by optional
+    entries (and none is pinned): the main resolution does not need them."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    names = set()
+    for entry in optional:
+        try:
+            names.add(canonicalize_name(Requirement(entry).name))
+        except InvalidRequirement:
+            continue  # a URL
+    return frozenset(
+        s.name for s in sources if s.kind != "urls" and set(s.packages) <= names and not set(s.packages) & set(pinned)
     )

@@ -49,6 +49,7 @@ class Freshness:
         self._lock = threading.Lock()
         self._fresh: dict[tuple, set[str]] = {}
         self._seeds: dict[tuple, tuple[str, threading.Event]] = {}
+        self._cold: set[tuple] = set()  # groups whose cache lacked what an offline try needed
 
     def order(self, plans: Sequence[Plan]) -> list[Plan]:
         """``plans`` with the seeds first (first plan of each (sources, os), in order)."""
@@ -79,6 +80,16 @@ class Freshness:
     def record(self, plan: Plan, names: set[str]) -> None:
         with self._lock:
             self._fresh.setdefault(_sources(plan), set()).update(names)
+
+    def mark_cold(self, plan: Plan) -> None:
+        """An offline try failed for want of cached data (a cold cache): later cells of the group
+        go online straight away instead of trying."""
+        with self._lock:
+            self._cold.add((_sources(plan), plan.cell.os))
+
+    def worth_trying(self, plan: Plan) -> bool:
+        with self._lock:
+            return (_sources(plan), plan.cell.os) not in self._cold
 
     def covers(self, plan: Plan, names: set[str]) -> bool:
         with self._lock:
@@ -148,11 +159,14 @@ def _main(ctx: Context, fresh: Freshness | None) -> tuple[str, str]:
     output = f"{plan.work}/resolved.txt"
     if fresh is not None and not fresh.is_seed(plan):
         fresh.wait(plan)
-        _seed_output(root, plan, output)
-        if ctx.run(output, offline=True).returncode == 0:
-            body = ctx.read(output)
-            if fresh.covers(plan, set(locked_versions(body))):
-                return body, OFFLINE
+        if fresh.worth_trying(plan):
+            _seed_output(root, plan, output)
+            if ctx.run(output, offline=True).returncode == 0:
+                body = ctx.read(output)
+                if fresh.covers(plan, set(locked_versions(body))):
+                    return body, OFFLINE
+            else:
+                fresh.mark_cold(plan)
     _seed_output(root, plan, output)
     result = ctx.run(output)
     if result.returncode != 0:
@@ -169,7 +183,7 @@ def pylock(ctx: Context, given: uv.Inputs, versions: dict[str, str], name: str, 
     plan = ctx.plan
     pins = f"{plan.work}/{name}-pins.txt"
     atomic_write(ctx.root / pins, "".join(f"{n}=={v}\n" for n, v in sorted(versions.items()) if v))
-    inputs = uv.Inputs(given.requirements, (*given.constraints, pins), given.overrides)
+    inputs = uv.Inputs(given.requirements, (*given.constraints, pins), given.overrides, given.find_links)
     output = f"{plan.work}/pylock.{name}.toml"  # uv accepts only pylock.toml / pylock.<name>.toml
     result = ctx.run(output, offline=True, inputs=inputs, pylock=True, no_deps=no_deps)
     if result.returncode != 0:

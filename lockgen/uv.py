@@ -60,6 +60,7 @@ class Inputs:
     requirements: str
     constraints: tuple[str, ...] = ()
     overrides: str | None = None
+    find_links: tuple[str, ...] | None = None  # None: the plan's main find-links
 
 
 def main_inputs(plan: Plan) -> Inputs:
@@ -106,7 +107,7 @@ def compile_argv(
         "--python-platform", plan.target.platform,
         "--index-url", mirrors.fetch_url(plan.index_url),
     ]  # fmt: skip
-    for link in plan.find_links:
+    for link in plan.main_find_links if inputs.find_links is None else inputs.find_links:
         argv += ["--find-links", mirrors.fetch_url(link)]
     if plan.exclude_newer:
         argv += ["--exclude-newer", plan.exclude_newer]

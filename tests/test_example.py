@@ -210,3 +210,19 @@ def test_rerun_is_a_noop(locked, world):
     root, _ = locked
     run = run_cli("check", "-C", str(root))
     assert run.code == 0, run.out
+
+
+def test_an_unreachable_optional_source_makes_only_its_layer_unavailable(world, tmp_path):
+    root = tmp_path / "ai-toolkit"
+    shutil.copytree(EXAMPLE, root)
+    mirrors = [m for m in world.mirrors if not m.startswith("https://whl.natten.org")]
+    mirrors.append("https://whl.natten.org=http://127.0.0.1:9")  # nothing listens there
+    args = [arg for m in mirrors for arg in ("--mirror", m)]
+    run = run_cli("lock", "linux-x86_64-cu130-py3.12", "-C", str(root), *args)
+    assert run.code == 0, run.err
+    entry = manifest(root)["cells"]["linux-x86_64-cu130-py3.12"]
+    (missing,) = entry["unavailable"]
+    assert missing["requirement"] == "natten==0.21.7+torch2130cu130"
+    assert "https://whl.natten.org" in missing["reason"] and "127.0.0.1" not in missing["reason"]
+    assert [layer["name"] for layer in entry["layers"]] == ["main", "optional-flash-linear-attention", "optional-flash-attn"]
+    assert "whl.natten.org" not in lock(root, "linux-x86_64-cu130-py3.12")  # the main lock does not need it
