@@ -55,13 +55,13 @@ def resolve(ctx, versions: dict[str, str]) -> Built:
         except _Unavailable as exc:
             built.unavailable.append((entry, str(exc)))
             continue
-        body = _compile(ctx, f"optional-{name}", line, (pins,))
+        body = _compile(ctx, f"optional-{name}", line, (pins,), plan.layer_find_links(name))
         if isinstance(body, _Unavailable):
             built.unavailable.append((entry, str(body)))
             continue
         _add(built, plan, f"optional-{name}", OPTIONAL, body)
     if plan.no_deps:
-        body = _compile(ctx, NO_DEPS, "".join(f"{line}\n" for line in plan.no_deps), (), no_deps=True)
+        body = _compile(ctx, NO_DEPS, "".join(f"{line}\n" for line in plan.no_deps), (), plan.find_links, no_deps=True)
         if isinstance(body, _Unavailable):
             raise CellFailed(f"cell {plan.cell.name}: the no-deps layer cannot be resolved: {body}")
         _add(built, plan, NO_DEPS, NO_DEPS, body)
@@ -117,7 +117,7 @@ def _requirement(ctx, entry: str) -> tuple[str, str]:
     return project, f"{project} @ {ctx.mirrors.fetch_url(url)} --hash=sha256:{digest}\n"
 
 
-def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], no_deps: bool = False):
+def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], find_links=None, no_deps: bool = False):
     """Resolve one layer; its body (canonical URLs) or an :class:`_Unavailable` reason."""
     from lockgen.lockfile import atomic_write
 
@@ -126,7 +126,7 @@ def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], no
     output = f"{plan.work}/layer-{name}.txt"
     atomic_write(ctx.root / source, requirements)
     (ctx.root / output).unlink(missing_ok=True)
-    inputs = uv.Inputs(source, constraints, find_links=plan.find_links)
+    inputs = uv.Inputs(source, constraints, find_links=find_links)
     result = ctx.run(output, inputs=inputs, no_deps=no_deps)
     if result.returncode != 0:
         return _Unavailable(ctx.mirrors.canonical(_reason(result.stderr)))
@@ -143,8 +143,10 @@ def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], no
 def _reason(stderr: str) -> str:
     """The gist of uv's error on one line: its last explanatory line."""
     lines = [line.strip(" ╰─▶×│") for line in uv.explain(stderr).splitlines()]
-    lines = [line.removeprefix("cause: ") for line in lines if line and not line.startswith("hint")]
-    return lines[-1] if lines else "uv failed without a message"
+    lines = [line.removeprefix("error: ").removeprefix("cause: ") for line in lines if line and not line.startswith("hint")]
+    if not lines:
+        return "uv failed without a message"
+    return lines[0] if len(lines) == 1 else f"{lines[0]}: {lines[-1]}"
 
 
 def remove_stale(root: Path, plan: Plan, built: Built) -> None:

@@ -62,6 +62,11 @@ class Plan:
         packages (an unreachable NATTEN host makes the natten layer unavailable, not the cell)."""
         return self._links([s for s in self.sources if s.name not in self.layer_only])
 
+    def layer_find_links(self, package: str) -> tuple[str, ...]:
+        """The find-links of ``package``'s optional layer: the main ones plus the layer-only
+        sources that serve it."""
+        return self._links([s for s in self.sources if s.name not in self.layer_only or package in s.packages])
+
     def _links(self, sources) -> tuple[str, ...]:
         settings = self.cell.settings.find_links
         links = [link for key in sorted(settings) for link in settings[key]]

@@ -212,7 +212,8 @@ def test_rerun_is_a_noop(locked, world):
     assert run.code == 0, run.out
 
 
-def test_an_unreachable_optional_source_makes_only_its_layer_unavailable(world, tmp_path):
+def test_an_unreachable_optional_source_makes_only_its_layer_unavailable(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # fail fast on the refused connection
     root = tmp_path / "ai-toolkit"
     shutil.copytree(EXAMPLE, root)
     mirrors = [m for m in world.mirrors if not m.startswith("https://whl.natten.org")]
