@@ -226,4 +226,4 @@ def test_an_unreachable_optional_source_makes_only_its_layer_unavailable(world, 
     assert missing["requirement"] == "natten==0.21.7+torch2130cu130"
     assert "https://whl.natten.org" in missing["reason"] and "127.0.0.1" not in missing["reason"]
     assert [layer["name"] for layer in entry["layers"]] == ["main", "optional-flash-linear-attention", "optional-flash-attn"]
-    assert "whl.natten.org" not in lock(root, "linux-x86_64-cu130-py3.12")  # the main lock does not need it
+    assert "--find-links https://whl.natten.org" not in lock(root, "linux-x86_64-cu130-py3.12")  # main does not need it
