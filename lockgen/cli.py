@@ -67,9 +67,17 @@ def cmd_check(args) -> int:
     return run.exit_code
 
 
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked for (reading uv's metadata costs a no-op run)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"lockgen {__version__} (uv {uv.uv_version()})")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lockgen", description="Per-target lock files from a build matrix.")
-    parser.add_argument("--version", action="version", version=f"lockgen {__version__} (uv {uv.uv_version()})")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show lockgen's and uv's versions")
     config_help = "config file or folder (default: nearest upward)"
     parser.add_argument("-C", "--config", metavar="PATH", help=config_help)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logs and tracebacks")

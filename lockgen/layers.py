@@ -30,6 +30,7 @@ class Built:
 
     layers: list[tuple[str, str, str]] = field(default_factory=list)  # (name, path, flag)
     unavailable: list[tuple[str, str]] = field(default_factory=list)  # (requirement, reason)
+    skipped_urls: list[str] = field(default_factory=list)  # notes on wheel URLs that did not fit
     files: dict[str, str] = field(default_factory=dict)
 
     def header_lines(self) -> Iterator[str]:
@@ -37,6 +38,8 @@ class Built:
             yield f"layer: {name} {path} {flag}"
         for requirement, reason in self.unavailable:
             yield f"unavailable: {requirement}: {reason}"
+        for note in self.skipped_urls:
+            yield f"skipped-url: {note}"
 
 
 def layer_folder(plan: Plan) -> str:
@@ -51,7 +54,8 @@ def resolve(ctx, versions: dict[str, str]) -> Built:
     pins = f"{plan.work}/main-pins.txt"  # the main lock's versions, written by resolve.pylock
     for entry in plan.optional:
         try:
-            name, line = _requirement(ctx, entry)
+            name, line, notes = _requirement(ctx, entry)
+            built.skipped_urls += notes
         except _Unavailable as exc:
             built.unavailable.append((entry, str(exc)))
             continue
@@ -83,10 +87,11 @@ class _Unavailable(Exception):
     pass
 
 
-def _requirement(ctx, entry: str) -> tuple[str, str]:
-    """``(canonical name, requirements line)`` of an optional entry: a requirement, a direct
-    wheel URL, or a package a ``urls`` source serves (its URL that fits the target, pinned by
-    sha256). Raises :class:`_Unavailable` with the reason when nothing fits or is reachable."""
+def _requirement(ctx, entry: str) -> tuple[str, str, list[str]]:
+    """``(canonical name, requirements line, notes on skipped URLs)`` of an optional entry: a
+    requirement, a direct wheel URL, or a package a ``urls`` source serves (its URL that fits the
+    target, pinned by sha256). Raises :class:`_Unavailable` with the reason when nothing fits or
+    is reachable."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -101,7 +106,7 @@ def _requirement(ctx, entry: str) -> tuple[str, str]:
         name, specifier = canonicalize_name(req.name), req.specifier
         source = plan.served_by(name)
         if source is None or source.kind != "urls":
-            return name, f"{entry}\n"
+            return name, f"{entry}\n", []
         candidates = list(source.urls)
     kept, notes = fetch.fitting(candidates, plan.target, name)
     if specifier is not None:
@@ -114,7 +119,7 @@ def _requirement(ctx, entry: str) -> tuple[str, str]:
         digest = fetch.sha256_of(ctx.root, url, ctx.mirrors)
     except LockgenError as exc:
         raise _Unavailable(ctx.mirrors.canonical(f"source unreachable: {exc}")) from None
-    return project, f"{project} @ {ctx.mirrors.fetch_url(url)} --hash=sha256:{digest}\n"
+    return project, f"{project} @ {ctx.mirrors.fetch_url(url)} --hash=sha256:{digest}\n", notes
 
 
 def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], find_links=None, no_deps: bool = False):

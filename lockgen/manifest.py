@@ -70,6 +70,8 @@ def build(root: Path, rows: Sequence[Row]) -> dict:
         }
         if header.get("unavailable"):
             entry["unavailable"] = [_unavailable(line) for line in header["unavailable"]]
+        if header.get("skipped-url"):
+            entry["skipped_urls"] = header["skipped-url"]
         if header.get("no-upload-time"):
             entry["no_upload_time"] = header["no-upload-time"]
         if row.alias:

@@ -149,6 +149,8 @@ def test_layers_cannot_move_the_main_pins(locked):
     flash = lock(root, cell, "optional-flash-attn")
     assert "flash-attn @ https://github.com/mjun0812/flash-attention-prebuild-wheels/releases/download/v0.9.47/flash_attn-2.8.3+cu130torch2.13-cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl" in flash
     assert "--hash=sha256:" in flash
+    skipped = manifest(root)["cells"][cell]["skipped_urls"]  # the other (os, arch) builds, with a note each
+    assert len(skipped) == 2 and all("do not fit x86_64-manylinux_2_28 cp312" in note for note in skipped)
 
 
 def test_no_deps_layer_has_no_dependencies(locked):
