@@ -75,6 +75,29 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def cmd_detect(args) -> int:
+    import dataclasses
+    import os
+
+    from lockgen.detect import parse_gpu_query, probe
+
+    machine = probe(os.environ)
+    facts = {k: v for k, v in (("os", args.os), ("arch", args.arch), ("interpreter", args.interpreter),
+                               ("gpu", args.gpu), ("cuda", args.cuda)) if v is not None}  # fmt: skip
+    if args.gpu_query:
+        facts["gpus"] = tuple(parse_gpu_query(Path(args.gpu_query).read_text()))
+    if facts.get("arch") and not args.interpreter:
+        facts["interpreter"] = facts["arch"]
+    machine = dataclasses.replace(machine, **facts)
+    python = args.python or f"{sys.version_info.major}.{sys.version_info.minor}"
+    found = pipeline.detect(_project(args), machine, python, args.cpu)
+    if args.json:
+        print(json.dumps(found, indent=2, sort_keys=True))
+    else:
+        print(f"{found['cell']}: {found['lock']}\n  {found['reason']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lockgen", description="Per-target lock files from a build matrix.")
     parser.add_argument("--version", action=_Version, nargs=0, help="show lockgen's and uv's versions")
@@ -109,6 +132,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("matrix", parents=[common], help="list the cells of the matrix")
     p.add_argument("--json", action="store_true", help="print a JSON list of cells")
     p.set_defaults(func=cmd_matrix)
+    p = sub.add_parser("detect", parents=[common], help="print the cell (and lock) for this machine")
+    p.add_argument("--cpu", action="store_true", help="accept the CPU cell when no GPU is found")
+    p.add_argument("--python", metavar="X.Y", help="target Python (default: this interpreter's)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--os", choices=["linux", "windows", "macos"], help="pretend: operating system")
+    p.add_argument("--arch", choices=["x86_64", "aarch64"], help="pretend: host arch")
+    p.add_argument("--interpreter", choices=["x86_64", "aarch64"], help="pretend: interpreter arch")
+    p.add_argument("--gpu", choices=["nvidia", "amd", "apple", "none"], help="pretend: GPU kind")
+    p.add_argument("--cuda", metavar="X.Y", help="pretend: the NVIDIA driver's CUDA version")
+    p.add_argument("--gpu-query", metavar="FILE", help="pretend: saved nvidia-smi --query-gpu output")
+    p.set_defaults(func=cmd_detect)
     p = sub.add_parser("check", parents=[common], help="exit 1 if any lock or the manifest is out of date")
     p.add_argument("cells", nargs="*", metavar="CELL")
     p.set_defaults(func=cmd_check)

@@ -135,6 +135,7 @@ class Config:
     rules: tuple[Rule, ...]
     sources: Mapping[str, Source] = field(default_factory=dict)
     mirrors: Mapping[str, str] = field(default_factory=dict)
+    detect: Any = None  # lockgen.detect.DetectConfig
 
     @property
     def pins(self) -> Mapping[str, str]:
@@ -224,7 +225,7 @@ _SETTING_KEYS = {
     "manylinux", "macos", "skip", "exclude-newer", "pins", "use", "flavor", "pinned",
     "optional", "no-deps", "allow-build", "alias", "interpreter",
 }  # fmt: skip
-_TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources"} | _SETTING_KEYS
+_TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "detect"} | _SETTING_KEYS
 _SOURCE_KINDS = ("index", "find-links", "urls")
 
 
@@ -282,6 +283,7 @@ class _Validator:
             rules=rules,
             sources=self.sources(table.get("sources", {})),
             mirrors=self.mirrors(table.get("mirrors", {})),
+            detect=self.detect(table.get("detect", {})),
         )
         self.references(config)
         if self.problems:
@@ -448,6 +450,41 @@ class _Validator:
                 local_if=self.string(table.get("local-if", "*.whl"), (*path, "local-if")) or "*.whl",
             )  # fmt: skip
         return result
+
+    def detect(self, value: Any):
+        """``[detect]``: the seed's hardware rules (see :mod:`lockgen.detect`)."""
+        from lockgen.detect import DetectConfig, NvidiaRule
+
+        path = ("detect",)
+        if not isinstance(value, dict):
+            self.problem(path, "must be a table")
+            return DetectConfig()
+        keys = {"nvidia", "nvidia-unknown-cuda", "nvidia-too-old", "apple", "amd", "no-gpu", "no-gpu-refuse"}
+        self.unknown(value, keys, path)
+        rules = []
+        for i, rule in enumerate(self.table_list(value, "nvidia", path)):
+            where = (*path, "nvidia", i)
+            self.unknown(rule, {"match", "min-cuda", "backend", "refuse-compute-capability", "refuse"}, where)
+            min_cuda = self.string(rule.get("min-cuda", ""), (*where, "min-cuda")) or ""
+            if not re.match(r"^\d+\.\d+$", min_cuda):
+                self.problem((*where, "min-cuda"), "write the lowest driver CUDA version like \"13.0\"")
+                continue
+            backend = self.string(rule.get("backend", ""), (*where, "backend"))
+            if not backend:
+                self.problem((*where, "backend"), "name the backend this rule picks")
+                continue
+            cap = rule.get("refuse-compute-capability")
+            if cap is not None and not isinstance(cap, (int, float, str)):
+                self.problem((*where, "refuse-compute-capability"), "must be a number like 12.0")
+                cap = None
+            match = rule.get("match", {})
+            rules.append(NvidiaRule(
+                min_cuda=min_cuda, backend=backend, refuse=rule.get("refuse"),
+                match=self.selector(match if isinstance(match, dict) else {}, (*where, "match"), empty_ok=True),
+                refuse_compute_capability=float(cap) if cap is not None else None,
+            ))  # fmt: skip
+        texts = {k.replace("-", "_"): self.string(value[k], (*path, k)) for k in keys - {"nvidia"} if k in value}
+        return DetectConfig(nvidia=tuple(rules), **{k: v for k, v in texts.items() if v is not None})
 
     def mirrors(self, value: Any) -> dict[str, str]:
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):

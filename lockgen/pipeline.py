@@ -311,6 +311,30 @@ def _remove_lock(path: Path) -> None:
         path.rmdir()
 
 
+def detect(project: Project, machine, python: str, allow_cpu: bool = False) -> dict:
+    """The cell for ``machine`` (a :class:`lockgen.detect.Machine`) by the config's detect rules:
+    ``{"cell", "lock", "backend", "reason", "interpreter"}``. Raises ``Refused`` (exit 2) with
+    the rule's message, ``UsageError`` when the matrix has no such cell."""
+    from lockgen.detect import DetectConfig, choose, pick_cell
+    from lockgen.errors import UsageError
+
+    backend, reason = choose(machine, project.config.detect or DetectConfig(), allow_cpu)
+    cell = pick_cell(project.cells, machine, backend, python)
+    if cell is None:
+        wanted = f"{machine.os}-{machine.arch}-{backend}-py{python}"
+        raise UsageError(f"this machine needs cell {wanted} ({reason}), which the matrix does not have")
+    if cell.settings.skip:
+        raise UsageError(f"this machine needs cell {cell.name}, which is skipped: {cell.settings.skip}")
+    alias = cell.settings.alias
+    interpreter = cell.settings.interpreter or machine.arch
+    if alias:
+        reason += f"; {cell.name} reuses {alias}"
+    if interpreter != machine.interpreter:
+        reason += f"; install with a {interpreter} interpreter (this one is {machine.interpreter})"
+    lock_of = next(c for c in project.cells if c.name == (alias or cell.name)).lock_path(project.config)
+    return {"cell": cell.name, "lock": lock_of, "backend": backend, "reason": reason, "interpreter": interpreter}
+
+
 def describe(project: Project, only: Sequence[str] = ()) -> list[dict]:
     """One plain dict per cell (``lockgen matrix --json``): ``name``, the four axes, ``lock``
     (project-relative), ``target`` (uv platform), ``python_tag`` and ``skip`` (reason or None)."""
