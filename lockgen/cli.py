@@ -26,11 +26,11 @@ def _reporter(args):
 
 
 def _lock(args, names) -> int:
-    options = uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package))
-    run = pipeline.lock_project(
-        Path.cwd(), args.config, names, args.only, force=args.force, options=options, jobs=args.jobs,
-        online=args.online, mirrors=args.mirror, reporter=_reporter(args),
-    )
+    run_options = pipeline.RunOptions(
+        force=args.force, uv=uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package)),
+        jobs=args.jobs, online=args.online, mirrors=tuple(args.mirror),
+    )  # fmt: skip
+    run = pipeline.lock_project(Path.cwd(), args.config, names, args.only, run_options, _reporter(args))
     return run.exit_code
 
 

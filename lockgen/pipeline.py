@@ -54,6 +54,23 @@ def default_jobs(cells: int) -> int:
     return max(1, min(cells, 8, max(2, os.cpu_count() or 1)))
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """How ``all``/``lock`` run: ``force`` re-resolves up-to-date cells; ``uv`` options pass to
+    uv (upgrades); ``jobs`` cells at once (default :func:`default_jobs`); ``online`` turns off the
+    reuse of pages refreshed in the run; ``mirrors`` are ``CANONICAL=MIRROR`` strings."""
+
+    force: bool = False
+    uv: uv.Options = uv.Options()
+    jobs: int | None = None
+    online: bool = False
+    mirrors: tuple[str, ...] = ()
+
+    @property
+    def refresh(self) -> bool:
+        return self.force or self.uv.upgrade or bool(self.uv.upgrade_packages)
+
+
 @dataclass(frozen=True)
 class CellResult:
     name: str
@@ -188,20 +205,14 @@ def lock(
     project: Project,
     names: Sequence[str] = (),
     only: Sequence[str] = (),
-    *,
-    force: bool = False,
-    options: uv.Options = uv.Options(),
-    jobs: int | None = None,
-    online: bool = False,
-    mirrors: Sequence[str] = (),
+    run_options: RunOptions = RunOptions(),
     reporter: Reporter = Silent(),
 ) -> RunResult:
     """Resolve the selected cells whose input hash differs from their lock's (all with ``force``
     or an upgrade option), then rewrite the manifest.
 
-    Cells run ``jobs`` at a time (default :func:`default_jobs`). Unless ``online``, cells after
-    the first of their group reuse the index pages refreshed in this run (see
-    :mod:`lockgen.resolve`).
+    Unless ``run_options.online``, cells after the first of their group reuse the index pages
+    refreshed in this run (see :mod:`lockgen.resolve`).
 
     A failed cell keeps its old lock and does not stop the others. Raises ``UsageError`` for a bad
     selection and ``TemplateError`` for template problems, before anything is resolved.
@@ -209,9 +220,9 @@ def lock(
     chosen = select(project.cells, names, only)
     plans = project.plan_all(chosen)
     root = project.root
-    mirror_table = project.mirrors(mirrors)
-    refresh = force or options.upgrade or bool(options.upgrade_packages)
-    todo = [p for p in plans if refresh or current(root, p.lock, p.input_hash) != UP_TO_DATE]
+    mirror_table = project.mirrors(run_options.mirrors)
+    options = run_options.uv
+    todo = [p for p in plans if run_options.refresh or current(root, p.lock, p.input_hash) != UP_TO_DATE]
     run = RunResult()
     reporter.start([c.name for c in chosen])
     for cell in chosen:
@@ -236,7 +247,7 @@ def lock(
             return CellResult(plan.cell.name, FAILED, time.monotonic() - start, message)
         return CellResult(plan.cell.name, LOCKED if changed else UNCHANGED, time.monotonic() - start)
 
-    fresh = None if online or len(todo) < 2 else Freshness()
+    fresh = None if run_options.online or len(todo) < 2 else Freshness()
     if fresh is not None:
         todo = fresh.order(todo)
     if todo:
@@ -245,7 +256,7 @@ def lock(
             reporter.update(CellResult(plan.cell.name, WAITING))
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=jobs or default_jobs(len(todo))) as pool:
+        with ThreadPoolExecutor(max_workers=run_options.jobs or default_jobs(len(todo))) as pool:
             for result in pool.map(work, todo):
                 _report(run, reporter, result)
     order = {c.name: i for i, c in enumerate(chosen)}
@@ -392,17 +403,12 @@ def lock_project(
     config_path: str | None,
     names: Sequence[str] = (),
     only: Sequence[str] = (),
-    *,
-    force: bool = False,
-    options: uv.Options = uv.Options(),
-    jobs: int | None = None,
-    online: bool = False,
-    mirrors: Sequence[str] = (),
+    run_options: RunOptions = RunOptions(),
     reporter: Reporter = Silent(),
 ) -> RunResult:
     """``lockgen all`` / ``lockgen lock``: the fast no-op check, else load the project and
     :func:`lock` it."""
-    if not (force or options.upgrade or options.upgrade_packages):
+    if not run_options.refresh:
         run = up_to_date(start, config_path, names, only)
         if run is not None:
             reporter.start([r.name for r in run.results])
@@ -410,10 +416,7 @@ def lock_project(
                 reporter.update(result)
             reporter.finish(run)
             return run
-    project = Project.load(start, config_path)
-    return lock(
-        project, names, only, force=force, options=options, jobs=jobs, online=online, mirrors=mirrors, reporter=reporter
-    )
+    return lock(Project.load(start, config_path), names, only, run_options, reporter)
 
 
 def check_project(start: Path, config_path: str | None, names: Sequence[str] = (), only: Sequence[str] = ()) -> RunResult:

@@ -26,7 +26,7 @@ class FakeHost:
     def __init__(self, root: Path):
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
-        handler = partial(_Handler, directory=str(root))
+        handler = partial(Handler, directory=str(root))
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -90,7 +90,7 @@ class FakeHost:
         return f"{self.url}/{folder.strip('/')}/"
 
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
+class Handler(http.server.SimpleHTTPRequestHandler):
     """Static files; PEP 691 JSON when asked for and present; never "304 Not Modified"."""
 
     def send_head(self):

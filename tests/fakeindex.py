@@ -42,7 +42,7 @@ def make_wheel(
     """
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
-    metadata = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         metadata.append(f"Requires-Python: {requires_python}")
     metadata += [f"Requires-Dist: {r}" for r in requires]
@@ -135,7 +135,9 @@ class FakeIndex:
     def start(self) -> FakeIndex:
         """Serve ``root`` on an ephemeral 127.0.0.1 port in a daemon thread."""
         self.root.mkdir(parents=True, exist_ok=True)
-        handler = partial(_QuietHandler, directory=str(self.root))
+        from tests.fakehost import Handler
+
+        handler = partial(Handler, directory=str(self.root))
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -144,20 +146,3 @@ class FakeIndex:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    """Static files, never "304 Not Modified": pages change within a second in tests."""
-
-    protocol_version = "HTTP/1.1"  # keep-alive, as real index servers
-
-    def do_GET(self):
-        del self.headers["If-Modified-Since"]
-        super().do_GET()
-
-    def end_headers(self):
-        self.send_header("Cache-Control", "no-cache")
-        super().end_headers()
-
-    def log_message(self, format, *args):  # noqa: A002 - keep test output clean
-        pass
