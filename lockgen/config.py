@@ -410,6 +410,8 @@ class _Validator:
         for key in ("flavor", "alias", "interpreter"):
             if key in table:
                 values[key] = self.string(table[key], (*path, key))
+        if values.get("interpreter") is not None and values["interpreter"] not in ARCHES:
+            self.problem((*path, "interpreter"), f"unknown arch {values['interpreter']!r}; use one of {', '.join(ARCHES)}")
         return Settings(**values)
 
     def strings(self, value: Any, path: tuple, allow_empty: bool = True) -> tuple[str, ...]:
@@ -444,6 +446,15 @@ class _Validator:
             local = self.string(table["local"], (*path, "local")) if "local" in table else None
             if local is not None and kind != "find-links":
                 self.problem((*path, "local"), "only a find-links source can have a local folder")
+            if local is not None and (Path(local).is_absolute() or ".." in Path(local).parts or not local.strip()):
+                self.problem((*path, "local"), f"{local!r} must be a folder inside the project")
+            if "local-if" in table and (local is None or not table["local-if"]):
+                self.problem((*path, "local-if"), "needs a non-empty glob and a local folder to look in")
+            for i, url in enumerate(u for u in urls if u):
+                try:
+                    url.format_map({k: "x" for k in ("backend", "flavor", "python_tag", "os", "arch", "python")})
+                except (KeyError, ValueError, IndexError) as exc:
+                    self.problem((*path, kind), f"bad placeholder {exc} in {url!r}; use {{backend}}, {{flavor}}, {{python_tag}}, {{os}}, {{arch}}, {{python}}")
             result[name] = Source(
                 name=name, kind=kind, urls=tuple(u for u in urls if u), local=local,
                 packages=tuple(canonicalize_name(p) for p in packages),

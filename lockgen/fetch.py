@@ -27,7 +27,13 @@ _lock = threading.Lock()
 
 
 class FetchError(LockgenError):
+    """A wheel URL could not be downloaded; ``transient`` unless the server said it is not there."""
+
     exit_code = 1
+
+    def __init__(self, message: str, transient: bool = True):
+        super().__init__(message)
+        self.transient = transient
 
 
 def wheel_name(url: str) -> str:
@@ -76,8 +82,11 @@ def sha256_of(root: Path, url: str, mirrors: Mirrors) -> str:
             response.raise_for_status()
             for chunk in response.iter_bytes():
                 digest.update(chunk)
+    except httpx.HTTPStatusError as exc:
+        status = exc.response.status_code
+        raise FetchError(f"{url}: HTTP {status}", transient=status >= 500 or status == 429) from None
     except httpx.HTTPError as exc:
-        raise FetchError(f"{url}: cannot download it ({exc})") from None
+        raise FetchError(f"{url}: cannot download it ({type(exc).__name__}: {exc})") from None
     value = digest.hexdigest()
     with _lock:
         cache = _read(cache_path)

@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lockgen import fetch, uv
-from lockgen.errors import CellFailed, LockgenError
-from lockgen.lockfile import fill_hashes, lock_text, locked_versions
+from lockgen.errors import CellFailed
+from lockgen.lockfile import lock_text, locked_versions, set_hashes
 from lockgen.plan import Plan
 
 OPTIONAL, NO_DEPS = "optional", "no-deps"
+#: Marks an unavailable layer whose source could not be reached: the cell stays stale until a
+#: run reaches it (an outage must not drop a layer for good).
+UNREACHABLE = "source unreachable:"
 
 
 @dataclass
@@ -37,7 +40,7 @@ class Built:
         for name, path, flag in self.layers:
             yield f"layer: {name} {path} {flag}"
         for requirement, reason in self.unavailable:
-            yield f"unavailable: {requirement}: {reason}"
+            yield f"unavailable: {requirement}: {' '.join(reason.split())}"  # one header line
         for note in self.skipped_urls:
             yield f"skipped-url: {note}"
 
@@ -117,8 +120,9 @@ def _requirement(ctx, entry: str) -> tuple[str, str, list[str]]:
     project = canonicalize_name(parse_wheel_filename(fetch.wheel_name(url))[0])
     try:
         digest = fetch.sha256_of(ctx.root, url, ctx.mirrors)
-    except LockgenError as exc:
-        raise _Unavailable(ctx.mirrors.canonical(f"source unreachable: {exc}")) from None
+    except fetch.FetchError as exc:
+        prefix = f"{UNREACHABLE} " if exc.transient else "not available: "
+        raise _Unavailable(ctx.mirrors.canonical(prefix + str(exc))) from None
     return project, f"{project} @ {ctx.mirrors.fetch_url(url)} --hash=sha256:{digest}\n", notes
 
 
@@ -134,14 +138,15 @@ def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], fi
     inputs = uv.Inputs(source, constraints, find_links=find_links)
     result = ctx.run(output, inputs=inputs, no_deps=no_deps)
     if result.returncode != 0:
-        return _Unavailable(ctx.mirrors.canonical(_reason(result.stderr)))
+        reason = ctx.mirrors.canonical(_reason(result.stderr))
+        network = any(w in result.stderr for w in ("Failed to fetch", "Failed to read", "Connection", "timed out", "dns error"))
+        return _Unavailable(f"{UNREACHABLE} {reason}" if network else reason)
     body = ctx.read(output)
-    if any(line and line[0] not in " #-" and not line.endswith("\\") for line in body.splitlines()):
-        from lockgen.resolve import pylock
+    from lockgen.resolve import pylock
 
-        body, unhashed = fill_hashes(body, pylock(ctx, inputs, locked_versions(body), f"layer-{name}", no_deps))
-        if unhashed:
-            raise CellFailed(f"cell {plan.cell.name}: layer {name}: no sha256 for {', '.join(unhashed)}")
+    body, unhashed = set_hashes(body, pylock(ctx, inputs, locked_versions(body), f"layer-{name}", no_deps))
+    if unhashed:
+        raise CellFailed(f"cell {plan.cell.name}: layer {name}: no sha256 for {', '.join(unhashed)}")
     return body
 
 

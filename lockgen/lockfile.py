@@ -17,7 +17,7 @@ from pathlib import Path
 from lockgen.plan import Plan
 
 #: Header fields that appear once, and those that may repeat (layers in install order).
-SINGLE_FIELDS = ("cell", "target", "uv", "input-hash", "body-sha256", "layer-of")
+SINGLE_FIELDS = ("cell", "target", "uv", "input-hash", "content-sha256", "layer-of")
 MULTI_FIELDS = ("layer", "unavailable", "no-upload-time", "skipped-url")
 
 
@@ -33,23 +33,30 @@ def header_lines(plan: Plan) -> Iterator[str]:
     yield f"# input-hash: {plan.input_hash}"
 
 
+_DIGEST = "# content-sha256: "
+
+
 def lock_text(plan: Plan, body: str, extra: Iterator[str] = ()) -> str:
-    """The whole lock: header (plus ``extra`` header lines such as ``# layer: …``), the
-    sha256 of the body (so a hand edit is noticed), a blank line, uv's output (no header)."""
-    body = body.strip("\n") + "\n"
-    digest = hashlib.sha256(body.encode()).hexdigest()
-    return "\n".join([*header_lines(plan), *extra, f"# body-sha256: {digest}"]) + "\n\n" + body
+    """The whole lock: header (plus ``extra`` header lines such as ``# layer: …``), a blank
+    line, uv's output (no header); the header's last line is the sha256 of all the rest, so a
+    hand edit anywhere (layer lines included) is noticed."""
+    text = "\n".join([*header_lines(plan), *extra]) + "\n\n" + body.strip("\n") + "\n"
+    head, _, rest = text.partition("\n\n")
+    return f"{head}\n{_DIGEST}{hashlib.sha256(text.encode()).hexdigest()}\n\n{rest}"
 
 
 def intact(path: Path) -> bool:
-    """Whether the lock at ``path`` is as lockgen wrote it (its body matches ``body-sha256``)."""
+    """Whether the lock at ``path`` is exactly as lockgen wrote it (``content-sha256``)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
-    head, sep, body = text.partition("\n\n")
-    recorded = read_header(path).get("body-sha256")
-    return bool(sep and recorded) and hashlib.sha256(body.encode()).hexdigest() == recorded
+    head, sep, rest = text.partition("\n\n")
+    lines = head.split("\n")
+    if not sep or not lines[-1].startswith(_DIGEST):
+        return False
+    original = "\n".join(lines[:-1]) + "\n\n" + rest
+    return hashlib.sha256(original.encode()).hexdigest() == lines[-1][len(_DIGEST):]
 
 
 def current(root: Path, lock: str, input_hash: str | None) -> str:
@@ -63,6 +70,8 @@ def current(root: Path, lock: str, input_hash: str | None) -> str:
     layers = [line.split()[1] for line in header.get("layer", [])]
     if not all(intact(root / path) for path in [lock, *layers]):
         return "edited"
+    if any(": source unreachable:" in line for line in header.get("unavailable", [])):
+        return "stale"  # retry the layer whose source was down
     return "up to date"
 
 
@@ -137,29 +146,43 @@ def atomic_write(path: Path, text: str) -> bool:
     return True
 
 
-def fill_hashes(body: str, pylock: dict) -> tuple[str, list[str]]:
-    """Add ``--hash`` lines to requirement lines of uv's output that have none, from the same
-    resolution's PEP 751 data (uv leaves them out for a find-links distribution whose project
-    the index also serves). Returns the new body and the requirements still without a hash."""
+def set_hashes(body: str, pylock: dict) -> tuple[str, list[str]]:
+    """Give every requirement line of uv's output the sha256 of each artifact the same
+    resolution's PEP 751 data lists for the target (its sdist and fitting wheels), replacing the
+    hashes uv wrote. uv leaves hashes out for a find-links distribution whose project the index
+    also serves, and copies them from the existing lock (its preferences) for versions it keeps,
+    even when that file changed. Returns the new body and the requirements left without a hash."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
     hashes = {}
     for package in pylock.get("packages", []):
-        found = [a.get("hashes", {}).get("sha256") for a in [package.get("sdist") or {}, *package.get("wheels", [])]]
-        hashes[canonicalize_name(package["name"])] = sorted(h for h in found if h)
-    lines, missing = [], []
+        found = [a.get("hashes", {}).get("sha256") for a in [package.get("sdist") or {}, package.get("archive") or {}, *package.get("wheels", [])]]
+        hashes[canonicalize_name(package["name"])] = sorted({h for h in found if h})
+    blocks: list = []  # [requirement, uv's hashes, following lines] or a plain line
     for line in body.splitlines():
-        if line and line[0] not in " #-" and not line.endswith("\\"):
-            try:
-                name = canonicalize_name(Requirement(line).name)
-            except InvalidRequirement:
-                name = ""
-            if hashes.get(name):
-                lines.append(f"{line} \\")
-                lines += [f"    --hash=sha256:{h} \\" for h in hashes[name][:-1]]
-                lines.append(f"    --hash=sha256:{hashes[name][-1]}")
-                continue
-            missing.append(line.strip())
-        lines.append(line)
-    return "\n".join(lines) + "\n", missing
+        if line.startswith("    --hash=") and blocks and isinstance(blocks[-1], list):
+            blocks[-1][1].append(line.strip().removesuffix("\\").strip())
+        elif line and line[0] not in " #-":
+            blocks.append([line.removesuffix("\\").strip(), [], []])
+        elif line.startswith("    ") and blocks and isinstance(blocks[-1], list):
+            blocks[-1][2].append(line)
+        else:
+            blocks.append(line)
+    out, missing = [], []
+    for block in blocks:
+        if isinstance(block, str):
+            out.append(block)
+            continue
+        requirement, uv_hashes, rest = block
+        try:
+            name = canonicalize_name(Requirement(requirement).name)
+        except InvalidRequirement:
+            name = ""
+        chosen = [f"--hash=sha256:{h}" for h in hashes.get(name, [])] or uv_hashes
+        if not chosen:
+            missing.append(requirement)
+        out.append(requirement + (" \\" if chosen else ""))
+        out += [f"    {h} \\" for h in chosen[:-1]] + [f"    {h}" for h in chosen[-1:]]
+        out += rest
+    return "\n".join(out) + "\n", missing

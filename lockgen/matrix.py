@@ -82,11 +82,21 @@ def expand(config: Config) -> list[Cell]:
         settings = settings.merged(Settings(vars=inc_vars))
         cell = Cell(**combo, settings=settings)
         cells.setdefault(cell.name, cell)
+    from packaging.utils import canonicalize_name
+
     for cell in cells.values():
-        alias = cell.settings.alias
+        alias, settings = cell.settings.alias, cell.settings
         target = cells.get(alias) if alias else None
-        if alias and (target is None or target.settings.alias or target.settings.skip):
-            problems.append(f"cell {cell.name}: alias {alias!r} must name a cell that is resolved (not skipped, not an alias)")
+        if alias and target is None:
+            problems.append(f"cell {cell.name}: alias {alias!r} names no cell of the matrix")
+        elif alias and (target.settings.alias or target.settings.skip or settings.skip):
+            problems.append(f"cell {cell.name}: alias {alias!r}: an alias and its cell must be resolved (not skipped, not aliases)")
+        elif alias and target.python != cell.python:
+            problems.append(f"cell {cell.name}: alias {alias!r} is for Python {target.python}, not {cell.python}")
+        pins = {canonicalize_name(k) for k in settings.pins}
+        for name in settings.pinned or ():
+            if canonicalize_name(name) not in pins:
+                problems.append(f"cell {cell.name}: pinned {name!r} has no version in pins; add it to the pins table")
     if not cells:
         prefix = f"{config.key_prefix}." if config.key_prefix else ""
         problems.append(f"{prefix}matrix: has no cells; list values for os, arch, backend and python, or add include entries")

@@ -28,7 +28,7 @@ def parse(pairs: Iterable[str], where: str = "--mirror") -> dict[str, str]:
         canonical, sep, mirror = text.partition("=")
         if not sep or "://" not in canonical or not mirror.strip():
             raise UsageError(f"{where} {text!r}: write CANONICAL=MIRROR, e.g. https://pypi.org/simple=http://mirror/simple")
-        result[canonical.strip()] = mirror.strip()
+        result[canonical.strip().rstrip("/")] = mirror.strip().rstrip("/")
     return result
 
 
@@ -42,6 +42,13 @@ class Mirrors:
     """Canonical prefix -> mirror prefix."""
 
     table: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):  # a trailing slash must not make a prefix miss
+        object.__setattr__(self, "table", {k.rstrip("/"): v.rstrip("/") for k, v in self.table.items()})
+
+    def unused(self, urls) -> list[str]:
+        """Canonical prefixes that match none of ``urls`` (a typo would silently bypass them)."""
+        return [c for c in self.table if not any(u.startswith(c) for u in urls)]
 
     def fetch_url(self, url: str) -> str:
         """The URL to fetch ``url`` from (the longest matching canonical prefix replaced)."""

@@ -181,7 +181,9 @@ class Project:
         except TemplateError:
             return self.plans(chosen)  # report only the selected cells' template errors
         config = self.config
-        stamp.write(self.root, stamp.key(self.root, config.source, config.templates), config.templates, config.locks, self.rows(everything))
+        folders = sorted({s.local for s in config.sources.values() if s.local})
+        key = stamp.key(self.root, config.source, config.templates, folders)
+        stamp.write(self.root, key, config.templates, config.locks, self.rows(everything), folders)
         names = {c.name for c in chosen}
         return [p for p in everything if p.cell.name in names]
 
@@ -221,6 +223,9 @@ def lock(
     plans = project.plan_all(chosen)
     root = project.root
     mirror_table = project.mirrors(run_options.mirrors)
+    used = [u for p in plans for u in (p.index_url, *p.find_links, *(x for s in p.sources for x in s.urls))]
+    for prefix in mirror_table.unused(used):
+        log.warning("mirror for %s matches no URL of the selected cells; check its spelling", prefix)
     options = run_options.uv
     todo = [p for p in plans if run_options.refresh or current(root, p.lock, p.input_hash) != UP_TO_DATE]
     run = RunResult()
@@ -245,7 +250,8 @@ def lock(
             log.debug("cell %s crashed", plan.cell.name, exc_info=True)
             message = f"cell {plan.cell.name}: {type(exc).__name__}: {exc} (-v shows the traceback)"
             return CellResult(plan.cell.name, FAILED, time.monotonic() - start, message)
-        return CellResult(plan.cell.name, LOCKED if changed else UNCHANGED, time.monotonic() - start)
+        note = mode.partition("; ")[2]  # optional layers that could not be had
+        return CellResult(plan.cell.name, LOCKED if changed else UNCHANGED, time.monotonic() - start, note)
 
     fresh = None if run_options.online or len(todo) < 2 else Freshness()
     if fresh is not None:
@@ -408,6 +414,8 @@ def lock_project(
 ) -> RunResult:
     """``lockgen all`` / ``lockgen lock``: the fast no-op check, else load the project and
     :func:`lock` it."""
+    mirror.parse(run_options.mirrors)  # a malformed --mirror is a usage error even on a no-op
+    mirror.from_env(os.environ.get(mirror.ENV_VAR))
     if not run_options.refresh:
         run = up_to_date(start, config_path, names, only)
         if run is not None:

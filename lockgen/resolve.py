@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from pathlib import Path
 from lockgen import uv
 from lockgen.config import parse_toml
 from lockgen.errors import CellFailed
-from lockgen.lockfile import atomic_write, fill_hashes, lock_text, locked_versions
+from lockgen.lockfile import atomic_write, lock_text, locked_versions, set_hashes
 from lockgen.mirror import Mirrors
 from lockgen.plan import Plan
 
@@ -139,7 +138,7 @@ def resolve_cell(
             fresh.seed_done(plan)
     versions = locked_versions(body)
     described = pylock(ctx, uv.main_inputs(plan), versions, "main")
-    body, unhashed = fill_hashes(body, described)
+    body, unhashed = set_hashes(body, described)
     found = verify.problems(plan, described, mirrors) + [f"{r}: no sha256 for any of its artifacts" for r in unhashed]
     if found:
         raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
@@ -151,6 +150,8 @@ def resolve_cell(
         changed |= atomic_write(root / path, text)
     changed |= atomic_write(root / plan.lock, lock_text(plan, body, (f"# {line}" for line in extra)))
     layers.remove_stale(root, plan, built)
+    if built.unavailable:
+        mode += "; unavailable: " + ", ".join(requirement for requirement, _ in built.unavailable)
     return changed, mode
 
 
@@ -170,7 +171,8 @@ def _main(ctx: Context, fresh: Freshness | None) -> tuple[str, str]:
     _seed_output(root, plan, output)
     result = ctx.run(output)
     if result.returncode != 0:
-        raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{uv.explain(result.stderr)}{blame(root, plan, result.stderr)}")
+        why = ctx.mirrors.canonical(uv.explain(result.stderr))
+        raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{blame(root, plan, result.stderr)}")
     body = ctx.read(output)
     if fresh is not None:
         fresh.record(plan, set(locked_versions(body)))
@@ -194,12 +196,15 @@ def pylock(ctx: Context, given: uv.Inputs, versions: dict[str, str], name: str, 
 
 
 def _seed_output(root: Path, plan: Plan, output: str) -> None:
-    """Put the existing lock where uv writes, so uv reads its pins as preferences."""
+    """Put the existing lock's requirements where uv writes, so uv reads its pins as preferences
+    (without its ``--find-links`` lines: a local folder it names may be gone)."""
     (root / output).parent.mkdir(parents=True, exist_ok=True)
-    if (root / plan.lock).is_file():
-        shutil.copyfile(root / plan.lock, root / output)
-    else:
+    try:
+        text = (root / plan.lock).read_text(encoding="utf-8")
+    except OSError:
         (root / output).unlink(missing_ok=True)
+        return
+    (root / output).write_text("".join(line for line in text.splitlines(True) if not line.startswith("--")))
 
 
 def blame(root: Path, plan: Plan, stderr: str) -> str:
@@ -238,18 +243,18 @@ def blame(root: Path, plan: Plan, stderr: str) -> str:
 
 
 def _template_line(root: Path, plan: Plan, template: str, name: str, line: str) -> str:
-    """``templates/<file>:<line>`` of the template line that rendered ``line`` (best match)."""
-    path = root / plan.templates / template
-    try:
-        source = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return template
-    rel = path.relative_to(root).as_posix()
-    for number, text in enumerate(source, 1):
-        if text.strip() == line:
-            return f"{rel}:{number}"
+    """``templates/<file>:<line>`` of the template line that rendered ``line``: the cell's
+    template first, then every other template (it may have been ``{% include %}``d)."""
+    folder = root / plan.templates
+    paths = [folder / template] + sorted(p for p in folder.rglob("*") if p.is_file() and p != folder / template)
     pattern = re.compile(rf"(?i)^\s*{re.escape(name).replace('-', '[-_.]')}\b")
-    for number, text in enumerate(source, 1):
-        if pattern.search(text.replace("_", "-")) or pattern.search(text):
-            return f"{rel}:{number}"
-    return rel
+    for match in (lambda text: text.strip() == line, lambda text: bool(pattern.search(text.replace("_", "-")))):
+        for path in paths:
+            try:
+                source = path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            for number, text in enumerate(source, 1):
+                if match(text):
+                    return f"{path.relative_to(root).as_posix()}:{number}"
+    return f"{plan.templates}/{template}"

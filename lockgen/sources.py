@@ -79,14 +79,24 @@ def cell_sources(root: Path, sources: dict[str, Source], cell: Cell, target: Tar
             if folder.is_dir() and any(fnmatch.fnmatch(p.name, pattern) for p in folder.iterdir()):
                 urls = (source.local,)
         result.append(CellSource(name=name, kind=source.kind, packages=source.packages, urls=urls))
+    seen: dict[str, str] = {}
+    for source in result:
+        for package in source.packages:
+            if package in seen:
+                raise ConfigError("config", [
+                    f"use: cell {cell.name} uses sources {seen[package]!r} and {source.name!r}, which both serve "
+                    f"{package}; a package may have one source per cell"
+                ])  # fmt: skip
+            seen[package] = source.name
     return tuple(result)
 
 
+def folder_listing(root: Path, folder: str) -> list[str]:
+    """``name:size`` of each file in a project folder (sizes, not times: the same on any machine)."""
+    path = root / folder
+    return sorted(f"{p.name}:{p.stat().st_size}" for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+
+
 def local_folder_listing(root: Path, sources: tuple[CellSource, ...]) -> dict[str, list[str]]:
-    """File names in each local find-links folder a cell uses (part of its input hash)."""
-    listing = {}
-    for source in sources:
-        for url in source.urls:
-            if "://" not in url and (root / url).is_dir():
-                listing[url] = sorted(p.name for p in (root / url).iterdir() if p.is_file())
-    return listing
+    """The files of each local find-links folder a cell uses (part of its input hash)."""
+    return {url: folder_listing(root, url) for s in sources for url in s.urls if "://" not in url}

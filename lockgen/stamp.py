@@ -32,11 +32,16 @@ def _uv_identity() -> str:
     return f"{st.st_size}:{st.st_mtime_ns}" if st else "missing"
 
 
-def key(root: Path, config_name: str, templates: str, extra: str = "") -> str:
-    """sha256 over lockgen's version, the uv package, the config file and the templates folder."""
+def key(root: Path, config_name: str, templates: str, folders: list[str] = (), extra: str = "") -> str:
+    """sha256 over lockgen's version, the uv package, the config file, the templates folder and
+    the listings of the project folders sources may read (``local`` wheel folders)."""
+    from lockgen.sources import folder_listing
+
     digest = hashlib.sha256()
     for part in (__version__, _uv_identity(), extra, config_name):
         digest.update(part.encode() + b"\0")
+    for folder in folders:
+        digest.update(json.dumps([folder, folder_listing(root, folder)]).encode())
     digest.update((root / config_name).read_bytes() + b"\0")
     folder = root / templates
     for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:
@@ -44,10 +49,10 @@ def key(root: Path, config_name: str, templates: str, extra: str = "") -> str:
     return digest.hexdigest()
 
 
-def write(root: Path, key_: str, templates: str, locks: str, rows: Sequence[Row]) -> None:
+def write(root: Path, key_: str, templates: str, locks: str, rows: Sequence[Row], folders: list[str] = ()) -> None:
     from lockgen.lockfile import atomic_write
 
-    data = {"key": key_, "templates": templates, "locks": locks, "cells": [r.to_dict() for r in rows]}
+    data = {"key": key_, "templates": templates, "locks": locks, "folders": list(folders), "cells": [r.to_dict() for r in rows]}
     try:
         atomic_write(root / STAMP, json.dumps(data, sort_keys=True) + "\n")
         gitignore = root / WORK / ".gitignore"
@@ -61,7 +66,7 @@ def read(root: Path, config_name: str, extra: str = "") -> tuple[str, list[Row]]
     """``(locks folder, rows)`` if the stamp's key matches the project as it is now, else None."""
     try:
         data = json.loads((root / STAMP).read_text(encoding="utf-8"))
-        if data["key"] != key(root, config_name, data["templates"], extra):
+        if data["key"] != key(root, config_name, data["templates"], data.get("folders", []), extra):
             return None
         return data["locks"], [Row(**row) for row in data["cells"]]
     except (OSError, ValueError, KeyError, TypeError):

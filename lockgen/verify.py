@@ -77,6 +77,11 @@ def problems(plan: Plan, pylock: dict, mirrors: Mirrors = Mirrors()) -> list[str
             )
         for kind, artifact in artifacts(package):
             where = location(artifact, mirrors)
+            if source is not None and not _from(source, where):
+                found.append(
+                    f"{name} {version}: source {source.name!r} serves it for this cell, but it came from {where}; "
+                    "pin it to a version that source has (another index must not fill in for it)"
+                )
             if source is None:
                 hit = next((label for prefix, label in other_prefixes.items() if where.startswith(prefix)), None)
                 if hit:
@@ -92,6 +97,20 @@ def problems(plan: Plan, pylock: dict, mirrors: Mirrors = Mirrors()) -> list[str
                 f"installing it would build from source (add it to allow-build if that is intended)"
             )
     return found
+
+
+def _from(source, where: str) -> bool:
+    """Whether an artifact location belongs to ``source``: the same scheme and host as one of
+    its URLs (release assets live beside a find-links page, not under it), or its local folder."""
+    for url in source.urls:
+        if "://" not in url:  # a project folder: uv reports its files as file:// URLs
+            if "://" not in where or where.startswith("file://"):
+                return True
+            continue
+        parts, there = urlsplit(url), urlsplit(where)
+        if (parts.scheme, parts.netloc) == (there.scheme, there.netloc):
+            return True
+    return False
 
 
 def _packages(plan: Plan, source_name: str) -> str:

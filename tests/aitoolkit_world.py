@@ -86,11 +86,13 @@ def build(root: Path) -> World:
             files.append(pypi.wheel("files", name, version, requires=requires))
     for name, version in [("wheel", "0.45.1"), ("setuptools", "80.9.0"), ("setuptools", "69.5.1"),
                           ("poetry-core", "2.2.1"), ("hf-xet", "1.2.0"), ("flash-linear-attention", "0.5.2"),
-                          ("torchcodec", "0.9.1"), ("torchcodec", "0.15.0"), ("numpy", "2.3.0"), ("filelock", "3.20.0")]:  # fmt: skip
+                          ("torchcodec", "0.9.1"), ("numpy", "2.3.0"), ("filelock", "3.20.0")]:  # fmt: skip
         files.append(pypi.wheel("files", name, version))
     for tag in (f"{CP}-{CP}-{LINUX_X86}", f"{CP}-{CP}-{LINUX_ARM}", f"{CP}-{CP}-win_amd64", f"{CP}-{CP}-macosx_11_0_arm64"):
         files.append(pypi.wheel("files", "grpcio", "1.76.0", tag))
     files.append(pypi.wheel("files", "triton-windows", "3.7.1.post21", f"{CP}-{CP}-win_amd64"))
+    for tag in (LINUX_X86, LINUX_ARM, "win_amd64", "macosx_14_0_arm64"):  # no win_arm64 build on PyPI
+        files.append(pypi.wheel("files", "torchcodec", "0.15.0", f"{CP}-{CP}-{tag}"))
     # PyPI's own torch builds (macOS: only macosx_14_0 wheels, as torch 2.13 ships)
     for tag in (f"{CP}-{CP}-macosx_14_0_arm64", f"{CP}-{CP}-{LINUX_X86}", f"{CP}-{CP}-{LINUX_ARM}", f"{CP}-{CP}-win_amd64"):
         files.append(pypi.wheel("files", "torch", "2.13.0", tag, requires=("setuptools>=77.0.3", "filelock")))

@@ -139,3 +139,28 @@ def test_sources_and_their_use(tmp_path):
     text = str(info.value)
     assert "tool.lockgen.sources.bad: give exactly one of" in text
     assert "tool.lockgen.use: unknown source 'nope'" in text
+
+
+def test_source_and_cell_settings_are_checked(tmp_path):
+    write_project(
+        tmp_path,
+        """
+        interpreter = "sparc"
+        [tool.lockgen.sources.spark]
+        find-links = "https://example.org/{cuda}"
+        local = "/abs/wheels"
+        packages = ["torch"]
+        [tool.lockgen.sources.other]
+        index = "https://example.org/{flavor}"
+        local-if = "*.whl"
+        packages = ["x"]
+        """,
+        {},
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "pyproject.toml")
+    text = str(info.value)
+    assert "tool.lockgen.interpreter: unknown arch 'sparc'" in text
+    assert "tool.lockgen.sources.spark.find-links: bad placeholder 'cuda'" in text
+    assert "tool.lockgen.sources.spark.local: '/abs/wheels' must be a folder inside the project" in text
+    assert "tool.lockgen.sources.other.local-if: needs a non-empty glob and a local folder" in text

@@ -129,10 +129,12 @@ def test_optional_packages_are_layers_and_unavailable_ones_are_recorded(locked):
     assert layers[ROCM] == ["main", "optional-flash-linear-attention"]
     assert layers[MAC] == ["main"] and layers["linux-x86_64-cpu-py3.12"] == ["main"]
     assert layers[SPARK] == ["main", "optional-flash-attn", "optional-natten", "optional-flash-linear-attention", "no-deps"]
-    # linux aarch64 has no flash-attn wheel at manylinux_2_28 (its build needs 2_34): skipped, cell fine
-    missing = cells["linux-aarch64-cu130-py3.12"]["unavailable"]
+    # linux aarch64 cells target manylinux_2_34, where the v0.9.48 flash-attn build fits
+    assert "optional-flash-attn" in layers["linux-aarch64-cu130-py3.12"]
+    # the release has no cu126 aarch64 asset (404): that layer is unavailable for good, the cell is fine
+    missing = cells["linux-aarch64-cu126-py3.12"]["unavailable"]
     assert [m["requirement"] for m in missing] == ["flash-attn==2.8.3"]
-    assert "manylinux_2_34_aarch64 do not fit aarch64-manylinux_2_28" in missing[0]["reason"]
+    assert missing[0]["reason"].startswith("not available: https://github.com/") and "HTTP 404" in missing[0]["reason"]
 
 
 def test_layers_cannot_move_the_main_pins(locked):
@@ -229,3 +231,8 @@ def test_an_unreachable_optional_source_makes_only_its_layer_unavailable(world, 
     assert "https://whl.natten.org" in missing["reason"] and "127.0.0.1" not in missing["reason"]
     assert [layer["name"] for layer in entry["layers"]] == ["main", "optional-flash-linear-attention", "optional-flash-attn"]
     assert "--find-links https://whl.natten.org" not in lock(root, "linux-x86_64-cu130-py3.12")  # main does not need it
+    # an outage must not drop the layer for good: the cell stays stale until its source answers
+    run = run_cli("check", "linux-x86_64-cu130-py3.12", "-C", str(root))
+    assert run.code == 1 and "linux-x86_64-cu130-py3.12: stale" in run.out
+    assert run_cli("lock", "linux-x86_64-cu130-py3.12", "-C", str(root), *world.mirror_args()).code == 0
+    assert "optional-natten" in [layer["name"] for layer in manifest(root)["cells"]["linux-x86_64-cu130-py3.12"]["layers"]]

@@ -297,3 +297,30 @@ def test_locks_of_removed_cells_are_reported_then_removed(tmp_path, packages):
     assert run.code == 0 and "locks/linux-x86_64-cpu-py3.10.txt: removed" in run.err
     assert not (root / "locks" / "linux-x86_64-cpu-py3.10.txt").exists()
     assert run_cli("check", "-C", str(root)).code == 0
+
+
+def test_hashes_come_from_the_artifacts_not_from_the_old_lock(tmp_path, index):
+    """uv copies hashes of kept versions from the existing lock; lockgen rewrites them."""
+    index.add("alpha", "1.0")
+    index.publish()
+    config = f"""
+        index-url = "{index.index_url()}"
+        [tool.lockgen.matrix]
+        os = ["linux"]
+        arch = ["x86_64"]
+        backend = ["cpu"]
+        python = ["3.12"]
+    """
+    root = write_project(tmp_path / "proj", config, {"requirements.in.j2": "alpha\n"})
+    assert run_cli("all", "-C", str(root)).code == 0
+    lock = root / "locks" / "linux-x86_64-cpu-py3.12.txt"
+    old = lock.read_text()
+    index.sources["pypi"].clear()  # the same file name, rebuilt with other bytes
+    new_wheel = index.add("alpha", "1.0", requires=("beta; python_version < '3'",))
+    index.publish()
+    import hashlib
+
+    digest = hashlib.sha256((index.root / "files" / new_wheel.rsplit("/", 1)[1]).read_bytes()).hexdigest()
+    assert digest not in old
+    assert run_cli("all", "--force", "-C", str(root)).code == 0
+    assert f"--hash=sha256:{digest}" in lock.read_text()

@@ -122,3 +122,24 @@ def test_select_by_name_and_only(tmp_path):
 def test_a_matrix_without_cells_is_an_error(tmp_path):
     with pytest.raises(ConfigError, match=r"tool\.lockgen\.matrix: has no cells"):
         cells_of(tmp_path, '[tool.lockgen.matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = []')
+
+
+def test_aliases_and_pinned_are_checked_per_cell(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        cells_of(
+            tmp_path,
+            """
+            pinned = ["torch"]
+            [tool.lockgen.matrix]
+            os = ["windows"]
+            arch = ["x86_64", "aarch64"]
+            backend = ["cu130"]
+            python = ["3.12"]
+            [[tool.lockgen.rules]]
+            match = { arch = "aarch64" }
+            alias = "windows-x86_64-cu130-py3.13"
+            """,
+        )
+    text = str(info.value)
+    assert "cell windows-aarch64-cu130-py3.12: alias 'windows-x86_64-cu130-py3.13' names no cell" in text
+    assert "cell windows-x86_64-cu130-py3.12: pinned 'torch' has no version in pins" in text

@@ -25,3 +25,11 @@ def test_sources_merge_later_wins_and_bad_pairs_say_how():
         parse(["nonsense"])
     with pytest.raises(UsageError, match="LOCKGEN_MIRRORS"):
         from_env("pypi=http://x")
+
+
+def test_trailing_slashes_and_unused_prefixes():
+    mirrors = Mirrors(parse(["https://pypi.org/simple/=http://m/simple/"]))
+    assert mirrors.fetch_url("https://pypi.org/simple") == "http://m/simple"
+    assert mirrors.fetch_url("https://pypi.org/simple/torch/") == "http://m/simple/torch/"
+    assert mirrors.unused(["https://pypi.org/simple", "https://x.example/"]) == []
+    assert mirrors.unused(["https://x.example/"]) == ["https://pypi.org/simple"]
