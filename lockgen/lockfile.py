@@ -147,11 +147,11 @@ def atomic_write(path: Path, text: str) -> bool:
 
 
 def set_hashes(body: str, pylock: dict) -> tuple[str, list[str]]:
-    """Give every requirement line of uv's output the sha256 of each artifact the same
-    resolution's PEP 751 data lists for the target (its sdist and fitting wheels), replacing the
-    hashes uv wrote. uv leaves hashes out for a find-links distribution whose project the index
-    also serves, and copies them from the existing lock (its preferences) for versions it keeps,
-    even when that file changed. Returns the new body and the requirements left without a hash."""
+    """Add to every requirement line of uv's output the sha256 of each artifact the same
+    resolution's PEP 751 data lists for the target (its sdist and fitting wheels): uv leaves
+    hashes out for a find-links distribution whose project the index also serves. uv's own hashes
+    (every artifact of the version, so an installer may pick any wheel) stay. Returns the new
+    body and the requirements left without a hash."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
@@ -179,7 +179,7 @@ def set_hashes(body: str, pylock: dict) -> tuple[str, list[str]]:
             name = canonicalize_name(Requirement(requirement).name)
         except InvalidRequirement:
             name = ""
-        chosen = [f"--hash=sha256:{h}" for h in hashes.get(name, [])] or uv_hashes
+        chosen = sorted(set(uv_hashes) | {f"--hash=sha256:{h}" for h in hashes.get(name, [])})
         if not chosen:
             missing.append(requirement)
         out.append(requirement + (" \\" if chosen else ""))

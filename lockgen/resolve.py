@@ -196,15 +196,17 @@ def pylock(ctx: Context, given: uv.Inputs, versions: dict[str, str], name: str, 
 
 
 def _seed_output(root: Path, plan: Plan, output: str) -> None:
-    """Put the existing lock's requirements where uv writes, so uv reads its pins as preferences
-    (without its ``--find-links`` lines: a local folder it names may be gone)."""
+    """Put the existing lock's requirements where uv writes, so uv reads its pins as preferences:
+    without its ``--find-links`` lines (a local folder it names may be gone) and without its
+    hashes (uv would copy them for the versions it keeps, even when a file changed)."""
     (root / output).parent.mkdir(parents=True, exist_ok=True)
     try:
         text = (root / plan.lock).read_text(encoding="utf-8")
     except OSError:
         (root / output).unlink(missing_ok=True)
         return
-    (root / output).write_text("".join(line for line in text.splitlines(True) if not line.startswith("--")))
+    keep = (line for line in text.splitlines(True) if not line.startswith(("--", "    --hash")))
+    (root / output).write_text("".join(line.replace(" \\\n", "\n") for line in keep))
 
 
 def blame(root: Path, plan: Plan, stderr: str) -> str:
