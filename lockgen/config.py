@@ -335,7 +335,7 @@ class _Validator:
         values = [self.axis_value(axis, v, ("matrix", axis, i)) for i, v in enumerate(raw)]
         return tuple(dict.fromkeys(v for v in values if v is not None))
 
-    def selector(self, table: dict, path: tuple, allowed: set[str] = set(AXES), empty_ok: bool = False) -> dict:
+    def selector(self, table: dict, path: tuple, allowed: frozenset[str] = frozenset(AXES), empty_ok: bool = False) -> dict:
         """A table of axis -> value or list of values (exclude entries, rule matches)."""
         self.unknown(table, allowed, path)
         if not empty_ok and not any(axis in table for axis in AXES):

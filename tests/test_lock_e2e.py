@@ -52,6 +52,20 @@ def project(root: Path, index, requirements=REQUIREMENTS, extra="") -> Path:
     return write_project(root, config, {"requirements.in.j2": requirements})
 
 
+def one_cell(root: Path, index, requirements: str, python: str = "3.12", extra: str = "") -> Path:
+    """A project with the single cell linux-x86_64-cpu-py<python> over the fake index."""
+    config = f"""
+        index-url = "{index.index_url()}"
+        {extra}
+        [tool.lockgen.matrix]
+        os = ["linux"]
+        arch = ["x86_64"]
+        backend = ["cpu"]
+        python = ["{python}"]
+    """
+    return write_project(root, config, {"requirements.in.j2": requirements})
+
+
 def locks(root: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((root / "locks").iterdir())}
 
@@ -172,17 +186,7 @@ def test_pin_bump_changes_only_what_it_must(tmp_path, index):
     for name in ("alpha", "beta"):
         index.add(name, "1.0")
     index.publish()
-    config = f"""
-        index-url = "{index.index_url()}"
-        [tool.lockgen.pins]
-        alpha = "1.0"
-        [tool.lockgen.matrix]
-        os = ["linux"]
-        arch = ["x86_64"]
-        backend = ["cpu"]
-        python = ["3.12"]
-    """
-    root = write_project(tmp_path / "proj", config, {"requirements.in.j2": "alpha=={{ pins.alpha }}\nbeta\n"})
+    root = one_cell(tmp_path / "proj", index, "alpha=={{ pins.alpha }}\nbeta\n", extra='pins = { alpha = "1.0" }')
     assert run_cli("all", "-C", str(root)).code == 0
     for name in ("alpha", "beta"):  # newer releases appear upstream
         index.add(name, "1.1")
@@ -201,15 +205,7 @@ def test_installers_accept_the_lock(tmp_path, index):
     index.add("beta", "1.0")
     index.publish()
     host = f"{sys.version_info.major}.{sys.version_info.minor}"
-    config = f"""
-        index-url = "{index.index_url()}"
-        [tool.lockgen.matrix]
-        os = ["linux"]
-        arch = ["x86_64"]
-        backend = ["cpu"]
-        python = ["{host}"]
-    """
-    root = write_project(tmp_path / "proj", config, {"requirements.in.j2": "alpha\n"})
+    root = one_cell(tmp_path / "proj", index, "alpha\n", python=host)
     assert run_cli("all", "-C", str(root)).code == 0
     lock = root / "locks" / f"linux-x86_64-cpu-py{host}.txt"
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "UV_PYTHON_DOWNLOADS": "never"}
@@ -303,15 +299,7 @@ def test_hashes_come_from_the_artifacts_not_from_the_old_lock(tmp_path, index):
     """uv copies hashes of kept versions from the existing lock; lockgen rewrites them."""
     index.add("alpha", "1.0")
     index.publish()
-    config = f"""
-        index-url = "{index.index_url()}"
-        [tool.lockgen.matrix]
-        os = ["linux"]
-        arch = ["x86_64"]
-        backend = ["cpu"]
-        python = ["3.12"]
-    """
-    root = write_project(tmp_path / "proj", config, {"requirements.in.j2": "alpha\n"})
+    root = one_cell(tmp_path / "proj", index, "alpha\n")
     assert run_cli("all", "-C", str(root)).code == 0
     lock = root / "locks" / "linux-x86_64-cpu-py3.12.txt"
     old = lock.read_text()
