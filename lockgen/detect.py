@@ -95,8 +95,11 @@ def arches(machine: str, env: Mapping[str, str]) -> tuple[str, str]:
     return _ARCH.get(host.lower(), interpreter) if host else interpreter, interpreter
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split("."))
+def _version(text: str):
+    """A CUDA version as a PEP 440 version, so "13" equals "13.0"."""
+    from packaging.version import Version
+
+    return Version(text)
 
 
 def choose(machine: Machine, config: DetectConfig, allow_cpu: bool = False) -> tuple[str, str]:
@@ -118,7 +121,9 @@ def choose(machine: Machine, config: DetectConfig, allow_cpu: bool = False) -> t
                 raise Refused((rule.refuse or "this GPU is not supported with driver CUDA {cuda}").format(cuda=machine.cuda))
             return rule.backend, f"NVIDIA driver CUDA {machine.cuda} >= {rule.min_cuda}"
         raise Refused(config.nvidia_too_old.format(cuda=machine.cuda))
-    if config.no_gpu and allow_cpu:
+    if allow_cpu:
+        if not config.no_gpu:
+            raise Refused("no GPU, and the detect rules name no `no-gpu` backend for --cpu")
         return config.no_gpu, "no GPU; --cpu"
     raise Refused(config.no_gpu_refuse)
 

@@ -227,7 +227,8 @@ def lock(
     for prefix in mirror_table.unused(used):
         log.warning("mirror for %s matches no URL of the selected cells; check its spelling", prefix)
     options = run_options.uv
-    todo = [p for p in plans if run_options.refresh or current(root, p.lock, p.input_hash) != UP_TO_DATE]
+    states = {p.cell.name: current(root, p.lock, p.input_hash) for p in plans}
+    todo = [p for p in plans if run_options.refresh or states[p.cell.name] != UP_TO_DATE]
     run = RunResult()
     reporter.start([c.name for c in chosen])
     for cell in chosen:
@@ -242,7 +243,10 @@ def lock(
         reporter.update(CellResult(plan.cell.name, RESOLVING))
         start = time.monotonic()
         try:
-            changed, mode = resolve_cell(root, plan, options, fresh, mirror_table)
+            edited = states[plan.cell.name] == EDITED  # its pins are not lockgen's: do not prefer them
+            changed, mode = resolve_cell(root, plan, options, fresh, mirror_table, prefer=not edited)
+            if edited:
+                mode += "; the lock had been edited by hand: re-resolved without preferring its pins"
             log.debug("cell %s resolved %s", plan.cell.name, mode)
         except LockgenError as exc:
             return CellResult(plan.cell.name, FAILED, time.monotonic() - start, str(exc))
@@ -262,9 +266,11 @@ def lock(
             reporter.update(CellResult(plan.cell.name, WAITING))
         from concurrent.futures import ThreadPoolExecutor
 
+        from concurrent.futures import as_completed
+
         with ThreadPoolExecutor(max_workers=run_options.jobs or default_jobs(len(todo))) as pool:
-            for result in pool.map(work, todo):
-                _report(run, reporter, result)
+            for future in as_completed([pool.submit(work, plan) for plan in todo]):  # report as they finish
+                _report(run, reporter, future.result())
     order = {c.name: i for i, c in enumerate(chosen)}
     run.results.sort(key=lambda r: order[r.name])
     if not names and not only:  # a full run owns the locks folder: drop locks of removed cells
@@ -328,18 +334,28 @@ def _remove_lock(path: Path) -> None:
         path.rmdir()
 
 
-def detect(project: Project, machine, python: str, allow_cpu: bool = False) -> dict:
+def detect(project: Project, machine, python: str, allow_cpu: bool = False, python_given: bool = True) -> dict:
     """The cell for ``machine`` (a :class:`lockgen.detect.Machine`) by the config's detect rules:
-    ``{"cell", "lock", "backend", "reason", "interpreter"}``. Raises ``Refused`` (exit 2) with
-    the rule's message, ``UsageError`` when the matrix has no such cell."""
+    ``{"cell", "lock", "backend", "reason", "interpreter"}``. ``python`` is the target Python;
+    when it was not given and the matrix has the cell for one Python only, that one is used.
+    Raises ``Refused`` (exit 2) with the rule's message, ``UsageError`` when the config has no
+    detect rules or the matrix has no such cell."""
     from lockgen.detect import DetectConfig, choose, pick_cell
     from lockgen.errors import UsageError
 
-    backend, reason = choose(machine, project.config.detect or DetectConfig(), allow_cpu)
+    config = project.config.detect
+    if config is None or config == DetectConfig():
+        raise UsageError(f"{project.config.source}: no detect rules; add a [detect] table (see the README's Detect section)")
+    backend, reason = choose(machine, config, allow_cpu)
     cell = pick_cell(project.cells, machine, backend, python)
     if cell is None:
-        wanted = f"{machine.os}-{machine.arch}-{backend}-py{python}"
-        raise UsageError(f"this machine needs cell {wanted} ({reason}), which the matrix does not have")
+        pythons = sorted({c.python for c in project.cells if (c.os, c.arch, c.backend) == (machine.os, machine.arch, backend)})
+        wanted = f"{machine.os}-{machine.arch}-{backend}"
+        if len(pythons) == 1 and python_given is False:
+            cell = pick_cell(project.cells, machine, backend, pythons[0])
+        else:
+            hint = f"; the matrix has it for Python {', '.join(pythons)} (pass --python)" if pythons else ""
+            raise UsageError(f"this machine needs cell {wanted}-py{python} ({reason}), which the matrix does not have{hint}")
     if cell.settings.skip:
         raise UsageError(f"this machine needs cell {cell.name}, which is skipped: {cell.settings.skip}")
     alias = cell.settings.alias
@@ -347,7 +363,7 @@ def detect(project: Project, machine, python: str, allow_cpu: bool = False) -> d
     if alias:
         reason += f"; {cell.name} reuses {alias}"
     if interpreter != machine.interpreter:
-        reason += f"; install with a {interpreter} interpreter (this one is {machine.interpreter})"
+        reason += f"; install with an {interpreter} interpreter (this one is {machine.interpreter})"
     lock_of = next(c for c in project.cells if c.name == (alias or cell.name)).lock_path(project.config)
     return {"cell": cell.name, "lock": lock_of, "backend": backend, "reason": reason, "interpreter": interpreter}
 

@@ -118,12 +118,14 @@ def resolve_cell(
     options: uv.Options = uv.Options(),
     fresh: Freshness | None = None,
     mirrors: Mirrors = Mirrors(),
+    prefer: bool = True,
 ) -> tuple[bool, str]:
     """Resolve, verify and write ``plan``'s locks.
 
     Returns (whether any lock's bytes changed, ``"online"`` or ``"offline"``). The existing lock
     is handed to uv as its output file, so uv prefers its pins (as pip-compile does) and a changed
-    input moves only what it must. Raises :class:`CellFailed` with uv's explanation, or with the
+    input moves only what it must (not with ``prefer=False``: a hand-edited lock). Raises
+    :class:`CellFailed` with uv's explanation, or with the
     verify problems, when the cell cannot be locked; the existing locks are then left untouched.
     """
     from lockgen import layers, verify
@@ -132,7 +134,7 @@ def resolve_cell(
     for role, (_, text) in plan.rendered.files.items():
         atomic_write(root / plan.input_path(role), text)
     try:
-        body, mode = _main(ctx, fresh)
+        body, mode = _main(ctx, fresh, prefer)
     finally:
         if fresh is not None:
             fresh.seed_done(plan)
@@ -155,20 +157,21 @@ def resolve_cell(
     return changed, mode
 
 
-def _main(ctx: Context, fresh: Freshness | None) -> tuple[str, str]:
+def _main(ctx: Context, fresh: Freshness | None, prefer: bool = True) -> tuple[str, str]:
     plan, root = ctx.plan, ctx.root
     output = f"{plan.work}/resolved.txt"
+    seed = _seed_output if prefer else (lambda root, plan, output: (root / output).unlink(missing_ok=True))
     if fresh is not None and not fresh.is_seed(plan):
         fresh.wait(plan)
         if fresh.worth_trying(plan):
-            _seed_output(root, plan, output)
+            seed(root, plan, output)
             if ctx.run(output, offline=True).returncode == 0:
                 body = ctx.read(output)
                 if fresh.covers(plan, set(locked_versions(body))):
                     return body, OFFLINE
             else:
                 fresh.mark_cold(plan)
-    _seed_output(root, plan, output)
+    seed(root, plan, output)
     result = ctx.run(output)
     if result.returncode != 0:
         why = ctx.mirrors.canonical(uv.explain(result.stderr))

@@ -59,7 +59,7 @@ def test_c15_x64_python_on_a_windows_arm_host(project):
     assert found["lock"] == "locks/windows-x86_64-cu130-py3.12.txt"  # the x64 stack under emulation
     assert found["interpreter"] == "x86_64" and "reuses windows-x86_64-cu130-py3.12" in found["reason"]
     native = detect(project, nvidia("13.0", os_="windows", arch="aarch64", interpreter="aarch64"), "3.12")
-    assert "install with a x86_64 interpreter (this one is aarch64)" in native["reason"]
+    assert "install with an x86_64 interpreter (this one is aarch64)" in native["reason"]
     spark = detect(project, nvidia("13.4", os_="windows", arch="aarch64", interpreter="aarch64"), "3.12")
     assert spark["cell"] == "windows-aarch64-cu134-py3.12"
 
@@ -98,3 +98,20 @@ def test_detect_cli_json():
     run = run_cli("detect", "--json", "-C", str(EXAMPLE), "--os", "macos", "--arch", "aarch64", "--gpu", "apple", "--python", "3.12")
     assert run.code == 0, run.err
     assert json.loads(run.out)["lock"] == "locks/macos-aarch64-mps-py3.12.txt"
+
+
+def test_pretended_facts_are_read_like_real_ones(tmp_path):
+    base = ["detect", "-C", str(EXAMPLE), "--os", "linux", "--arch", "x86_64"]
+    assert json_cell(run_cli(*base, "--cuda", "13", "--json")) == "linux-x86_64-cu130-py3.12"  # 13 == 13.0; implies nvidia
+    bad = run_cli(*base, "--cuda", "abc")
+    assert bad.code == 2 and "--cuda 'abc'" in bad.err and "Traceback" not in bad.err
+    mac = run_cli("detect", "-C", str(EXAMPLE), "--os", "macos", "--arch", "aarch64", "--json")  # Python from the matrix
+    assert json_cell(mac) == "macos-aarch64-mps-py3.12"
+    (tmp_path / "lockgen.toml").write_text('[matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]\n')
+    none = run_cli("detect", "-C", str(tmp_path), "--cpu")
+    assert none.code == 2 and "no detect rules; add a [detect] table" in none.err
+
+
+def json_cell(run) -> str:
+    assert run.code == 0, run.err
+    return json.loads(run.out)["cell"]

@@ -312,3 +312,19 @@ def test_hashes_come_from_the_artifacts_not_from_the_old_lock(tmp_path, index):
     assert digest not in old
     assert run_cli("all", "--force", "-C", str(root)).code == 0
     assert f"--hash=sha256:{digest}" in lock.read_text()
+
+
+def test_an_edited_pin_is_not_kept_as_a_preference(tmp_path, index):
+    for version in ("1.0", "1.1"):
+        index.add("alpha", version)
+    index.publish()
+    root = one_cell(tmp_path / "proj", index, "alpha\n")
+    assert run_cli("all", "-C", str(root)).code == 0
+    lock = root / "locks" / "linux-x86_64-cpu-py3.12.txt"
+    resolved = lock.read_text()
+    assert "alpha==1.1" in resolved
+    lock.write_text(resolved.replace("alpha==1.1", "alpha==1.0"))
+    assert run_cli("check", "-C", str(root)).code == 1
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 0 and "edited by hand" in run.err
+    assert lock.read_text() == resolved
