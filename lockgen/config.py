@@ -35,7 +35,6 @@ CONFIG_NAMES = ("lockgen.toml", "pyproject.toml")
 WORK = ".lockgen"
 
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
-_PYTHON = re.compile(r"^3\.\d{1,2}$")
 _MACOS = re.compile(r"^\d{2}\.\d{1,2}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$")
@@ -229,6 +228,27 @@ _TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "det
 _SOURCE_KINDS = ("index", "find-links", "urls")
 
 
+def _is_version(value: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(value)
+    except InvalidVersion:
+        return False
+    return bool(value)
+
+
+def _is_python(value: str) -> bool:
+    """A target Python written major.minor, 3.x (``packaging`` parses it)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        version = Version(value)
+    except InvalidVersion:
+        return False
+    return str(version) == value and len(version.release) == 2 and version.major == 3
+
+
 class _Validator:
     def __init__(self, source: str, prefix: str):
         self.source = source
@@ -321,7 +341,7 @@ class _Validator:
             self.problem(path, f"unknown arch {value!r}; use one of {', '.join(ARCHES)}")
         elif axis == "backend" and not _LABEL.match(value):
             self.problem(path, f"bad backend label {value!r}; use lower-case letters, digits, '.' or '_'")
-        elif axis == "python" and not _PYTHON.match(value):
+        elif axis == "python" and not _is_python(value):
             self.problem(path, f"bad python version {value!r}; write major.minor such as \"3.12\"")
         else:
             return value
@@ -477,7 +497,7 @@ class _Validator:
             where = (*path, "nvidia", i)
             self.unknown(rule, {"match", "min-cuda", "backend", "refuse-compute-capability", "refuse"}, where)
             min_cuda = self.string(rule.get("min-cuda", ""), (*where, "min-cuda")) or ""
-            if not re.match(r"^\d+\.\d+$", min_cuda):
+            if not _is_version(min_cuda):
                 self.problem((*where, "min-cuda"), "write the lowest driver CUDA version like \"13.0\"")
                 continue
             backend = self.string(rule.get("backend", ""), (*where, "backend"))

@@ -57,14 +57,17 @@ class Target:
             return ["win_amd64" if arch == "x86_64" else "win_arm64"]
         from packaging.tags import mac_platforms
 
-        major, minor = (int(x) for x in (self.macos or "14.0").split("."))
+        from packaging.version import Version
+
+        major, minor = Version(self.macos or "14.0").release[:2]
         return list(mac_platforms((major, minor), "arm64" if arch == "aarch64" else "x86_64"))
 
     def supported_tags(self) -> frozenset:
         """Every :class:`packaging.tags.Tag` a CPython ``python`` on this target installs."""
         from packaging import tags
+        from packaging.version import Version
 
-        version = tuple(int(x) for x in self.python.split("."))
+        version = Version(self.python).release[:2]
         platforms = self.platform_tags()
         return frozenset(tags.cpython_tags(version, platforms=platforms)) | frozenset(
             tags.compatible_tags(version, platforms=platforms)
