@@ -70,6 +70,10 @@ def current(root: Path, lock: str, input_hash: str | None) -> str:
     layers = [line.split()[1] for line in header.get("layer", [])]
     if not all(intact(root / path) for path in [lock, *layers]):
         return "edited"
+    folder = root / lock.removesuffix(".txt")
+    listed = {root / path for path in layers}
+    if folder.is_dir() and any(p not in listed and read_header(p).get("cell") for p in folder.glob("*.txt")):
+        return "edited"  # a layer lock its main lock does not list
     if any(": source unreachable:" in line for line in header.get("unavailable", [])):
         return "stale"  # retry the layer whose source was down
     return "up to date"

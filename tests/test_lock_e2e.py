@@ -328,3 +328,20 @@ def test_an_edited_pin_is_not_kept_as_a_preference(tmp_path, index):
     run = run_cli("all", "-C", str(root))
     assert run.code == 0 and "edited by hand" in run.err
     assert lock.read_text() == resolved
+
+
+def test_a_stray_layer_lock_is_noticed_and_removed(tmp_path, index):
+    for name in ("alpha", "beta"):
+        index.add(name, "1.0")
+    index.publish()
+    root = one_cell(tmp_path / "proj", index, "alpha\n", extra='optional = ["beta"]')
+    assert run_cli("all", "-C", str(root)).code == 0
+    folder = root / "locks" / "linux-x86_64-cpu-py3.12"
+    layer = folder / "optional-beta.txt"
+    assert "beta==1.0" in layer.read_text()
+    (folder / "optional-old.txt").write_text(layer.read_text())  # e.g. left from an older config
+    run = run_cli("check", "-C", str(root))
+    assert run.code == 1 and "linux-x86_64-cpu-py3.12: edited" in run.out
+    assert run_cli("all", "-C", str(root)).code == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["optional-beta.txt"]
+    assert run_cli("check", "-C", str(root)).code == 0
