@@ -13,8 +13,13 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lockgen.plan import Plan
+if TYPE_CHECKING:  # only for annotations: reading a lock must not import the planning stages
+    from lockgen.plan import Plan
+
+#: Bumped when the lock layout changes, so every lock is re-resolved once.
+LOCK_FORMAT = 1
 
 #: Header fields that appear once, and those that may repeat (layers in install order).
 SINGLE_FIELDS = ("cell", "target", "uv", "input-hash", "content-sha256", "layer-of")

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lockgen import manifest, mirror, stamp, uv
 from lockgen.config import Config, find_config, load_config
@@ -22,10 +22,10 @@ from lockgen.errors import ConfigError, LockgenError, TemplateError
 from lockgen.lockfile import atomic_write, current
 from lockgen.matrix import Cell, expand, select
 from lockgen.mirror import Mirrors
-from lockgen.plan import Plan, make_plan
-from lockgen.render import environment
-from lockgen.resolve import Freshness, resolve_cell
 from lockgen.target import target_for
+
+if TYPE_CHECKING:
+    from lockgen.plan import Plan
 
 log = logging.getLogger("lockgen")
 
@@ -134,6 +134,9 @@ class Project:
 
         Raises :class:`TemplateError` listing every template problem found.
         """
+        from lockgen.plan import make_plan
+        from lockgen.render import environment
+
         env = environment(self.config)
         version = uv.uv_version()
         plans, problems = [], []
@@ -219,6 +222,8 @@ def lock(
     A failed cell keeps its old lock and does not stop the others. Raises ``UsageError`` for a bad
     selection and ``TemplateError`` for template problems, before anything is resolved.
     """
+    from lockgen.resolve import Freshness, resolve_cell
+
     chosen = select(project.cells, names, only)
     plans = project.plan_all(chosen)
     root = project.root

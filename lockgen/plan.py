@@ -19,13 +19,11 @@ from dataclasses import dataclass, field
 
 from lockgen.config import WORK, Config
 from lockgen.errors import ConfigError
+from lockgen.lockfile import LOCK_FORMAT  # part of the input hash
 from lockgen.matrix import Cell
 from lockgen.render import ROLES, Rendered, render, render_strings, variables
 from lockgen.sources import CellSource, cell_sources, local_folder_listing
 from lockgen.target import Target
-
-#: Bumped when the lock layout changes, so every lock is re-resolved once.
-LOCK_FORMAT = 1
 
 
 @dataclass(frozen=True, kw_only=True)
