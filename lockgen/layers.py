@@ -34,6 +34,7 @@ class Built:
     layers: list[tuple[str, str, str]] = field(default_factory=list)  # (name, path, flag)
     unavailable: list[tuple[str, str]] = field(default_factory=list)  # (requirement, reason)
     skipped_urls: list[str] = field(default_factory=list)  # notes on wheel URLs that did not fit
+    dateless: set[str] = field(default_factory=set)  # sources that served layer artifacts without upload times
     files: dict[str, str] = field(default_factory=dict)
 
     def header_lines(self) -> Iterator[str]:
@@ -62,13 +63,13 @@ def resolve(ctx, versions: dict[str, str]) -> Built:
         except _Unavailable as exc:
             built.unavailable.append((entry, str(exc)))
             continue
-        body = _compile(ctx, f"optional-{name}", line, (pins,), plan.layer_find_links(name))
+        body = _compile(ctx, f"optional-{name}", line, (pins,), plan.layer_find_links(name), built=built)
         if isinstance(body, _Unavailable):
             built.unavailable.append((entry, str(body)))
             continue
         _add(built, plan, f"optional-{name}", OPTIONAL, body)
     if plan.no_deps:
-        body = _compile(ctx, NO_DEPS, "".join(f"{line}\n" for line in plan.no_deps), (), plan.find_links, no_deps=True)
+        body = _compile(ctx, NO_DEPS, "".join(f"{line}\n" for line in plan.no_deps), (), plan.find_links, no_deps=True, built=built)
         if isinstance(body, _Unavailable):
             raise CellFailed(f"cell {plan.cell.name}: the no-deps layer cannot be resolved: {body}")
         _add(built, plan, NO_DEPS, NO_DEPS, body)
@@ -126,8 +127,9 @@ def _requirement(ctx, entry: str) -> tuple[str, str, list[str]]:
     return project, f"{project} @ {ctx.mirrors.fetch_url(url)} --hash=sha256:{digest}\n", notes
 
 
-def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], find_links=None, no_deps: bool = False):
-    """Resolve one layer; its body (canonical URLs) or an :class:`_Unavailable` reason."""
+def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], find_links=None, no_deps: bool = False, built: Built | None = None):
+    """Resolve one layer; its body (canonical URLs) or an :class:`_Unavailable` reason. Records
+    in ``built`` the sources that served its artifacts without upload times."""
     from lockgen.lockfile import atomic_write
 
     plan = ctx.plan
@@ -144,7 +146,12 @@ def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], fi
     body = ctx.read(output)
     from lockgen.resolve import pylock
 
-    body, unhashed = set_hashes(body, pylock(ctx, inputs, locked_versions(body), f"layer-{name}", no_deps))
+    described = pylock(ctx, inputs, locked_versions(body), f"layer-{name}", no_deps)
+    body, unhashed = set_hashes(body, described)
+    if built is not None and plan.exclude_newer:
+        from lockgen.verify import without_upload_time
+
+        built.dateless.update(without_upload_time(plan, described, ctx.mirrors))
     if unhashed:
         raise CellFailed(f"cell {plan.cell.name}: layer {name}: no sha256 for {', '.join(unhashed)}")
     return body

@@ -145,7 +145,7 @@ def resolve_cell(
     if found:
         raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
     built = layers.resolve(ctx, versions)
-    dateless = verify.without_upload_time(plan, described, mirrors) if plan.exclude_newer else []
+    dateless = sorted(set(verify.without_upload_time(plan, described, mirrors) if plan.exclude_newer else []) | built.dateless)
     extra = [*built.header_lines(), *(f"no-upload-time: {name}" for name in dateless)]
     changed = False
     for path, text in built.files.items():
