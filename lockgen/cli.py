@@ -118,9 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     config_help = "config file or folder (default: nearest upward)"
     parser.add_argument("-C", "--config", metavar="PATH", help=config_help)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logs and tracebacks")
-    common = argparse.ArgumentParser(add_help=False)  # also accepted after the command
-    common.add_argument("-C", "--config", metavar="PATH", default=argparse.SUPPRESS, help=config_help)
-    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logs and tracebacks")
+    base = argparse.ArgumentParser(add_help=False)  # also accepted after the command
+    base.add_argument("-C", "--config", metavar="PATH", default=argparse.SUPPRESS, help=config_help)
+    base.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logs and tracebacks")
+    common = argparse.ArgumentParser(add_help=False, parents=[base])
     common.add_argument(
         "--only", action="append", default=[], metavar="KEY=VALUE",
         help="select cells by axis (os, arch, backend, python) or name; repeat to narrow",
@@ -146,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("matrix", parents=[common], help="list the cells of the matrix")
     p.add_argument("--json", action="store_true", help="print a JSON list of cells")
     p.set_defaults(func=cmd_matrix)
-    p = sub.add_parser("detect", parents=[common], help="print the cell (and lock) for this machine")
+    p = sub.add_parser("detect", parents=[base], help="print the cell (and lock) for this machine")
     p.add_argument("--cpu", action="store_true", help="accept the CPU cell when no GPU is found")
     p.add_argument("--python", metavar="X.Y", help="target Python (default: this interpreter's)")
     p.add_argument("--json", action="store_true")
