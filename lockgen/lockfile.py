@@ -64,6 +64,11 @@ def intact(path: Path) -> bool:
     return hashlib.sha256(original.encode()).hexdigest() == lines[-1][len(_DIGEST):]
 
 
+def is_lock(path: Path) -> bool:
+    """Whether ``path`` is a lock lockgen wrote (its header names a cell); other files are the user's."""
+    return bool(read_header(path).get("cell"))
+
+
 def current(root: Path, lock: str, input_hash: str | None) -> str:
     """The state of the project-relative ``lock``: ``"up to date"``, ``"stale"`` (inputs
     changed), ``"edited"`` (it or one of its layer files was changed by hand) or ``"missing"``."""
@@ -77,7 +82,7 @@ def current(root: Path, lock: str, input_hash: str | None) -> str:
         return "edited"
     folder = root / lock.removesuffix(".txt")
     listed = {root / path for path in layers}
-    if folder.is_dir() and any(p not in listed and read_header(p).get("cell") for p in folder.glob("*.txt")):
+    if folder.is_dir() and any(p not in listed and is_lock(p) for p in folder.glob("*.txt")):
         return "edited"  # a layer lock its main lock does not list
     if any(": source unreachable:" in line for line in header.get("unavailable", [])):
         return "stale"  # retry the layer whose source was down

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from lockgen import manifest, mirror, stamp, uv
 from lockgen.config import Config, find_config, load_config
 from lockgen.errors import ConfigError, LockgenError, TemplateError
-from lockgen.lockfile import atomic_write, current
+from lockgen.lockfile import atomic_write, current, is_lock
 from lockgen.matrix import Cell, expand, select
 from lockgen.mirror import Mirrors
 from lockgen.target import target_for
@@ -37,14 +37,17 @@ WAITING, RESOLVING, LOCKED, UNCHANGED, UP_TO_DATE, SKIPPED, FAILED, STALE, MISSI
 ORPHAN, REMOVED = "orphan", "removed"
 
 
-def _not_resolved(cell: Cell) -> CellResult | None:
+def _not_resolved(name: str, skip: str | None, alias: str | None, interpreter: str | None) -> CellResult | None:
     """The result of a cell lockgen does not resolve itself: skipped, or an alias."""
-    if cell.settings.skip:
-        return CellResult(cell.name, SKIPPED, message=cell.settings.skip)
-    if cell.settings.alias:
-        note = f"reuses {cell.settings.alias}" + (f"; interpreter {cell.settings.interpreter}" if cell.settings.interpreter else "")
-        return CellResult(cell.name, ALIAS, message=note)
+    if skip:
+        return CellResult(name, SKIPPED, message=skip)
+    if alias:
+        return CellResult(name, ALIAS, message=f"reuses {alias}" + (f"; interpreter {interpreter}" if interpreter else ""))
     return None
+
+
+def _cell_not_resolved(cell: Cell) -> CellResult | None:
+    return _not_resolved(cell.name, cell.settings.skip, cell.settings.alias, cell.settings.interpreter)
 
 
 def default_jobs(cells: int) -> int:
@@ -237,7 +240,7 @@ def lock(
     run = RunResult()
     reporter.start([c.name for c in chosen])
     for cell in chosen:
-        if (result := _not_resolved(cell)) is not None:
+        if (result := _cell_not_resolved(cell)) is not None:
             _report(run, reporter, result)
     todo_names = {p.cell.name for p in todo}
     for plan in plans:
@@ -269,9 +272,7 @@ def lock(
         uv.uv_binary()  # find it once, before the workers need it
         for plan in todo:
             reporter.update(CellResult(plan.cell.name, WAITING))
-        from concurrent.futures import ThreadPoolExecutor
-
-        from concurrent.futures import as_completed
+        from concurrent.futures import ThreadPoolExecutor, as_completed
 
         with ThreadPoolExecutor(max_workers=run_options.jobs or default_jobs(len(todo))) as pool:
             for future in as_completed([pool.submit(work, plan) for plan in todo]):  # report as they finish
@@ -279,7 +280,7 @@ def lock(
     order = {c.name: i for i, c in enumerate(chosen)}
     run.results.sort(key=lambda r: order[r.name])
     if not names and not only:  # a full run owns the locks folder: drop locks of removed cells
-        for path in orphans(project):
+        for path in orphans(root, project.config.locks, {c.name for c in project.cells}):
             _remove_lock(root / path)
             _report(run, reporter, CellResult(path, REMOVED, message="its cell is no longer in the matrix"))
     path = root / manifest.manifest_path(project.config.locks)
@@ -304,36 +305,30 @@ def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ())
     run = RunResult()
     for plan in project.plan_all(chosen):
         run.results.append(CellResult(plan.cell.name, current(project.root, plan.lock, plan.input_hash)))
-    run.results += [r for r in map(_not_resolved, chosen) if r is not None]
+    run.results += [r for r in map(_cell_not_resolved, chosen) if r is not None]
     path = project.root / manifest.manifest_path(project.config.locks)
     run.manifest_stale = manifest.read(path) != project.manifest_text()
-    run.results += [CellResult(p, ORPHAN, message="its cell is no longer in the matrix") for p in orphans(project)]
+    left = orphans(project.root, project.config.locks, {c.name for c in project.cells})
+    run.results += [CellResult(p, ORPHAN, message="its cell is no longer in the matrix") for p in left]
     return run
 
 
-def orphans(project: Project) -> list[str]:
-    """Project-relative lockgen locks (and layer folders) in the locks folder that belong to no
-    cell of the matrix, e.g. after a Python version was dropped."""
-    from lockgen.lockfile import read_header
-
-    folder = project.root / project.config.locks
-    names = {c.name for c in project.cells}
-    found = []
-    for path in sorted(folder.glob("*.txt")) if folder.is_dir() else []:
-        if path.stem not in names and read_header(path).get("cell"):
-            found.append(f"{project.config.locks}/{path.name}")
-    for path in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
-        if path.name not in names and any(read_header(f).get("cell") for f in path.glob("*.txt")):
-            found.append(f"{project.config.locks}/{path.name}")
-    return found
+def orphans(root: Path, locks: str, cells: set[str]) -> list[str]:
+    """Project-relative lockgen locks (and layer folders) in the ``locks`` folder that belong to
+    no cell in ``cells``, e.g. after a Python version was dropped."""
+    folder = root / locks
+    if not folder.is_dir():
+        return []
+    found = [p for p in sorted(folder.glob("*.txt")) if p.stem not in cells and is_lock(p)]
+    found += [
+        p for p in sorted(folder.iterdir()) if p.is_dir() and p.name not in cells and any(map(is_lock, p.glob("*.txt")))
+    ]  # fmt: skip
+    return [f"{locks}/{p.name}" for p in found]
 
 
 def _remove_lock(path: Path) -> None:
-    from lockgen.lockfile import read_header
-
-    files = [path] if path.is_file() else list(path.glob("*.txt"))
-    for file in files:
-        if read_header(file).get("cell"):
+    for file in [path] if path.is_file() else list(path.glob("*.txt")):
+        if is_lock(file):
             file.unlink()
     if path.is_dir() and not any(path.iterdir()):
         path.rmdir()
@@ -406,21 +401,15 @@ def up_to_date(start: Path, config_path: str | None, names: Sequence[str] = (), 
     root = path.parent
     run = RunResult()
     for row in select(rows, names, only):
-        if row.skip:
-            run.results.append(CellResult(row.name, SKIPPED, message=row.skip))
-        elif row.alias:
-            run.results.append(CellResult(row.name, ALIAS, message=f"reuses {row.alias}"))
+        if (result := _not_resolved(row.name, row.skip, row.alias, row.interpreter)) is not None:
+            run.results.append(result)
         elif current(root, row.lock, row.input_hash) == UP_TO_DATE:
             run.results.append(CellResult(row.name, UP_TO_DATE))
         else:
             return None
     if manifest.read(root / manifest.manifest_path(locks)) != manifest.dumps(manifest.build(root, rows)):
         return None
-    names = {row.name for row in rows}
-    folder = root / locks
-    if any(p.stem not in names for p in folder.glob("*.txt")) or any(
-        p.is_dir() and p.name not in names for p in folder.iterdir()
-    ):
+    if orphans(root, locks, {row.name for row in rows}):
         return None  # a lock of a removed cell: the full path reports or removes it
     return run
 
