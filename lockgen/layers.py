@@ -51,11 +51,11 @@ def layer_folder(plan: Plan) -> str:
     return plan.lock.removesuffix(".txt")
 
 
-def resolve(ctx, versions: dict[str, str]) -> Built:
-    """Resolve every layer of ``ctx.plan``; ``versions`` are the main lock's pins."""
+def resolve(ctx, pins: str) -> Built:
+    """Resolve every layer of ``ctx.plan``; ``pins`` is a constraints file of every version of
+    the main lock, so an optional layer cannot move one."""
     plan = ctx.plan
     built = Built()
-    pins = f"{plan.work}/main-pins.txt"  # the main lock's versions, written by resolve.pylock
     for entry in plan.optional:
         try:
             name, line, notes = _requirement(ctx, entry)
@@ -146,7 +146,7 @@ def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], fi
     body = ctx.read(output)
     from lockgen.resolve import pylock
 
-    described = pylock(ctx, inputs, locked_versions(body), f"layer-{name}", no_deps)
+    described, _ = pylock(ctx, inputs, locked_versions(body), f"layer-{name}", no_deps)
     body, unhashed = set_hashes(body, described)
     if built is not None and plan.exclude_newer:
         from lockgen.verify import without_upload_time

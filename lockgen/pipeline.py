@@ -252,18 +252,16 @@ def lock(
         start = time.monotonic()
         try:
             edited = states[plan.cell.name] == EDITED  # its pins are not lockgen's: do not prefer them
-            changed, mode = resolve_cell(root, plan, options, fresh, mirror_table, prefer=not edited)
-            if edited:
-                mode += "; the lock had been edited by hand: re-resolved without preferring its pins"
-            log.debug("cell %s resolved %s", plan.cell.name, mode)
+            outcome = resolve_cell(root, plan, options, fresh, mirror_table, prefer=not edited)
+            log.debug("cell %s resolved %s", plan.cell.name, outcome.mode)
         except LockgenError as exc:
             return CellResult(plan.cell.name, FAILED, time.monotonic() - start, str(exc))
         except Exception as exc:  # a bug or an OS error must not take the other cells down
             log.debug("cell %s crashed", plan.cell.name, exc_info=True)
             message = f"cell {plan.cell.name}: {type(exc).__name__}: {exc} (-v shows the traceback)"
             return CellResult(plan.cell.name, FAILED, time.monotonic() - start, message)
-        note = mode.partition("; ")[2]  # optional layers that could not be had
-        return CellResult(plan.cell.name, LOCKED if changed else UNCHANGED, time.monotonic() - start, note)
+        status = LOCKED if outcome.changed else UNCHANGED
+        return CellResult(plan.cell.name, status, time.monotonic() - start, "; ".join(outcome.notes))
 
     fresh = None if run_options.online or len(todo) < 2 else Freshness()
     if fresh is not None:

@@ -33,6 +33,16 @@ from lockgen.plan import Plan
 ONLINE, OFFLINE = "online", "offline"
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What :func:`resolve_cell` did: whether any lock's bytes changed, how uv resolved the main
+    layer (``online``/``offline``), and notes for the summary (optional layers not had)."""
+
+    changed: bool
+    mode: str
+    notes: tuple[str, ...] = ()
+
+
 def _sources(plan: Plan) -> tuple:
     return (plan.index_url, plan.find_links, plan.exclude_newer)
 
@@ -119,10 +129,10 @@ def resolve_cell(
     fresh: Freshness | None = None,
     mirrors: Mirrors = Mirrors(),
     prefer: bool = True,
-) -> tuple[bool, str]:
+) -> Outcome:
     """Resolve, verify and write ``plan``'s locks.
 
-    Returns (whether any lock's bytes changed, ``"online"`` or ``"offline"``). The existing lock
+    The existing lock
     is handed to uv as its output file, so uv prefers its pins (as pip-compile does) and a changed
     input moves only what it must (not with ``prefer=False``: a hand-edited lock). Raises
     :class:`CellFailed` with uv's explanation, or with the
@@ -139,12 +149,12 @@ def resolve_cell(
         if fresh is not None:
             fresh.seed_done(plan)
     versions = locked_versions(body)
-    described = pylock(ctx, uv.main_inputs(plan), versions, "main")
+    described, pins = pylock(ctx, uv.main_inputs(plan), versions, "main")
     body, unhashed = set_hashes(body, described)
     found = verify.problems(plan, described, mirrors) + [f"{r}: no sha256 for any of its artifacts" for r in unhashed]
     if found:
         raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
-    built = layers.resolve(ctx, versions)
+    built = layers.resolve(ctx, pins)
     dateless = sorted(set(verify.without_upload_time(plan, described, mirrors) if plan.exclude_newer else []) | built.dateless)
     extra = [*built.header_lines(), *(f"no-upload-time: {name}" for name in dateless)]
     changed = False
@@ -152,26 +162,26 @@ def resolve_cell(
         changed |= atomic_write(root / path, text)
     changed |= atomic_write(root / plan.lock, lock_text(plan, body, (f"# {line}" for line in extra)))
     layers.remove_stale(root, plan, built)
-    if built.unavailable:
-        mode += "; unavailable: " + ", ".join(requirement for requirement, _ in built.unavailable)
-    return changed, mode
+    notes = ("unavailable: " + ", ".join(r for r, _ in built.unavailable),) if built.unavailable else ()
+    if not prefer:
+        notes += ("the lock had been edited by hand: re-resolved without preferring its pins",)
+    return Outcome(changed, mode, notes)
 
 
 def _main(ctx: Context, fresh: Freshness | None, prefer: bool = True) -> tuple[str, str]:
     plan, root = ctx.plan, ctx.root
     output = f"{plan.work}/resolved.txt"
-    seed = _seed_output if prefer else (lambda root, plan, output: (root / output).unlink(missing_ok=True))
     if fresh is not None and not fresh.is_seed(plan):
         fresh.wait(plan)
         if fresh.worth_trying(plan):
-            seed(root, plan, output)
+            _seed_output(root, plan, output, prefer)
             if ctx.run(output, offline=True).returncode == 0:
                 body = ctx.read(output)
                 if fresh.covers(plan, set(locked_versions(body))):
                     return body, OFFLINE
             else:
                 fresh.mark_cold(plan)
-    seed(root, plan, output)
+    _seed_output(root, plan, output, prefer)
     result = ctx.run(output)
     if result.returncode != 0:
         why = ctx.mirrors.canonical(uv.explain(result.stderr))
@@ -182,9 +192,9 @@ def _main(ctx: Context, fresh: Freshness | None, prefer: bool = True) -> tuple[s
     return body, ONLINE
 
 
-def pylock(ctx: Context, given: uv.Inputs, versions: dict[str, str], name: str, no_deps: bool = False) -> dict:
-    """The same resolution as PEP 751 data: offline (the cache is warm), its versions fixed.
-    Writes ``.lockgen/<cell>/<name>-pins.txt`` (the resolved versions, as constraints)."""
+def pylock(ctx: Context, given: uv.Inputs, versions: dict[str, str], name: str, no_deps: bool = False) -> tuple[dict, str]:
+    """The same resolution as PEP 751 data: offline (the cache is warm), its versions fixed by
+    ``.lockgen/<cell>/<name>-pins.txt``. Returns the data and that constraints file's path."""
     plan = ctx.plan
     pins = f"{plan.work}/{name}-pins.txt"
     atomic_write(ctx.root / pins, "".join(f"{n}=={v}\n" for n, v in sorted(versions.items()) if v))
@@ -195,15 +205,18 @@ def pylock(ctx: Context, given: uv.Inputs, versions: dict[str, str], name: str, 
         result = ctx.run(output, inputs=inputs, pylock=True, no_deps=no_deps)
     if result.returncode != 0:
         raise CellFailed(f"cell {plan.cell.name}: uv could not describe its resolution:\n{uv.explain(result.stderr)}")
-    return parse_toml((ctx.root / output).read_text(encoding="utf-8"))
+    return parse_toml((ctx.root / output).read_text(encoding="utf-8")), pins
 
 
-def _seed_output(root: Path, plan: Plan, output: str) -> None:
+def _seed_output(root: Path, plan: Plan, output: str, prefer: bool = True) -> None:
     """Put the existing lock's requirements where uv writes, so uv reads its pins as preferences:
     without its ``--find-links`` lines (a local folder it names may be gone) and without its
-    hashes (uv would copy them for the versions it keeps, even when a file changed)."""
+    hashes (uv would copy them for the versions it keeps, even when a file changed). With
+    ``prefer=False`` (a hand-edited lock) uv starts from nothing."""
     (root / output).parent.mkdir(parents=True, exist_ok=True)
     try:
+        if not prefer:
+            raise FileNotFoundError
         text = (root / plan.lock).read_text(encoding="utf-8")
     except OSError:
         (root / output).unlink(missing_ok=True)
