@@ -229,7 +229,6 @@ def blame(root: Path, plan: Plan, stderr: str) -> str:
     """When uv's error names a pin that cannot move, name the requirement lines that fought it:
     the template, line and text of every requirement whose package uv's explanation mentions
     (CASES C08: ``setuptools<77`` next to torch 2.13)."""
-    from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
     words = set(re.findall(r"[a-z0-9][a-z0-9._-]*", stderr.lower()))
@@ -243,12 +242,8 @@ def blame(root: Path, plan: Plan, stderr: str) -> str:
             continue
         template, text = plan.rendered.files[role]
         for line in text.splitlines():
-            try:
-                req = Requirement(line.split("#")[0].strip())
-            except InvalidRequirement:
-                continue
-            name = canonicalize_name(req.name)
-            if name in mentioned and name not in plan.pinned:
+            name = _requirement_name(line)
+            if name and name in mentioned and name not in plan.pinned:
                 lines.append((template, line.strip(), name))
     if not lines:
         return ""
@@ -260,13 +255,24 @@ def blame(root: Path, plan: Plan, stderr: str) -> str:
     return "\n".join(out)
 
 
+def _requirement_name(line: str) -> str | None:
+    """The canonical project name of a requirement line (``packaging``), None if it is not one
+    (a comment, an option, a line with Jinja in it)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        return canonicalize_name(Requirement(line.split("#")[0].strip()).name)
+    except InvalidRequirement:
+        return None
+
+
 def _template_line(root: Path, plan: Plan, template: str, name: str, line: str) -> str:
     """``templates/<file>:<line>`` of the template line that rendered ``line``: the cell's
     template first, then every other template (it may have been ``{% include %}``d)."""
     folder = root / plan.templates
     paths = [folder / template] + sorted(p for p in folder.rglob("*") if p.is_file() and p != folder / template)
-    pattern = re.compile(rf"(?i)^\s*{re.escape(name).replace('-', '[-_.]')}\b")
-    for match in (lambda text: text.strip() == line, lambda text: bool(pattern.search(text.replace("_", "-")))):
+    for match in (lambda text: text.strip() == line, lambda text: _requirement_name(text) == name):
         for path in paths:
             try:
                 source = path.read_text(encoding="utf-8").splitlines()

@@ -15,8 +15,7 @@ reason to fail the cell (CASES in ``../shared/cases``):
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import PurePosixPath
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
@@ -41,12 +40,13 @@ def location(artifact: dict, mirrors: Mirrors) -> str:
 
 
 def filename(artifact: dict, mirrors: Mirrors) -> str:
-    return artifact.get("name") or unquote(PurePosixPath(urlsplit(location(artifact, mirrors)).path).name)
+    from lockgen.fetch import wheel_name
+
+    return artifact.get("name") or wheel_name(location(artifact, mirrors))
 
 
 def _source_prefix(url: str) -> str:
-    """What artifacts from a source's URL start with: the URL itself for a page or index
-    (``…/whl/cu130``), its folder for a file-like page URL."""
+    """What artifacts served under a source's URL start with (``…/whl/cu130/``)."""
     return url.rstrip("/") + "/"
 
 

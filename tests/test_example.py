@@ -235,3 +235,15 @@ def test_an_unreachable_optional_source_makes_only_its_layer_unavailable(world, 
     assert run.code == 1 and "linux-x86_64-cu130-py3.12: stale" in run.out
     assert run_cli("lock", "linux-x86_64-cu130-py3.12", "-C", str(root), *world.mirror_args()).code == 0
     assert "optional-natten" in [layer["name"] for layer in manifest(root)["cells"]["linux-x86_64-cu130-py3.12"]["layers"]]
+
+
+def test_the_fighting_requirement_is_found_in_an_included_template(world, tmp_path):
+    root = tmp_path / "ai-toolkit"
+    shutil.copytree(EXAMPLE, root)
+    templates = root / "templates"
+    (templates / "pinned_tools.txt.j2").write_text("# tools\nsetuptools==69.5.1\n")
+    main = templates / "requirements.txt.j2"
+    main.write_text(main.read_text().replace("setuptools>=77.0.3", '{% include "pinned_tools.txt.j2" %}'))
+    run = run_cli("lock", "linux-x86_64-cu130-py3.12", "-C", str(root), *world.mirror_args())
+    assert run.code == 1
+    assert "templates/pinned_tools.txt.j2:2: setuptools==69.5.1" in run.err
