@@ -18,13 +18,10 @@ from pathlib import Path
 
 from lockgen import fetch, uv
 from lockgen.errors import CellFailed
-from lockgen.lockfile import is_lock, lock_text, locked_versions, set_hashes
+from lockgen.lockfile import UNREACHABLE, is_lock, lock_text, locked_versions, set_hashes
 from lockgen.plan import Plan
 
 OPTIONAL, NO_DEPS = "optional", "no-deps"
-#: Marks an unavailable layer whose source could not be reached: the cell stays stale until a
-#: run reaches it (an outage must not drop a layer for good).
-UNREACHABLE = "source unreachable:"
 
 
 @dataclass

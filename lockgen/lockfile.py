@@ -21,6 +21,10 @@ if TYPE_CHECKING:  # only for annotations: reading a lock must not import the pl
 #: Bumped when the lock layout changes, so every lock is re-resolved once.
 LOCK_FORMAT = 1
 
+#: Starts the reason of an optional layer whose source could not be reached: its cell stays
+#: stale until a run reaches it (an outage must not drop a layer for good).
+UNREACHABLE = "source unreachable:"
+
 #: Header fields that appear once, and those that may repeat (layers in install order).
 SINGLE_FIELDS = ("cell", "target", "uv", "input-hash", "content-sha256", "layer-of")
 MULTI_FIELDS = ("layer", "unavailable", "no-upload-time", "skipped-url")
@@ -84,7 +88,7 @@ def current(root: Path, lock: str, input_hash: str | None) -> str:
     listed = {root / path for path in layers}
     if folder.is_dir() and any(p not in listed and is_lock(p) for p in folder.glob("*.txt")):
         return "edited"  # a layer lock its main lock does not list
-    if any(": source unreachable:" in line for line in header.get("unavailable", [])):
+    if any(f": {UNREACHABLE}" in line for line in header.get("unavailable", [])):
         return "stale"  # retry the layer whose source was down
     return "up to date"
 

@@ -58,13 +58,14 @@ def build(root: Path, rows: Sequence[Row]) -> dict:
         header = read_header(root / lock)
         if not header:
             continue
+        digest = file_sha256(root / lock)
         entry = {
             "lock": lock,
-            "sha256": file_sha256(root / lock),
+            "sha256": digest,
             "input_hash": header.get("input-hash"),
             "uv": header.get("uv"),
             "target": row.target,
-            "layers": [{"name": "main", "lock": lock, "sha256": file_sha256(root / lock), "flags": []}]
+            "layers": [{"name": "main", "lock": lock, "sha256": digest, "flags": []}]
             + [_layer(root, line) for line in header.get("layer", [])],
         }
         if header.get("unavailable"):
