@@ -18,6 +18,13 @@ python = ["3.12"]
 """
 
 
+def config_problems(tmp_path) -> str:
+    """The message of the ConfigError loading ``tmp_path/pyproject.toml`` raises."""
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "pyproject.toml")
+    return str(info.value)
+
+
 def test_loads_defaults(tmp_path):
     write_project(tmp_path, GOOD, {"requirements.in.j2": "x\n"})
     config = load_config(tmp_path / "pyproject.toml")
@@ -112,9 +119,7 @@ def test_dates_mean_utc_midnight_and_odd_forms_are_rejected(tmp_path):
     assert config.defaults.exclude_newer == "2024-04-10T00:00:00Z"  # uv would read a bare date in local time
     assert config.defaults.macos == "10.15"
     write_project(tmp_path, 'exclude-newer = "2025-W22"\nlocks = ""\n[tool.lockgen.matrix]\nexclude = [{}]', {})
-    with pytest.raises(ConfigError) as info:
-        load_config(tmp_path / "pyproject.toml")
-    text = str(info.value)
+    text = config_problems(tmp_path)
     assert "tool.lockgen.exclude-newer: '2025-W22' is not a date" in text
     assert "tool.lockgen.locks: must name a folder" in text
     assert "tool.lockgen.matrix.exclude[0]: names no axis" in text
@@ -134,9 +139,7 @@ def test_sources_and_their_use(tmp_path):
         """,
         {},
     )
-    with pytest.raises(ConfigError) as info:
-        load_config(tmp_path / "pyproject.toml")
-    text = str(info.value)
+    text = config_problems(tmp_path)
     assert "tool.lockgen.sources.bad: give exactly one of" in text
     assert "tool.lockgen.use: unknown source 'nope'" in text
 
@@ -157,9 +160,7 @@ def test_source_and_cell_settings_are_checked(tmp_path):
         """,
         {},
     )
-    with pytest.raises(ConfigError) as info:
-        load_config(tmp_path / "pyproject.toml")
-    text = str(info.value)
+    text = config_problems(tmp_path)
     assert "tool.lockgen.interpreter: unknown arch 'sparc'" in text
     assert "tool.lockgen.sources.spark.find-links: bad placeholder 'cuda'" in text
     assert "tool.lockgen.sources.spark.local: '/abs/wheels' must be a folder inside the project" in text

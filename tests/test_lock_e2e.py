@@ -31,9 +31,7 @@ def packages(index):
         index.add(name, "1.0")
     index.add("macos14only", "1.0", tag="py3-none-macosx_14_0_arm64")
     index.add("special", "1.0", source="flat")  # only on a find-links page
-    for name in ("alpha", "beta"):
-        index.add(name, "1.0")
-    index.publish()
+    publish(index, "alpha", "beta")
     return index
 
 
@@ -50,6 +48,13 @@ def project(root: Path, index, requirements=REQUIREMENTS, extra="") -> Path:
         exclude = [{{ os = "windows", arch = "aarch64" }}, {{ os = "macos", arch = "x86_64" }}]
     """
     return write_project(root, config, {"requirements.in.j2": requirements})
+
+
+def publish(index, *names: str, version: str = "1.0") -> None:
+    """Add pure wheels of ``names`` at ``version`` to the fake index and publish its pages."""
+    for name in names:
+        index.add(name, version)
+    index.publish()
 
 
 def one_cell(root: Path, index, requirements: str, python: str = "3.12", extra: str = "") -> Path:
@@ -183,9 +188,7 @@ def test_macos_minimum_is_a_setting(tmp_path, packages):
 
 
 def test_pin_bump_changes_only_what_it_must(tmp_path, index):
-    for name in ("alpha", "beta"):
-        index.add(name, "1.0")
-    index.publish()
+    publish(index, "alpha", "beta")
     root = one_cell(tmp_path / "proj", index, "alpha=={{ pins.alpha }}\nbeta\n", extra='pins = { alpha = "1.0" }')
     assert run_cli("all", "-C", str(root)).code == 0
     for name in ("alpha", "beta"):  # newer releases appear upstream
@@ -331,9 +334,7 @@ def test_an_edited_pin_is_not_kept_as_a_preference(tmp_path, index):
 
 
 def test_a_stray_layer_lock_is_noticed_and_removed(tmp_path, index):
-    for name in ("alpha", "beta"):
-        index.add(name, "1.0")
-    index.publish()
+    publish(index, "alpha", "beta")
     root = one_cell(tmp_path / "proj", index, "alpha\n", extra='optional = ["beta"]')
     assert run_cli("all", "-C", str(root)).code == 0
     folder = root / "locks" / "linux-x86_64-cpu-py3.12"
