@@ -76,33 +76,15 @@ class _Version(argparse.Action):
 
 
 def cmd_detect(args) -> int:
-    import dataclasses
     import os
 
-    from lockgen.detect import parse_gpu_query, probe
+    from lockgen.detect import pretend, probe
 
-    from packaging.version import InvalidVersion, Version
-
-    from lockgen.errors import UsageError
-
-    if args.cuda is not None:
-        try:
-            Version(args.cuda)
-        except InvalidVersion:
-            raise UsageError(f"--cuda {args.cuda!r}: write the driver's CUDA version like 13.0") from None
-    machine = probe(os.environ)
-    facts = {k: v for k, v in (("os", args.os), ("arch", args.arch), ("interpreter", args.interpreter),
-                               ("gpu", args.gpu), ("cuda", args.cuda)) if v is not None}  # fmt: skip
-    if args.gpu_query:
-        facts["gpus"] = tuple(parse_gpu_query(Path(args.gpu_query).read_text()))
-    if args.gpu is None and (args.cuda or args.gpu_query):  # NVIDIA facts imply an NVIDIA GPU
-        facts["gpu"] = "nvidia"
-    if facts.get("arch") and not args.interpreter:
-        facts["interpreter"] = facts["arch"]
-    machine = dataclasses.replace(machine, **facts)
-    if args.gpu is None and "gpu" not in facts and (args.os or args.arch):
-        apple = machine.os == "macos" and machine.arch == "aarch64"
-        machine = dataclasses.replace(machine, gpu="apple" if apple else "none")  # pretend: not this host's GPU
+    query = Path(args.gpu_query).read_text() if args.gpu_query else None
+    machine = pretend(
+        probe(os.environ), os=args.os, arch=args.arch, interpreter=args.interpreter, gpu=args.gpu, cuda=args.cuda,
+        gpu_query=query,
+    )  # fmt: skip
     python = args.python or f"{sys.version_info.major}.{sys.version_info.minor}"
     found = pipeline.detect(_project(args), machine, python, args.cpu, python_given=args.python is not None)
     if args.json:

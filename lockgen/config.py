@@ -13,7 +13,7 @@ import datetime as _dt
 import functools
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,6 @@ DEFAULT_INDEX_URL = "https://pypi.org/simple"
 DEFAULT_MANYLINUX = "2_28"
 #: torch 2.13 ships only ``macosx_14_0_arm64`` wheels; uv's own default is 13.0.
 DEFAULT_MACOS = "14.0"
-CONFIG_NAMES = ("lockgen.toml", "pyproject.toml")
 #: Rendered inputs and lockgen's local state, relative to the project root (never committed).
 WORK = ".lockgen"
 
@@ -98,7 +97,13 @@ class Rule:
     settings: Settings
 
     def matches(self, values: Mapping[str, str]) -> bool:
-        return all(values[axis] in accepted for axis, accepted in self.match.items())
+        return selector_matches(self.match, values)
+
+
+def selector_matches(selector: Mapping[str, Sequence[str]], values: Mapping[str, str]) -> bool:
+    """Whether ``values`` (axis -> value) has an accepted value for every axis the selector
+    names (exclude entries, rule and detect matches)."""
+    return all(values[axis] in accepted for axis, accepted in selector.items())
 
 
 @dataclass(frozen=True, kw_only=True)

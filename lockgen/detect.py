@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from lockgen.config import selector_matches
 from lockgen.errors import LockgenError
 
 _ARCH = {"amd64": "x86_64", "x86_64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
@@ -114,8 +115,7 @@ def choose(machine: Machine, config: DetectConfig, allow_cpu: bool = False) -> t
         cuda = _version(machine.cuda or "0.0")
         caps = [g.compute_capability for g in machine.gpus if g.compute_capability is not None]
         for rule in config.nvidia:
-            values = {"os": machine.os, "arch": machine.arch}
-            if any(values[k] not in v for k, v in rule.match.items()) or cuda < _version(rule.min_cuda):
+            if not selector_matches(rule.match, {"os": machine.os, "arch": machine.arch}) or cuda < _version(rule.min_cuda):
                 continue
             if rule.refuse_compute_capability is not None and any(c >= rule.refuse_compute_capability for c in caps):
                 raise Refused((rule.refuse or "this GPU is not supported with driver CUDA {cuda}").format(cuda=machine.cuda))
@@ -134,6 +134,36 @@ def pick_cell(cells: Sequence, machine: Machine, backend: str, python: str):
         if (cell.os, cell.arch, cell.backend, cell.python) == (machine.os, machine.arch, backend, python):
             return cell
     return None
+
+
+def pretend(machine: Machine, *, os=None, arch=None, interpreter=None, gpu=None, cuda=None, gpu_query=None) -> Machine:
+    """``machine`` with the facts given on the command line in place of the probed ones.
+
+    ``cuda``/``gpu_query`` imply an NVIDIA GPU; a pretended os/arch without ``gpu`` drops this
+    host's GPU (Apple silicon for macOS aarch64); ``arch`` without ``interpreter`` sets both.
+    Raises :class:`~lockgen.errors.UsageError` for a ``cuda`` that is not a version.
+    """
+    import dataclasses
+
+    from packaging.version import InvalidVersion
+
+    from lockgen.errors import UsageError
+
+    if cuda is not None:
+        try:
+            _version(cuda)
+        except InvalidVersion:
+            raise UsageError(f"--cuda {cuda!r}: write the driver's CUDA version like 13.0") from None
+    facts = {k: v for k, v in {"os": os, "arch": arch, "interpreter": interpreter or arch, "gpu": gpu, "cuda": cuda}.items() if v}
+    if gpu_query is not None:
+        facts["gpus"] = tuple(parse_gpu_query(gpu_query))
+    if gpu is None and (cuda or gpu_query is not None):
+        facts["gpu"] = "nvidia"
+    machine = dataclasses.replace(machine, **facts)
+    if "gpu" not in facts and (os or arch):
+        apple = machine.os == "macos" and machine.arch == "aarch64"
+        machine = dataclasses.replace(machine, gpu="apple" if apple else "none")
+    return machine
 
 
 def probe(env: Mapping[str, str]) -> Machine:

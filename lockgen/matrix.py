@@ -10,11 +10,11 @@ matching rule on top (later rules win), an ``include``'s variables last.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lockgen.config import AXES, Config, Settings
+from lockgen.config import AXES, Config, Settings, selector_matches
 from lockgen.errors import ConfigError, UsageError
 
 
@@ -42,10 +42,6 @@ class Cell:
         return f"{config.locks}/{self.name}.txt"
 
 
-def _matches(selector: Mapping[str, Sequence[str]], values: Mapping[str, str]) -> bool:
-    return all(values[axis] in accepted for axis, accepted in selector.items())
-
-
 def expand(config: Config) -> list[Cell]:
     """Return every cell of the matrix, in a stable order (axis order as written, then includes).
 
@@ -55,7 +51,7 @@ def expand(config: Config) -> list[Cell]:
     combos: list[dict[str, str]] = [
         dict(zip(AXES, values)) for values in itertools.product(*(config.axes[a] for a in AXES))
     ]
-    combos = [c for c in combos if not any(_matches(sel, c) for sel in config.exclude)]
+    combos = [c for c in combos if not any(selector_matches(sel, c) for sel in config.exclude)]
     extra_vars: list[dict[str, Any]] = [{} for _ in combos]
     problems = []
     for i, inc in enumerate(config.include):
