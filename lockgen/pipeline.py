@@ -87,7 +87,6 @@ class RunResult:
     """What a ``lock``/``check`` did. ``exit_code``: 0 ok, 1 when a cell failed or is stale."""
 
     results: list[CellResult] = field(default_factory=list)
-    manifest_written: bool = False  # lock: the manifest's bytes changed
     manifest_stale: bool = False  # check: the manifest on disk is not what the locks give
 
     @property
@@ -282,7 +281,7 @@ def lock(
             _remove_lock(root / path)
             _report(run, reporter, CellResult(path, REMOVED, message="its cell is no longer in the matrix"))
     path = root / manifest.manifest_path(project.config.locks)
-    run.manifest_written = atomic_write(path, project.manifest_text())
+    atomic_write(path, project.manifest_text())
     reporter.finish(run)
     return run
 
