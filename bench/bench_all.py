@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from lockgen import pipeline, uv
+from lockgen import pipeline
+from lockgen.resolve import uv
 
 
 def scratch_copy(project: pipeline.Project, into: Path) -> Path:

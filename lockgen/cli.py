@@ -11,7 +11,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from lockgen import __version__, pipeline, uv
+from lockgen import __version__, pipeline
+from lockgen.resolve import uv
 from lockgen.errors import LockgenError
 
 

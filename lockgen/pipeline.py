@@ -16,16 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from lockgen import manifest, mirror, stamp, uv
+from lockgen.locks import manifest
+from lockgen.plan import mirror
+from lockgen.locks import stamp
+from lockgen.resolve import uv
 from lockgen.config import Config, find_config, load_config
 from lockgen.errors import ConfigError, LockgenError, TemplateError
-from lockgen.lockfile import atomic_write, current, is_lock
-from lockgen.matrix import Cell, expand, select
-from lockgen.mirror import Mirrors
-from lockgen.target import target_for
+from lockgen.locks.lock import atomic_write, current, is_lock
+from lockgen.plan.matrix import Cell, expand, select
+from lockgen.plan.mirror import Mirrors
+from lockgen.plan.target import target_for
 
 if TYPE_CHECKING:
-    from lockgen.plan import Plan
+    from lockgen.plan.plan import Plan
 
 log = logging.getLogger("lockgen")
 
@@ -136,8 +139,8 @@ class Project:
 
         Raises :class:`TemplateError` listing every template problem found.
         """
-        from lockgen.plan import make_plan
-        from lockgen.render import environment
+        from lockgen.plan.plan import make_plan
+        from lockgen.plan.render import environment
 
         env = environment(self.config)
         version = uv.uv_version()
@@ -224,7 +227,7 @@ def lock(
     A failed cell keeps its old lock and does not stop the others. Raises ``UsageError`` for a bad
     selection and ``TemplateError`` for template problems, before anything is resolved.
     """
-    from lockgen.resolve import Freshness, resolve_cell
+    from lockgen.resolve.resolve import Freshness, resolve_cell
 
     chosen = select(project.cells, names, only)
     plans = project.plan_all(chosen)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lockgen.fetch import fitting
-from lockgen.lockfile import locked_versions
-from lockgen.target import Target
+from lockgen.resolve.fetch import fitting
+from lockgen.locks.lock import locked_versions
+from lockgen.plan.target import Target
 from tests.conftest import run_cli, write_project
 from tests.fakehost import FakeHost
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lockgen.lockfile import locked_versions
+from lockgen.locks.lock import locked_versions
 from tests.aitoolkit_world import EXAMPLE, build
 from tests.conftest import run_cli
 

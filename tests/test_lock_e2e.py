@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lockgen import uv
+from lockgen.resolve import uv
 from tests.conftest import run_cli, write_project
 
 REQUIREMENTS = """\

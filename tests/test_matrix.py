@@ -6,7 +6,7 @@ import pytest
 
 from lockgen.config import load_config
 from lockgen.errors import ConfigError, UsageError
-from lockgen.matrix import expand, select
+from lockgen.plan.matrix import expand, select
 from tests.conftest import write_project
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lockgen.errors import UsageError
-from lockgen.mirror import Mirrors, from_env, parse
+from lockgen.plan.mirror import Mirrors, from_env, parse
 
 
 def test_longest_prefix_wins_both_ways():

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from lockgen.config import Settings
-from lockgen.matrix import Cell
-from lockgen.plan import Plan
-from lockgen.render import Rendered
-from lockgen.target import target_for
-from lockgen.uv import Options, compile_argv, compile_env
+from lockgen.plan.matrix import Cell
+from lockgen.plan.plan import Plan
+from lockgen.plan.render import Rendered
+from lockgen.plan.target import target_for
+from lockgen.resolve.uv import Options, compile_argv, compile_env
 
 
 def cell(os_, arch, python="3.12", **settings):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # only for annotations: reading a lock must not import the planning stages
-    from lockgen.plan import Plan
+    from lockgen.plan.plan import Plan
 
 #: Bumped when the lock layout changes, so every lock is re-resolved once.
 LOCK_FORMAT = 1

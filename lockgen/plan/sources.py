@@ -16,8 +16,8 @@ from pathlib import Path
 
 from lockgen.config import Source
 from lockgen.errors import ConfigError
-from lockgen.matrix import Cell
-from lockgen.target import Target
+from lockgen.plan.matrix import Cell
+from lockgen.plan.target import Target
 
 
 @dataclass(frozen=True, kw_only=True)

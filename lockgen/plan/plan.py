@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 
 from lockgen.config import WORK, Config
 from lockgen.errors import ConfigError
-from lockgen.lockfile import LOCK_FORMAT  # part of the input hash
-from lockgen.matrix import Cell
-from lockgen.render import ROLES, Rendered, render, render_strings, variables
-from lockgen.sources import CellSource, cell_sources, local_folder_listing
-from lockgen.target import Target
+from lockgen.locks.lock import LOCK_FORMAT  # part of the input hash
+from lockgen.plan.matrix import Cell
+from lockgen.plan.render import ROLES, Rendered, render, render_strings, variables
+from lockgen.plan.sources import CellSource, cell_sources, local_folder_listing
+from lockgen.plan.target import Target
 
 
 @dataclass(frozen=True, kw_only=True)

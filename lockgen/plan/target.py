@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lockgen.matrix import Cell
+from lockgen.plan.matrix import Cell
 
 _TRIPLES = {
     ("windows", "x86_64"): "x86_64-pc-windows-msvc",

@@ -1,228 +1,27 @@
-"""Stage 1: find and validate the configuration.
+"""Turn a TOML document into :class:`~lockgen.config.model.Config`, collecting every problem.
 
-The configuration lives in ``[tool.lockgen]`` of ``pyproject.toml`` or at the top level of a
-standalone ``lockgen.toml`` (same schema). Validation turns the TOML document into frozen
-dataclasses and collects *every* problem, each with its key path
-(``tool.lockgen.rules[2].match.backend``), before raising one :class:`~lockgen.errors.ConfigError`.
+Each problem names its key path (``tool.lockgen.rules[2].match.backend``); all of them are raised
+together as one :class:`~lockgen.errors.ConfigError`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
-import functools
 import re
-import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
-from lockgen.errors import ConfigError, UsageError
-
-AXES = ("os", "arch", "backend", "python")
-OSES = ("linux", "windows", "macos")
-ARCHES = ("x86_64", "aarch64")
-#: manylinux levels uv's ``--python-platform`` accepts (uv 0.13 ``--help``).
-MANYLINUX_LEVELS = ("2_17", "2_28") + tuple(f"2_{n}" for n in range(31, 41))
-DEFAULT_INDEX_URL = "https://pypi.org/simple"
-DEFAULT_MANYLINUX = "2_28"
-#: torch 2.13 ships only ``macosx_14_0_arm64`` wheels; uv's own default is 13.0.
-DEFAULT_MACOS = "14.0"
-#: Rendered inputs and lockgen's local state, relative to the project root (never committed).
-WORK = ".lockgen"
+from lockgen.config.model import (
+    ARCHES, AXES, DEFAULT_INDEX_URL, DEFAULT_MACOS, DEFAULT_MANYLINUX, MANYLINUX_LEVELS, OSES, RESERVED_NAMES,
+    Config, Include, Rule, Settings, Source,
+)  # fmt: skip
+from lockgen.errors import ConfigError
 
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
 _MACOS = re.compile(r"^\d{2}\.\d{1,2}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Settings:
-    """Per-cell settings. ``None`` (or empty) means "not set here"; see :meth:`merged`."""
-
-    requirements: str | None = None
-    constraints: str | None = None
-    overrides: str | None = None
-    vars: Mapping[str, Any] = field(default_factory=dict)
-    index_url: str | None = None
-    find_links: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    manylinux: str | None = None
-    macos: str | None = None
-    skip: str | None = None
-    exclude_newer: str | None = None
-    pins: Mapping[str, str] = field(default_factory=dict)
-    sources: tuple[str, ...] | None = None  # `use`: the named sources this cell uses
-    flavor: str | None = None  # fills {flavor} in source URLs and local labels; default: backend
-    pinned: tuple[str, ...] | None = None  # pins that cannot move
-    optional: tuple[str, ...] | None = None  # one layer each, Jinja strings
-    no_deps: tuple[str, ...] | None = None  # the no-deps layer, Jinja strings
-    allow_build: tuple[str, ...] | None = None  # packages that may lock without a wheel
-    alias: str | None = None  # reuse another cell's lock
-    interpreter: str | None = None  # the interpreter arch an install must use, when not the cell's
-
-    def merged(self, later: Settings) -> Settings:
-        """Return these settings with ``later``'s set values on top.
-
-        Scalars are replaced; ``vars`` and ``find-links`` are merged key by key (a later key wins,
-        an empty list removes a find-links entry).
-        """
-        values = {}
-        for f in dataclasses.fields(self):
-            mine, theirs = getattr(self, f.name), getattr(later, f.name)
-            if f.name in ("vars", "find_links", "pins"):
-                combined = {**mine, **theirs}
-                values[f.name] = {k: v for k, v in combined.items() if v != ()}
-            else:
-                values[f.name] = theirs if theirs is not None else mine
-        return Settings(**values)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Include:
-    """A ``matrix.include`` entry: axis values (all four add a cell) plus variables."""
-
-    axes: Mapping[str, str]
-    vars: Mapping[str, Any]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Rule:
-    """An ordered rule: ``match`` maps axis -> accepted values; ``settings`` apply on a match."""
-
-    match: Mapping[str, tuple[str, ...]]
-    settings: Settings
-
-    def matches(self, values: Mapping[str, str]) -> bool:
-        return selector_matches(self.match, values)
-
-
-def selector_matches(selector: Mapping[str, Sequence[str]], values: Mapping[str, str]) -> bool:
-    """Whether ``values`` (axis -> value) has an accepted value for every axis the selector
-    names (exclude entries, rule and detect matches)."""
-    return all(values[axis] in accepted for axis, accepted in selector.items())
-
-
-@dataclass(frozen=True, kw_only=True)
-class Source:
-    """A named source of packages (``[tool.lockgen.sources.<name>]``).
-
-    ``kind`` is ``index`` (a backend index, used only through per-package find-links pages
-    ``<url>/<package>/``), ``find-links`` (a flat page or folder) or ``urls`` (direct wheel URLs).
-    URLs may use ``{backend}``, ``{flavor}``, ``{python_tag}``, ``{os}``, ``{arch}``.
-    """
-
-    name: str
-    kind: str
-    urls: tuple[str, ...]
-    packages: tuple[str, ...]  # canonical names it may serve
-    local: str | None = None  # find-links: a project folder used instead of the URL ...
-    local_if: str = "*.whl"  # ... when it holds a file matching this glob
-
-
-@dataclass(frozen=True, kw_only=True)
-class Config:
-    """A validated configuration. Paths are relative to ``root`` (the config file's folder)."""
-
-    root: Path
-    source: str  # config file name, relative to root (for messages)
-    key_prefix: str  # "tool.lockgen" for pyproject.toml, "" for lockgen.toml
-    templates: str
-    locks: str
-    defaults: Settings
-    axes: Mapping[str, tuple[str, ...]]
-    exclude: tuple[Mapping[str, tuple[str, ...]], ...]
-    include: tuple[Include, ...]
-    rules: tuple[Rule, ...]
-    sources: Mapping[str, Source] = field(default_factory=dict)
-    mirrors: Mapping[str, str] = field(default_factory=dict)
-    detect: Any = None  # lockgen.detect.DetectConfig
-
-    @property
-    def pins(self) -> Mapping[str, str]:
-        """The top-level ``pins`` table (rules may change pins per cell)."""
-        return self.defaults.pins
-
-
-# --------------------------------------------------------------------------- discovery
-
-
-def find_config(start: Path, explicit: str | None = None) -> Path:
-    """Return the config file to use.
-
-    ``explicit`` (``-C/--config``) may name a file or a folder holding one. Otherwise the nearest
-    ``lockgen.toml``, or ``pyproject.toml`` with a ``[tool.lockgen]`` table, from ``start`` upward.
-    Raises :class:`UsageError` when none is found.
-    """
-    if explicit is not None:
-        path = (start / explicit).resolve()
-        if path.is_dir():
-            found = _config_in(path)
-            if found is None:
-                raise UsageError(f"{explicit}: no lockgen.toml or pyproject.toml with [tool.lockgen] here")
-            return found
-        if not path.is_file():
-            raise UsageError(f"{explicit}: no such config file")
-        return path
-    for folder in (start.resolve(), *start.resolve().parents):
-        found = _config_in(folder)
-        if found is not None:
-            return found
-    raise UsageError(
-        f"no lockgen.toml or pyproject.toml with [tool.lockgen] in {start} or above; "
-        "create one or pass -C PATH"
-    )
-
-
-def _config_in(folder: Path) -> Path | None:
-    if (folder / "lockgen.toml").is_file():
-        return folder / "lockgen.toml"
-    pyproject = folder / "pyproject.toml"
-    if pyproject.is_file() and "lockgen" in (_read_toml(pyproject).get("tool") or {}):
-        return pyproject
-    return None
-
-
-def _read_toml(path: Path) -> dict:
-    """Parse a TOML file; raises :class:`ConfigError` naming it when it is not valid TOML."""
-    try:
-        return parse_toml(path.read_text(encoding="utf-8"))
-    except Exception as exc:  # OSError, tomllib.TOMLDecodeError, tomlkit ParseError
-        raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
-
-
-@functools.lru_cache(maxsize=8)
-def parse_toml(text: str) -> dict:
-    """Parse once per distinct text (discovery and loading read the same file). ``tomllib`` where
-    the stdlib has it; tomlkit, which lockgen uses for comment-keeping edits, on Python 3.10."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        return tomllib.loads(text)
-    import tomlkit
-
-    return tomlkit.parse(text).unwrap()
-
-
-def load_config(path: Path) -> Config:
-    """Read and validate ``path`` (a ``pyproject.toml`` or ``lockgen.toml``).
-
-    Raises :class:`ConfigError` listing every problem with its key path.
-    """
-    doc = _read_toml(path)
-    if path.name == "pyproject.toml":
-        table, prefix = (doc.get("tool") or {}).get("lockgen"), "tool.lockgen"
-        if not isinstance(table, dict):
-            raise ConfigError(path.name, ["tool.lockgen: missing; add a [tool.lockgen] table"])
-    else:
-        table, prefix = doc, ""
-    return _Validator(path.name, prefix).config(table, path.parent)
-
-
-# --------------------------------------------------------------------------- validation
 
 _SETTING_KEYS = {
     "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
@@ -254,7 +53,7 @@ def _is_python(value: str) -> bool:
     return str(version) == value and len(version.release) == 2 and version.major == 3
 
 
-class _Validator:
+class Validator:
     def __init__(self, source: str, prefix: str):
         self.source = source
         self.prefix = prefix
@@ -561,8 +360,6 @@ class _Validator:
         if not isinstance(value, dict):
             self.problem(path, "must be a table")
             return {}
-        from lockgen.render import RESERVED_NAMES
-
         for name in value:
             if not _VAR_NAME.match(name):
                 self.problem((*path, name), "not a valid template variable name (letters, digits, _)")

@@ -16,10 +16,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lockgen import fetch, uv
+from lockgen.resolve import fetch
+from lockgen.resolve import uv
 from lockgen.errors import CellFailed
-from lockgen.lockfile import UNREACHABLE, is_lock, lock_text, locked_versions, set_hashes
-from lockgen.plan import Plan
+from lockgen.locks.lock import UNREACHABLE, is_lock, lock_text, locked_versions, set_hashes
+from lockgen.plan.plan import Plan
 
 OPTIONAL, NO_DEPS = "optional", "no-deps"
 
@@ -127,7 +128,7 @@ def _requirement(ctx, entry: str) -> tuple[str, str, list[str]]:
 def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], find_links=None, no_deps: bool = False, built: Built | None = None):
     """Resolve one layer; its body (canonical URLs) or an :class:`_Unavailable` reason. Records
     in ``built`` the sources that served its artifacts without upload times."""
-    from lockgen.lockfile import atomic_write
+    from lockgen.locks.lock import atomic_write
 
     plan = ctx.plan
     source = f"{plan.work}/layer-{name}.in"
@@ -141,12 +142,12 @@ def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], fi
         network = any(w in result.stderr for w in ("Failed to fetch", "Failed to read", "Connection", "timed out", "dns error"))
         return _Unavailable(f"{UNREACHABLE} {reason}" if network else reason)
     body = ctx.read(output)
-    from lockgen.resolve import pylock
+    from lockgen.resolve.resolve import pylock  # noqa: cycle, fixed later
 
     described, _ = pylock(ctx, inputs, locked_versions(body), f"layer-{name}", no_deps)
     body, unhashed = set_hashes(body, described)
     if built is not None and plan.exclude_newer:
-        from lockgen.verify import without_upload_time
+        from lockgen.resolve.verify import without_upload_time
 
         built.dateless.update(without_upload_time(plan, described, ctx.mirrors))
     if unhashed:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lockgen import __version__
 from lockgen.config import WORK
-from lockgen.manifest import Row
+from lockgen.locks.manifest import Row
 
 STAMP = f"{WORK}/stamp.json"
 
@@ -35,7 +35,7 @@ def _uv_identity() -> str:
 def key(root: Path, config_name: str, templates: str, folders: list[str] = (), extra: str = "") -> str:
     """sha256 over lockgen's version, the uv package, the config file, the templates folder and
     the listings of the project folders sources may read (``local`` wheel folders)."""
-    from lockgen.sources import folder_listing
+    from lockgen.plan.sources import folder_listing
 
     digest = hashlib.sha256()
     for part in (__version__, _uv_identity(), extra, config_name):
@@ -50,7 +50,7 @@ def key(root: Path, config_name: str, templates: str, folders: list[str] = (), e
 
 
 def write(root: Path, key_: str, templates: str, locks: str, rows: Sequence[Row], folders: list[str] = ()) -> None:
-    from lockgen.lockfile import atomic_write
+    from lockgen.locks.lock import atomic_write
 
     data = {"key": key_, "templates": templates, "locks": locks, "folders": list(folders), "cells": [r.to_dict() for r in rows]}
     try:

@@ -19,8 +19,8 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from lockgen.config import WORK
 from lockgen.errors import LockgenError
-from lockgen.mirror import Mirrors
-from lockgen.target import Target
+from lockgen.plan.mirror import Mirrors
+from lockgen.plan.target import Target
 
 _CACHE = f"{WORK}/downloads.json"
 _lock = threading.Lock()

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockgen.lockfile import LOCK_FORMAT, file_sha256, read_header
+from lockgen.locks.lock import LOCK_FORMAT, file_sha256, read_header
 
 MANIFEST_NAME = "manifest.json"
 

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from lockgen.mirror import Mirrors
-from lockgen.plan import Plan
+from lockgen.plan.mirror import Mirrors
+from lockgen.plan.plan import Plan
 
 log = logging.getLogger("lockgen.uv")
 

@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockgen import uv
+from lockgen.resolve import uv
 from lockgen.config import parse_toml
 from lockgen.errors import CellFailed
-from lockgen.lockfile import atomic_write, lock_text, locked_versions, set_hashes
-from lockgen.mirror import Mirrors
-from lockgen.plan import Plan
+from lockgen.locks.lock import atomic_write, lock_text, locked_versions, set_hashes
+from lockgen.plan.mirror import Mirrors
+from lockgen.plan.plan import Plan
 
 ONLINE, OFFLINE = "online", "offline"
 
@@ -138,7 +138,8 @@ def resolve_cell(
     :class:`CellFailed` with uv's explanation, or with the
     verify problems, when the cell cannot be locked; the existing locks are then left untouched.
     """
-    from lockgen import layers, verify
+    from lockgen.resolve import layers
+    from lockgen.resolve import verify
 
     ctx = Context(root, plan, options, mirrors)
     for role, (_, text) in plan.rendered.files.items():

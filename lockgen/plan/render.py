@@ -12,15 +12,11 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockgen.config import Config
+from lockgen.config import RESERVED_NAMES, Config
 from lockgen.errors import TemplateError
-from lockgen.matrix import Cell
-from lockgen.target import Target
+from lockgen.plan.matrix import Cell
+from lockgen.plan.target import Target
 
-#: Built-in template variables; rule ``vars`` may not reuse these names.
-RESERVED_NAMES = frozenset(
-    {"os", "arch", "backend", "flavor", "python", "python_tag", "target", "cell", "pins", "vars", "macos", "manylinux"}
-)
 #: Input roles in the order uv receives them, with the file name each renders to.
 ROLES = {"requirements": "requirements.in", "constraints": "constraints.txt", "overrides": "overrides.txt"}
 

@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from lockgen.mirror import Mirrors
-from lockgen.plan import Plan
+from lockgen.plan.mirror import Mirrors
+from lockgen.plan.plan import Plan
 
 
 def artifacts(package: dict) -> Iterator[tuple[str, dict]]:
@@ -40,7 +40,7 @@ def location(artifact: dict, mirrors: Mirrors) -> str:
 
 
 def filename(artifact: dict, mirrors: Mirrors) -> str:
-    from lockgen.fetch import wheel_name
+    from lockgen.resolve.fetch import wheel_name
 
     return artifact.get("name") or wheel_name(location(artifact, mirrors))
 

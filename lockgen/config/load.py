@@ -1,0 +1,90 @@
+"""Find the configuration file and read it.
+
+The configuration lives in ``[tool.lockgen]`` of ``pyproject.toml`` or at the top level of a
+standalone ``lockgen.toml`` (same schema).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+from lockgen.config.model import Config
+from lockgen.errors import ConfigError, UsageError
+
+
+def find_config(start: Path, explicit: str | None = None) -> Path:
+    """Return the config file to use.
+
+    ``explicit`` (``-C/--config``) may name a file or a folder holding one. Otherwise the nearest
+    ``lockgen.toml``, or ``pyproject.toml`` with a ``[tool.lockgen]`` table, from ``start`` upward.
+    Raises :class:`UsageError` when none is found.
+    """
+    if explicit is not None:
+        path = (start / explicit).resolve()
+        if path.is_dir():
+            found = _config_in(path)
+            if found is None:
+                raise UsageError(f"{explicit}: no lockgen.toml or pyproject.toml with [tool.lockgen] here")
+            return found
+        if not path.is_file():
+            raise UsageError(f"{explicit}: no such config file")
+        return path
+    for folder in (start.resolve(), *start.resolve().parents):
+        found = _config_in(folder)
+        if found is not None:
+            return found
+    raise UsageError(
+        f"no lockgen.toml or pyproject.toml with [tool.lockgen] in {start} or above; "
+        "create one or pass -C PATH"
+    )
+
+
+def _config_in(folder: Path) -> Path | None:
+    if (folder / "lockgen.toml").is_file():
+        return folder / "lockgen.toml"
+    pyproject = folder / "pyproject.toml"
+    if pyproject.is_file() and "lockgen" in (_read_toml(pyproject).get("tool") or {}):
+        return pyproject
+    return None
+
+
+def _read_toml(path: Path) -> dict:
+    """Parse a TOML file; raises :class:`ConfigError` naming it when it is not valid TOML."""
+    try:
+        return parse_toml(path.read_text(encoding="utf-8"))
+    except Exception as exc:  # OSError, tomllib.TOMLDecodeError, tomlkit ParseError
+        raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
+
+
+@functools.lru_cache(maxsize=8)
+def parse_toml(text: str) -> dict:
+    """Parse once per distinct text (discovery and loading read the same file). ``tomllib`` where
+    the stdlib has it; tomlkit, which lockgen uses for comment-keeping edits, on Python 3.10."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib.loads(text)
+    import tomlkit
+
+    return tomlkit.parse(text).unwrap()
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate ``path`` (a ``pyproject.toml`` or ``lockgen.toml``).
+
+    Raises :class:`ConfigError` listing every problem with its key path.
+    """
+    doc = _read_toml(path)
+    if path.name == "pyproject.toml":
+        table, prefix = (doc.get("tool") or {}).get("lockgen"), "tool.lockgen"
+        if not isinstance(table, dict):
+            raise ConfigError(path.name, ["tool.lockgen: missing; add a [tool.lockgen] table"])
+    else:
+        table, prefix = doc, ""
+    from lockgen.config.validate import Validator
+
+    return Validator(path.name, prefix).config(table, path.parent)
+
+

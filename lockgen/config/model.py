@@ -1,0 +1,140 @@
+"""The configuration as data: frozen dataclasses and the constants of the schema.
+
+Pure data: nothing here reads files or imports a pipeline stage; the stages import this module
+(never the reverse). :mod:`lockgen.config.load` finds and reads the file,
+:mod:`lockgen.config.validate` turns its TOML into these values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+AXES = ("os", "arch", "backend", "python")
+OSES = ("linux", "windows", "macos")
+ARCHES = ("x86_64", "aarch64")
+#: manylinux levels uv's ``--python-platform`` accepts (uv 0.13 ``--help``).
+MANYLINUX_LEVELS = ("2_17", "2_28") + tuple(f"2_{n}" for n in range(31, 41))
+DEFAULT_INDEX_URL = "https://pypi.org/simple"
+DEFAULT_MANYLINUX = "2_28"
+#: torch 2.13 ships only ``macosx_14_0_arm64`` wheels; uv's own default is 13.0.
+DEFAULT_MACOS = "14.0"
+#: Rendered inputs and lockgen's local state, relative to the project root (never committed).
+WORK = ".lockgen"
+
+#: Built-in template variables; rule ``vars`` may not reuse these names.
+RESERVED_NAMES = frozenset(
+    {"os", "arch", "backend", "flavor", "python", "python_tag", "target", "cell", "pins", "vars", "macos", "manylinux"}
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Per-cell settings. ``None`` (or empty) means "not set here"; see :meth:`merged`."""
+
+    requirements: str | None = None
+    constraints: str | None = None
+    overrides: str | None = None
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    index_url: str | None = None
+    find_links: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    manylinux: str | None = None
+    macos: str | None = None
+    skip: str | None = None
+    exclude_newer: str | None = None
+    pins: Mapping[str, str] = field(default_factory=dict)
+    sources: tuple[str, ...] | None = None  # `use`: the named sources this cell uses
+    flavor: str | None = None  # fills {flavor} in source URLs and local labels; default: backend
+    pinned: tuple[str, ...] | None = None  # pins that cannot move
+    optional: tuple[str, ...] | None = None  # one layer each, Jinja strings
+    no_deps: tuple[str, ...] | None = None  # the no-deps layer, Jinja strings
+    allow_build: tuple[str, ...] | None = None  # packages that may lock without a wheel
+    alias: str | None = None  # reuse another cell's lock
+    interpreter: str | None = None  # the interpreter arch an install must use, when not the cell's
+
+    def merged(self, later: Settings) -> Settings:
+        """Return these settings with ``later``'s set values on top.
+
+        Scalars are replaced; ``vars`` and ``find-links`` are merged key by key (a later key wins,
+        an empty list removes a find-links entry).
+        """
+        values = {}
+        for f in dataclasses.fields(self):
+            mine, theirs = getattr(self, f.name), getattr(later, f.name)
+            if f.name in ("vars", "find_links", "pins"):
+                combined = {**mine, **theirs}
+                values[f.name] = {k: v for k, v in combined.items() if v != ()}
+            else:
+                values[f.name] = theirs if theirs is not None else mine
+        return Settings(**values)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Include:
+    """A ``matrix.include`` entry: axis values (all four add a cell) plus variables."""
+
+    axes: Mapping[str, str]
+    vars: Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    """An ordered rule: ``match`` maps axis -> accepted values; ``settings`` apply on a match."""
+
+    match: Mapping[str, tuple[str, ...]]
+    settings: Settings
+
+    def matches(self, values: Mapping[str, str]) -> bool:
+        return selector_matches(self.match, values)
+
+
+def selector_matches(selector: Mapping[str, Sequence[str]], values: Mapping[str, str]) -> bool:
+    """Whether ``values`` (axis -> value) has an accepted value for every axis the selector
+    names (exclude entries, rule and detect matches)."""
+    return all(values[axis] in accepted for axis, accepted in selector.items())
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """A named source of packages (``[tool.lockgen.sources.<name>]``).
+
+    ``kind`` is ``index`` (a backend index, used only through per-package find-links pages
+    ``<url>/<package>/``), ``find-links`` (a flat page or folder) or ``urls`` (direct wheel URLs).
+    URLs may use ``{backend}``, ``{flavor}``, ``{python_tag}``, ``{os}``, ``{arch}``.
+    """
+
+    name: str
+    kind: str
+    urls: tuple[str, ...]
+    packages: tuple[str, ...]  # canonical names it may serve
+    local: str | None = None  # find-links: a project folder used instead of the URL ...
+    local_if: str = "*.whl"  # ... when it holds a file matching this glob
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """A validated configuration. Paths are relative to ``root`` (the config file's folder)."""
+
+    root: Path
+    source: str  # config file name, relative to root (for messages)
+    key_prefix: str  # "tool.lockgen" for pyproject.toml, "" for lockgen.toml
+    templates: str
+    locks: str
+    defaults: Settings
+    axes: Mapping[str, tuple[str, ...]]
+    exclude: tuple[Mapping[str, tuple[str, ...]], ...]
+    include: tuple[Include, ...]
+    rules: tuple[Rule, ...]
+    sources: Mapping[str, Source] = field(default_factory=dict)
+    mirrors: Mapping[str, str] = field(default_factory=dict)
+    detect: Any = None  # lockgen.detect.DetectConfig
+
+    @property
+    def pins(self) -> Mapping[str, str]:
+        """The top-level ``pins`` table (rules may change pins per cell)."""
+        return self.defaults.pins
+
+
