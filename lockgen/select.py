@@ -189,7 +189,7 @@ def nvidia_smi_failure(returncode: int, stdout: str, stderr: str) -> str | None:
     if returncode == NOT_FOUND:
         return "nvidia-smi: not found"
     if returncode != 0:
-        return f"nvidia-smi exited {returncode}: {_first_line(text) or 'no output'}: no usable NVIDIA GPU"
+        return f"nvidia-smi: exit {returncode}: {_first_line(text) or 'no output'}: no usable NVIDIA GPU"
     return None
 
 
@@ -270,7 +270,7 @@ def rocminfo_failure(returncode: int, stdout: str, stderr: str) -> str | None:
     if returncode == NOT_FOUND:
         return "rocminfo: not found"
     if returncode != 0:
-        return f"rocminfo exited {returncode}: {_first_line(text) or 'no output'}: no AMD GPU"
+        return f"rocminfo: exit {returncode}: {_first_line(text) or 'no output'}: no AMD GPU"
     return None
 
 
@@ -351,7 +351,7 @@ def gather(env: Mapping[str, str] | None = None, run: Runner | None = None, *, s
     machine = machine or platform.machine()
     if os_name == "macos":
         host, interpreter, rosetta = mac_arches(machine, *_sysctl_flags(machine, run))
-        notes = [f"this Python is {interpreter} under Rosetta 2 on an arm64 Mac"] if rosetta else []
+        notes = [f"sysctl: this Python is {interpreter} under Rosetta 2 on an arm64 Mac"] if rosetta else []
         return Facts(os=os_name, arch=host, interpreter=interpreter, apple_silicon=host == "aarch64",
                      rosetta=rosetta, notes=tuple(notes))  # fmt: skip
     host, interpreter = arches(machine, env if os_name == "windows" else {})
@@ -401,18 +401,18 @@ def _query_gpus(run: Runner) -> tuple[tuple[Gpu, ...], list[str]]:
         if code == 0 or rejected not in fields or len(fields) == 1:
             break
         fields.remove(rejected)
-        notes.append(f"nvidia-smi rejected the query field {rejected} (an old driver); queried without it")
+        notes.append(f"nvidia-smi: the query field {rejected} was rejected (an old driver); queried without it")
     try:
         gpus = tuple(parse_gpu_query(out, fields)) if code == 0 else ()
     except QueryError as exc:
-        gpus, notes = (), [*notes, f"nvidia-smi --query-gpu printed something unexpected ({exc})"]
+        gpus, notes = (), [*notes, f"nvidia-smi: --query-gpu printed something unexpected ({exc})"]
     if code != 0:
-        notes.append(f"nvidia-smi --query-gpu failed (exit {code}): {_first_line(out + err) or 'no output'}")
+        notes.append(f"nvidia-smi: --query-gpu failed (exit {code}): {_first_line(out + err) or 'no output'}")
     if gpus:
         return gpus, notes
     code, out, _ = run(["nvidia-smi", "-L"])
     names = (parse_gpu_list(out) if code == 0 else []) or ["NVIDIA GPU"]
-    notes.append(f"compute capability not reported for {', '.join(names)}")
+    notes.append(f"nvidia-smi: compute capability not reported for {', '.join(names)}")
     return tuple(Gpu(name, capability_reported=False) for name in names), notes
 
 
@@ -629,7 +629,7 @@ def choose_backend(facts: Facts, rules: DetectRules, allow_cpu: bool = False) ->
     """
     if facts.apple_silicon and rules.apple:
         rosetta = " (this Python is x86_64 under Rosetta 2; the arm64 cell is chosen)" if facts.rosetta else ""
-        return rules.apple, [f"Apple silicon{rosetta}: {rules.apple} (detect.apple)", *_notes(facts, "sysctl", "this")]
+        return rules.apple, [f"Apple silicon{rosetta}: {rules.apple} (detect.apple)"]
     if facts.nvidia and (rules.nvidia or rules.nvidia_unknown_cuda):
         return _choose_nvidia(facts, rules)
     if facts.amd_agents and rules.amd:
@@ -642,7 +642,7 @@ def _choose_nvidia(facts: Facts, rules: DetectRules) -> tuple[str, list[str]]:
     first rule whose match fits (os, host arch) and whose ``min-cuda`` the driver reaches (numeric
     comparison), subject to its capability refusal; no such rule -> ``nvidia-too-old`` (C16)."""
     seen = ", ".join(gpu.describe() for gpu in facts.gpus) or "no GPU list (pretended)"
-    notes = _notes(facts, "nvidia-smi", "compute")
+    notes = _notes(facts, "nvidia-smi:")
     reasons = [f"NVIDIA GPU: {seen}", *notes]
     if facts.cuda is None:
         if rules.nvidia_unknown_cuda is None:
@@ -673,9 +673,9 @@ def _check_capability(facts: Facts, rule: NvidiaRule, where: str) -> list[str]:
         raise Refused(message, [f"{gpu.describe()} >= {limit} ({where}.refuse-compute-capability)" for gpu in newer])
     unknown = [gpu.name for gpu in facts.gpus if not gpu.capability_reported]
     if unknown:
-        why = (f"the compute capability of {', '.join(unknown)} is unknown (nvidia-smi could not report it), "
+        why = (f"the compute capability of {', '.join(unknown)} is unknown: nvidia-smi could not report it, "
                f"so it may be {limit} or newer")  # fmt: skip
-        notes = _notes(facts, "nvidia-smi", "compute")
+        notes = _notes(facts, "nvidia-smi:")
         raise Refused(f"{message} ({why})", [*notes, f"conservative refusal by {where}: {why}"])
     if not facts.gpus:
         return [f"no GPU list: compute capability not checked against {limit} ({where})"]
@@ -697,8 +697,10 @@ def _choose_no_gpu(facts: Facts, rules: DetectRules, allow_cpu: bool) -> tuple[s
     return backend, [why, f"--cpu: {backend} (detect.no-gpu)"]
 
 
-def _notes(facts: Facts, *prefixes: str) -> list[str]:
-    return [note for note in facts.notes if note.startswith(prefixes)]
+def _notes(facts: Facts, source: str) -> list[str]:
+    """The notes of one source: every note starts with ``nvidia-smi:``, ``rocminfo:``, ``sysctl:``
+    or ``pretended:``."""
+    return [note for note in facts.notes if note.startswith(source)]
 
 
 def check_cuda(cuda: str) -> str:
@@ -721,6 +723,8 @@ def pretend(facts: Facts, *, os: str | None = None, arch: str | None = None, int
     gpus = tuple(parse_gpu_query(gpu_query)) if gpu_query is not None else None
     if gpus == ():
         raise QueryError("no GPU rows")
+    given = {"os": os, "arch": arch, "interpreter": interpreter, "gpu": gpu, "cuda": cuda}
+    said = " ".join(f"--{key} {value}" for key, value in given.items() if value) + (" --gpu-query" if gpus else "")
     if gpu is None and (cuda is not None or gpus is not None):
         gpu = "nvidia"
     new = replace(facts, os=os or facts.os, arch=arch or facts.arch, interpreter=interpreter or arch or facts.interpreter)
@@ -728,8 +732,6 @@ def pretend(facts: Facts, *, os: str | None = None, arch: str | None = None, int
         gpu = "apple" if (new.os, new.arch) == ("macos", "aarch64") else "none"
     if gpu is not None:
         new = _pretend_gpu(new, gpu, cuda, gpus)
-    given = {"os": os, "arch": arch, "interpreter": interpreter, "gpu": gpu, "cuda": cuda}
-    said = " ".join(f"--{key} {value}" for key, value in given.items() if value) + (" --gpu-query" if gpus else "")
     rosetta = (new.os, new.arch, new.interpreter) == ("macos", "aarch64", "x86_64")
     return replace(new, rosetta=rosetta, notes=(*new.notes, f"pretended: {said}") if said else new.notes)
 

@@ -268,7 +268,7 @@ def test_gather_retries_a_rejected_query_field() -> None:
                     QUERY_NO_CAP: ok("nvidia-smi/query-without-compute-cap.csv")})  # fmt: skip
     facts = gather({}, run, system="linux", machine="x86_64")
     assert facts.nvidia and [(g.name, g.capability_reported) for g in facts.gpus] == [("GRID A100D-40C", False)]
-    assert any("rejected the query field compute_cap" in note for note in facts.notes)
+    assert any("query field compute_cap was rejected" in note for note in facts.notes)
 
 
 @pytest.mark.parametrize(
@@ -299,11 +299,28 @@ def test_gather_amd(sample: str, code: int, agents: tuple[str, ...]) -> None:
     assert facts.amd_agents == agents and not facts.nvidia
 
 
-def test_gather_survives_timeouts_and_missing_programs() -> None:
+def test_gather_survives_timeouts_and_missing_programs(monkeypatch: pytest.MonkeyPatch) -> None:
     timeout = (select.TIMED_OUT, "", "nvidia-smi: timed out after 30 s")
     facts = gather({}, fake_run({BANNER: timeout, ROCMINFO: timeout}), system="linux", machine="x86_64")
     assert not facts.nvidia and not facts.amd_agents and len(facts.notes) == 2
     assert select.run_program(["lockgen-no-such-program-here"])[0] == select.NOT_FOUND
+    monkeypatch.setattr(select, "TIMEOUT", 0.2)
+    assert select.run_program([sys.executable, "-c", "import time; time.sleep(5)"])[0] == select.TIMED_OUT
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [
+        {BANNER: (9, text("nvidia-smi/no-driver.txt"), ""), ROCMINFO: (1, text("rocminfo/not-loaded.txt"), "")},
+        {BANNER: ok("nvidia-smi/banner-cuda-na.txt"), QUERY: (2, text("nvidia-smi/query-rejected-compute-cap.txt"), ""),
+         QUERY_NO_CAP: (0, "garbage\n", ""), ROCMINFO: ok("rocminfo/cpu-only.txt")},
+        {BANNER: (255, "", "Segmentation fault"), ROCMINFO: (1, "", "hsa api call failure")},
+    ],
+    ids=["no-driver-no-rock", "degraded-query", "crashes"],
+)  # fmt: skip
+def test_every_note_names_its_source(outputs: dict[tuple[str, ...], tuple[int, str, str]]) -> None:
+    facts = gather({}, fake_run(outputs), system="linux", machine="x86_64")
+    assert facts.notes and all(note.startswith(("nvidia-smi: ", "rocminfo: ")) for note in facts.notes)
 
 
 @pytest.mark.parametrize(
@@ -327,6 +344,29 @@ def test_gather_windows_arm_x64_python_c15() -> None:
     env = {"PROCESSOR_ARCHITEW6432": "ARM64"}
     facts = gather(env, fake_run(nvidia_outputs("banner-umd-13.0.txt", "query-4090.csv")), system="win32", machine="AMD64")
     assert (facts.os, facts.arch, facts.interpreter, facts.cuda) == ("windows", "aarch64", "x86_64", "13.0")
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ({"os": "macos", "arch": "aarch64"}, ("macos", "aarch64", "aarch64", False, True, False)),
+        ({"os": "macos", "arch": "aarch64", "interpreter": "x86_64"}, ("macos", "aarch64", "x86_64", False, True, True)),
+        ({"os": "windows", "arch": "aarch64", "interpreter": "x86_64", "cuda": "13.4"},
+         ("windows", "aarch64", "x86_64", True, False, False)),
+        ({"arch": "aarch64"}, ("linux", "aarch64", "aarch64", False, False, False)),  # drops the probed GPU
+        ({"gpu": "nvidia"}, ("linux", "x86_64", "x86_64", True, False, False)),  # keeps the probed CUDA
+    ],
+    ids=["mac", "mac-rosetta", "win-arm-cuda", "arch-sets-both", "gpu-nvidia"],
+)  # fmt: skip
+def test_pretend(flags: dict[str, str], expected: tuple[str, str, str, bool, bool, bool]) -> None:
+    probed = nvidia("12.8")
+    facts = select.pretend(probed, **flags)
+    assert (facts.os, facts.arch, facts.interpreter, facts.nvidia, facts.apple_silicon, facts.rosetta) == expected
+    assert facts.notes[-1].startswith("pretended: --")
+    if flags == {"gpu": "nvidia"}:
+        assert facts.cuda == "12.8" and facts.gpus == probed.gpus
+    with pytest.raises(select.InputError, match="--cuda '13,0'"):
+        select.pretend(probed, cuda="13,0")
 
 
 # ---- the seed's branches, from the manifest alone ----------------------------------------
@@ -387,7 +427,7 @@ def test_unreported_capability_takes_the_conservative_branch() -> None:
     with pytest.raises(Refused) as refused:
         choose_backend(nvidia("12.8", caps=(None,), reported=False), DetectRules.from_dict(RULES))
     assert refused.value.message.startswith(BLACKWELL.format(cuda="12.8"))
-    assert "compute capability of GPU 0 is unknown (nvidia-smi could not report it)" in refused.value.message
+    assert "compute capability of GPU 0 is unknown: nvidia-smi could not report it" in refused.value.message
     assert any("conservative refusal by detect.nvidia[2]" in note for note in refused.value.notes)
 
 
@@ -399,7 +439,7 @@ def test_rejected_field_end_to_end_from_canned_outputs() -> None:
     with pytest.raises(Refused) as refused:
         select_cell(facts, manifest())
     assert "GRID A100D-40C is unknown" in refused.value.message
-    assert any("rejected the query field compute_cap" in note for note in refused.value.notes)
+    assert any("query field compute_cap was rejected" in note for note in refused.value.notes)
 
 
 @pytest.mark.parametrize("sample", ["no-devices.txt", "no-driver.txt", "nvml-mismatch.txt"], ids=["exit6", "exit9", "nvml"])
