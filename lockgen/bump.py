@@ -81,7 +81,7 @@ class Edit:
 
 @dataclass(frozen=True, kw_only=True)
 class Kept:
-    """A pin of a bumped package that stays, and why (``reason`` completes "kept: …")."""
+    """A rule's pin of a bumped package that stays as it is, and why (``reason``)."""
 
     name: NormalizedName
     key_path: str
@@ -155,11 +155,11 @@ def parse_requirements(requirements: Sequence[str]) -> dict[NormalizedName, Vers
     if not requirements:
         raise UsageError(f"name the pins to move; {_FORM}")
     for text in requirements:
-        problem, name, version = _parse_one(text)
-        if problem:
-            problems.append(f"{text!r}: {problem}")
+        parsed = _parse_one(text)
+        if isinstance(parsed, str):
+            problems.append(f"{text!r}: {parsed}")
             continue
-        assert name is not None and version is not None
+        name, version = parsed
         if name in wanted and wanted[name] != version:
             problems.append(f"{text!r}: {name} is also asked for as {wanted[name]}; give one version")
             continue
@@ -169,21 +169,22 @@ def parse_requirements(requirements: Sequence[str]) -> dict[NormalizedName, Vers
     return wanted
 
 
-def _parse_one(text: str) -> tuple[str | None, NormalizedName | None, Version | None]:
+def _parse_one(text: str) -> tuple[NormalizedName, Version] | str:
+    """``NAME==VERSION`` -> (name, version), or what is wrong with it."""
     try:
         req = Requirement(text)
     except InvalidRequirement:
-        return "not a requirement", None, None
+        return "not a requirement"
     specs = list(req.specifier)
     if req.url or req.extras or req.marker or len(specs) != 1 or specs[0].operator != "==":
-        return "not of the form NAME==VERSION", None, None
+        return "not of the form NAME==VERSION"
     try:
         version = Version(specs[0].version)
     except InvalidVersion:
-        return f"{specs[0].version!r} is not a single version (no wildcards)", None, None
+        return f"{specs[0].version!r} is not a single version (no wildcards)"
     if version.local is not None:
-        return f"write the version without its local label (+{version.local}); lockgen adds the backend's", None, None
-    return None, canonicalize_name(req.name), version
+        return f"write the version without its local label (+{version.local}); lockgen adds the backend's"
+    return canonicalize_name(req.name), version
 
 
 def plan_bumps(path: Path, text: str, wanted: Mapping[NormalizedName, Version]) -> Plan:
@@ -196,8 +197,9 @@ def plan_bumps(path: Path, text: str, wanted: Mapping[NormalizedName, Version]) 
     """
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     try:
+        data = _loads(text)  # the parser load_config uses: the file must be valid for it too
         doc = tomlkit.parse(text[len(bom) :])
-    except TOMLKitError as exc:
+    except (TOMLKitError, ValueError) as exc:  # ValueError: tomllib.TOMLDecodeError
         raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
     layout = _Layout.of(path)
     sites = _find_sites(doc, layout, path.name)
@@ -245,7 +247,7 @@ def plan_bumps(path: Path, text: str, wanted: Mapping[NormalizedName, Version]) 
             tokens |= {old_token, new_token}
             done.append(Edit(name=site.name, key_path=site.key_path, old=site.value, new=str(version)))
         new_text = bom + doc.as_string()
-        _check_only_pins_changed(path, text, new_text, edits, tokens)
+        _check_only_pins_changed(path, text, new_text, data, edits, tokens)
     return Plan(edits=tuple(done), kept=tuple(kept), current=tuple(current), text=new_text)
 
 
@@ -363,11 +365,12 @@ def _replace(doc: Any, where: Where, version: str) -> tuple[str, str]:
 
 
 def _check_only_pins_changed(
-    path: Path, old: str, new: str, edits: Sequence[tuple[Site, Version]], tokens: Collection[str]
+    path: Path, old: str, new: str, data: dict[str, Any], edits: Sequence[tuple[Site, Version]], tokens: Collection[str]
 ) -> None:
     """Refuse (rather than write) when the edited text differs from the old one anywhere but in the
     pin values: the same lines, each equal once the old and new values (``tokens``, as TOML,
-    quotes included) are blanked, and the same data with the new versions in place."""
+    quotes included) are blanked, and the old ``data`` with the new versions in place. Changes
+    ``data``."""
     blanked = re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))
 
     def blank(line: str) -> str:
@@ -377,10 +380,13 @@ def _check_only_pins_changed(
     same_shape = len(old_lines) == len(new_lines) and all(
         a == b or blank(a) == blank(b) for a, b in zip(old_lines, new_lines, strict=True)
     )
-    expected = _loads(old)
     for site, version in edits:
-        _set(expected, site.where, str(version))
-    if not same_shape or _loads(new) != expected:
+        _set(data, site.where, str(version))
+    try:
+        same_data = _loads(new) == data
+    except ValueError:
+        same_data = False
+    if not same_shape or not same_data:
         keys = ", ".join(site.key_path for site, _ in edits)
         message = f"{keys}: cannot be moved without changing other parts of the file; edit the pins by hand"
         raise ConfigError(path.name, [message])
