@@ -1,0 +1,450 @@
+"""``lockgen bump NAME==VERSION…``: move pins in the config file, keeping every other byte.
+
+Pins live in ``[tool.lockgen.pins]`` of ``pyproject.toml`` (or ``tool.lockgen.pins = {…}``,
+``pins.torch = …`` under ``[tool.lockgen]``, …) or in ``[pins]`` of a standalone
+``lockgen.toml``; a rule (``[[tool.lockgen.rules]]`` / ``[[rules]]``) may set its own ``pins``.
+Names match canonically (``Flash_Attn`` in the file is ``flash-attn``); the file keeps its own
+spelling of every key.
+
+Which pins move (``NAME==VERSION``):
+
+* the top-level pin of NAME, and every rule pin of NAME at the **same** version as the top-level
+  one (it was following the default);
+* a rule pin of NAME at a **different** version is a deliberate exception (the ai-toolkit
+  example's Spark rule with torch dev builds): it is kept, and reported as kept;
+* when only rules pin NAME, all of them move if they agree on one version; when they disagree
+  there is no default to tell the exceptions from, and bump refuses (edit them by hand);
+* a pin already at VERSION (``2.14`` equals ``2.14.0``) is reported, not rewritten;
+* a pin written as a specifier (``"==2.8.0.*"``) rather than a bare version is refused for now;
+* a NAME pinned nowhere is an error naming the file, where pins live, and the pinned names.
+
+The edit goes through tomlkit, which replaces only the string (its quote style, the key's own
+spelling, spacing, comments, order and line endings stay); a check then compares the old and new
+text line by line and refuses to write if anything but the pin values changed. The file is
+written once, atomically, and only when a pin moved.
+
+:func:`bump` is the whole command minus re-locking; :func:`parse_requirements` and
+:func:`plan_bumps` are its pure halves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Collection, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import String
+
+from lockgen.errors import ConfigError, UsageError
+
+__all__ = ["BumpResult", "Edit", "Kept", "Plan", "Site", "bump", "parse_requirements", "plan_bumps"]
+
+#: A key path inside the TOML document: table keys and array indexes.
+Where = tuple[str | int, ...]
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_FORM = "write each pin as NAME==VERSION, e.g. torch==2.14.0"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Site:
+    """One place the config pins a package."""
+
+    name: NormalizedName
+    where: Where  # from the document root: ("tool", "lockgen", "rules", 7, "pins", "torch")
+    key_path: str  # as messages write it: "tool.lockgen.rules[7].pins.torch"
+    rule: int | None  # the rule's index, None for the top-level pins table
+    value: str  # the pin as written
+
+
+@dataclass(frozen=True, kw_only=True)
+class Edit:
+    """A pin that moves: ``key_path`` from ``old`` to ``new`` (both as written in the file)."""
+
+    name: NormalizedName
+    key_path: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Kept:
+    """A rule's pin of a bumped package that stays as it is, and why (``reason``)."""
+
+    name: NormalizedName
+    key_path: str
+    rule_path: str  # "tool.lockgen.rules[7]"
+    version: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What :func:`plan_bumps` decided. ``text`` is the new file text (the old one when
+    ``edits`` is empty); ``current`` lists the pins already at their wanted version."""
+
+    edits: tuple[Edit, ...]
+    kept: tuple[Kept, ...]
+    current: tuple[Site, ...]
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BumpResult:
+    """What :func:`bump` changed in ``path``; ``written`` is False when no pin moved."""
+
+    path: Path
+    edits: tuple[Edit, ...]
+    kept: tuple[Kept, ...]
+    current: tuple[Site, ...]
+    written: bool
+
+    @property
+    def names(self) -> frozenset[NormalizedName]:
+        """The packages whose pins moved."""
+        return frozenset(edit.name for edit in self.edits)
+
+    def lines(self) -> list[str]:
+        """A short summary for the terminal, one line per pin looked at."""
+        file = self.path.name
+        lines = [f"{file}: {e.key_path}: {e.old} -> {e.new}" for e in self.edits]
+        lines += [f"{file}: {s.key_path}: already {s.value}" for s in self.current]
+        lines += [f"{file}: {k.name} also pinned in {k.rule_path} to {k.version}: kept ({k.reason})" for k in self.kept]
+        if not self.written:
+            lines.append(f"{file}: no pin moved; nothing written")
+        return lines
+
+
+def bump(config_path: Path, requirements: Sequence[str]) -> BumpResult:
+    """Move the pins ``requirements`` (``NAME==VERSION`` strings) name in ``config_path`` (a
+    ``pyproject.toml`` or ``lockgen.toml``) and write the file if one moved.
+
+    Raises :class:`UsageError` for a malformed requirement, a name pinned nowhere or rule pins
+    that disagree; :class:`ConfigError` when the file cannot be read or edited in place.
+    """
+    wanted = parse_requirements(requirements)
+    try:
+        text = config_path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(config_path.name, [f"cannot read: {exc}"]) from exc
+    plan = plan_bumps(config_path, text, wanted)
+    written = bool(plan.edits) and _write_atomic(config_path, plan.text)
+    return BumpResult(path=config_path, edits=plan.edits, kept=plan.kept, current=plan.current, written=written)
+
+
+def parse_requirements(requirements: Sequence[str]) -> dict[NormalizedName, Version]:
+    """``["torch==2.14.0", …]`` -> ``{"torch": Version("2.14.0"), …}``.
+
+    Each must be a bare name with exactly one ``==`` and a version without wildcard or local label
+    (lockgen adds the backend's label itself). Raises one :class:`UsageError` listing every bad one.
+    """
+    problems: list[str] = []
+    wanted: dict[NormalizedName, Version] = {}
+    if not requirements:
+        raise UsageError(f"name the pins to move; {_FORM}")
+    for text in requirements:
+        parsed = _parse_one(text)
+        if isinstance(parsed, str):
+            problems.append(f"{text!r}: {parsed}")
+            continue
+        name, version = parsed
+        if name in wanted and wanted[name] != version:
+            problems.append(f"{text!r}: {name} is also asked for as {wanted[name]}; give one version")
+            continue
+        wanted[name] = version
+    if problems:
+        raise UsageError(_lines("cannot bump", problems) + f"\n{_FORM}")
+    return wanted
+
+
+def _parse_one(text: str) -> tuple[NormalizedName, Version] | str:
+    """``NAME==VERSION`` -> (name, version), or what is wrong with it."""
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        return "not a requirement"
+    specs = list(req.specifier)
+    if req.url or req.extras or req.marker or len(specs) != 1 or specs[0].operator != "==":
+        return "not of the form NAME==VERSION"
+    try:
+        version = Version(specs[0].version)
+    except InvalidVersion:
+        return f"{specs[0].version!r} is not a single version (no wildcards)"
+    if version.local is not None:
+        return f"write the version without its local label (+{version.local}); lockgen adds the backend's"
+    return canonicalize_name(req.name), version
+
+
+def plan_bumps(path: Path, text: str, wanted: Mapping[NormalizedName, Version]) -> Plan:
+    """Decide and make the edits ``wanted`` asks for in ``text``, the contents of ``path``
+    (whose name says the layout: ``pyproject.toml`` or a standalone ``lockgen.toml``). Pure.
+
+    Raises :class:`UsageError` for a name pinned nowhere (or only in rules that disagree), and
+    :class:`ConfigError` for a pin of a wanted name that is not a bare version, or when the
+    edit would change more than the pin values.
+    """
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    try:
+        data = _loads(text)  # the parser load_config uses: the file must be valid for it too
+        doc = tomlkit.parse(text[len(bom) :])
+    except (TOMLKitError, ValueError) as exc:  # ValueError: tomllib.TOMLDecodeError
+        raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
+    layout = _Layout.of(path)
+    sites = _find_sites(doc, layout, path.name)
+
+    edits: list[tuple[Site, Version]] = []
+    kept: list[Kept] = []
+    current: list[Site] = []
+    config_problems: list[str] = []
+    usage_problems: list[str] = []
+    nowhere: list[str] = []
+    for name, version in wanted.items():
+        mine = [(s, _pin_version(s, config_problems)) for s in sites if s.name == name]
+        if not mine:
+            nowhere.append(name)
+            continue
+        pinned = [(s, v) for s, v in mine if v is not None]
+        if len(pinned) < len(mine):
+            continue  # a pin that is not a bare version: reported above
+        moving, keep, problem = _decide(name, version, pinned, layout)
+        if problem:
+            usage_problems.append(problem)
+            continue
+        kept += keep
+        current += [s for s, v in moving if v == version]
+        edits += [(s, version) for s, v in moving if v != version]
+    if config_problems:
+        raise ConfigError(path.name, config_problems)
+    if nowhere:
+        names = sorted({s.name for s in sites})
+        usage_problems.insert(
+            0,
+            f"{', '.join(nowhere)}: pinned nowhere in {path.name}; pins live in {layout.pins_table} "
+            "(a rule may also set its own pins) and bump only moves existing pins; pinned here: "
+            + (", ".join(names) or "nothing"),
+        )
+    if usage_problems:
+        raise UsageError(_lines(f"{path.name}: cannot bump", usage_problems))
+
+    new_text = text
+    done: list[Edit] = []
+    if edits:
+        tokens: set[str] = set()
+        for site, version in edits:
+            old_token, new_token = _replace(doc, site.where, str(version))
+            tokens |= {old_token, new_token}
+            done.append(Edit(name=site.name, key_path=site.key_path, old=site.value, new=str(version)))
+        new_text = bom + doc.as_string()
+        _check_only_pins_changed(path, text, new_text, data, edits, tokens)
+    return Plan(edits=tuple(done), kept=tuple(kept), current=tuple(current), text=new_text)
+
+
+def _decide(
+    name: NormalizedName, version: Version, pins: Sequence[tuple[Site, Version]], layout: _Layout
+) -> tuple[list[tuple[Site, Version]], list[Kept], str | None]:
+    """The module's policy for one package: which of its pins move, which are kept, or why
+    neither can be decided."""
+    top = next(((s, v) for s, v in pins if s.rule is None), None)
+    rules = [(s, v) for s, v in pins if s.rule is not None]
+    if top is None:
+        if len({v for _, v in rules}) == 1:
+            return rules, [], None
+        listed = ", ".join(f"{s.key_path} = {s.value!r}" for s, _ in rules)
+        return [], [], (
+            f"{name} is pinned only in rules, to different versions ({listed}); bump cannot tell which "
+            f"to move: edit them by hand, or add the default to {layout.pins_table}"
+        )  # fmt: skip
+    default = top[1]
+    kept = [
+        Kept(name=name, key_path=s.key_path, rule_path=_key_path(s.where[:-2]), version=s.value,
+             reason=f"already {version}" if v == version else f"differs from the top-level {top[0].value}")
+        for s, v in rules if v != default
+    ]  # fmt: skip
+    return [top, *((s, v) for s, v in rules if v == default)], kept, None
+
+
+@dataclass(frozen=True)
+class _Layout:
+    prefix: tuple[str, ...]  # where the lockgen table is in the document
+    pins_table: str  # for messages
+
+    @staticmethod
+    def of(path: Path) -> _Layout:
+        """``pyproject.toml`` keeps the config in ``[tool.lockgen]``; any other name (``lockgen.toml``)
+        at the top level, as :func:`lockgen.config.load_config` reads them."""
+        if path.name == "pyproject.toml":
+            return _Layout(("tool", "lockgen"), "[tool.lockgen.pins]")
+        return _Layout((), "[pins]")
+
+
+def _find_sites(doc: Any, layout: _Layout, file: str) -> list[Site]:
+    """Every pin in the top-level pins table and in the rules' pins tables."""
+    table: Any = doc
+    for key in layout.prefix:
+        table = table.get(key) if isinstance(table, Mapping) else None
+    if not isinstance(table, Mapping):
+        raise ConfigError(file, [f"{'.'.join(layout.prefix)}: missing; add a [{'.'.join(layout.prefix)}] table"])
+    problems: list[str] = []
+    sites = _table_sites(table, (*layout.prefix, "pins"), None, problems)
+    rules = table.get("rules", [])
+    if isinstance(rules, Sequence) and not isinstance(rules, str):
+        for i, rule in enumerate(rules):
+            if isinstance(rule, Mapping):
+                sites += _table_sites(rule, (*layout.prefix, "rules", i, "pins"), i, problems)
+    if problems:
+        raise ConfigError(file, problems)
+    return sites
+
+
+def _table_sites(parent: Mapping[str, Any], where: Where, rule: int | None, problems: list[str]) -> list[Site]:
+    if "pins" not in parent:
+        return []
+    pins = parent["pins"]
+    if not isinstance(pins, Mapping):
+        problems.append(f'{_key_path(where)}: must be a table of package = "version"')
+        return []
+    sites: list[Site] = []
+    seen: dict[NormalizedName, str] = {}
+    for key, value in pins.items():
+        name = canonicalize_name(key)
+        path = _key_path((*where, key))
+        if name in seen:
+            problems.append(f"{path}: {name} is already pinned in this table as {seen[name]}; keep one")
+            continue
+        seen[name] = key
+        if not isinstance(value, str):
+            problems.append(f"{path}: must be a version string")
+            continue
+        sites.append(Site(name=name, where=(*where, key), key_path=path, rule=rule, value=str(value)))
+    return sites
+
+
+def _pin_version(site: Site, problems: list[str]) -> Version | None:
+    """The pin's version, or None (with a problem) when it is not written as a bare version."""
+    try:
+        return Version(site.value)
+    except InvalidVersion:
+        pass
+    try:
+        SpecifierSet(site.value)
+    except InvalidSpecifier:
+        problems.append(f"{site.key_path}: {site.value!r} is not a valid version (PEP 440)")
+    else:
+        problems.append(
+            f"{site.key_path}: {site.value!r} is a version specifier; lockgen bump only moves pins written "
+            "as a bare version (\"2.13.0\") for now: edit it by hand"
+        )
+    return None
+
+
+def _replace(doc: Any, where: Where, version: str) -> tuple[str, str]:
+    """Replace the string at ``where`` by ``version`` in the same string style (tomlkit keeps the
+    key as written and the value's trivia: spacing, comment, line ending). Returns the old and
+    the new value as TOML (``"2.13.0"``, ``"2.14.0"``)."""
+    container: Any = doc
+    for part in where[:-1]:
+        container = container[part]
+    key = where[-1]
+    old = container[key]
+    assert isinstance(old, String)
+    new = String(old.type, version, version, old.trivia)
+    container[key] = new
+    return old.as_string(), new.as_string()
+
+
+def _check_only_pins_changed(
+    path: Path, old: str, new: str, data: dict[str, Any], edits: Sequence[tuple[Site, Version]], tokens: Collection[str]
+) -> None:
+    """Refuse (rather than write) when the edited text differs from the old one anywhere but in the
+    pin values: the same lines, each equal once the old and new values (``tokens``, as TOML,
+    quotes included) are blanked, and the old ``data`` with the new versions in place. Changes
+    ``data``."""
+    blanked = re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))
+
+    def blank(line: str) -> str:
+        return blanked.sub("\0", line)
+
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    same_shape = len(old_lines) == len(new_lines) and all(
+        a == b or blank(a) == blank(b) for a, b in zip(old_lines, new_lines, strict=True)
+    )
+    for site, version in edits:
+        _set(data, site.where, str(version))
+    try:
+        same_data = _loads(new) == data
+    except ValueError:
+        same_data = False
+    if not same_shape or not same_data:
+        keys = ", ".join(site.key_path for site, _ in edits)
+        message = f"{keys}: cannot be moved without changing other parts of the file; edit the pins by hand"
+        raise ConfigError(path.name, [message])
+
+
+def _loads(text: str) -> dict[str, Any]:
+    text = text.removeprefix("\ufeff")
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib.loads(text)
+    return tomlkit.parse(text).unwrap()  # pragma: no cover - Python 3.10
+
+
+def _set(data: Any, where: Where, value: str) -> None:
+    for part in where[:-1]:
+        data = data[part]
+    assert isinstance(data, MutableMapping)
+    data[where[-1]] = value
+
+
+def _key_path(where: Where) -> str:
+    """``("tool", "lockgen", "rules", 7, "pins", "zope.interface")`` ->
+    ``tool.lockgen.rules[7].pins."zope.interface"`` (TOML quoting where a key needs it)."""
+    text = ""
+    for part in where:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            key = part if _BARE_KEY.match(part) else json.dumps(part)
+            text += f".{key}" if text else key
+    return text
+
+
+def _lines(head: str, problems: Sequence[str]) -> str:
+    if len(problems) == 1:
+        return f"{head}: {problems[0]}"
+    return "\n".join([f"{head}:", *(f"  - {p}" for p in problems)])
+
+
+def _write_atomic(path: Path, text: str) -> bool:
+    """Replace ``path`` (through a symlink: its target) with ``text`` via a temporary file in
+    the same folder and :func:`os.replace`, keeping the file's permission bits. The bytes are
+    written as they are (no newline translation: a CRLF file stays CRLF)."""
+    target = path.resolve()
+    data = text.encode("utf-8")
+    if target.read_bytes() == data:
+        return False
+    mode = target.stat().st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
