@@ -39,3 +39,30 @@ class CellFailed(LockgenError):
     """A cell could not be resolved or written; other cells are unaffected. Exit code 1."""
 
     exit_code = 1
+
+
+class LockFormatError(LockgenError):
+    """A file in the locks folder is not a lock lockgen can read (hand-edited beyond repair, or
+    another tool's file); the message names the file and line. Exit code 1: re-lock the cell."""
+
+    exit_code = 1
+
+
+class Interrupted(LockgenError):
+    """Ctrl-C or SIGTERM stopped the run: running uv processes were ended, queued cells were not
+    started, nothing interrupted was recorded. Exit code 130."""
+
+    exit_code = 130
+
+
+class WriteError(LockgenError):
+    """A file lockgen must write could not be written (read-only folder, disk full); the message
+    names it. Exit code 1: the cells whose files could not be written failed."""
+
+    exit_code = 1
+
+
+def write_error(path: object, exc: OSError) -> WriteError:
+    """The user error for an ``OSError`` while writing ``path``."""
+    why = exc.strerror or str(exc)
+    return WriteError(f"{path}: cannot write it ({why}); check the folder's permissions and free space")

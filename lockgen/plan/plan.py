@@ -89,16 +89,15 @@ class Plan:
         return f"{self.work}/{ROLES[role]}"
 
     @functools.cached_property
-    def input_hash(self) -> str:
-        """``sha256:<hex>`` of the canonical JSON of everything the lock depends on."""
-        data = {
+    def input_data(self) -> dict[str, object]:
+        """Everything the lock depends on, by part (see :data:`PART_NAMES`)."""
+        data: dict[str, object] = {
             "format": LOCK_FORMAT,
             "uv": self.uv_version,
             "target": self.target.to_dict(),
             "index_url": self.index_url,
             "find_links": list(self.find_links),
             "exclude_newer": self.exclude_newer,
-            "inputs": {role: {"template": t, "text": text} for role, (t, text) in sorted(self.rendered.files.items())},
             "sources": [s.to_dict() for s in self.sources],
             "pinned": dict(self.pinned),
             "optional": list(self.optional),
@@ -106,8 +105,34 @@ class Plan:
             "allow_build": sorted(self.allow_build),
             "local_files": dict(self.local_files),
         }
-        blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
-        return "sha256:" + hashlib.sha256(blob).hexdigest()
+        for role, (template, text) in sorted(self.rendered.files.items()):
+            data[role] = {"template": template, "text": text}
+        return data
+
+    @functools.cached_property
+    def input_parts(self) -> dict[str, str]:
+        """``{part: short digest}`` of :attr:`input_data` (the main lock's ``input-parts``
+        header), so ``check`` can say which input changed."""
+        return {part: _digest(value)[:12] for part, value in sorted(self.input_data.items())}
+
+    @functools.cached_property
+    def input_hash(self) -> str:
+        """``sha256:<hex>`` of the canonical JSON of everything the lock depends on."""
+        return "sha256:" + _digest(self.input_data)
+
+
+#: What each input part is, for ``check``'s "stale because …" (issue 6).
+PART_NAMES = {
+    "format": "lockgen's lock format", "uv": "the uv version", "target": "the target (os, arch, python, manylinux, macos)",
+    "index_url": "index-url", "find_links": "find-links", "exclude_newer": "exclude-newer", "sources": "sources",
+    "pinned": "pins that cannot move (pins, pinned)", "optional": "optional", "no_deps": "no-deps",
+    "allow_build": "allow-build", "local_files": "the files of a local wheel folder",
+}  # fmt: skip
+
+
+def _digest(value: object) -> str:
+    blob = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()
 
 
 def pinned_versions(cell: Cell, sources: tuple[CellSource, ...]) -> dict[str, str]:

@@ -1,103 +1,126 @@
-"""Install layers after the main lock: one per optional package, then the no-deps layer.
+"""Install layers after the main lock: one per optional package, then no-deps, then unhashed.
 
 The seed installs optional accelerators one by one after everything else and only warns when
 one cannot be had; it installs no-deps packages last, without their dependencies. lockgen
-resolves each optional package as its own layer, with every version of the main lock as a
-constraint (so a layer can add packages but never move one), and writes it to
-``locks/<cell>/optional-<package>.txt``; an optional package that cannot be had for the cell (no
-fitting wheel, an unreachable source, no resolution) is recorded as unavailable with the reason,
-and the cell still succeeds. The no-deps layer (``locks/<cell>/no-deps.txt``) is resolved with
-``--no-deps``; failing it fails the cell. The main lock's header lists the layers in install order.
+resolves each optional package as its own layer and the no-deps layer with every version of the
+main lock as a constraint, so a layer adds packages and never moves one (CASES C22): a no-deps
+entry that needs another version than main fails the cell, naming both. An optional package that
+cannot be had for the cell (no fitting wheel, an unreachable source, no resolution) is recorded
+as unavailable with the reason, and the cell still succeeds; an interrupted or crashed uv is not
+a reason (the cell fails, or the run stops). Editable, local-path and VCS requirements of the
+main resolution go to the ``unhashed`` layer: they have no hash pip ``--require-hashes`` could
+check, so they are installed after main, without hashes and without dependencies (which main has).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from lockgen.resolve import fetch
-from lockgen.resolve import uv
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
 from lockgen.errors import CellFailed
-from lockgen.locks.lock import UNREACHABLE, is_lock, lock_text, locked_versions, set_hashes
-from lockgen.plan.plan import Plan
+from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
+from lockgen.resolve import fetch, uv, uvout, verify
+from lockgen.resolve.cellrun import CellRun, Resolved, describe, read_pylock
 
-OPTIONAL, NO_DEPS = "optional", "no-deps"
+__all__ = ["Built", "layer_folder", "resolve"]
 
 
 @dataclass
 class Built:
-    """Layers of one cell: files to write (path -> text), in install order, and what was left out."""
+    """The layers of one cell, in install order, and what was left out."""
 
-    layers: list[tuple[str, str, str]] = field(default_factory=list)  # (name, path, flag)
-    unavailable: list[tuple[str, str]] = field(default_factory=list)  # (requirement, reason)
+    locks: list[Lock] = field(default_factory=list)
+    unavailable: list[Unavailable] = field(default_factory=list)
+    replaces: list[Replacement] = field(default_factory=list)
     skipped_urls: list[str] = field(default_factory=list)  # notes on wheel URLs that did not fit
     dateless: set[str] = field(default_factory=set)  # sources that served layer artifacts without upload times
-    files: dict[str, str] = field(default_factory=dict)
 
-    def header_lines(self) -> Iterator[str]:
-        for name, path, flag in self.layers:
-            yield f"layer: {name} {path} {flag}"
-        for requirement, reason in self.unavailable:
-            yield f"unavailable: {requirement}: {' '.join(reason.split())}"  # one header line
-        for note in self.skipped_urls:
-            yield f"skipped-url: {note}"
+    def refs(self) -> tuple[LayerRef, ...]:
+        """The main lock's ``layer`` fields: each layer file's path and the sha256 of its text."""
+        return tuple(
+            LayerRef(kind=lock.header.kind, name=_name(lock), sha256=text_sha256(lock.render()), path=lock.header.path)
+            for lock in self.locks
+        )
 
 
-def layer_folder(plan: Plan) -> str:
-    """``locks/<cell>``: where the cell's layer locks live."""
-    return plan.lock.removesuffix(".txt")
+def _name(lock: Lock) -> str:
+    return lock.header.path.rsplit("/", 1)[-1].removesuffix(".txt")
 
 
-def resolve(ctx, pins: str) -> Built:
-    """Resolve every layer of ``ctx.plan``; ``pins`` is a constraints file of every version of
-    the main lock, so an optional layer cannot move one."""
-    plan = ctx.plan
-    built = Built()
-    for entry in plan.optional:
-        try:
-            name, line, notes = _requirement(ctx, entry)
-            built.skipped_urls += notes
-        except _Unavailable as exc:
-            built.unavailable.append((entry, str(exc)))
-            continue
-        body = _compile(ctx, f"optional-{name}", line, (pins,), plan.layer_find_links(name), built=built)
-        if isinstance(body, _Unavailable):
-            built.unavailable.append((entry, str(body)))
-            continue
-        _add(built, plan, f"optional-{name}", OPTIONAL, body)
-    if plan.no_deps:
-        body = _compile(ctx, NO_DEPS, "".join(f"{line}\n" for line in plan.no_deps), (), plan.find_links, no_deps=True, built=built)
-        if isinstance(body, _Unavailable):
-            raise CellFailed(f"cell {plan.cell.name}: the no-deps layer cannot be resolved: {body}")
-        _add(built, plan, NO_DEPS, NO_DEPS, body)
-    return built
-
-
-def _add(built: Built, plan: Plan, name: str, flag: str, body: str) -> None:
-    path = f"{layer_folder(plan)}/{name}.txt"
-    install = "--no-deps " if flag == NO_DEPS else ""
-    extra = [
-        f"# layer-of: {plan.lock}",
-        f"# install after {plan.lock}: pip install {install}--require-hashes -r {path}",
-    ]
-    built.layers.append((name, path, flag))
-    built.files[path] = lock_text(plan, body, extra)
+def layer_folder(lock: str) -> str:
+    """``locks/<cell>``: where the layer files of the main lock ``locks/<cell>.txt`` live."""
+    return lock.removesuffix(".txt")
 
 
 class _Unavailable(Exception):
     pass
 
 
-def _requirement(ctx, entry: str) -> tuple[str, str, list[str]]:
+def resolve(run: CellRun, main: Resolved) -> Built:
+    """Resolve every layer of ``run.plan`` against the main resolution ``main`` (its versions are
+    written to ``<work>/main-pins.txt`` by :func:`~lockgen.resolve.resolve.describe`)."""
+    plan = run.plan
+    pins = f"{plan.work}/main-pins.txt"
+    built = Built()
+    for entry in plan.optional:
+        try:
+            name, line, notes = _requirement(run, entry)
+            built.skipped_urls += notes
+            lock = _layer(run, built, LayerKind.OPTIONAL, f"optional-{name}", line, pins, plan.layer_find_links(name))
+        except _Unavailable as exc:
+            built.unavailable.append(Unavailable(requirement=entry, reason=str(exc)))
+            continue
+        built.locks.append(lock)
+    if plan.no_deps:
+        text = "".join(f"{line}\n" for line in plan.no_deps)
+        try:
+            built.locks.append(_layer(run, built, LayerKind.NO_DEPS, "no-deps", text, pins, plan.find_links, no_deps=True))
+        except _Unavailable as exc:
+            raise CellFailed(
+                f"cell {plan.cell.name}: the no-deps layer cannot be resolved against the main lock's versions: {exc}"
+            ) from None
+    unhashed = [e for e in main.entries if e.editable or (e.url is not None and not e.hashes)]
+    if unhashed:
+        path = f"{layer_folder(plan.lock)}/unhashed.txt"
+        header = run.header(LayerKind.UNHASHED, path, layer_of=plan.lock, find_links=plan.main_find_links)
+        built.locks.append(Lock(header=header, entries=tuple(unhashed)))
+    return built
+
+
+def _layer(run: CellRun, built: Built, kind: LayerKind, name: str, requirements: str, pins: str, links, no_deps=False) -> Lock:
+    """One layer's lock. Raises :class:`_Unavailable` with uv's reason when it cannot be had."""
+    plan = run.plan
+    source = f"{plan.work}/layer-{name}.in"
+    output = f"{plan.work}/layer-{name}/pylock.toml"
+    run.write(source, requirements)
+    (run.root / output).unlink(missing_ok=True)
+    inputs = uv.Inputs(source, (pins,), find_links=links)
+    result = run.compile(output, inputs=inputs, no_deps=no_deps)
+    if result.returncode != 0:
+        if result.returncode < 0:  # killed by a signal: not a reason to drop the layer for good
+            raise CellFailed(f"cell {plan.cell.name}: uv was killed while resolving layer {name}")
+        why = run.mirrors.canonical(uvout.reason(result.stderr))
+        raise _Unavailable(f"{UNREACHABLE} {why}" if uvout.unreachable_hosts(result.stderr) else why)
+    pylock = read_pylock(run, output)
+    found = verify.artifact_problems(plan, pylock)
+    if found:
+        raise CellFailed(f"cell {plan.cell.name}: layer {name}: " + "; ".join(found))
+    if plan.exclude_newer:
+        built.dateless.update(verify.without_upload_time(plan, pylock))
+    resolved = describe(run, inputs, pylock, f"layer-{name}", no_deps)
+    path = f"{layer_folder(plan.lock)}/{name}.txt"
+    header = run.header(kind, path, layer_of=plan.lock, find_links=tuple(links))
+    return Lock(header=header, entries=resolved.entries)
+
+
+def _requirement(run: CellRun, entry: str) -> tuple[str, str, list[str]]:
     """``(canonical name, requirements line, notes on skipped URLs)`` of an optional entry: a
     requirement, a direct wheel URL, or a package a ``urls`` source serves (its URL that fits the
     target, pinned by sha256). Raises :class:`_Unavailable` with the reason when nothing fits or
     is reachable."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name, parse_wheel_filename
-
-    plan = ctx.plan
+    plan = run.plan
     if "://" in entry:
         candidates, name, specifier = [entry], None, None
     else:
@@ -106,10 +129,10 @@ def _requirement(ctx, entry: str) -> tuple[str, str, list[str]]:
         except InvalidRequirement as exc:
             raise CellFailed(f"cell {plan.cell.name}: optional entry {entry!r} is not a requirement: {exc}") from None
         name, specifier = canonicalize_name(req.name), req.specifier
-        source = plan.served_by(name)
-        if source is None or source.kind != "urls":
+        served = plan.served_by(name)
+        if served is None or served.kind != "urls":
             return name, f"{entry}\n", []
-        candidates = list(source.urls)
+        candidates = list(served.urls)
     kept, notes = fetch.fitting(candidates, plan.target, name)
     if specifier is not None:
         kept = [u for u in kept if specifier.contains(parse_wheel_filename(fetch.wheel_name(u))[1], prereleases=True)]
@@ -118,58 +141,8 @@ def _requirement(ctx, entry: str) -> tuple[str, str, list[str]]:
     url = kept[0]
     project = canonicalize_name(parse_wheel_filename(fetch.wheel_name(url))[0])
     try:
-        digest = fetch.sha256_of(ctx.root, url, ctx.mirrors)
+        digest = fetch.sha256_of(run.root, url, run.mirrors)
     except fetch.FetchError as exc:
         prefix = f"{UNREACHABLE} " if exc.transient else "not available: "
-        raise _Unavailable(ctx.mirrors.canonical(prefix + str(exc))) from None
-    return project, f"{project} @ {ctx.mirrors.fetch_url(url)} --hash=sha256:{digest}\n", notes
-
-
-def _compile(ctx, name: str, requirements: str, constraints: tuple[str, ...], find_links=None, no_deps: bool = False, built: Built | None = None):
-    """Resolve one layer; its body (canonical URLs) or an :class:`_Unavailable` reason. Records
-    in ``built`` the sources that served its artifacts without upload times."""
-    from lockgen.locks.lock import atomic_write
-
-    plan = ctx.plan
-    source = f"{plan.work}/layer-{name}.in"
-    output = f"{plan.work}/layer-{name}.txt"
-    atomic_write(ctx.root / source, requirements)
-    (ctx.root / output).unlink(missing_ok=True)
-    inputs = uv.Inputs(source, constraints, find_links=find_links)
-    result = ctx.run(output, inputs=inputs, no_deps=no_deps)
-    if result.returncode != 0:
-        reason = ctx.mirrors.canonical(_reason(result.stderr))
-        network = any(w in result.stderr for w in ("Failed to fetch", "Failed to read", "Connection", "timed out", "dns error"))
-        return _Unavailable(f"{UNREACHABLE} {reason}" if network else reason)
-    body = ctx.read(output)
-    from lockgen.resolve.resolve import pylock  # noqa: cycle, fixed later
-
-    described, _ = pylock(ctx, inputs, locked_versions(body), f"layer-{name}", no_deps)
-    body, unhashed = set_hashes(body, described)
-    if built is not None and plan.exclude_newer:
-        from lockgen.resolve.verify import without_upload_time
-
-        built.dateless.update(without_upload_time(plan, described, ctx.mirrors))
-    if unhashed:
-        raise CellFailed(f"cell {plan.cell.name}: layer {name}: no sha256 for {', '.join(unhashed)}")
-    return body
-
-
-def _reason(stderr: str) -> str:
-    """The gist of uv's error on one line: its last explanatory line."""
-    lines = [line.strip(" ╰─▶×│") for line in uv.explain(stderr).splitlines()]
-    lines = [line.removeprefix("error: ").removeprefix("cause: ") for line in lines if line and not line.startswith("hint")]
-    if not lines:
-        return "uv failed without a message"
-    return lines[0] if len(lines) == 1 else f"{lines[0]}: {lines[-1]}"
-
-
-def remove_stale(root: Path, plan: Plan, built: Built) -> None:
-    """Delete layer files of this cell that the current config no longer produces."""
-    folder = root / layer_folder(plan)
-    if not folder.is_dir():
-        return
-    keep = {root / path for path in built.files}
-    for path in folder.glob("*.txt"):
-        if path not in keep and is_lock(path):
-            path.unlink()
+        raise _Unavailable(run.mirrors.canonical(prefix + str(exc))) from None
+    return project, f"{project} @ {run.mirrors.fetch_url(url)} --hash=sha256:{digest}\n", notes

@@ -1,10 +1,12 @@
-"""Stage 6: run ``uv pip compile`` for a plan. The only place lockgen starts a process.
+"""Stage 6: run ``uv pip compile`` for a plan. The only place lockgen starts uv.
 
-:func:`compile_argv` and :func:`compile_env` are pure (unit-tested); :func:`run` executes with
-``shell=False``, an explicit environment and working directory, and logs the joined command.
+:func:`compile_argv` and :func:`compile_env` are pure (unit-tested); a :class:`Runner` executes
+with ``shell=False``, an explicit environment and working directory, logs the joined command,
+and can stop every process it started (Ctrl-C, SIGTERM). Tests can hand the resolver another
+runner that replays recorded outputs (the seam of :class:`RunnerLike`).
 
-uv is the binary of the pinned ``uv`` PyPI package (``uv.find_uv_bin()``), never whatever is on
-PATH, and its version is read from that package's metadata, so a no-op run starts no process.
+uv is the binary of the pinned ``uv`` PyPI package, never whatever is on PATH, and its version is
+read from that package's metadata, so a no-op run starts no process.
 """
 
 from __future__ import annotations
@@ -12,12 +14,19 @@ from __future__ import annotations
 import functools
 import logging
 import shlex
+import subprocess
 import sys
+import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
 
+from lockgen.errors import Interrupted
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
+
+__all__ = ["Format", "Inputs", "Options", "Result", "Runner", "RunnerLike", "compile_argv", "compile_env", "uv_version"]
 
 log = logging.getLogger("lockgen.uv")
 
@@ -31,8 +40,7 @@ _KEEP_UV_VARS = {
 
 @functools.cache
 def uv_binary() -> str:
-    """Path of the uv binary shipped by the pinned ``uv`` package (looked up once: uv's finder
-    is not thread-safe)."""
+    """Path of the uv binary shipped by the pinned ``uv`` package (looked up once)."""
     from uv import find_uv_bin
 
     return find_uv_bin()
@@ -45,12 +53,22 @@ def uv_version() -> str:
     return metadata.version("uv")
 
 
+class Format(str, Enum):
+    """What ``uv pip compile`` writes: PEP 751 data (the resolution) or a requirements file
+    (lockgen reads its extras and ``# via`` annotations)."""
+
+    PYLOCK = "pylock.toml"
+    REQUIREMENTS = "requirements.txt"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Options:
-    """Resolution options from the command line that are not part of the input hash."""
+    """Resolution options that are not part of the input hash: upgrades (passed to uv) and
+    ``refresh`` (revalidate every cached page: ``--force``/``--upgrade``)."""
 
     upgrade: bool = False
     upgrade_packages: tuple[str, ...] = ()
+    refresh: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,17 +100,18 @@ def compile_argv(
     offline: bool = False,
     mirrors: Mirrors = Mirrors(),
     inputs: Inputs | None = None,
-    pylock: bool = False,
+    fmt: Format = Format.PYLOCK,
     no_deps: bool = False,
 ) -> list[str]:
-    """The ``uv pip compile`` arguments (after the binary) for ``plan``, writing to ``output``.
+    """The ``uv pip compile`` arguments (after the binary) for ``plan``, writing ``fmt`` to
+    ``output``.
 
     Paths are relative to the project root, so uv's ``# via -r …`` annotations stay
     project-relative. ``--python`` is the running interpreter (uv must not download one; the
     target Python comes from ``--python-version``) and ``--no-config`` keeps ``uv.toml`` out.
-    Index and find-links URLs go through ``mirrors``. ``inputs`` defaults to the plan's rendered
-    files (layers pass their own); ``pylock`` writes PEP 751 ``pylock.toml`` instead of
-    requirements format.
+    Index and find-links URLs go through ``mirrors``. Nothing is built from source except what
+    the plan allows (``--only-binary :all:`` with ``--no-binary`` for ``allow-build`` packages), so
+    uv prefers an older version with a wheel to a newer sdist-only one (CASES C26).
     """
     inputs = inputs or main_inputs(plan)
     argv = ["pip", "compile", inputs.requirements]
@@ -102,6 +121,7 @@ def compile_argv(
         argv += ["--override", inputs.overrides]
     argv += [
         "--output-file", output,
+        "--format", fmt.value,
         "--python", python,
         "--python-version", plan.target.python,
         "--python-platform", plan.target.platform,
@@ -115,15 +135,18 @@ def compile_argv(
         # without one under a cutoff: the cutoff applies to what the default index serves.
         for package in sorted({p for source in plan.sources for p in source.packages}):
             argv += ["--exclude-newer-package", f"{package}=false"]
-    if pylock:
-        argv += ["--format", "pylock.toml"]
-    else:
-        argv += ["--generate-hashes", "--emit-index-url", "--emit-find-links"]
-    argv += ["--no-header", "--no-config", "--quiet"]
+    argv += ["--only-binary", ":all:"]
+    for package in sorted(plan.allow_build):
+        argv += ["--no-binary", package]
+    if fmt is Format.REQUIREMENTS:
+        argv.append("--no-strip-extras")
+    argv += ["--no-header", "--no-config"]
     if no_deps:
         argv.append("--no-deps")
     if offline:
         argv.append("--offline")
+    elif options.refresh:
+        argv.append("--refresh")
     if options.upgrade:
         argv.append("--upgrade")
     for name in options.upgrade_packages:
@@ -147,24 +170,58 @@ def compile_env(base: Mapping[str, str], plan: Plan) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Result:
+    """What a uv process did: its exit code and standard error (warnings included)."""
+
     returncode: int
     stderr: str
 
 
-def run(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Result:
-    """Run uv with ``argv`` in ``cwd``; returns its exit code and standard error."""
-    import subprocess
+class RunnerLike(Protocol):
+    """Runs one uv command; the seam through which tests replay recorded uv outputs."""
 
-    binary = uv_binary()
-    log.debug("run in %s: %s", cwd, shlex.join([binary, *argv]))
-    proc = subprocess.run(
-        [binary, *argv], env=dict(env), cwd=cwd, shell=False, capture_output=True, text=True, stdin=subprocess.DEVNULL
-    )
-    log.debug("exit %s: %s", proc.returncode, argv[2])
-    return Result(proc.returncode, proc.stderr)
+    def run(self, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Result: ...
 
 
-def explain(stderr: str) -> str:
-    """uv's error text, trimmed of blank lines, for showing under a failed cell."""
-    return "\n".join(line.rstrip() for line in stderr.strip().splitlines() if line.strip())
+@dataclass
+class Runner:
+    """Runs uv and keeps track of the running processes, so :meth:`stop` can end them all
+    (Ctrl-C, SIGTERM): a stopped runner starts nothing more and raises :class:`Interrupted`."""
 
+    _procs: set[subprocess.Popen[str]] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    stopped: threading.Event = field(default_factory=threading.Event)
+
+    def run(self, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Result:
+        binary = uv_binary()
+        log.debug("run in %s: %s", cwd, shlex.join([binary, *argv]))
+        with self._lock:
+            if self.stopped.is_set():
+                raise Interrupted("interrupted before uv started")
+            proc = subprocess.Popen(
+                [binary, *argv], env=dict(env), cwd=cwd, shell=False, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+            )  # fmt: skip
+            self._procs.add(proc)
+        try:
+            _, stderr = proc.communicate()
+        finally:
+            with self._lock:
+                self._procs.discard(proc)
+        log.debug("exit %s: %s", proc.returncode, argv[2] if len(argv) > 2 else argv)
+        if self.stopped.is_set():
+            raise Interrupted("interrupted while uv ran")
+        return Result(proc.returncode, stderr)
+
+    def stop(self, grace: float = 0.5) -> None:
+        """Start nothing more; terminate running uv processes, killing those still alive after
+        ``grace`` seconds."""
+        self.stopped.set()
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()

@@ -1,8 +1,8 @@
 """Stage 7: check a resolution before it becomes a lock.
 
-The input is uv's own description of the resolution as a PEP 751 ``pylock.toml`` (written by
-:mod:`lockgen.resolve` right after the requirements-format lock, offline, with the same pins):
-per package its version and every artifact with URL, hashes and upload time. Checks, each a
+The input is uv's resolution of the cell as PEP 751 data (:class:`packaging.pylock.Pylock`, with
+canonical URLs and only the artifacts the target may install): per package its version and every
+artifact with URL, hashes and upload time. Checks, each a
 reason to fail the cell (CASES in ``../shared/cases``):
 
 * the pins that cannot move are locked exactly, local version label included (the seed's rule);
@@ -14,69 +14,62 @@ reason to fail the cell (CASES in ``../shared/cases``):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.pylock import Package, Pylock
+from packaging.tags import Tag
 from packaging.version import Version
 
-from lockgen.plan.mirror import Mirrors
+from lockgen.locks.pylockfile import artifacts, file_name, wheel_tags
 from lockgen.plan.plan import Plan
+from lockgen.plan.sources import CellSource
 
 
-def artifacts(package: dict) -> Iterator[tuple[str, dict]]:
-    """``(kind, artifact)`` for the sdist and each wheel of a pylock package."""
-    if package.get("sdist"):
-        yield "sdist", package["sdist"]
-    for wheel in package.get("wheels", []):
-        yield "wheel", wheel
-    if package.get("archive"):
-        yield "archive", package["archive"]
+def location(artifact) -> str:
+    """Canonical URL (or lock-relative path) of an artifact."""
+    return str(artifact.url or artifact.path or "")
 
 
-def location(artifact: dict, mirrors: Mirrors) -> str:
-    """Canonical URL (or project path) of an artifact."""
-    return mirrors.canonical(artifact.get("url") or artifact.get("path") or "")
+def problems(plan: Plan, pylock: Pylock) -> list[str]:
+    """Every reason the resolution in ``pylock`` (canonical URLs, target-only artifacts) must not
+    become ``plan``'s main lock (empty: fine): :func:`pin_problems` and :func:`artifact_problems`."""
+    return pin_problems(plan, pylock) + artifact_problems(plan, pylock)
 
 
-def filename(artifact: dict, mirrors: Mirrors) -> str:
-    from lockgen.resolve.fetch import wheel_name
-
-    return artifact.get("name") or wheel_name(location(artifact, mirrors))
-
-
-def _source_prefix(url: str) -> str:
-    """What artifacts served under a source's URL start with (``…/whl/cu130/``)."""
-    return url.rstrip("/") + "/"
-
-
-def problems(plan: Plan, pylock: dict, mirrors: Mirrors = Mirrors()) -> list[str]:
-    """Every reason the resolution in ``pylock`` must not become ``plan``'s lock (empty: fine)."""
+def pin_problems(plan: Plan, pylock: Pylock) -> list[str]:
+    """The pins that cannot move must be locked exactly, local version label included."""
     found: list[str] = []
-    packages = {canonicalize_name(p["name"]): p for p in pylock.get("packages", [])}
-    flavor = plan.cell.settings.flavor or plan.cell.backend
-    supported = plan.target.supported_tags()
-
+    packages = {p.name: p for p in pylock.packages}
     for name, expected in sorted(plan.pinned.items()):
         package = packages.get(name)
         if package is None:
             found.append(f"{name}: pinned to {expected}, but the resolution has no {name}")
-        elif Version(package["version"]) != Version(expected) or Version(package["version"]).local != Version(expected).local:
-            found.append(f"{name}: pinned to {expected}, but {package['version']} was locked")
+        elif package.version is None or str(package.version) != str(Version(expected)):
+            found.append(f"{name}: pinned to {expected}, but {package.version} was locked")
+    return found
 
+
+def artifact_problems(plan: Plan, pylock: Pylock) -> list[str]:
+    """Labels and sources (C02, C03), hashes (C04) and wheels for the target (C01) of every
+    package of a resolution (main or layer)."""
+    found: list[str] = []
+    flavor = plan.cell.settings.flavor or plan.cell.backend
+    supported = plan.target.supported_tags()
     other_prefixes = {
         _source_prefix(url): source.name for source in plan.sources for url in source.urls if "://" in url
     }
-    for name, package in sorted(packages.items()):
-        version = Version(package["version"])
+    for package in sorted(pylock.packages, key=lambda p: p.name):
+        name, version = package.name, package.version
         source = plan.served_by(name)
-        if source is not None and source.kind == "index" and name not in plan.pinned and version.local != flavor:
+        if package.directory is not None or package.vcs is not None:
+            continue  # an editable/local project or a VCS checkout: the unhashed layer
+        if source is not None and source.kind == "index" and name not in plan.pinned and (version is None or version.local != flavor):
             found.append(
                 f"{name} {version}: source {source.name!r} serves it for this cell, so its version must carry "
                 f"+{flavor}; a bare version means a build from the default index (a CPU build in a GPU cell)"
             )
         for kind, artifact in artifacts(package):
-            where = location(artifact, mirrors)
+            where = location(artifact)
             if source is not None and not _from(source, where):
                 found.append(
                     f"{name} {version}: source {source.name!r} serves it for this cell, but it came from {where}; "
@@ -89,9 +82,9 @@ def problems(plan: Plan, pylock: dict, mirrors: Mirrors = Mirrors()) -> list[str
                         f"{name} {version}: came from source {hit!r} ({where}), which may serve only "
                         f"{_packages(plan, hit)}; it must come from the default index"
                     )
-            if not (artifact.get("hashes") or {}).get("sha256"):
+            if not artifact.hashes.get("sha256"):
                 found.append(f"{name} {version}: {kind} {where} has no sha256 hash; pip --require-hashes would refuse it")
-        if not _has_wheel(package, supported, mirrors) and name not in plan.allow_build:
+        if not _has_wheel(package, supported) and name not in plan.allow_build:
             found.append(
                 f"{name} {version}: no wheel for {plan.target.platform} {plan.target.python_tag}; "
                 f"installing it would build from source (add it to allow-build if that is intended)"
@@ -99,16 +92,22 @@ def problems(plan: Plan, pylock: dict, mirrors: Mirrors = Mirrors()) -> list[str
     return found
 
 
-def _from(source, where: str) -> bool:
+def _source_prefix(url: str) -> str:
+    """What artifacts served under a source's URL start with (``…/whl/cu130/``)."""
+    return url.rstrip("/") + "/"
+
+
+def _from(source: CellSource, where: str) -> bool:
     """Whether an artifact location belongs to ``source``: the same scheme and host as one of
-    its URLs (release assets live beside a find-links page, not under it), or its local folder."""
+    its URLs (release assets live beside a find-links page, not under it), or its local folder
+    (a path relative to the lock, never a URL)."""
     for url in source.urls:
-        if "://" not in url:  # a project folder: uv reports its files as file:// URLs
-            if "://" not in where or where.startswith("file://"):
+        if "://" not in url:  # a project folder: its files are lock-relative paths
+            if "://" not in where:
                 return True
             continue
         parts, there = urlsplit(url), urlsplit(where)
-        if (parts.scheme, parts.netloc) == (there.scheme, there.netloc):
+        if (parts.scheme, parts.hostname, parts.port) == (there.scheme, there.hostname, there.port):
             return True
     return False
 
@@ -117,28 +116,21 @@ def _packages(plan: Plan, source_name: str) -> str:
     return ", ".join(next(s.packages for s in plan.sources if s.name == source_name))
 
 
-def _has_wheel(package: dict, supported: frozenset, mirrors: Mirrors) -> bool:
+def _has_wheel(package: Package, supported: frozenset[Tag]) -> bool:
     """A wheel (listed, or a direct-URL archive that is one) whose tags the target supports."""
-    candidates = list(package.get("wheels", []))
-    if package.get("archive") and filename(package["archive"], mirrors).endswith(".whl"):
-        candidates.append(package["archive"])
-    for wheel in candidates:
-        try:
-            tags = parse_wheel_filename(filename(wheel, mirrors))[3]
-        except InvalidWheelFilename:
-            continue
-        if tags & supported:
-            return True
-    return False
+    candidates = list(package.wheels or ())
+    if package.archive is not None and file_name(package.archive).endswith(".whl"):
+        candidates.append(package.archive)
+    return any(wheel_tags(wheel) & supported for wheel in candidates)
 
 
-def without_upload_time(plan: Plan, pylock: dict, mirrors: Mirrors = Mirrors()) -> list[str]:
+def without_upload_time(plan: Plan, pylock: Pylock) -> list[str]:
     """Names of the sources that served a locked artifact without an upload time (a package
     named for a source came from it; any other from the ``default index``): ``exclude-newer``
     could not apply to them (CASES C07)."""
     names = set()
-    for package in pylock.get("packages", []):
-        if any("upload-time" not in artifact for _, artifact in artifacts(package)):
-            source = plan.served_by(canonicalize_name(package["name"]))
+    for package in pylock.packages:
+        if any(artifact.upload_time is None for _, artifact in artifacts(package)):
+            source = plan.served_by(package.name)
             names.add(source.name if source else "default index")
     return sorted(names)

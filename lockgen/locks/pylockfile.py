@@ -1,0 +1,166 @@
+"""PEP 751 ``pylock.toml``: read uv's, keep what a cell's installer may pick, write lockgen's.
+
+uv writes the resolution of a cell as ``pylock.toml`` (``uv pip compile --format pylock.toml``),
+listing per package the sdist and the wheels that fit the target. lockgen reads it as a
+:class:`packaging.pylock.Pylock` (validated by packaging), turns mirror URLs back into canonical
+ones and local files into paths relative to the lock, keeps only the artifacts an installer on
+the cell's target may pick (:func:`target_only`), and writes it byte-stably with :func:`dumps`
+to ``locks/<cell>/pylock.toml`` (uv accepts only ``pylock.toml``/``pylock.<name>.toml``, so a
+dotted cell name needs a folder).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import tomlkit
+from packaging.pylock import Package, PackageWheel, Pylock, PylockValidationError
+from packaging.utils import InvalidWheelFilename, NormalizedName, parse_wheel_filename
+from packaging.tags import Tag
+
+from lockgen.errors import LockFormatError
+
+__all__ = ["artifacts", "dumps", "file_name", "loads", "sha256s", "target_only"]
+
+PYLOCK_NAME = "pylock.toml"
+
+
+def loads(text: str, where: str, rewrite: Callable[[str], str] = lambda url: url) -> Pylock:
+    """Parse pylock ``text`` (uv's or lockgen's) with every URL passed through ``rewrite``
+    (mirror -> canonical). Raises :class:`LockFormatError` naming ``where`` when it is not valid
+    PEP 751 (packaging's own validation, with the key path)."""
+    from lockgen.config import parse_toml
+
+    try:
+        data = parse_toml(text)
+        return Pylock.from_dict(_rewrite(data, rewrite))
+    except PylockValidationError as exc:
+        raise LockFormatError(f"{where}: not a valid pylock.toml: {exc}") from None
+    except Exception as exc:  # TOML syntax
+        raise LockFormatError(f"{where}: cannot read it as TOML: {exc}") from None
+
+
+def _rewrite(value: Any, rewrite: Callable[[str], str]) -> Any:
+    if isinstance(value, dict):
+        return {k: rewrite(v) if k == "url" and isinstance(v, str) else _rewrite(v, rewrite) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rewrite(v, rewrite) for v in value]
+    return value
+
+
+def relative_files(pylock: Pylock, root: Path, folder: str) -> Pylock:
+    """``file://`` artifacts under the project ``root`` (a local find-links folder) as ``path``
+    entries relative to ``folder`` (the pylock's own project-relative folder), as PEP 751 wants:
+    nothing machine-specific in a committed lock."""
+
+    def fix(artifact):
+        url = getattr(artifact, "url", None)
+        if not url or not url.startswith("file://"):
+            return artifact
+        local = Path(unquote(urlsplit(url).path))
+        try:
+            rel = local.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return artifact  # outside the project: left as uv wrote it (verify reports it)
+        return dataclasses.replace(artifact, url=None, path=posixpath.relpath(rel, folder), name=artifact.name or local.name)
+
+    return _map_artifacts(pylock, fix)
+
+
+def _map_artifacts(pylock: Pylock, fix: Callable[[Any], Any]) -> Pylock:
+    packages = []
+    for package in pylock.packages:
+        changes: dict[str, Any] = {}
+        for key in ("sdist", "archive"):
+            if getattr(package, key) is not None:
+                changes[key] = fix(getattr(package, key))
+        if package.wheels:
+            changes["wheels"] = [fix(w) for w in package.wheels]
+        packages.append(dataclasses.replace(package, **changes))
+    return dataclasses.replace(pylock, packages=packages)
+
+
+def file_name(artifact: Any) -> str:
+    """The file name of a wheel/sdist/archive entry: its ``name``, else the last part of its URL
+    or path (``%2B`` decoded)."""
+    if getattr(artifact, "name", None):
+        return str(artifact.name)
+    where = artifact.url or artifact.path or ""
+    return unquote(posixpath.basename(urlsplit(where).path))
+
+
+def artifacts(package: Package) -> Iterator[tuple[str, Any]]:
+    """``(kind, artifact)`` for the sdist, each wheel and a direct-URL archive of a package."""
+    if package.sdist is not None:
+        yield "sdist", package.sdist
+    for wheel in package.wheels or ():
+        yield "wheel", wheel
+    if package.archive is not None:
+        yield "archive", package.archive
+
+
+def wheel_tags(wheel: PackageWheel | Any) -> frozenset[Tag]:
+    """The tags of a wheel entry (``packaging.utils.parse_wheel_filename``); empty when its file
+    name is not a wheel's."""
+    try:
+        return parse_wheel_filename(file_name(wheel))[3]
+    except InvalidWheelFilename:
+        return frozenset()
+
+
+def target_only(pylock: Pylock, supported: frozenset[Tag], may_build: Iterable[NormalizedName]) -> Pylock:
+    """Keep per package only what an installer on the target may pick: wheels with a tag in
+    ``supported`` (the target's :meth:`~lockgen.plan.target.Target.supported_tags`), and the
+    sdist only for packages in ``may_build`` (``allow-build``) or that have no fitting wheel (so
+    verify can name them)."""
+    allowed = set(may_build)
+    packages = []
+    for package in pylock.packages:
+        wheels = [w for w in package.wheels or () if wheel_tags(w) & supported]
+        sdist = package.sdist if (package.name in allowed or not wheels) else None
+        packages.append(dataclasses.replace(package, wheels=wheels or None, sdist=sdist))
+    return dataclasses.replace(pylock, packages=packages)
+
+
+def sha256s(package: Package) -> list[str]:
+    """``sha256:<hex>`` of every artifact of a package, sorted (what the requirements lock's
+    ``--hash`` options list)."""
+    return sorted({f"sha256:{a.hashes['sha256']}" for _, a in artifacts(package) if a.hashes.get("sha256")})
+
+
+def by_name(pylock: Pylock) -> dict[NormalizedName, Package]:
+    return {p.name: p for p in pylock.packages}
+
+
+# --------------------------------------------------------------------------- writing
+
+def dumps(pylock: Pylock) -> str:
+    """Stable TOML for ``pylock``: top-level keys, then one ``[[packages]]`` table per package
+    (sorted by name) with inline tables for its artifacts, one wheel per line."""
+    data = pylock.to_dict()
+    packages = sorted(data.pop("packages", []), key=lambda p: (p["name"], str(p.get("version", ""))))
+    lines = [f"{key} = {_value(value)}" for key, value in data.items()]
+    for package in packages:
+        lines += ["", "[[packages]]"]
+        for key, value in package.items():
+            if key == "wheels":
+                lines.append("wheels = [")
+                lines += [f"    {_value(wheel)}," for wheel in value]
+                lines.append("]")
+            else:
+                lines.append(f"{key} = {_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, Mapping):
+        table = tomlkit.inline_table()
+        table.update(value)
+        return table.as_string()
+    return tomlkit.item(value).as_string()
+

@@ -1,0 +1,194 @@
+"""The locks folder on disk: one run at a time, all files of a cell replaced together, no debris.
+
+* :class:`ProjectLock`: ``lockgen all``/``lock``/``bump``/``merge`` hold an exclusive lock on
+  ``.lockgen/run.lock`` for the whole run; a second run refuses (exit 2) or, with ``--wait``,
+  waits. So no two runs interleave their writes (issue 8: two concurrent runs wrote a lock with
+  two headers).
+* :func:`replace_files`: a cell's files (main lock, ``pylock.toml``, layers) are written to
+  temporary files beside their targets, a journal naming them is written, then each is renamed
+  over its target and the journal removed. A run killed between two renames leaves the journal;
+  the next run finishes it (:func:`recover`) before doing anything else. Until then the main lock's
+  ``layer`` digests do not match, so ``check`` reports the cell instead of passing it.
+* :func:`clean_temporaries`: temporary files a killed run left (``.<name>.<random>.tmp``) are
+  removed by the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from lockgen.config import WORK
+from lockgen.errors import LockgenError, write_error
+from lockgen.locks.lock import normalized
+
+__all__ = ["Busy", "ProjectLock", "clean_temporaries", "recover", "replace_files", "write_text"]
+
+log = logging.getLogger("lockgen")
+
+RUN_LOCK = f"{WORK}/run.lock"
+JOURNALS = f"{WORK}/journal"
+_TMP_SUFFIX = ".tmp"
+
+
+class Busy(LockgenError):
+    """Another lockgen run holds the project (exit 2; ``--wait`` waits for it instead)."""
+
+
+@contextmanager
+def ProjectLock(root: Path, wait: bool = False, poll: float = 0.2) -> Iterator[None]:  # noqa: N802 - reads like a class
+    """Hold the project's run lock for the ``with`` block.
+
+    Raises :class:`Busy` naming the holder's pid when another run holds it and ``wait`` is
+    false; with ``wait`` logs once and blocks until it is free. The lock is an OS file lock
+    (``fcntl.flock``; ``msvcrt.locking`` on Windows), so a killed run releases it.
+    """
+    path = root / RUN_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "a+")  # noqa: SIM115 - held for the whole block
+    try:
+        said = False
+        while not _try_lock(fh):
+            if not wait:
+                raise Busy(
+                    f"another lockgen run is working on this project ({_holder(path)}); "
+                    "wait for it to finish, or pass --wait to queue behind it"
+                )
+            if not said:
+                log.warning("waiting for another lockgen run on this project (%s)", _holder(path))
+                said = True
+            time.sleep(poll)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}\n")
+        fh.flush()
+        yield
+    finally:
+        fh.close()  # closing releases the lock
+
+
+def _try_lock(fh) -> bool:
+    try:
+        if os.name == "nt":  # pragma: no cover - Windows
+            import msvcrt
+
+            fh.seek(0)
+            msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def _holder(path: Path) -> str:
+    try:
+        return path.read_text().strip() or "pid unknown"
+    except OSError:
+        return "pid unknown"
+
+
+def write_text(path: Path, text: str) -> bool:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file and ``os.replace``; False (and
+    nothing written) when the file already holds the same text, whatever its line endings (a
+    CRLF checkout, C17). Raises a user error naming the file when it cannot be written."""
+    if _same(path, text):
+        return False
+    try:
+        tmp = _temporary(path, text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    return True
+
+
+def _same(path: Path, text: str) -> bool:
+    try:
+        return normalized(path.read_bytes().decode("utf-8")) == text
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _temporary(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{_TMP_SUFFIX}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def replace_files(root: Path, name: str, files: Mapping[str, str], remove: Iterable[str] = ()) -> bool:
+    """Replace the project-relative ``files`` (path -> text) and delete ``remove`` as one unit
+    (see the module docstring); ``name`` names the journal (the cell). Returns whether anything
+    changed. Raises a user error naming the file that could not be written; then nothing of the
+    unit has been replaced."""
+    changes = {path: text for path, text in files.items() if not _same(root / path, text)}
+    gone = [path for path in remove if (root / path).exists()]
+    if not changes and not gone:
+        return False
+    staged: list[tuple[str, str]] = []
+    try:
+        for path, text in changes.items():
+            staged.append((str(_temporary(root / path, text).relative_to(root)), path))
+    except OSError as exc:
+        for tmp, _ in staged:
+            (root / tmp).unlink(missing_ok=True)
+        raise write_error(root / path, exc) from None
+    journal = root / JOURNALS / f"{name}.json"
+    write_text(journal, json.dumps({"replace": staged, "remove": gone}, indent=1) + "\n")
+    _apply(root, staged, gone)
+    journal.unlink()
+    return True
+
+
+def _apply(root: Path, staged: list[tuple[str, str]] | list[list[str]], gone: list[str]) -> None:
+    for tmp, path in staged:
+        if (root / tmp).exists():
+            os.replace(root / tmp, root / path)
+    for path in gone:
+        (root / path).unlink(missing_ok=True)
+        folder = (root / path).parent
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def recover(root: Path) -> list[str]:
+    """Finish every journal a killed run left (see :func:`replace_files`); returns their names.
+    Call while holding the :class:`ProjectLock`."""
+    folder = root / JOURNALS
+    done = []
+    for journal in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(journal.read_text(encoding="utf-8"))
+            _apply(root, [tuple(pair) for pair in data["replace"]], list(data["remove"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("could not finish %s left by a killed run (%s); re-lock that cell", journal.name, exc)
+        journal.unlink(missing_ok=True)
+        done.append(journal.stem)
+    return done
+
+
+def clean_temporaries(root: Path, locks: str) -> list[str]:
+    """Delete ``.<name>.<random>.tmp`` files a killed run left in the locks folder (and its cell
+    folders); returns their project-relative paths. Call after :func:`recover`, holding the lock."""
+    folder = root / locks
+    found = []
+    for path in sorted(folder.rglob(f".*{_TMP_SUFFIX}")) if folder.is_dir() else []:
+        path.unlink(missing_ok=True)
+        found.append(path.relative_to(root).as_posix())
+    return found

@@ -1,0 +1,152 @@
+"""What the uv runs of one cell share, and the reading of one resolution.
+
+A :class:`CellRun` builds and runs a cell's uv commands (through a runner, the seam for tests).
+:func:`read_pylock` reads uv's PEP 751 output back as target-only data with canonical URLs;
+:func:`describe` turns a resolution into lock entries: uv renders the same versions, pinned
+exactly and offline, as a requirements file, which adds what PEP 751 data does not carry: the
+extras a package was asked for (pip 23.2 needs them on the locked line, CASES C19) and ``# via``
+annotations; hashes come from the PEP 751 data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from packaging.pylock import Package, Pylock
+
+from lockgen.errors import CellFailed
+from lockgen.locks import pylockfile
+from lockgen.locks.lock import Entry, Header, LayerKind, parse_entries
+from lockgen.plan.mirror import Mirrors
+from lockgen.plan.plan import Plan
+from lockgen.resolve import uv, uvout
+
+__all__ = ["CellRun", "Resolved", "describe", "pylock_path", "read_pylock"]
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """What every uv run of one cell shares. ``config`` is the config file's name (locks say
+    which file generated them)."""
+
+    root: Path
+    plan: Plan
+    options: uv.Options
+    mirrors: Mirrors
+    runner: uv.RunnerLike
+    config: str = "pyproject.toml"
+
+    def compile(self, output: str, **kwargs) -> uv.Result:
+        argv = uv.compile_argv(self.plan, output, self.options, mirrors=self.mirrors, **kwargs)
+        return self.runner.run(argv, uv.compile_env(os.environ, self.plan), str(self.root))
+
+    def read(self, path: str) -> str:
+        return self.mirrors.canonical((self.root / path).read_text(encoding="utf-8"))
+
+    def write(self, path: str, text: str) -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+    def header(self, kind: LayerKind, path: str, **fields) -> Header:
+        """The header of one of this cell's lock files."""
+        plan = self.plan
+        target = plan.target
+        macos = f", macOS >= {target.macos}" if target.macos else ""
+        return Header(
+            cell=plan.cell.name, kind=kind, path=path, config=self.config, uv=plan.uv_version,
+            target=f"{target.platform}, Python {target.python}{macos}, backend {plan.cell.backend}",
+            input_hash=plan.input_hash, exclude_newer=plan.exclude_newer, index_url=plan.index_url, **fields,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """One uv resolution read back: target-only PEP 751 data and the entries of the lock."""
+
+    pylock: Pylock
+    entries: tuple[Entry, ...]
+    warnings: tuple[str, ...] = ()
+
+
+def pylock_path(lock: str) -> str:
+    """``locks/<cell>/pylock.toml`` for the main lock ``locks/<cell>.txt``."""
+    return f"{lock.removesuffix('.txt')}/{pylockfile.PYLOCK_NAME}"
+
+
+def read_pylock(run: CellRun, output: str) -> Pylock:
+    """uv's pylock at ``output``: canonical URLs, local files relative to the cell's committed
+    pylock, only the artifacts the target may install."""
+    plan = run.plan
+    pylock = pylockfile.loads(run.read(output), output)
+    folder = pylock_path(plan.lock).rsplit("/", 1)[0]
+    pylock = pylockfile.relative_files(pylock, run.root, folder)
+    return pylockfile.target_only(pylock, plan.target.supported_tags(), plan.allow_build)
+
+
+
+def seed_preferences(run: CellRun, output: str, prefer: bool) -> None:
+    """Put the committed ``pylock.toml`` where uv writes, so uv reads its versions as
+    preferences (it takes names and versions only). ``prefer=False``: start from nothing."""
+    target = run.root / output
+    target.parent.mkdir(parents=True, exist_ok=True)
+    committed = run.root / pylock_path(run.plan.lock)
+    if prefer and committed.is_file():
+        target.write_bytes(committed.read_bytes())
+    else:
+        target.unlink(missing_ok=True)
+
+
+def describe(run: CellRun, inputs: uv.Inputs, pylock: Pylock, name: str, no_deps: bool = False) -> Resolved:
+    """The entries of ``pylock``'s resolution: uv renders the same versions (pinned exactly,
+    offline) as a requirements file, for the extras asked of each package and its ``# via``;
+    hashes come from ``pylock``. Raises :class:`CellFailed` when uv cannot."""
+    plan = run.plan
+    pins = f"{plan.work}/{name}-pins.txt"
+    run.write(pins, "".join(f"{p.name}=={p.version}\n" for p in pylock.packages if _registry(p)))
+    given = uv.Inputs(inputs.requirements, (*inputs.constraints, pins), inputs.overrides, inputs.find_links)
+    output = f"{plan.work}/{name}.requirements.txt"
+    (run.root / output).unlink(missing_ok=True)
+    result = run.compile(output, offline=True, inputs=given, fmt=uv.Format.REQUIREMENTS, no_deps=no_deps)
+    if result.returncode != 0:
+        result = run.compile(output, inputs=given, fmt=uv.Format.REQUIREMENTS, no_deps=no_deps)
+    if result.returncode != 0:
+        why = run.mirrors.canonical(uvout.explain(result.stderr))
+        raise CellFailed(f"cell {plan.cell.name}: uv could not describe its resolution:\n{why}")
+    entries = parse_entries(run.read(output), output)
+    hashes = {p.name: pylockfile.sha256s(p) for p in pylock.packages}
+    versions = {p.name: p.version for p in pylock.packages}
+    via = _via_names(run, inputs, pins)
+    fixed = []
+    for entry in entries:
+        if entry.name in versions and entry.version is not None and entry.version != versions[entry.name]:
+            raise CellFailed(f"cell {plan.cell.name}: uv described {entry.name} {entry.version}, not {versions[entry.name]}")
+        notes = tuple(dict.fromkeys(via.get(v, v) for v in entry.via if via.get(v, v)))
+        fixed.append(replace(entry, hashes=tuple(hashes.get(entry.name, ())), via=notes))
+    return Resolved(pylock=pylock, entries=tuple(sorted(fixed, key=lambda e: e.name)))
+
+
+def _registry(package: Package) -> bool:
+    """A package from an index or find-links page (not a direct URL, a VCS checkout or a local
+    project), which an exact ``==`` pin can hold."""
+    return package.version is not None and package.archive is None and package.vcs is None and package.directory is None
+
+
+def _via_names(run: CellRun, inputs: uv.Inputs, pins: str) -> Mapping[str, str]:
+    """uv's ``# via`` items that name lockgen's work files, mapped to what a reviewer can open:
+    the committed template that rendered them (issue 6), or nothing (the exact pins)."""
+    plan = run.plan
+    files = plan.rendered.files
+    names: dict[str, str] = {f"-c {pins}": ""}
+    for role, flag in (("requirements", "-r"), ("constraints", "-c"), ("overrides", "--override")):
+        if role in files:
+            names[f"{flag} {plan.input_path(role)}"] = f"{plan.templates}/{files[role][0]}"
+    if inputs.requirements != plan.input_path("requirements"):
+        names[f"-r {inputs.requirements}"] = f"{run.config} ({inputs.requirements.rsplit('/', 1)[-1].removesuffix('.in')})"
+    for constraint in inputs.constraints:
+        if constraint.endswith("-pins.txt"):
+            names[f"-c {constraint}"] = plan.lock
+    return names

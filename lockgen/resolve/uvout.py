@@ -1,0 +1,92 @@
+"""Pure parsers of what uv prints on standard error (text in, data out).
+
+Tested on recorded outputs of the pinned uv (``tests/data/uv/``). uv's wording is not a stable
+interface: every parser here degrades to "not recognised" (an empty result), never to an error,
+and the caller then shows uv's text as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from packaging.utils import InvalidName, NormalizedName, canonicalize_name
+
+__all__ = ["Yank", "explain", "mentioned", "reason", "unreachable_hosts", "warnings", "yanked"]
+
+_YANKED = re.compile(r"^warning: `([^`=\s]+)==([^`\s]+)` is yanked(?: \(reason: \"(.*)\"\))?", re.M)
+_URL = re.compile(r"(?:https?|file)://[^\s`'\")]+")
+_NETWORK = (
+    "tcp connect error", "dns error", "Connection refused", "error sending request", "timed out",
+    "failed to lookup address", "Network is unreachable", "connection reset", "Connection reset",
+)  # fmt: skip
+
+
+def explain(stderr: str) -> str:
+    """uv's error text without blank lines and the ``Resolved N packages`` chatter."""
+    lines = [line.rstrip() for line in stderr.strip().splitlines() if line.strip()]
+    return "\n".join(line for line in lines if not re.match(r"^(Resolved|Prepared|Audited) \d+ package", line))
+
+
+def warnings(stderr: str) -> list[str]:
+    """uv's ``warning: …`` lines (without the prefix), in order."""
+    return [line.removeprefix("warning: ").strip() for line in stderr.splitlines() if line.startswith("warning: ")]
+
+
+@dataclass(frozen=True)
+class Yank:
+    """A locked version uv reported as yanked (PEP 592), with the index's reason."""
+
+    name: NormalizedName
+    version: str
+    reason: str
+
+
+def yanked(stderr: str) -> list[Yank]:
+    """``warning: `pkg==1.1` is yanked (reason: "…")`` lines: versions uv kept although yanked
+    (it keeps a yanked version an existing lock prefers)."""
+    return [Yank(canonicalize_name(m[1]), m[2], m[3] or "") for m in _YANKED.finditer(stderr)]
+
+
+def reason(stderr: str) -> str:
+    """The gist of uv's error on one line: its first line, and the last cause when there are
+    more (``error: Failed to read … : Connection refused (os error 111)``)."""
+    lines = [line.strip(" ╰─▶×│") for line in explain(stderr).splitlines()]
+    lines = [
+        line.removeprefix("error: ").removeprefix("cause: ")
+        for line in lines
+        if line and not line.startswith(("hint", "warning:", "help:"))
+    ]
+    if not lines:
+        return "uv failed without a message"
+    return lines[0] if len(lines) == 1 else f"{lines[0]}: {lines[-1]}"
+
+
+def unreachable_hosts(stderr: str) -> list[str]:
+    """``scheme://host[:port]`` of the URLs uv could not reach (DNS failure, refused or reset
+    connection, timeout); empty when the failure was not a network one."""
+    if not any(marker in stderr for marker in _NETWORK):
+        return []
+    hosts = []
+    for url in _URL.findall(stderr):
+        parts = urlsplit(url)
+        host = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+        if host not in hosts:
+            hosts.append(host)
+    return hosts
+
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def mentioned(stderr: str) -> set[NormalizedName]:
+    """Canonical names of every word in uv's explanation that could be a package name (used to
+    find the requirement that fought a pin, CASES C08)."""
+    names = set()
+    for word in _WORD.findall(explain(stderr)):
+        try:
+            names.add(canonicalize_name(word.strip(".-_"), validate=True))
+        except InvalidName:
+            continue
+    return names
