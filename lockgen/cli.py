@@ -1,50 +1,76 @@
-"""The command line. Each handler turns parsed arguments into one call of the core
-(:mod:`lockgen.pipeline`) and an exit code: 0 ok, 1 a stale/changed/failed cell, 2 usage or
-config error. Errors print as ``error: …``; tracebacks only with ``-v``."""
+"""The command line. Each handler turns parsed arguments into one call of the core and an exit
+code: 0 ok, 1 a stale/changed/failed cell, 2 usage or config error, 130 interrupted. Errors print
+as ``error: …``; tracebacks only with ``-v``. Every option is accepted before or after the
+command."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import signal
 import sys
 import traceback
 from pathlib import Path
 
-from lockgen import __version__, pipeline
-from lockgen.resolve import uv
+from lockgen import __version__
 from lockgen.errors import LockgenError
 
-
-def _project(args) -> pipeline.Project:
-    return pipeline.Project.load(Path.cwd(), args.config)
+__all__ = ["build_parser", "main"]
 
 
-def _reporter(args):
+def _project(args: argparse.Namespace):
+    from lockgen.project import Project
+
+    return Project.load(Path.cwd(), args.config)
+
+
+def _reporter(args: argparse.Namespace):
     from lockgen.progress import LiveReporter, PlainReporter
 
     return LiveReporter() if sys.stderr.isatty() and not args.verbose else PlainReporter()
 
 
-def _lock(args, names) -> int:
-    run_options = pipeline.RunOptions(
+def _run_options(args: argparse.Namespace):
+    from lockgen import pipeline
+    from lockgen.resolve import uv
+
+    return pipeline.RunOptions(
         force=args.force, uv=uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package)),
-        jobs=args.jobs, online=args.online, mirrors=tuple(args.mirror),
+        jobs=args.jobs, online=args.online, mirrors=tuple(args.mirror), wait=args.wait,
+        retry_unavailable=args.retry_unavailable,
     )  # fmt: skip
-    run = pipeline.lock_project(Path.cwd(), args.config, names, args.only, run_options, _reporter(args))
+
+
+def _lock(args: argparse.Namespace, names) -> int:
+    from lockgen import pipeline
+
+    run = pipeline.lock_project(Path.cwd(), args.config, names, args.only, _run_options(args), _reporter(args))
     return run.exit_code
 
 
-def cmd_all(args) -> int:
+def cmd_all(args: argparse.Namespace) -> int:
     return _lock(args, ())
 
 
-def cmd_lock(args) -> int:
+def cmd_lock(args: argparse.Namespace) -> int:
     return _lock(args, args.cells)
 
 
-def cmd_matrix(args) -> int:
-    rows = pipeline.describe(_project(args), args.only)
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from lockgen.plan.matrix import select
+    from lockgen.plan.target import target_for
+
+    project = _project(args)
+    cells = select(project.cells, only=args.only)
+    rows = []
+    for cell in cells:
+        target = target_for(cell)
+        rows.append({
+            "name": cell.name, **cell.axes, "lock": cell.lock_path(project.config), "target": target.platform,
+            "python_tag": target.python_tag, "skip": cell.settings.skip, "alias": cell.settings.alias,
+            "interpreter": cell.settings.interpreter,
+        })  # fmt: skip
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -56,103 +82,135 @@ def cmd_matrix(args) -> int:
     return 0
 
 
-def cmd_check(args) -> int:
-    run = pipeline.check_project(Path.cwd(), args.config, args.cells, args.only)
-    for r in run.results:
-        if r.status != pipeline.UP_TO_DATE:
-            print(f"{r.name}: {r.status}" + (f" ({r.message})" if r.message else ""))
-    if run.manifest_stale:
-        print("manifest: does not match the locks; run `lockgen all`")
-    bad = run.exit_code != 0
-    print("some locks are out of date; run `lockgen all`" if bad else "all locks are up to date")
-    return run.exit_code
+def cmd_check(args: argparse.Namespace) -> int:
+    from lockgen.check import check
+
+    result = check(_project(args), args.cells, args.only)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return result.exit_code
+    for cell in result.cells:
+        if cell.state.bad or cell.reasons and cell.state.value == "up to date":
+            print(f"{cell.name}: {cell.state}" + "".join(f"\n  {r}" for r in cell.reasons))
+    if result.manifest:
+        print(f"manifest: {result.manifest}")
+    print("some locks are out of date; run `lockgen all`" if result.exit_code else "all locks are up to date")
+    return result.exit_code
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    from lockgen.detect import run
+
+    return run(_project(args), args)
+
+
+def cmd_bump(args: argparse.Namespace) -> int:
+    from lockgen.bump import bump
+    from lockgen.config import find_config
+
+    result = bump(find_config(Path.cwd(), args.config), args.pins)
+    for line in result.lines():
+        print(line, file=sys.stderr)
+    if args.no_lock or not result.written:
+        return 0
+    return _lock(args, ())
 
 
 class _Version(argparse.Action):
     """``--version``, looked up only when asked for (reading uv's metadata costs a no-op run)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        print(f"lockgen {__version__} (uv {uv.uv_version()})")
+        from lockgen.resolve.uv import uv_version
+
+        print(f"lockgen {__version__} (uv {uv_version()})")
         parser.exit()
 
 
-def cmd_detect(args) -> int:
-    import os
+def _options(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """The global options (``-C``, ``-v``), on the main parser and again on every command."""
+    default = {"default": argparse.SUPPRESS} if suppress else {}
+    parser.add_argument("-C", "--config", metavar="PATH", help="config file or folder (default: nearest upward)", **default)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logs and tracebacks", **default)
 
-    from lockgen.detect import pretend, probe
 
-    query = Path(args.gpu_query).read_text() if args.gpu_query else None
-    machine = pretend(
-        probe(os.environ), os=args.os, arch=args.arch, interpreter=args.interpreter, gpu=args.gpu, cuda=args.cuda,
-        gpu_query=query,
+def _resolving(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-j", "--jobs", type=int, metavar="N", help="cells resolved at once (default: CPU cores, 2 to 8)")
+    parser.add_argument("--force", action="store_true", help="re-resolve even cells whose inputs did not change")
+    parser.add_argument(
+        "--mirror", action="append", default=[], metavar="CANONICAL=MIRROR",
+        help="fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)",
     )  # fmt: skip
-    python = args.python or f"{sys.version_info.major}.{sys.version_info.minor}"
-    found = pipeline.detect(_project(args), machine, python, args.cpu, python_given=args.python is not None)
-    if args.json:
-        print(json.dumps(found, indent=2, sort_keys=True))
-    else:
-        print(f"{found['cell']}: {found['lock']}\n  {found['reason']}")
-    return 0
+    parser.add_argument("--online", action="store_true", help="resolve every cell online (no reuse of pages fetched in this run)")
+    parser.add_argument("--upgrade", action="store_true", help="let uv pick the newest allowed versions")
+    parser.add_argument("--upgrade-package", action="append", default=[], metavar="NAME", help="upgrade one package")
+    parser.add_argument("--wait", action="store_true", help="wait for another lockgen run on this project instead of refusing")
+    parser.add_argument(
+        "--retry-unavailable", action="store_true", help="re-resolve cells whose optional source was unreachable"
+    )
+
+
+def _only(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--only", action="append", default=[], metavar="KEY=VALUE",
+        help="select cells by axis (os, arch, backend, python) or name; repeat to narrow",
+    )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lockgen", description="Per-target lock files from a build matrix.")
     parser.add_argument("--version", action=_Version, nargs=0, help="show lockgen's and uv's versions")
-    config_help = "config file or folder (default: nearest upward)"
-    parser.add_argument("-C", "--config", metavar="PATH", help=config_help)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logs and tracebacks")
-    base = argparse.ArgumentParser(add_help=False)  # also accepted after the command
-    base.add_argument("-C", "--config", metavar="PATH", default=argparse.SUPPRESS, help=config_help)
-    base.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logs and tracebacks")
-    common = argparse.ArgumentParser(add_help=False, parents=[base])
-    common.add_argument(
-        "--only", action="append", default=[], metavar="KEY=VALUE",
-        help="select cells by axis (os, arch, backend, python) or name; repeat to narrow",
-    )  # fmt: skip
-    resolving = argparse.ArgumentParser(add_help=False)
-    resolving.add_argument("-j", "--jobs", type=int, metavar="N", help="cells resolved at once (default: CPU cores, 2 to 8)")
-    resolving.add_argument("--force", action="store_true", help="re-resolve even cells whose inputs did not change")
-    resolving.add_argument(
-        "--mirror", action="append", default=[], metavar="CANONICAL=MIRROR",
-        help="fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)",
-    )  # fmt: skip
-    resolving.add_argument(
-        "--online", action="store_true", help="resolve every cell online (no reuse of pages fetched in this run)"
-    )
-    resolving.add_argument("--upgrade", action="store_true", help="let uv pick the newest allowed versions")
-    resolving.add_argument("--upgrade-package", action="append", default=[], metavar="NAME", help="upgrade one package")
+    _options(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    p = sub.add_parser("all", parents=[common, resolving], help="lock every stale cell of the matrix")
-    p.set_defaults(func=cmd_all)
-    p = sub.add_parser("lock", parents=[common, resolving], help="lock the named cells")
+
+    def command(name: str, func, help: str, *, resolving: bool = False, only: bool = False) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help)
+        _options(p, suppress=True)
+        if resolving:
+            _resolving(p)
+        if only:
+            _only(p)
+        p.set_defaults(func=func)
+        return p
+
+    command("all", cmd_all, "lock every stale cell of the matrix", resolving=True, only=True)
+    p = command("lock", cmd_lock, "lock the named cells", resolving=True, only=True)
     p.add_argument("cells", nargs="+", metavar="CELL")
-    p.set_defaults(func=cmd_lock)
-    p = sub.add_parser("matrix", parents=[common], help="list the cells of the matrix")
+    p = command("matrix", cmd_matrix, "list the cells of the matrix", only=True)
     p.add_argument("--json", action="store_true", help="print a JSON list of cells")
-    p.set_defaults(func=cmd_matrix)
-    p = sub.add_parser("detect", parents=[base], help="print the cell (and lock) for this machine")
-    p.add_argument("--cpu", action="store_true", help="accept the CPU cell when no GPU is found")
-    p.add_argument("--python", metavar="X.Y", help="target Python (default: this interpreter's)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--os", choices=["linux", "windows", "macos"], help="pretend: operating system")
-    p.add_argument("--arch", choices=["x86_64", "aarch64"], help="pretend: host arch")
-    p.add_argument("--interpreter", choices=["x86_64", "aarch64"], help="pretend: interpreter arch")
-    p.add_argument("--gpu", choices=["nvidia", "amd", "apple", "none"], help="pretend: GPU kind")
-    p.add_argument("--cuda", metavar="X.Y", help="pretend: the NVIDIA driver's CUDA version")
-    p.add_argument("--gpu-query", metavar="FILE", help="pretend: saved nvidia-smi --query-gpu output")
-    p.set_defaults(func=cmd_detect)
-    p = sub.add_parser("check", parents=[common], help="exit 1 if any lock or the manifest is out of date")
+    p = command("check", cmd_check, "exit 1 if any lock or the manifest is out of date", only=True)
     p.add_argument("cells", nargs="*", metavar="CELL")
-    p.set_defaults(func=cmd_check)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p = command("detect", cmd_detect, "print the cell (and lock) for this machine")
+    from lockgen.select import build_parser as select_arguments
+
+    select_arguments(p)
+    p = command("bump", cmd_bump, "edit pins in the config, then re-lock the cells that changed", resolving=True)
+    p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
+    p.add_argument("--no-lock", action="store_true", help="only edit the config")
+    p.set_defaults(only=[])
     return parser
+
+
+def _interrupt(signum, frame):  # SIGTERM behaves like Ctrl-C: stop, clean up, exit 130
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for name, value in (("config", None), ("verbose", False)):
+        if not hasattr(args, name):
+            setattr(args, name, value)
     if getattr(args, "jobs", None) is not None and args.jobs < 1:
         print("error: -j/--jobs must be at least 1", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(relativeCreated)7.0fms %(name)s: %(message)s" if args.verbose else "%(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(relativeCreated)7.0fms %(name)s: %(message)s" if args.verbose else "%(name)s: %(message)s",
+    )
+    try:
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # not the main thread (tests may call main from one)
+        previous = None
     try:
         return args.func(args)
     except LockgenError as exc:
@@ -160,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except OSError as exc:  # a file lockgen must write or read is not usable
+    except OSError as exc:  # a file lockgen must read is not usable
         if args.verbose:
             traceback.print_exc()
         print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
@@ -168,3 +226,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

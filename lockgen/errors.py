@@ -66,3 +66,18 @@ def write_error(path: object, exc: OSError) -> WriteError:
     """The user error for an ``OSError`` while writing ``path``."""
     why = exc.strerror or str(exc)
     return WriteError(f"{path}: cannot write it ({why}); check the folder's permissions and free space")
+
+
+def merge_cells(problems: list[str]) -> str:
+    """One line per distinct problem, naming every cell it occurs in (``… (cells a, b)``)."""
+    import re
+
+    merged: dict[str, list[str]] = {}
+    for problem in problems:
+        match = re.search(r" \(cell ([^)]+)\)", problem)
+        key = problem.replace(match.group(0), "") if match else problem
+        merged.setdefault(key, []).append(match.group(1) if match else "")
+    return "\n".join(
+        f"{text} (cell{'s' if len(cells) > 1 else ''} {', '.join(c for c in cells if c)})" if any(cells) else text
+        for text, cells in merged.items()
+    )

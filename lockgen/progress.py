@@ -8,9 +8,13 @@ import threading
 from collections.abc import Sequence
 from typing import TextIO
 
-from lockgen.pipeline import FAILED, CellResult, RunResult
+from lockgen.pipeline import CellResult, RunResult
+from lockgen.states import CellState
 
-_STYLE = {"failed": "red", "locked": "green", "unchanged": "green", "up to date": "dim", "resolving": "yellow", "skipped": "dim"}
+_STYLE = {
+    CellState.FAILED: "red", CellState.INTERRUPTED: "red", CellState.LOCKED: "green", CellState.UNCHANGED: "green",
+    CellState.UP_TO_DATE: "dim", CellState.RESOLVING: "yellow", CellState.SKIPPED: "dim",
+}  # fmt: skip
 
 
 def _seconds(result: CellResult) -> str:
@@ -30,8 +34,8 @@ class PlainReporter:
     def update(self, result: CellResult) -> None:
         with self.lock:
             extra = f" ({_seconds(result)})" if result.seconds else ""
-            note = f": {result.message}" if result.message and result.status != FAILED else ""
-            print(f"lockgen: {result.name}: {result.status}{extra}{note}", file=self.stream, flush=True)
+            note = f": {result.message}" if result.message and result.state is not CellState.FAILED else ""
+            print(f"lockgen: {result.name}: {result.state}{extra}{note}", file=self.stream, flush=True)
 
     def finish(self, run: RunResult) -> None:
         print_summary(run, self.stream)
@@ -54,16 +58,16 @@ class LiveReporter:
 
         table = Table(box=None, show_header=False)
         for row in self.rows.values():
-            table.add_row(row.name, f"[{_STYLE.get(row.status, '')}]{row.status}", _seconds(row))
+            table.add_row(row.name, f"[{_STYLE.get(row.state, '')}]{row.state}", _seconds(row))
         return table
 
     def start(self, names: Sequence[str]) -> None:
-        self.rows = {n: CellResult(n, "waiting") for n in names}
+        self.rows = {n: CellResult(n, CellState.WAITING) for n in names}
 
     def update(self, result: CellResult) -> None:
         with self.lock:
             self.rows[result.name] = result
-            if self.live is None and result.status == "resolving":  # no display for a no-op run
+            if self.live is None and result.state is CellState.RESOLVING:  # no display for a no-op run
                 from rich.live import Live
 
                 self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=True)
@@ -82,15 +86,19 @@ def print_summary(run: RunResult, stream: TextIO) -> None:
 
     Plain text, so a no-op run does not pay for importing rich."""
     rows = [("cell", "status", "time", "")] + [
-        (r.name, r.status, _seconds(r), r.message if r.status != FAILED else "") for r in run.results
+        (r.name, str(r.state), _seconds(r), r.message if r.state is not CellState.FAILED else "") for r in run.results
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]}".rstrip(), file=stream)
     for r in run.results:
-        if r.status == FAILED:
+        if r.state is CellState.FAILED:
             print(f"error: {r.message}", file=stream)
+    if run.manifest_error:
+        print(f"error: {run.manifest_error}", file=stream)
+    for line in run.report:
+        print(line, file=stream)
     counts: dict[str, int] = {}
     for r in run.results:
-        counts[r.status] = counts.get(r.status, 0) + 1
+        counts[str(r.state)] = counts.get(str(r.state), 0) + 1
     print(", ".join(f"{n} {s}" for s, n in counts.items()) or "no cells", file=stream, flush=True)

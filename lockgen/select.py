@@ -842,6 +842,8 @@ def _find_cell(cells: Mapping[str, Any], facts: Facts, backend: str,
     status = entry.get("status")
     if status in ("failed", "skipped"):
         raise NoCell(f"cell {names[0]} is {status}: {entry.get('reason') or 'no reason given'}")
+    if status == "missing":
+        raise NoCell(f"cell {names[0]} has no lock yet; run `lockgen all` in the project")
     if status not in ("locked", "alias"):
         raise InputError(f"cells.{names[0]}.status: {status!r} is not one of locked, alias, failed, skipped")
     return names[0], entry, why.format(python)
@@ -908,10 +910,12 @@ def read_gpu_query(path: str) -> str:
     return text
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The CLI's arguments (``python -m lockgen.select -h``)."""
-    parser = argparse.ArgumentParser(description="Print the lock of the manifest's cell for this machine.")
-    parser.add_argument("--manifest", default="locks/manifest.json", help="lockgen's manifest (default: %(default)s)")
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The CLI's arguments (``python -m lockgen.select -h``), added to ``parser`` if given
+    (``lockgen detect`` takes the same ones, with the project's manifest)."""
+    if parser is None:
+        parser = argparse.ArgumentParser(description="Print the lock of the manifest's cell for this machine.")
+        parser.add_argument("--manifest", default="locks/manifest.json", help="lockgen's manifest (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the choice as JSON")
     parser.add_argument("--cpu", action="store_true", help="without a supported GPU, use the no-gpu backend")
     parser.add_argument("--python", help="target Python X.Y (default: the matrix's only one, else this one's)")
@@ -933,8 +937,14 @@ def main(argv: Sequence[str] | None = None, *, run: Runner | None = None, env: M
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+    return run_cli(args, run=run, env=env)
+
+
+def run_cli(args: argparse.Namespace, *, run: Runner | None = None, env: Mapping[str, str] | None = None,
+            manifest: Mapping[str, Any] | None = None) -> int:
+    """Select and print (see :func:`main`); ``manifest`` instead of reading ``args.manifest``."""
     try:
-        selection = _select(args, run, env)
+        selection = _select(args, run, env, manifest)
     except Refused as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         for note in exc.notes:
@@ -953,8 +963,9 @@ def main(argv: Sequence[str] | None = None, *, run: Runner | None = None, env: M
     return 0
 
 
-def _select(args: argparse.Namespace, run: Runner | None, env: Mapping[str, str] | None) -> Selection:
-    manifest = load_manifest(args.manifest)
+def _select(args: argparse.Namespace, run: Runner | None, env: Mapping[str, str] | None,
+            given: Mapping[str, Any] | None = None) -> Selection:
+    manifest = given if given is not None else load_manifest(args.manifest)
     query = read_gpu_query(args.gpu_query) if args.gpu_query else None
     pretended_gpu = args.gpu or args.cuda is not None or query is not None or args.os or args.arch
     facts = gather(env, run, probe_gpus=not pretended_gpu)
@@ -964,7 +975,8 @@ def _select(args: argparse.Namespace, run: Runner | None, env: Mapping[str, str]
     try:
         return select_cell(facts, manifest, python, args.cpu)
     except InputError as exc:  # the manifest's fault: name the file
-        raise InputError("\n".join(f"{args.manifest}: {line}" for line in str(exc).splitlines())) from None
+        where = getattr(args, "manifest", None) or "the project's manifest"
+        raise InputError("\n".join(f"{where}: {line}" for line in str(exc).splitlines())) from None
 
 
 def _unshadow_stdlib() -> None:

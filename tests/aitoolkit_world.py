@@ -45,6 +45,7 @@ class World:
     def mirrors(self) -> list[str]:
         return [
             f"https://pypi.org/simple={self.pypi.url}/simple",
+            f"https://files.pythonhosted.org={self.pypi.url}/files",
             f"https://download.pytorch.org={self.pytorch.url}",
             f"https://whl.natten.org={self.natten.url}",
             f"https://github.com={self.github.url}",

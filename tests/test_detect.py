@@ -1,5 +1,5 @@
-"""``lockgen detect``: canned nvidia-smi outputs (CASES C12-C16) and the seed's driver rules,
-with the rules of ``examples/ai-toolkit``."""
+"""``lockgen detect``: the seed's hardware rules of ``examples/ai-toolkit`` through the same
+selector installers vendor (canned nvidia-smi/rocminfo outputs are in tests/test_select.py)."""
 
 from __future__ import annotations
 
@@ -7,111 +7,93 @@ import json
 
 import pytest
 
-from lockgen.detect import Gpu, Machine, Refused, arches, parse_cuda_version, parse_gpu_query
-from lockgen.pipeline import Project, detect
 from tests.aitoolkit_world import EXAMPLE
 from tests.conftest import run_cli
 
-BANNER = """
-+-----------------------------------------------------------------------------------------+
-| NVIDIA-SMI 580.65.06              Driver Version: 580.65.06      CUDA Version: 13.0     |
-|-----------------------------------------+------------------------+----------------------+
-"""
-BANNER_UMD = "| NVIDIA-SMI 616.12   Driver Version: 616.12   CUDA UMD Version: 13.0   |"
-QUERY_Q = """
-Driver Version                            : 580.65.06
-CUDA Version                              : 13.0 [deprecated field, see CUDA UMD Version]
-"""
+LINUX = ("--os", "linux", "--arch", "x86_64")
 
 
-@pytest.fixture(scope="module")
-def project():
-    return Project.load(EXAMPLE)
+def detect(*args: str):
+    return run_cli("detect", "-C", str(EXAMPLE), "--python", "3.12", "--json", *args)
 
 
-def nvidia(cuda, caps=(8.6,), os_="linux", arch="x86_64", interpreter=None):
-    gpus = tuple(Gpu("GPU", "24576 MiB", "x", c) for c in caps)
-    return Machine(os=os_, arch=arch, interpreter=interpreter or arch, gpu="nvidia", cuda=cuda, gpus=gpus)
+def cell_of(*args: str) -> str:
+    run = detect(*args)
+    assert run.code == 0, run.err
+    return json.loads(run.out)["cell"]
 
 
-def test_c12_every_gpu_is_considered():
-    gpus = parse_gpu_query("NVIDIA GeForce RTX 3090, 24576 MiB, 575.51, 8.6\nNVIDIA GeForce RTX 5090, 32607 MiB, 575.51, 12.0\n")
-    assert [g.compute_capability for g in gpus] == [8.6, 12.0]
+def query(tmp_path, *caps: str) -> str:
+    path = tmp_path / "query.csv"
+    path.write_text("".join(f"NVIDIA GPU {i}, 24564 MiB, 580.65, {cap}\n" for i, cap in enumerate(caps)))
+    return str(path)
 
 
-def test_c13_renamed_banner_fields_give_the_same_cuda_version():
-    assert parse_cuda_version(BANNER) == parse_cuda_version(BANNER_UMD) == parse_cuda_version(QUERY_Q) == "13.0"
+@pytest.mark.parametrize(
+    ("cuda", "caps", "cell"),
+    [
+        ("13.0", ("8.6",), "linux-x86_64-cu130-py3.12"),
+        ("12.8", ("8.6",), "linux-x86_64-cu126-py3.12"),
+        ("13", ("8.6",), "linux-x86_64-cu130-py3.12"),  # 13 == 13.0
+        ("13.0", ("12.0",), "linux-x86_64-cu130-py3.12"),  # Blackwell on a 13.0 driver is fine
+        ("12.8", ("[N/A]",), "linux-x86_64-cu126-py3.12"),  # C14: unknown capability is not a refusal
+    ],
+    ids=["cu130", "cu126", "short-version", "blackwell-new-driver", "c14-na-capability"],
+)
+def test_seed_rules_for_cuda_flavors(tmp_path, cuda, caps, cell):
+    assert cell_of(*LINUX, "--cuda", cuda, "--gpu-query", query(tmp_path, *caps)) == cell
 
 
-def test_c14_unknown_compute_capability_is_not_an_error(project):
-    (gpu,) = parse_gpu_query("NVIDIA N1X NPU, [N/A], 616.12, [N/A]\n")
-    assert gpu.compute_capability is None
-    machine = Machine(os="linux", arch="x86_64", interpreter="x86_64", gpu="nvidia", cuda="12.8", gpus=(gpu,))
-    assert detect(project, machine, "3.12")["cell"] == "linux-x86_64-cu126-py3.12"
+def test_c12_any_blackwell_gpu_on_an_old_driver_is_refused(tmp_path):
+    run = detect(*LINUX, "--cuda", "12.8", "--gpu-query", query(tmp_path, "8.6", "12.0"))
+    assert run.code == 2 and "Blackwell GPU detected but the NVIDIA driver only supports CUDA 12.8" in run.err
 
 
-def test_c15_x64_python_on_a_windows_arm_host(project):
-    assert arches("AMD64", {"PROCESSOR_ARCHITEW6432": "ARM64"}) == ("aarch64", "x86_64")
-    assert arches("AMD64", {"PROCESSOR_IDENTIFIER": "ARMv8 (64-bit) Family 8 Model 1 Revision 201, Qualcomm"}) == ("aarch64", "x86_64")
-    assert arches("x86_64", {}) == ("x86_64", "x86_64")
-    found = detect(project, nvidia("13.0", os_="windows", arch="aarch64", interpreter="x86_64"), "3.12")
+def test_c16_old_driver_is_refused_not_a_cpu_fallback(tmp_path):
+    run = detect(*LINUX, "--gpu", "nvidia", "--cuda", "12.4", "--gpu-query", query(tmp_path, "8.9"))
+    assert run.code == 2 and run.err.startswith("error: NVIDIA driver only supports CUDA 12.4")
+    assert "Traceback" not in run.err
+
+
+def test_c15_x64_python_on_a_windows_arm_host():
+    found = json.loads(detect("--os", "windows", "--arch", "aarch64", "--interpreter", "x86_64", "--cuda", "13.0").out)
     assert found["cell"] == "windows-aarch64-cu130-py3.12"
     assert found["lock"] == "locks/windows-x86_64-cu130-py3.12.txt"  # the x64 stack under emulation
-    assert found["interpreter"] == "x86_64" and "reuses windows-x86_64-cu130-py3.12" in found["reason"]
-    native = detect(project, nvidia("13.0", os_="windows", arch="aarch64", interpreter="aarch64"), "3.12")
-    assert "install with an x86_64 interpreter (this one is aarch64)" in native["reason"]
-    spark = detect(project, nvidia("13.4", os_="windows", arch="aarch64", interpreter="aarch64"), "3.12")
-    assert spark["cell"] == "windows-aarch64-cu134-py3.12"
+    native = detect("--os", "windows", "--arch", "aarch64", "--interpreter", "aarch64", "--cuda", "13.0")
+    assert "install with an x86_64 interpreter" in native.out
+    assert cell_of("--os", "windows", "--arch", "aarch64", "--cuda", "13.4") == "windows-aarch64-cu134-py3.12"
 
 
-def test_c16_old_driver_is_refused_not_a_cpu_fallback(project, tmp_path):
-    with pytest.raises(Refused, match="only supports CUDA 12.4, which is too old"):
-        detect(project, nvidia("12.4", caps=(8.9,)), "3.12")
-    query = tmp_path / "query.csv"
-    query.write_text("NVIDIA GeForce RTX 4090, 24564 MiB, 550.54, 8.9\n")
-    run = run_cli("detect", "-C", str(EXAMPLE), "--os", "linux", "--arch", "x86_64", "--gpu", "nvidia",
-                  "--cuda", "12.4", "--gpu-query", str(query), "--python", "3.12")  # fmt: skip
-    assert run.code == 2 and run.err.startswith("error: NVIDIA driver only supports CUDA 12.4")
+@pytest.mark.parametrize(
+    ("args", "cell"),
+    [
+        (("--os", "macos", "--arch", "aarch64"), "macos-aarch64-mps-py3.12"),
+        ((*LINUX, "--gpu", "amd"), "linux-x86_64-rocm7.1-py3.12"),
+        ((*LINUX, "--gpu", "none", "--cpu"), "linux-x86_64-cpu-py3.12"),
+    ],
+    ids=["apple", "amd", "cpu"],
+)
+def test_other_machines(args, cell):
+    assert cell_of(*args) == cell
 
 
-def test_seed_rules_for_cuda_flavors(project):
-    assert detect(project, nvidia("13.0"), "3.12")["cell"] == "linux-x86_64-cu130-py3.12"
-    assert detect(project, nvidia("12.8"), "3.12")["cell"] == "linux-x86_64-cu126-py3.12"
-    assert detect(project, nvidia(None), "3.12")["cell"] == "linux-x86_64-cu130-py3.12"  # unknown: assume current
-    with pytest.raises(Refused, match="Blackwell GPU detected but the NVIDIA driver only supports CUDA 12.8"):
-        detect(project, nvidia("12.8", caps=(8.6, 12.0)), "3.12")  # any GPU >= 12.0 counts (C12)
-    assert detect(project, nvidia("13.0", caps=(12.0,)), "3.12")["cell"] == "linux-x86_64-cu130-py3.12"
+def test_no_gpu_without_cpu_is_refused():
+    run = detect(*LINUX, "--gpu", "none")
+    assert run.code == 2 and "Pass --cpu to install anyway" in run.err
 
 
-def test_other_machines(project):
-    mac = Machine(os="macos", arch="aarch64", interpreter="aarch64", gpu="apple")
-    assert detect(project, mac, "3.12")["cell"] == "macos-aarch64-mps-py3.12"
-    amd = Machine(os="linux", arch="x86_64", interpreter="x86_64", gpu="amd")
-    assert detect(project, amd, "3.12")["cell"] == "linux-x86_64-rocm7.1-py3.12"
-    plain = Machine(os="linux", arch="x86_64", interpreter="x86_64")
-    with pytest.raises(Refused, match="Pass --cpu to install anyway"):
-        detect(project, plain, "3.12")
-    assert detect(project, plain, "3.12", allow_cpu=True)["cell"] == "linux-x86_64-cpu-py3.12"
-
-
-def test_detect_cli_json():
-    run = run_cli("detect", "--json", "-C", str(EXAMPLE), "--os", "macos", "--arch", "aarch64", "--gpu", "apple", "--python", "3.12")
-    assert run.code == 0, run.err
-    assert json.loads(run.out)["lock"] == "locks/macos-aarch64-mps-py3.12.txt"
-
-
-def test_pretended_facts_are_read_like_real_ones(tmp_path):
-    base = ["detect", "-C", str(EXAMPLE), "--os", "linux", "--arch", "x86_64"]
-    assert json_cell(run_cli(*base, "--cuda", "13", "--json")) == "linux-x86_64-cu130-py3.12"  # 13 == 13.0; implies nvidia
-    bad = run_cli(*base, "--cuda", "abc")
-    assert bad.code == 2 and "--cuda 'abc'" in bad.err and "Traceback" not in bad.err
-    mac = run_cli("detect", "-C", str(EXAMPLE), "--os", "macos", "--arch", "aarch64", "--json")  # Python from the matrix
-    assert json_cell(mac) == "macos-aarch64-mps-py3.12"
+def test_python_from_the_matrix_and_bad_input(tmp_path):
+    mac = run_cli("detect", "-C", str(EXAMPLE), "--os", "macos", "--arch", "aarch64", "--json")
+    assert json.loads(mac.out)["cell"] == "macos-aarch64-mps-py3.12"  # the matrix has one Python
+    bad = detect(*LINUX, "--cuda", "abc")
+    assert bad.code == 2 and "abc" in bad.err and "Traceback" not in bad.err
     (tmp_path / "lockgen.toml").write_text('[matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]\n')
     none = run_cli("detect", "-C", str(tmp_path), "--cpu")
     assert none.code == 2 and "no detect rules; add a [detect] table" in none.err
 
 
-def json_cell(run) -> str:
+def test_the_repos_own_matrix_has_detect_rules():
+    """Issue 7: `lockgen detect --cpu` on this (GPU-less) machine names a default-matrix cell."""
+    run = run_cli("detect", "--cpu", "--json", "--os", "linux", "--arch", "x86_64", "--gpu", "none", "--python", "3.12")
     assert run.code == 0, run.err
-    return json.loads(run.out)["cell"]
+    assert json.loads(run.out)["cell"] == "linux-x86_64-cu130-py3.12"

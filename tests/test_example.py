@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lockgen.locks.lock import locked_versions
+from tests.conftest import locked_versions
 from tests.aitoolkit_world import EXAMPLE, build
 from tests.conftest import run_cli
 
@@ -89,14 +89,14 @@ def test_torch_trio_pinned_with_the_backend_label(locked):
 def test_backend_index_is_per_package_find_links_never_an_index(locked):
     root, _ = locked
     text = lock(root, "linux-x86_64-cu130-py3.12")
-    assert "--index-url https://pypi.org/simple\n" in text
+    assert "# index-url: https://pypi.org/simple\n" in text
     assert "--extra-index-url" not in text
     for package in ("torch", "torchvision", "torchaudio"):
-        assert f"--find-links https://download.pytorch.org/whl/cu130/{package}/\n" in text
-    assert "--find-links https://download.pytorch.org/whl/cu130/\n" not in text
+        assert f"# find-links: https://download.pytorch.org/whl/cu130/{package}/\n" in text
+    assert "# find-links: https://download.pytorch.org/whl/cu130/\n" not in text
     pins = locked_versions(text)  # the index's stale numpy 1.26.0 / filelock 3.0.0 are never used (C03)
     assert pins["numpy"] != "1.26.0" and pins["filelock"] == "3.20.0"
-    assert "--find-links https://download.pytorch.org/whl/rocm7.1/torch/" in lock(root, ROCM)
+    assert "# find-links: https://download.pytorch.org/whl/rocm7.1/torch/" in lock(root, ROCM)
     assert "download.pytorch.org" not in lock(root, MAC)
 
 
@@ -159,7 +159,7 @@ def test_no_deps_layer_has_no_dependencies(locked):
     root, _ = locked
     text = lock(root, SPARK, "no-deps")
     assert set(locked_versions(text)) == {"tensorboard"}  # its grpcio has no win_arm64 wheel
-    assert "pip install --no-deps --require-hashes" in text
+    assert "pip install --require-hashes --no-deps" in text
 
 
 def test_spark_uses_the_local_wheel_folder_when_it_holds_torch(world, tmp_path):
@@ -172,7 +172,7 @@ def test_spark_uses_the_local_wheel_folder_when_it_holds_torch(world, tmp_path):
     run = run_cli("lock", SPARK, "-C", str(root), *world.mirror_args())
     assert run.code == 0, run.err
     text = lock(root, SPARK)
-    assert "--find-links wheels/spark\n" in text  # relative: no machine path in the lock (C10)
+    assert "# find-links: wheels/spark\n" in text  # relative: no machine path in the lock (C10)
     assert "expanded_assets" not in text
     assert str(tmp_path) not in text
 
@@ -229,11 +229,16 @@ def test_an_unreachable_optional_source_makes_only_its_layer_unavailable(world, 
     assert missing["requirement"] == "natten==0.21.7+torch2130cu130"
     assert "https://whl.natten.org" in missing["reason"] and "127.0.0.1" not in missing["reason"]
     assert [layer["name"] for layer in entry["layers"]] == ["main", "optional-flash-linear-attention", "optional-flash-attn"]
-    assert "--find-links https://whl.natten.org" not in lock(root, "linux-x86_64-cu130-py3.12")  # main does not need it
-    # an outage must not drop the layer for good: the cell stays stale until its source answers
+    assert "# find-links: https://whl.natten.org" not in lock(root, "linux-x86_64-cu130-py3.12")  # main does not need it
+    # an outage must not drop the layer for good, nor keep every run re-resolving: check names the
+    # layer and its host, and a run asked to retry brings it back once the source answers
     run = run_cli("check", "linux-x86_64-cu130-py3.12", "-C", str(root))
-    assert run.code == 1 and "linux-x86_64-cu130-py3.12: stale" in run.out
-    assert run_cli("lock", "linux-x86_64-cu130-py3.12", "-C", str(root), *world.mirror_args()).code == 0
+    assert run.code == 0 and "optional natten==0.21.7+torch2130cu130 unavailable: source unreachable" in run.out
+    assert "https://whl.natten.org" in run.out
+    settled = run_cli("lock", "linux-x86_64-cu130-py3.12", "-C", str(root), *world.mirror_args())
+    assert settled.code == 0 and "resolving" not in settled.err and "1 up to date" in settled.err
+    again = run_cli("lock", "linux-x86_64-cu130-py3.12", "--retry-unavailable", "-C", str(root), *world.mirror_args())
+    assert again.code == 0, again.err
     assert "optional-natten" in [layer["name"] for layer in manifest(root)["cells"]["linux-x86_64-cu130-py3.12"]["layers"]]
 
 

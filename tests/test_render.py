@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lockgen.errors import TemplateError
-from lockgen.pipeline import Project
+from lockgen.project import Project
 from tests.conftest import write_project
 
 CONFIG = """

@@ -42,8 +42,8 @@ def test_compile_argv_targets_the_cell_and_never_the_host():
         "--override .lockgen/macos-aarch64-cpu-py3.12/overrides.txt",
         "--python /py", "--python-version 3.12", "--python-platform aarch64-apple-darwin",
         "--index-url https://pypi.org/simple", "--find-links wheels --find-links https://x/b/",
-        "--exclude-newer 2026-01-01", "--generate-hashes", "--no-config", "--no-header",
-        "--emit-index-url", "--emit-find-links", "--upgrade-package numpy", "--output-file out.txt",
+        "--exclude-newer 2026-01-01", "--format pylock.toml", "--only-binary :all:", "--no-config", "--no-header",
+        "--upgrade-package numpy", "--output-file out.txt",
     ]:
         assert part in joined
 

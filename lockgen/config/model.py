@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lockgen.select import DetectRules
+
 AXES = ("os", "arch", "backend", "python")
 OSES = ("linux", "windows", "macos")
 ARCHES = ("x86_64", "aarch64")
@@ -130,7 +132,7 @@ class Config:
     rules: tuple[Rule, ...]
     sources: Mapping[str, Source] = field(default_factory=dict)
     mirrors: Mapping[str, str] = field(default_factory=dict)
-    detect: Any = None  # lockgen.detect.DetectConfig
+    detect: DetectRules | None = None  # [detect], as the manifest carries it
 
     @property
     def pins(self) -> Mapping[str, str]:

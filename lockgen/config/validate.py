@@ -16,6 +16,7 @@ from lockgen.config.model import (
     Config, Include, Rule, Settings, Source,
 )  # fmt: skip
 from lockgen.errors import ConfigError
+from lockgen.select import DetectRules, RulesError
 
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
 _MACOS = re.compile(r"^\d{2}\.\d{1,2}$")
@@ -107,7 +108,7 @@ class Validator:
             rules=rules,
             sources=self.sources(table.get("sources", {})),
             mirrors=self.mirrors(table.get("mirrors", {})),
-            detect=self.detect(table.get("detect", {})),
+            detect=self.detect(table.get("detect")),
         )
         self.references(config)
         if self.problems:
@@ -286,40 +287,16 @@ class Validator:
             )  # fmt: skip
         return result
 
-    def detect(self, value: Any):
-        """``[detect]``: the seed's hardware rules (see :mod:`lockgen.detect`)."""
-        from lockgen.detect import DetectConfig, NvidiaRule
-
-        path = ("detect",)
-        if not isinstance(value, dict):
-            self.problem(path, "must be a table")
-            return DetectConfig()
-        keys = {"nvidia", "nvidia-unknown-cuda", "nvidia-too-old", "apple", "amd", "no-gpu", "no-gpu-refuse"}
-        self.unknown(value, keys, path)
-        rules = []
-        for i, rule in enumerate(self.table_list(value, "nvidia", path)):
-            where = (*path, "nvidia", i)
-            self.unknown(rule, {"match", "min-cuda", "backend", "refuse-compute-capability", "refuse"}, where)
-            min_cuda = self.string(rule.get("min-cuda", ""), (*where, "min-cuda")) or ""
-            if not _is_version(min_cuda):
-                self.problem((*where, "min-cuda"), "write the lowest driver CUDA version like \"13.0\"")
-                continue
-            backend = self.string(rule.get("backend", ""), (*where, "backend"))
-            if not backend:
-                self.problem((*where, "backend"), "name the backend this rule picks")
-                continue
-            cap = rule.get("refuse-compute-capability")
-            if cap is not None and not isinstance(cap, (int, float, str)):
-                self.problem((*where, "refuse-compute-capability"), "must be a number like 12.0")
-                cap = None
-            match = rule.get("match", {})
-            rules.append(NvidiaRule(
-                min_cuda=min_cuda, backend=backend, refuse=rule.get("refuse"),
-                match=self.selector(match if isinstance(match, dict) else {}, (*where, "match"), empty_ok=True),
-                refuse_compute_capability=float(cap) if cap is not None else None,
-            ))  # fmt: skip
-        texts = {k.replace("-", "_"): self.string(value[k], (*path, k)) for k in keys - {"nvidia"} if k in value}
-        return DetectConfig(nvidia=tuple(rules), **{k: v for k, v in texts.items() if v is not None})
+    def detect(self, value: Any) -> DetectRules | None:
+        """``[detect]``: the seed's hardware rules, validated by the stdlib-only selector that
+        installers vendor (:class:`lockgen.select.DetectRules`), so both read them alike."""
+        if value is None:
+            return None
+        try:
+            return DetectRules.from_dict(value, self.key("detect"))
+        except RulesError as exc:
+            self.problems += [f"{path}: {message}" for path, message in exc.problems]
+            return None
 
     def mirrors(self, value: Any) -> dict[str, str]:
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):

@@ -394,8 +394,8 @@ class _Parser:
         current: dict | None = None
         for number, line in enumerate(body.split("\n"), first):
             stripped = line.strip()
-            if not stripped:
-                continue
+            if not stripped or line.startswith("#"):
+                continue  # a comment outside an entry (uv writes none; a hand edit may)
             if not line.startswith(" "):
                 if current is not None:
                     yield _entry(current)

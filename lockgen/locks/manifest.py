@@ -1,42 +1,57 @@
-"""Stage 8: ``locks/manifest.json``, the index of every lock.
+"""``locks/manifest.json``: the installer contract (format 2, ``docs/manifest.md``,
+``docs/manifest.schema.json``).
 
-The manifest is a pure function of the matrix and the lock files on disk, so it can be rebuilt at
-any time and the same locks always give the same bytes: per cell the lock path, the lock's sha256,
-its input hash and uv version (both from the lock's header) and its target; skipped cells with
-their reason. Keys are sorted; the file ends with a newline.
+It is a pure function of the matrix, the detect rules, the lock files on disk and the failures of
+the run that wrote it: per cell its axes, status, the Python minor and host it needs, the
+environment its target needs at install time, the layers in install order with their flags, exact
+install commands and sha256 (of the text with LF line endings, so a CRLF checkout matches, CASES
+C17), what optional packages were not available and why. With the ``detect`` rules in it, a
+cell can be chosen from the manifest alone (:mod:`lockgen.select`). Keys are sorted; the file ends
+with a newline.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-from lockgen.locks.lock import LOCK_FORMAT, file_sha256, read_header
+from lockgen.errors import LockFormatError
+from lockgen.locks.lock import LayerKind, Lock, text_sha256
 
+__all__ = ["MANIFEST_FORMAT", "Row", "build", "dumps", "failures", "manifest_path", "read"]
+
+#: Version of the manifest layout (the installer contract); installers refuse a newer major.
+MANIFEST_FORMAT = 2
 MANIFEST_NAME = "manifest.json"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Row:
-    """What the manifest (and the no-op fast path) needs of a cell."""
+    """What the manifest needs of a cell of the matrix (from the config; the no-op fast path
+    keeps these in its stamp). ``requires``: python, interpreter and glibc or macos minimum."""
 
     name: str
     os: str
     arch: str
     backend: str
     python: str
-    lock: str  # project-relative lock path
-    skip: str | None
-    target: dict  # platform, python, [macos], backend, os, arch
-    input_hash: str | None = None  # None for skipped cells
-    alias: str | None = None  # the cell whose lock this one reuses
-    alias_lock: str | None = None
-    interpreter: str | None = None  # interpreter arch an install must use, when not the cell's
+    lock: str  # project-relative main lock path
+    skip: str | None = None
+    alias: str | None = None  # the cell whose locks this one reuses
+    target: Mapping[str, str] = field(default_factory=dict)  # platform, python, [macos]
+    requires: Mapping[str, str] = field(default_factory=dict)
+    environment: Mapping[str, str] = field(default_factory=dict)
+    input_hash: str | None = None  # None for skipped and alias cells
 
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Row:
+        return cls(**data)
 
 
 def manifest_path(locks: str) -> str:
@@ -44,66 +59,119 @@ def manifest_path(locks: str) -> str:
     return f"{locks}/{MANIFEST_NAME}"
 
 
-def build(root: Path, rows: Sequence[Row]) -> dict:
-    """The manifest as a dict, from every cell of the matrix and the locks present on disk.
-
-    Cells without a lock file (never locked, or failed the first time) are left out.
-    """
-    entries = {}
-    for row in rows:
+def build(
+    root: Path, rows: Sequence[Row], detect: Mapping[str, Any] | None = None, failed: Mapping[str, str] | None = None,
+    *, strict: bool = True,
+) -> dict[str, Any]:
+    """The manifest as a dict, from every cell of the matrix, the locks on disk and ``failed``
+    (cell -> reason, from the run). Raises :class:`LockFormatError` when a lock cannot be read
+    (with ``strict=False`` such a cell is ``missing``)."""
+    failed = failed or {}
+    entries: dict[str, dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: bool(r.alias)):  # aliases copy their cell's entry
+        entry: dict[str, Any] = {
+            "os": row.os, "arch": row.arch, "backend": row.backend, "python": row.python,
+            "target": dict(row.target), "requires": dict(row.requires),
+        }  # fmt: skip
+        if row.environment:
+            entry["environment"] = dict(row.environment)
         if row.skip:
-            entries[row.name] = {"skipped": row.skip, "target": row.target}
-            continue
-        lock = row.alias_lock or row.lock
-        header = read_header(root / lock)
-        if not header:
-            continue
-        digest = file_sha256(root / lock)
-        entry = {
-            "lock": lock,
-            "sha256": digest,
-            "input_hash": header.get("input-hash"),
-            "uv": header.get("uv"),
-            "target": row.target,
-            "layers": [{"name": "main", "lock": lock, "sha256": digest, "flags": []}]
-            + [_layer(root, line) for line in header.get("layer", [])],
-        }
-        if header.get("unavailable"):
-            entry["unavailable"] = [_unavailable(line) for line in header["unavailable"]]
-        if header.get("skipped-url"):
-            entry["skipped_urls"] = header["skipped-url"]
-        if header.get("no-upload-time"):
-            entry["no_upload_time"] = header["no-upload-time"]
-        if row.alias:
+            entry.update(status="skipped", reason=row.skip)
+        elif row.alias:
+            source = entries.get(row.alias, {})
+            entry.update({k: v for k, v in source.items() if k in _LOCK_KEYS})
+            entry.update(status="alias" if source.get("status") == "locked" else source.get("status", "missing"))
             entry["alias_of"] = row.alias
-        if row.interpreter:
-            entry["interpreter"] = row.interpreter
+            if source.get("status") != "locked":
+                entry["reason"] = f"its cell {row.alias} is {source.get('status', 'missing')}"
+        else:
+            try:
+                entry.update(_locked(root, row.lock))
+            except LockFormatError:
+                if strict:
+                    raise
+                entry["status"] = "missing"
+            if row.name in failed:
+                entry.update(status="failed", reason=failed[row.name])
         entries[row.name] = entry
-    return {"format": LOCK_FORMAT, "generator": "lockgen", "cells": entries}
+    manifest: dict[str, Any] = {"format": MANIFEST_FORMAT, "generator": "lockgen", "cells": entries}
+    if detect:
+        manifest["detect"] = dict(detect)
+    return manifest
 
 
-def _layer(root: Path, line: str) -> dict:
-    """A ``# layer: <name> <path> <flag>`` header line as a manifest layer entry."""
-    name, path, flag = line.split()
+_LOCK_KEYS = (
+    "lock", "sha256", "pylock", "input_hash", "uv", "index_url", "find_links", "exclude_newer", "layers",
+    "unavailable", "replaces", "skipped_urls", "no_upload_time",
+)  # fmt: skip
+
+
+def _locked(root: Path, path: str) -> dict[str, Any]:
+    """The lock fields of a cell whose main lock is at ``path`` (``status: missing`` when it has none)."""
+    main = Lock.read(root / path, path)
+    if main is None:
+        return {"status": "missing"}
+    header = main.header
+    layers = [_layer(root, main, path)]
+    for ref in header.layers:
+        layer = Lock.read(root / ref.path, ref.path)
+        if layer is None:
+            raise LockFormatError(f"{path}: its layer {ref.path} is missing; re-lock the cell")
+        layers.append(_layer(root, layer, ref.path))
+    entry: dict[str, Any] = {
+        "status": "locked", "lock": path, "sha256": layers[0]["sha256"], "input_hash": header.input_hash,
+        "uv": header.uv, "index_url": header.index_url, "find_links": list(header.find_links), "layers": layers,
+    }  # fmt: skip
+    pylock = f"{path.removesuffix('.txt')}/pylock.toml"
+    if (root / pylock).is_file():
+        entry["pylock"] = {"path": pylock, "sha256": text_sha256((root / pylock).read_text(encoding="utf-8"))}
+    if header.exclude_newer:
+        entry["exclude_newer"] = header.exclude_newer
+    if header.unavailable:
+        entry["unavailable"] = [{"requirement": u.requirement, "reason": u.reason, "retry": u.retry} for u in header.unavailable]
+    if header.replaces:
+        entry["replaces"] = [{"package": r.name, "main": r.main, "layer": r.layer} for r in header.replaces]
+    if header.skipped_urls:
+        entry["skipped_urls"] = list(header.skipped_urls)
+    if header.no_upload_time:
+        entry["no_upload_time"] = list(header.no_upload_time)
+    return entry
+
+
+def _layer(root: Path, lock: Lock, path: str) -> dict[str, Any]:
+    kind = lock.header.kind
+    name = "main" if kind is LayerKind.MAIN else path.rsplit("/", 1)[-1].removesuffix(".txt")
+    return {
+        "name": name,
+        "kind": str(kind),
+        "lock": path,
+        "sha256": text_sha256((root / path).read_text(encoding="utf-8")),
+        "sync": kind is LayerKind.MAIN,
+        "optional": kind is LayerKind.OPTIONAL,
+        "no_deps": kind in (LayerKind.NO_DEPS, LayerKind.UNHASHED),
+        "require_hashes": kind is not LayerKind.UNHASHED,
+        "commands": lock.header.install_commands(),
+    }
+
+
+def failures(text: str | None) -> dict[str, str]:
+    """``{cell: reason}`` of the cells a manifest records as failed (what :func:`build` was
+    given), so ``check`` can rebuild the same manifest without running anything."""
     try:
-        digest = file_sha256(root / path)
-    except OSError:
-        digest = None
-    return {"name": name, "lock": path, "sha256": digest, "flags": [flag]}
+        cells = json.loads(text or "{}").get("cells", {})
+        return {name: entry["reason"] for name, entry in cells.items() if entry.get("status") == "failed"}
+    except (ValueError, AttributeError, TypeError, KeyError):
+        return {}
 
 
-def _unavailable(line: str) -> dict:
-    requirement, _, reason = line.partition(": ")
-    return {"requirement": requirement, "reason": reason}
-
-
-def dumps(manifest: dict) -> str:
+def dumps(manifest: Mapping[str, Any]) -> str:
     """Stable bytes: sorted keys, two-space indent, trailing newline."""
-    return json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    return json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def read(path: Path) -> str | None:
+    """The manifest's text (LF line endings), or None when there is none."""
     try:
-        return path.read_text(encoding="utf-8")
-    except OSError:
+        return path.read_bytes().decode("utf-8").replace("\r\n", "\n")
+    except (OSError, UnicodeDecodeError):
         return None

@@ -162,5 +162,7 @@ def _value(value: Any) -> str:
         table = tomlkit.inline_table()
         table.update(value)
         return table.as_string()
+    if isinstance(value, str) and '"' in value and "'" not in value and "\n" not in value:
+        return tomlkit.string(value, literal=True).as_string()  # markers read better unescaped
     return tomlkit.item(value).as_string()
 

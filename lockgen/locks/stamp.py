@@ -14,10 +14,13 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lockgen import __version__
 from lockgen.config import WORK
+from lockgen.errors import LockgenError
 from lockgen.locks.manifest import Row
 
 STAMP = f"{WORK}/stamp.json"
@@ -32,7 +35,7 @@ def _uv_identity() -> str:
     return f"{st.st_size}:{st.st_mtime_ns}" if st else "missing"
 
 
-def key(root: Path, config_name: str, templates: str, folders: list[str] = (), extra: str = "") -> str:
+def key(root: Path, config_name: str, templates: str, folders: Sequence[str] = (), extra: str = "") -> str:
     """sha256 over lockgen's version, the uv package, the config file, the templates folder and
     the listings of the project folders sources may read (``local`` wheel folders)."""
     from lockgen.plan.sources import folder_listing
@@ -49,25 +52,38 @@ def key(root: Path, config_name: str, templates: str, folders: list[str] = (), e
     return digest.hexdigest()
 
 
-def write(root: Path, key_: str, templates: str, locks: str, rows: Sequence[Row], folders: list[str] = ()) -> None:
-    from lockgen.locks.lock import atomic_write
+@dataclass(frozen=True)
+class Memo:
+    """What the stamp remembers: the locks folder, every cell's row, the detect rules."""
 
-    data = {"key": key_, "templates": templates, "locks": locks, "folders": list(folders), "cells": [r.to_dict() for r in rows]}
+    locks: str
+    rows: list[Row]
+    detect: dict[str, Any] | None
+
+
+def write(root: Path, key_: str, templates: str, memo: Memo, folders: Sequence[str] = ()) -> None:
+    """Record ``memo`` under ``key_`` (written by ``all``/``lock`` only; never by readers)."""
+    from lockgen.locks.store import write_text
+
+    data = {
+        "key": key_, "templates": templates, "locks": memo.locks, "folders": list(folders),
+        "cells": [r.to_dict() for r in memo.rows], "detect": memo.detect,
+    }  # fmt: skip
     try:
-        atomic_write(root / STAMP, json.dumps(data, sort_keys=True) + "\n")
+        write_text(root / STAMP, json.dumps(data, sort_keys=True) + "\n")
         gitignore = root / WORK / ".gitignore"
         if not gitignore.exists():
             gitignore.write_text("# lockgen's work folder: rendered inputs, caches; never committed\n*\n")
-    except OSError:  # a read-only checkout: the stamp is only a speed-up
+    except (OSError, LockgenError):  # a read-only checkout: the stamp is only a speed-up
         pass
 
 
-def read(root: Path, config_name: str, extra: str = "") -> tuple[str, list[Row]] | None:
-    """``(locks folder, rows)`` if the stamp's key matches the project as it is now, else None."""
+def read(root: Path, config_name: str, extra: str = "") -> Memo | None:
+    """The memo if the stamp's key matches the project as it is now, else None."""
     try:
         data = json.loads((root / STAMP).read_text(encoding="utf-8"))
         if data["key"] != key(root, config_name, data["templates"], data.get("folders", []), extra):
             return None
-        return data["locks"], [Row(**row) for row in data["cells"]]
+        return Memo(data["locks"], [Row.from_dict(row) for row in data["cells"]], data.get("detect"))
     except (OSError, ValueError, KeyError, TypeError):
         return None

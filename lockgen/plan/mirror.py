@@ -46,9 +46,16 @@ class Mirrors:
     def __post_init__(self):  # a trailing slash must not make a prefix miss
         object.__setattr__(self, "table", {k.rstrip("/"): v.rstrip("/") for k, v in self.table.items()})
 
-    def unused(self, urls) -> list[str]:
+    def unused(self, urls: Iterable[str]) -> list[str]:
         """Canonical prefixes that match none of ``urls`` (a typo would silently bypass them)."""
         return [c for c in self.table if not any(u.startswith(c) for u in urls)]
+
+    def hosts(self) -> set[str]:
+        """``scheme://host[:port]`` of every mirror: a URL still on one after :meth:`canonical`
+        was served from a mirror path lockgen cannot map back (no ``--mirror`` for its host)."""
+        from urllib.parse import urlsplit
+
+        return {f"{urlsplit(m).scheme}://{urlsplit(m).netloc}" for m in self.table.values()}
 
     def fetch_url(self, url: str) -> str:
         """The URL to fetch ``url`` from (the longest matching canonical prefix replaced)."""

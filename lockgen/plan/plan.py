@@ -71,6 +71,10 @@ class Plan:
         links += [link for source in sources for link in source.find_links()]
         return tuple(dict.fromkeys(links))
 
+    def urls(self) -> tuple[str, ...]:
+        """Every URL the plan makes lockgen or uv fetch (mirrors must match one of them)."""
+        return (self.index_url, *self.find_links, *(url for s in self.sources for url in s.urls))
+
     @property
     def exclude_newer(self) -> str | None:
         return self.cell.settings.exclude_newer

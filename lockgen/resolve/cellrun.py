@@ -11,20 +11,56 @@ annotations; hashes come from the PEP 751 data.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from packaging.pylock import Package, Pylock
 
-from lockgen.errors import CellFailed
+from lockgen.errors import CellFailed, LockgenError
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry, Header, LayerKind, parse_entries
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.resolve import uv, uvout
 
-__all__ = ["CellRun", "Resolved", "describe", "pylock_path", "read_pylock"]
+__all__ = ["Builds", "CellRun", "Resolved", "describe", "pylock_path", "read_pylock"]
+
+
+@dataclass
+class Builds:
+    """The ``allow-build`` packages that must be built from source because no version they may
+    have offers a wheel for the target; learned once, shared by the cells of a run. Every other
+    package is locked from wheels only (``--only-binary :all:``): uv prefers an older version
+    with a wheel to a newer sdist-only one (CASES C26)."""
+
+    _names: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def names(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._names)
+
+    def add(self, names: Iterable[str]) -> None:
+        with self._lock:
+            self._names.update(names)
+
+    @classmethod
+    def learned(cls, root: Path, plans: Iterable[Plan]) -> Builds:
+        """What the committed ``pylock.toml`` files show: ``allow-build`` packages locked from an
+        sdist alone (so a warm run does not learn them again)."""
+        builds = cls()
+        for plan in plans:
+            path = root / pylock_path(plan.lock)
+            try:
+                pylock = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
+            except (OSError, LockgenError):
+                continue
+            builds.add(p.name for p in pylock.packages if p.name in plan.allow_build and p.sdist and not p.wheels)
+        return builds
 
 
 @dataclass(frozen=True)
@@ -38,9 +74,11 @@ class CellRun:
     mirrors: Mirrors
     runner: uv.RunnerLike
     config: str = "pyproject.toml"
+    builds: Builds = field(default_factory=Builds)
 
-    def compile(self, output: str, **kwargs) -> uv.Result:
-        argv = uv.compile_argv(self.plan, output, self.options, mirrors=self.mirrors, **kwargs)
+    def compile(self, output: str, **kwargs: Any) -> uv.Result:
+        build = self.builds.names & self.plan.allow_build
+        argv = uv.compile_argv(self.plan, output, self.options, mirrors=self.mirrors, no_binary=build, **kwargs)
         return self.runner.run(argv, uv.compile_env(os.environ, self.plan), str(self.root))
 
     def read(self, path: str) -> str:

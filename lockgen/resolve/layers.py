@@ -104,7 +104,7 @@ def _layer(run: CellRun, built: Built, kind: LayerKind, name: str, requirements:
         why = run.mirrors.canonical(uvout.reason(result.stderr))
         raise _Unavailable(f"{UNREACHABLE} {why}" if uvout.unreachable_hosts(result.stderr) else why)
     pylock = read_pylock(run, output)
-    found = verify.artifact_problems(plan, pylock)
+    found = verify.artifact_problems(plan, pylock, run.mirrors)
     if found:
         raise CellFailed(f"cell {plan.cell.name}: layer {name}: " + "; ".join(found))
     if plan.exclude_newer:

@@ -62,7 +62,7 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
         if fresh is not None:
             fresh.seed_done(plan)
     resolved = describe(run, uv.main_inputs(plan), pylock, "main")
-    found = verify.problems(plan, pylock)
+    found = verify.problems(plan, pylock, run.mirrors)
     if found:
         raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
     built = layers.resolve(run, resolved)
@@ -84,38 +84,17 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
     return CellFiles(main=main, pylock=text, layers=tuple(built.locks), notes=tuple(notes), mode=mode)
 
 
-def _unhashed(entry: Entry) -> bool:
-    return entry.editable or (entry.url is not None and not entry.hashes)
-
-
-def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, str, tuple[str, ...]]:
-    """The cell's one resolution: offline when the run's fresh pages cover it, else online."""
-    plan = run.plan
-    output = f"{plan.work}/{pylockfile.PYLOCK_NAME}"
-    if fresh is not None and not fresh.is_seed(plan):
-        fresh.wait(plan)
-        if fresh.worth_trying(plan):
-            seed_preferences(run, output, prefer)
-            result = run.compile(output, offline=True)
-            if result.returncode == 0:
-                pylock = read_pylock(run, output)
-                if fresh.covers(plan, {p.name for p in pylock.packages}) and not uvout.yanked(result.stderr):
-                    return pylock, OFFLINE, tuple(uvout.warnings(result.stderr))
-            else:
-                fresh.mark_cold(plan)
-    seed_preferences(run, output, prefer)
-    result = run.compile(output)
-    yanks = [y for y in uvout.yanked(result.stderr) if y.name not in plan.pinned]
-    if result.returncode == 0 and yanks:  # kept only because the old lock preferred it (issue 8)
-        again = replace(run, options=replace(run.options, upgrade_packages=(*run.options.upgrade_packages, *(y.name for y in yanks))))
-        result = again.compile(output)
-    if result.returncode != 0:
-        why = run.mirrors.canonical(uvout.explain(result.stderr))
-        raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{blame.blame(run.root, plan, result.stderr)}")
-    pylock = read_pylock(run, output)
-    if fresh is not None:
-        fresh.record(plan, {p.name for p in pylock.packages})
-    return pylock, ONLINE, tuple(run.mirrors.canonical(w) for w in uvout.warnings(result.stderr))
+def _build_hint(run: CellRun, stderr: str) -> str:
+    """Say what to do when uv needed to build a package lockgen may not build (CASES C26)."""
+    names = [n for n in uvout.needs_wheels(stderr) if n not in run.plan.allow_build]
+    if not names:
+        return ""
+    target = run.plan.target
+    listed = ", ".join(names)
+    return (
+        f"\nlockgen: {listed}: no wheel for {target.platform} {target.python_tag} in any version the "
+        f"requirements allow; add {'them' if len(names) > 1 else 'it'} to allow-build to build from source"
+    )
 
 
 def _unhashed(entry: Entry) -> bool:
@@ -130,7 +109,7 @@ def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, 
         fresh.wait(plan)
         if fresh.worth_trying(plan):
             seed_preferences(run, output, prefer)
-            result = run.compile(output, offline=True)
+            result = _compile(run, output, offline=True)
             if result.returncode == 0:
                 pylock = read_pylock(run, output)
                 if fresh.covers(plan, {p.name for p in pylock.packages}) and not uvout.yanked(result.stderr):
@@ -138,17 +117,28 @@ def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, 
             else:
                 fresh.mark_cold(plan)
     seed_preferences(run, output, prefer)
-    result = run.compile(output)
+    result = _compile(run, output)
     yanks = [y for y in uvout.yanked(result.stderr) if y.name not in plan.pinned]
     if result.returncode == 0 and yanks:  # kept only because the old lock preferred it (issue 8)
-        again = replace(run, options=replace(run.options, upgrade_packages=(*run.options.upgrade_packages, *(y.name for y in yanks))))
-        result = again.compile(output)
+        names = (*run.options.upgrade_packages, *(y.name for y in yanks))
+        result = _compile(replace(run, options=replace(run.options, upgrade_packages=names)), output)
     if result.returncode != 0:
         why = run.mirrors.canonical(uvout.explain(result.stderr))
-        raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{blame.blame(run.root, plan, result.stderr)}")
+        fought = blame.blame(run.root, plan, result.stderr)
+        raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{fought}{_build_hint(run, result.stderr)}")
     pylock = read_pylock(run, output)
     if fresh is not None:
         fresh.record(plan, {p.name for p in pylock.packages})
     return pylock, ONLINE, tuple(run.mirrors.canonical(w) for w in uvout.warnings(result.stderr))
 
 
+def _compile(run: CellRun, output: str, offline: bool = False) -> uv.Result:
+    """Resolve with wheels only; when uv says an ``allow-build`` package has no wheel in any
+    version it may pick, allow building that one (and remember it for the run's other cells)
+    and resolve again (CASES C26: wheels first, builds only where allowed and needed)."""
+    while True:
+        result = run.compile(output, offline=offline)
+        wanted = {n for n in uvout.needs_wheels(result.stderr) if n in run.plan.allow_build} - run.builds.names
+        if result.returncode == 0 or not wanted:
+            return result
+        run.builds.add(wanted)

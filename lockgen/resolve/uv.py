@@ -17,7 +17,7 @@ import shlex
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
@@ -102,6 +102,7 @@ def compile_argv(
     inputs: Inputs | None = None,
     fmt: Format = Format.PYLOCK,
     no_deps: bool = False,
+    no_binary: Iterable[str] = (),
 ) -> list[str]:
     """The ``uv pip compile`` arguments (after the binary) for ``plan``, writing ``fmt`` to
     ``output``.
@@ -109,9 +110,10 @@ def compile_argv(
     Paths are relative to the project root, so uv's ``# via -r …`` annotations stay
     project-relative. ``--python`` is the running interpreter (uv must not download one; the
     target Python comes from ``--python-version``) and ``--no-config`` keeps ``uv.toml`` out.
-    Index and find-links URLs go through ``mirrors``. Nothing is built from source except what
-    the plan allows (``--only-binary :all:`` with ``--no-binary`` for ``allow-build`` packages), so
-    uv prefers an older version with a wheel to a newer sdist-only one (CASES C26).
+    Index and find-links URLs go through ``mirrors``. Nothing is built from source except the
+    ``no_binary`` packages (``--only-binary :all:`` with ``--no-binary`` for them: ``allow-build``
+    packages that have no wheel for the target), so uv prefers an older version with a wheel to a
+    newer sdist-only one (CASES C26).
     """
     inputs = inputs or main_inputs(plan)
     argv = ["pip", "compile", inputs.requirements]
@@ -136,7 +138,7 @@ def compile_argv(
         for package in sorted({p for source in plan.sources for p in source.packages}):
             argv += ["--exclude-newer-package", f"{package}=false"]
     argv += ["--only-binary", ":all:"]
-    for package in sorted(plan.allow_build):
+    for package in sorted(no_binary):
         argv += ["--no-binary", package]
     if fmt is Format.REQUIREMENTS:
         argv.append("--no-strip-extras")

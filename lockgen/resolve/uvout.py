@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from packaging.utils import InvalidName, NormalizedName, canonicalize_name
 
-__all__ = ["Yank", "explain", "mentioned", "reason", "unreachable_hosts", "warnings", "yanked"]
+__all__ = ["Yank", "explain", "mentioned", "needs_wheels", "reason", "unreachable_hosts", "warnings", "yanked"]
 
 _YANKED = re.compile(r"^warning: `([^`=\s]+)==([^`\s]+)` is yanked(?: \(reason: \"(.*)\"\))?", re.M)
 _URL = re.compile(r"(?:https?|file)://[^\s`'\")]+")
@@ -75,6 +75,17 @@ def unreachable_hosts(stderr: str) -> list[str]:
         if host not in hosts:
             hosts.append(host)
     return hosts
+
+
+_WHEELS_REQUIRED = re.compile(r"Wheels are required for `([^`]+)` because building from source is disabled")
+_NO_USABLE = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ has no usable wheels")
+
+
+def needs_wheels(stderr: str) -> list[NormalizedName]:
+    """Packages uv could not lock because no allowed version has a wheel for the target and
+    lockgen forbids building them (``--only-binary :all:``)."""
+    names = _WHEELS_REQUIRED.findall(stderr) + _NO_USABLE.findall(stderr)
+    return sorted({canonicalize_name(n) for n in names})
 
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

@@ -21,6 +21,7 @@ from packaging.tags import Tag
 from packaging.version import Version
 
 from lockgen.locks.pylockfile import artifacts, file_name, wheel_tags
+from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import CellSource
 
@@ -30,10 +31,10 @@ def location(artifact) -> str:
     return str(artifact.url or artifact.path or "")
 
 
-def problems(plan: Plan, pylock: Pylock) -> list[str]:
+def problems(plan: Plan, pylock: Pylock, mirrors: Mirrors = Mirrors()) -> list[str]:
     """Every reason the resolution in ``pylock`` (canonical URLs, target-only artifacts) must not
     become ``plan``'s main lock (empty: fine): :func:`pin_problems` and :func:`artifact_problems`."""
-    return pin_problems(plan, pylock) + artifact_problems(plan, pylock)
+    return pin_problems(plan, pylock) + artifact_problems(plan, pylock, mirrors)
 
 
 def pin_problems(plan: Plan, pylock: Pylock) -> list[str]:
@@ -49,10 +50,12 @@ def pin_problems(plan: Plan, pylock: Pylock) -> list[str]:
     return found
 
 
-def artifact_problems(plan: Plan, pylock: Pylock) -> list[str]:
+def artifact_problems(plan: Plan, pylock: Pylock, mirrors: Mirrors = Mirrors()) -> list[str]:
     """Labels and sources (C02, C03), hashes (C04) and wheels for the target (C01) of every
-    package of a resolution (main or layer)."""
+    package of a resolution (main or layer); and no artifact URL left on a mirror's host (a
+    committed lock never names a mirror)."""
     found: list[str] = []
+    mirror_hosts = mirrors.hosts()
     flavor = plan.cell.settings.flavor or plan.cell.backend
     supported = plan.target.supported_tags()
     other_prefixes = {
@@ -70,6 +73,13 @@ def artifact_problems(plan: Plan, pylock: Pylock) -> list[str]:
             )
         for kind, artifact in artifacts(package):
             where = location(artifact)
+            if any(where.startswith(host + "/") for host in mirror_hosts):
+                found.append(
+                    f"{name} {version}: {kind} {where} was served by a mirror from a path no --mirror maps back "
+                    "to a canonical URL; add a mirror for the host the file really lives on "
+                    "(e.g. https://files.pythonhosted.org=<mirror files URL>)"
+                )
+                continue
             if source is not None and not _from(source, where):
                 found.append(
                     f"{name} {version}: source {source.name!r} serves it for this cell, but it came from {where}; "

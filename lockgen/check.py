@@ -1,0 +1,182 @@
+"""``lockgen check``: is every lock what the config gives, as lockgen wrote it? No side effects.
+
+A cell is ``up to date`` when its main lock's input hash is the plan's, its text is exactly what
+lockgen wrote (``content-sha256``, line endings aside: CASES C17) and every layer file it lists has
+the digest it lists (so a main lock and layers from two runs never pass). Otherwise ``stale``
+(saying which inputs changed: :data:`lockgen.plan.plan.PART_NAMES`), ``edited`` or ``missing``.
+The manifest must be the one the locks give; a lock of a cell no longer in the matrix, or of a
+skipped cell, is an ``orphan``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lockgen.errors import LockFormatError
+from lockgen.locks import manifest
+from lockgen.locks.lock import LayerKind, Lock, intact, text_sha256
+from lockgen.plan.matrix import select
+from lockgen.plan.plan import PART_NAMES, Plan
+from lockgen.project import Project
+from lockgen.states import CellState
+
+__all__ = ["CellCheck", "CheckResult", "check", "edited", "orphans", "state_of"]
+
+
+@dataclass(frozen=True)
+class CellCheck:
+    """The state of one cell and why (``reasons``: changed inputs, the edited file, …)."""
+
+    name: str
+    state: CellState
+    reasons: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {"cell": self.name, "state": str(self.state), "reasons": list(self.reasons)}
+
+
+@dataclass
+class CheckResult:
+    cells: list[CellCheck] = field(default_factory=list)
+    manifest: str | None = None  # why the manifest does not match, if it does not
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.manifest or any(c.state.bad for c in self.cells) else 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "ok": self.exit_code == 0, "cells": [c.to_dict() for c in self.cells], "manifest": self.manifest,
+        }  # fmt: skip
+
+
+def state_of(root: Path, plan: Plan) -> CellCheck:
+    """The state of ``plan``'s cell from its files on disk (see the module docstring)."""
+    name = plan.cell.name
+    try:
+        main = Lock.read(root / plan.lock, plan.lock)
+    except LockFormatError as exc:
+        return CellCheck(name, CellState.EDITED, (str(exc),))
+    if main is None:
+        return CellCheck(name, CellState.MISSING, (f"{plan.lock} does not exist",))
+    if main.header.input_hash != plan.input_hash:
+        return CellCheck(name, CellState.STALE, changed_inputs(main, plan))
+    problem = edited(root, plan.lock, main)
+    if problem:
+        return CellCheck(name, CellState.EDITED, (problem,))
+    notes = tuple(f"optional {u.requirement} unavailable: {u.reason}" for u in main.header.unavailable if u.retry)
+    return CellCheck(name, CellState.UP_TO_DATE, notes)
+
+
+def changed_inputs(main: Lock, plan: Plan) -> tuple[str, ...]:
+    """What changed since ``main`` was locked, by input part (older locks without parts: all)."""
+    old, new = main.header.input_parts, plan.input_parts
+    if not old:
+        return ("its lock predates lockgen's input parts; re-lock it",)
+    reasons = []
+    for part in sorted(set(old) | set(new)):
+        if old.get(part) == new.get(part):
+            continue
+        if part in plan.rendered.files:
+            reasons.append(f"the rendered {plan.templates}/{plan.rendered.files[part][0]}")
+        elif part == "uv":
+            reasons.append(f"the uv version ({main.header.uv} -> {plan.uv_version})")
+        else:
+            reasons.append(PART_NAMES.get(part, part))
+    return tuple(reasons) or ("its input hash",)
+
+
+def edited(root: Path, path: str, main: Lock) -> str | None:
+    """Why the main lock at ``path`` or one of its layer files is not what lockgen wrote (None: it is)."""
+    text = (root / path).read_text(encoding="utf-8")
+    if not intact(text):
+        return f"{path} was changed by hand (its content-sha256 does not match)"
+    listed = set()
+    for ref in main.header.layers:
+        listed.add(ref.path)
+        try:
+            layer_text = (root / ref.path).read_text(encoding="utf-8")
+        except OSError:
+            return f"{ref.path} is missing"
+        if text_sha256(layer_text) != ref.sha256 or not intact(layer_text):
+            return f"{ref.path} is not the layer {path} lists (edited, or from another run)"
+    folder = root / path.removesuffix(".txt")
+    for extra in sorted(folder.glob("*.txt")) if folder.is_dir() else []:
+        rel = extra.relative_to(root).as_posix()
+        if rel not in listed and _is_layer(extra):
+            return f"{rel} is a layer lock {path} does not list"
+    return None
+
+
+def _is_layer(path: Path) -> bool:
+    try:
+        lock = Lock.read(path)
+    except LockFormatError:
+        return False
+    return lock is not None and lock.header.kind is not LayerKind.MAIN
+
+
+def orphans(root: Path, locks: str, keep: set[str]) -> list[str]:
+    """Project-relative lockgen main locks (and cell folders) in the ``locks`` folder whose cell
+    is not in ``keep`` (removed from the matrix, or now skipped or an alias)."""
+    folder = root / locks
+    if not folder.is_dir():
+        return []
+    found = [p for p in sorted(folder.glob("*.txt")) if p.stem not in keep and _is_main(p)]
+    found += [p for p in sorted(folder.iterdir()) if p.is_dir() and p.name not in keep and _holds_locks(p)]
+    return [f"{locks}/{p.name}" for p in found]
+
+
+def _is_main(path: Path) -> bool:
+    try:
+        lock = Lock.read(path)
+    except LockFormatError:
+        return False
+    return lock is not None and lock.header.kind is LayerKind.MAIN
+
+
+def _holds_locks(folder: Path) -> bool:
+    return (folder / "pylock.toml").is_file() or any(_is_layer(p) for p in folder.glob("*.txt"))
+
+
+def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ()) -> CheckResult:
+    """Compare each selected cell's lock with its plan, and the manifest with the locks.
+    Resolves nothing, starts no process and writes nothing."""
+    chosen = select(project.cells, names, only)
+    result = CheckResult()
+    by_name = {p.cell.name: p for p in project.plans(chosen)}
+    for cell in chosen:
+        if cell.name in by_name:
+            result.cells.append(state_of(project.root, by_name[cell.name]))
+        elif cell.settings.skip:
+            result.cells.append(CellCheck(cell.name, CellState.SKIPPED, (cell.settings.skip,)))
+        else:
+            result.cells.append(_alias(project, cell.name, cell.settings.alias or ""))
+    resolved = {c.name for c in project.cells if not (c.settings.skip or c.settings.alias)}
+    for path in orphans(project.root, project.config.locks, resolved):
+        result.cells.append(CellCheck(path, CellState.ORPHAN, ("its cell is not resolved by the matrix any more",)))
+    result.manifest = manifest_problem(project)
+    return result
+
+
+def _alias(project: Project, name: str, alias: str) -> CellCheck:
+    """An alias is as good as the lock of the cell it reuses: missing when that has none."""
+    lock = project.cell(alias).lock_path(project.config)
+    if not (project.root / lock).is_file():
+        return CellCheck(name, CellState.MISSING, (f"it reuses {alias}, which has no lock ({lock})",))
+    return CellCheck(name, CellState.ALIAS, (f"reuses {alias}",))
+
+
+def manifest_problem(project: Project) -> str | None:
+    """Why ``locks/manifest.json`` is not the manifest the locks give (None: it is)."""
+    path = manifest.manifest_path(project.config.locks)
+    text = manifest.read(project.root / path)
+    if text is None:
+        return f"{path} is missing; run `lockgen all`"
+    try:
+        expected = project.manifest_text(manifest.failures(text))
+    except LockFormatError as exc:
+        return str(exc)
+    return None if text == expected else f"{path} does not match the locks; run `lockgen all`"
