@@ -154,7 +154,18 @@ def test_unreadable_lock_is_reported_not_a_crash(tmp_path: Path) -> None:
     assert [p.cell for p in after.problems] == [B] and "is not pinned with ==" in after.problems[0].message
     groups = group(diff(LockSet.from_folder(old), after))
     assert [(g.kind, g.flagged, g.cells) for g in groups] == [(Kind.UNREADABLE, True, (B,))]
-    assert f"{B}.txt:" in groups[0].new
+    assert groups[0].new.startswith("'numpy>=2' is not pinned with ==")
+    assert groups[0].details[0][1].startswith(f"{new}/{B}.txt:")
+    shown = f"Needs a look:\n  ! cannot read the main lock: 'numpy>=2' is not pinned with == (1 of 3 cells: {B})\n"
+    assert render_text(groups).startswith(shown)
+
+
+def test_old_format_locks_group_into_one_line(tmp_path: Path) -> None:
+    old = write_locks(tmp_path / "old", base_cells())
+    for cell in (A, B, C):
+        (old / f"{cell}.txt").write_text((old / f"{cell}.txt").read_text().replace("# kind: main\n", ""))
+    groups = group(diff(LockSet.from_folder(old), LockSet.from_folder(write_locks(tmp_path / "new", base_cells()))))
+    assert render_text(groups) == "the old main lock could not be read: the header has no 'kind' field (3 of 3 cells)\n"
 
 
 def test_hash_change_names_the_file_and_needs_a_look(tmp_path: Path) -> None:

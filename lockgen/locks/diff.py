@@ -185,14 +185,14 @@ class _Cell:
         for key, problem in after.items():
             if key not in before or before[key].sha256 != problem.sha256:
                 self.out.append(Change(
-                    package=None, kind=Kind.UNREADABLE, old="", new=problem.message, cell=self.name, layer=problem.layer,
-                    flagged=True, total=self.totals[1],
+                    package=None, kind=Kind.UNREADABLE, old="", new=problem.reason, cell=self.name, layer=problem.layer,
+                    flagged=True, total=self.totals[1], detail=problem.message,
                 ))  # fmt: skip
         for key, problem in before.items():
             if key not in after:
                 self.out.append(Change(
-                    package=None, kind=Kind.UNREADABLE, old=problem.message, new="", cell=self.name, layer=problem.layer,
-                    total=self.totals[1],
+                    package=None, kind=Kind.UNREADABLE, old=problem.reason, new="", cell=self.name, layer=problem.layer,
+                    total=self.totals[1], detail=problem.message,
                 ))  # fmt: skip
         return set(before) | set(after)
 

@@ -49,7 +49,7 @@ def describe(g: Group) -> str:
         Kind.LAYER_REMOVED: f"layer {g.layer} ({old}) removed",
         Kind.UNAVAILABLE: (f"{old} " if old else "") + f"now unavailable (optional layer {g.layer}): {new}",
         Kind.AVAILABLE: f"{new} available again (optional layer {g.layer}; was: {old})",
-        Kind.UNREADABLE: f"cannot read {new}" if new else f"the old {g.layer} file could not be read ({old})",
+        Kind.UNREADABLE: f"cannot read the {_file(g.layer)}: {new}" if new else f"the old {_file(g.layer)} could not be read: {old}",
     }
     text = texts[k]
     if g.package is not None and g.layer != MAIN and k not in (Kind.UNAVAILABLE, Kind.AVAILABLE):
@@ -187,6 +187,10 @@ def _cell_blocks(groups: Sequence[Group]) -> list[str]:
 def _md(text: str) -> str:
     """Text safe in a table cell or list item: HTML escaped, pipes escaped, one line."""
     return html.escape(" ".join(text.split()), quote=False).replace("|", "\\|")
+
+
+def _file(layer: str) -> str:
+    return {MAIN: "main lock", "pylock": "pylock.toml", "manifest.json": "manifest"}.get(layer, f"layer lock {layer}")
 
 
 def _short(commit: str) -> str:

@@ -25,8 +25,9 @@ import hashlib
 import json
 import os
 import posixpath
+import re
 import subprocess
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from lockgen.locks.lock import LayerKind, Lock
 __all__ = ["CellLocks", "CellStatus", "LockSet", "Unreadable", "is_git_repository"]
 
 MANIFEST = "manifest.json"
+_LINE = re.compile(r"^:(\d+:)?\s*")  # the ":12: " after a file name in a message
 MAIN = "main"
 PYLOCK = "pylock"
 
@@ -85,6 +87,12 @@ class Unreadable:
     layer: str
     message: str
     sha256: str = ""
+
+    @property
+    def reason(self) -> str:
+        """``message`` without the file and line it starts with (the same in every cell)."""
+        rest = self.message.removeprefix(self.file)
+        return _LINE.sub("", rest) if rest != self.message else self.message
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,7 +157,7 @@ class LockSet:
             parts = meta.split()
             if len(parts) == 3 and parts[1] == "blob" and path.startswith(base) and _interesting(path):
                 wanted[path[len(base) :]] = parts[2]
-        blobs = _cat_blobs(root, list(wanted.values()))
+        blobs = _cat_blobs(root, list(dict.fromkeys(wanted.values())))
         files = {rel: blobs[oid] for rel, oid in wanted.items() if oid in blobs}
         names = sorted(rel for rel in files if "/" not in rel)
         show = f"{rev}:{prefix}{folder}"
@@ -173,7 +181,7 @@ class _Builder:
     show: Callable[[str], str]
     problems: list[Unreadable] = field(default_factory=list)
 
-    def build(self, origin: str, names: Iterable[str]) -> LockSet:
+    def build(self, origin: str, names: Sequence[str]) -> LockSet:
         cells: dict[str, CellLocks] = {}
         for name in names:
             if name.endswith(".txt"):
@@ -181,7 +189,8 @@ class _Builder:
                 main = self.lock(name, cell, MAIN)
                 if main is not None and main.header.kind is LayerKind.MAIN:
                     cells[cell] = self.cell(cell, main)
-        statuses = {k: v for k, v in self.statuses().items() if k not in cells}
+        files = {name.removesuffix(".txt") for name in names if name.endswith(".txt")}
+        statuses = {k: v for k, v in self.statuses().items() if k not in files and v.status != "locked"}
         return LockSet(origin=origin, cells=cells, statuses=statuses, problems=tuple(self.problems))
 
     def cell(self, name: str, main: Lock) -> CellLocks:
