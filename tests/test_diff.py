@@ -219,7 +219,7 @@ def test_markdown_is_cut_below_githubs_limit(tmp_path: Path) -> None:
     ]
     groups = group(changes)
     text = render_markdown(groups)
-    assert len(text) < COMMENT_LIMIT - 1000
+    assert len(text.encode()) < COMMENT_LIMIT - 1000
     shown = text.count("\n| **pkg-")
     assert 0 < shown < len(groups)
     assert f"_… {len(groups) - shown} more groups not shown; see `lockgen diff` locally._" in text
@@ -232,7 +232,7 @@ def test_markdown_cuts_details_when_the_table_fits(tmp_path: Path) -> None:
         for c in range(40)
     ]
     text = render_markdown(group(changes), limit=20_000)
-    assert len(text) <= 20_000 and text.count("\n| **pkg-") == 60
+    assert len(text.encode()) <= 20_000 and text.count("\n| **pkg-") == 60
     assert "more cells not shown; see `lockgen diff` locally._" in text
 
 

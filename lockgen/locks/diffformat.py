@@ -22,7 +22,8 @@ from lockgen.locks.lockset import MAIN
 
 __all__ = ["COMMENT_LIMIT", "headline", "render_json", "render_markdown", "render_text", "summary", "text_lines"]
 
-#: GitHub refuses an issue or pull-request comment longer than this (characters).
+#: GitHub refuses an issue or pull-request comment longer than this (characters; lockgen counts
+#: UTF-8 bytes, which is never less, so either reading of the limit holds).
 COMMENT_LIMIT = 65_536
 #: Kept free below :data:`COMMENT_LIMIT` (a bot may add a footer).
 MARGIN = 2_048
@@ -110,7 +111,7 @@ def render_json(groups: Sequence[Group]) -> str:
 
 
 def render_markdown(groups: Sequence[Group], title: str = "Lock changes", limit: int = COMMENT_LIMIT - MARGIN) -> str:
-    """A pull-request comment of at most ``limit`` characters: heading, summary line, table of
+    """A pull-request comment of at most ``limit`` UTF-8 bytes: heading, summary line, table of
     groups (flagged first, ⚠️), then each cell's changes in ``<details>``. What does not fit is
     left out with a note saying how much and to run ``lockgen diff`` locally."""
     head = [f"## {_md(title)}", ""]
@@ -131,22 +132,22 @@ def render_markdown(groups: Sequence[Group], title: str = "Lock changes", limit:
 
 
 class _Budget:
-    """Lines joined by newlines, never past ``limit`` characters once closed with a note."""
+    """Lines joined by newlines, never past ``limit`` UTF-8 bytes once closed with a note."""
 
     NOTE_ROOM = 200
 
     def __init__(self, limit: int, lines: list[str]) -> None:
         self.limit, self.lines = limit, list(lines)
-        self.size = sum(len(line) + 1 for line in self.lines)
+        self.size = sum(_size(line) + 1 for line in self.lines)
 
     def add(self, piece: str) -> None:
         self.lines.append(piece)
-        self.size += len(piece) + 1
+        self.size += _size(piece) + 1
 
     def take(self, pieces: Sequence[str]) -> int:
         """Add pieces while they fit with room for a note; how many were added."""
         for i, piece in enumerate(pieces):
-            if self.size + len(piece) + 1 + self.NOTE_ROOM > self.limit:
+            if self.size + _size(piece) + 1 + self.NOTE_ROOM > self.limit:
                 return i
             self.add(piece)
         return len(pieces)
@@ -155,10 +156,14 @@ class _Budget:
         if note is not None:
             self.lines += ["", f"_{note}_"]
         text = "\n".join(self.lines) + "\n"
-        while len(text) > self.limit and len(self.lines) > 2:  # cannot happen; the limit is a promise
+        while _size(text) > self.limit and len(self.lines) > 2:  # cannot happen; the limit is a promise
             del self.lines[-3]
             text = "\n".join(self.lines) + "\n"
         return text
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
 
 
 def _row(g: Group) -> str:
