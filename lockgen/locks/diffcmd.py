@@ -1,0 +1,80 @@
+"""``lockgen diff [OLD [NEW]] [--format text|markdown|json] [--exit-code]``: the core of the command.
+
+OLD and NEW are git revisions of the repository holding the project, or folders of locks (an
+argument naming an existing folder is a folder: a locks folder, a copy of one such as a CI shard
+artifact, or a project folder holding ``<locks>/``). OLD defaults to ``HEAD``, NEW to the work
+tree's locks folder. The CLI parses the arguments and prints what :func:`diff_command` returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from lockgen.errors import UsageError
+from lockgen.locks.diff import Group, diff, group
+from lockgen.locks.diffformat import render_json, render_markdown, render_text
+from lockgen.locks.lockset import LockSet, is_git_repository
+
+__all__ = ["FORMATS", "diff_command"]
+
+WORK_TREE = "work tree"
+
+
+def _markdown(groups: Sequence[Group], title: str) -> str:
+    return render_markdown(groups, title=title)
+
+
+FORMATS: dict[str, Callable[[Sequence[Group], str], str]] = {
+    "text": lambda groups, _title: render_text(groups),
+    "markdown": _markdown,
+    "json": lambda groups, _title: render_json(groups),
+}
+
+
+def diff_command(root: Path, locks: str, old: str | None, new: str | None, fmt: str, exit_code: bool) -> tuple[str, int]:
+    """``(output, exit status)`` of ``lockgen diff OLD NEW --format FMT [--exit-code]`` for the
+    project at ``root`` whose locks folder is ``locks`` (project-relative). The status is 1 with
+    ``exit_code`` when anything changed (like ``git diff --exit-code``), else 0.
+
+    Raises :class:`UsageError` for an unknown format, a revision that names no commit, or git
+    revisions asked for (OLD's default ``HEAD`` included) outside a git repository."""
+    render = FORMATS.get(fmt)
+    if render is None:
+        raise UsageError(f"unknown --format {fmt!r}; use one of {', '.join(FORMATS)}")
+    before, old_name = _side(root, locks, old, "HEAD")
+    after, new_name = _side(root, locks, new, None)
+    groups = group(diff(before, after))
+    output = render(groups, f"Lock changes: {old_name} → {new_name}")
+    return output, 1 if exit_code and groups else 0
+
+
+def _side(root: Path, locks: str, arg: str | None, default: str | None) -> tuple[LockSet, str]:
+    """The lock set ``arg`` names and how to call it: a folder, a git revision (``default``
+    when ``arg`` is None), or the work tree's locks folder (no ``arg``, no ``default``)."""
+    if arg is None and default is None:
+        return LockSet.from_folder(root / locks, locks, label=locks), WORK_TREE
+    folder = _folder(root, locks, arg) if arg is not None else None
+    if folder is not None:
+        return LockSet.from_folder(folder, locks, label=arg), str(arg)
+    rev = arg if arg is not None else str(default)
+    if not is_git_repository(root):
+        what = f"{arg!r} is not a folder and " if arg is not None else ""
+        raise UsageError(
+            f"{what}{root} is not in a git repository, so there are no revisions to compare; "
+            "pass two folders of locks instead: lockgen diff OLD_FOLDER NEW_FOLDER"
+        )
+    return LockSet.from_git(root, rev, locks), rev
+
+
+def _folder(root: Path, locks: str, arg: str) -> Path | None:
+    """The locks folder ``arg`` names (relative to the current folder, else to ``root``): the
+    folder itself, or its ``<locks>`` subfolder when it is a project folder without locks of
+    its own. None when ``arg`` is not a folder."""
+    for candidate in (Path(arg), root / arg):
+        if candidate.is_dir():
+            inner = candidate / locks
+            if inner.is_dir() and not any(candidate.glob("*.txt")):
+                return inner
+            return candidate
+    return None

@@ -1,0 +1,101 @@
+"""The change report of a run: what ``lockgen all``/``lock`` moved, grouped across cells.
+
+The pipeline reads the locks folder before and after the run (:meth:`LockSet.from_folder`) and
+hands both to :func:`change_report` with the cells the run touched; the summary prints
+:meth:`Report.lines` (``matplotlib 3.10.1 → 3.10.3 (12 of 12 cells)``) and ``--json`` embeds
+:meth:`Report.to_json`. :func:`upgrade_outcome` says what ``--upgrade-package NAME`` did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from packaging.utils import NormalizedName, canonicalize_name
+
+from lockgen.locks import _origin
+from lockgen.locks.diff import Group, diff, group
+from lockgen.locks.diffformat import ARROW, text_lines
+from lockgen.locks.lockset import CellLocks, LockSet
+
+__all__ = ["Report", "change_report", "upgrade_outcome"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    """The grouped changes of a run over ``cells`` (sorted), flagged groups first."""
+
+    cells: tuple[str, ...]
+    groups: tuple[Group, ...]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.groups)
+
+    def lines(self) -> list[str]:
+        """Terminal lines, one per group (a flagged group's per-cell details indented under it);
+        ``["no lock changes"]`` when nothing changed."""
+        return text_lines(self.groups) if self.groups else ["no lock changes"]
+
+    def to_json(self) -> list[dict[str, object]]:
+        """JSON-ready list, one object per group: ``package``, ``kind``, ``old``, ``new``,
+        ``layer``, ``flagged``, ``cells``, ``count``, ``total``, ``details``."""
+        return [g.to_dict() for g in self.groups]
+
+
+def change_report(before: LockSet, after: LockSet, cells: Collection[str]) -> Report:
+    """The changes from ``before`` to ``after`` in ``cells`` only (the cells the run touched;
+    "in N of M cells" counts among them)."""
+    chosen = tuple(sorted(set(cells)))
+    groups = group(diff(before.only(chosen), after.only(chosen)))
+    return Report(cells=chosen, groups=tuple(groups))
+
+
+def upgrade_outcome(name: str, before: LockSet, after: LockSet, cells: Collection[str] | None = None) -> str:
+    """What ``--upgrade-package NAME`` did in ``cells`` (default: every cell of ``after``), e.g.
+    ``numpy 2.4.5 → 2.4.6 in 12 cells``, ``numpy: already the newest allowed under the
+    exclude-newer cutoff (2.4.5) in 12 cells`` (parts for different outcomes joined by ``; ``), or
+    ``numpy: not in any selected cell`` (the caller raises that as an error)."""
+    key = canonicalize_name(name)
+    if cells is not None:
+        before, after = before.only(cells), after.only(cells)
+    outcomes: dict[tuple[str, str], list[str]] = {}
+    capped: dict[tuple[str, str], bool] = {}
+    for cell, locks in sorted(after.cells.items()):
+        new = _locked(locks, key)
+        if new is None:
+            continue
+        earlier = before.cells.get(cell)
+        was = _locked(earlier, key) if earlier is not None else None
+        outcome = (was or "", new)
+        outcomes.setdefault(outcome, []).append(cell)
+        capped[outcome] = capped.get(outcome, True) and locks.main.header.exclude_newer is not None
+    if not outcomes:
+        return f"{key}: not in any selected cell"
+    order = sorted(outcomes, key=lambda o: (o[0] == o[1], -len(outcomes[o]), o))
+    parts = [_outcome(old, new, len(outcomes[(old, new)]), capped[(old, new)]) for old, new in order]
+    colon = ":" if order[0][0] == order[0][1] else ""
+    return f"{key}{colon} " + "; ".join(parts)
+
+
+def _outcome(old: str, new: str, count: int, capped: bool) -> str:
+    cells = f"{count} cell{'' if count == 1 else 's'}"
+    if old == new:
+        cutoff = " under the exclude-newer cutoff" if capped else ""
+        return f"already the newest allowed{cutoff} ({new}) in {cells}"
+    if not old:
+        return f"added at {new} in {cells}"
+    return f"{old} {ARROW} {new} in {cells}"
+
+
+def _locked(locks: CellLocks, name: NormalizedName) -> str | None:
+    """The version (else the URL) of ``name`` in the cell's main lock, else in its first layer
+    that has it; None when the cell does not have it."""
+    package = next((p for p in locks.pylock.packages if p.name == name), None) if locks.pylock else None
+    for lock in (locks.main, *locks.layers.values()):
+        entry = lock.entry(name)
+        if entry is not None:
+            found = _origin.version(entry, package if lock is locks.main else None)
+            return str(found) if found is not None else entry.url or ""
+        package = None
+    return None
