@@ -46,6 +46,8 @@ def _lock(args: argparse.Namespace, names) -> int:
     from lockgen import pipeline
 
     run = pipeline.lock_project(Path.cwd(), args.config, names, args.only, _run_options(args), _reporter(args))
+    if getattr(args, "json", False):
+        print(json.dumps(run.to_dict(), indent=2))
     return run.exit_code
 
 
@@ -102,6 +104,15 @@ def cmd_detect(args: argparse.Namespace) -> int:
     from lockgen.detect import run
 
     return run(_project(args), args)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from lockgen.locks.diffcmd import diff_command
+
+    project = _project(args)
+    text, code = diff_command(project.root, project.config.locks, args.old, args.new, args.format, args.exit_code)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return code
 
 
 def cmd_bump(args: argparse.Namespace) -> int:
@@ -172,9 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    command("all", cmd_all, "lock every stale cell of the matrix", resolving=True, only=True)
+    p = command("all", cmd_all, "lock every stale cell of the matrix", resolving=True, only=True)
+    p.add_argument("--json", action="store_true", help="print the result and the change report as JSON")
     p = command("lock", cmd_lock, "lock the named cells", resolving=True, only=True)
     p.add_argument("cells", nargs="+", metavar="CELL")
+    p.add_argument("--json", action="store_true", help="print the result and the change report as JSON")
     p = command("matrix", cmd_matrix, "list the cells of the matrix", only=True)
     p.add_argument("--json", action="store_true", help="print a JSON list of cells")
     p = command("check", cmd_check, "exit 1 if any lock or the manifest is out of date", only=True)
@@ -184,6 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
     from lockgen.select import build_parser as select_arguments
 
     select_arguments(p)
+    from lockgen.locks.diffcmd import FORMATS
+
+    p = command("diff", cmd_diff, "show what changed between two sets of locks (git revisions or folders)")
+    p.add_argument("old", nargs="?", metavar="OLD", help="git revision or folder (default: HEAD)")
+    p.add_argument("new", nargs="?", metavar="NEW", help="git revision or folder (default: the work tree)")
+    p.add_argument("--format", choices=FORMATS, default="text")
+    p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
     p = command("bump", cmd_bump, "edit pins in the config, then re-lock the cells that changed", resolving=True)
     p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
     p.add_argument("--no-lock", action="store_true", help="only edit the config")

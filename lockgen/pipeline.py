@@ -22,6 +22,8 @@ from lockgen.check import orphans, state_of
 from lockgen.config import find_config
 from lockgen.errors import Interrupted, LockgenError, UsageError
 from lockgen.locks import manifest, stamp, store
+from lockgen.locks.lockset import LockSet
+from lockgen.locks.report import change_report, upgrade_outcome
 from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, select
 from lockgen.plan.plan import Plan
@@ -78,7 +80,13 @@ class RunResult:
 
     results: list[CellResult] = field(default_factory=list)
     manifest_error: str | None = None
-    report: list[str] = field(default_factory=list)
+    report: list[str] = field(default_factory=list)  # the change report, one line per group
+    changes: list[dict[str, object]] = field(default_factory=list)  # the same, for --json
+
+    def to_dict(self) -> dict[str, object]:
+        """``lockgen all --json``: each cell's state and message, the changes, the manifest error."""
+        cells = [{"cell": r.name, "state": str(r.state), "seconds": round(r.seconds, 1), "message": r.message} for r in self.results]
+        return {"exit_code": self.exit_code, "cells": cells, "changes": self.changes, "report": self.report, "manifest_error": self.manifest_error}
 
     @property
     def interrupted(self) -> bool:
@@ -129,13 +137,16 @@ def lock(
             log.warning("finished writing cell %s, which a killed run had left half-written", name)
         store.clean_temporaries(root, project.config.locks)
         plans = _plan_all(project, chosen)
-        _check_upgrade_names(plans, options.uv.upgrade_packages)
+        before = LockSet.from_folder(root / project.config.locks, project.config.locks)
+        _check_upgrade_names(before, plans, options.uv.upgrade_packages)
         for prefix in mirrors.unused([u for p in plans for u in p.urls()]):
             log.warning("mirror for %s matches no URL of the selected cells; check its spelling", prefix)
         run = RunResult()
         reporter.start([c.name for c in chosen])
         todo = _stale(project, chosen, plans, options, run, reporter)
         failed = _resolve_all(project, todo, options, mirrors, run, reporter)
+        if todo:
+            _change_report(project, before, [p.cell.name for p, _ in todo], options, run)
         order = {c.name: i for i, c in enumerate(chosen)}
         run.results.sort(key=lambda r: order.get(r.name, len(order)))
         if not names and not only and not run.interrupted:
@@ -162,16 +173,31 @@ def _plan_all(project: Project, chosen: Sequence[Cell]) -> list[Plan]:
     return [p for p in everything if p.cell.name in names]
 
 
-def _check_upgrade_names(plans: Sequence[Plan], names: Sequence[str]) -> None:
-    """``--upgrade-package NAME`` must name a package some selected cell can have (issue 6)."""
-    # The real check happens after the run (a package may be new); here only obvious typos.
+def _check_upgrade_names(before: LockSet, plans: Sequence[Plan], names: Sequence[str]) -> None:
+    """``--upgrade-package NAME`` must name a package a selected cell locks or asks for (issue 6:
+    a typo was accepted silently). Raises :class:`UsageError` naming it."""
     from packaging.utils import InvalidName, canonicalize_name
 
+    selected = {p.cell.name for p in plans}
+    known = {e.name for cell, locks in before.cells.items() if cell in selected for e in locks.main.entries}
+    known |= {n for p in plans for n in p.requirement_names()}
     for name in names:
         try:
-            canonicalize_name(name, validate=True)
+            key = canonicalize_name(name, validate=True)
         except InvalidName:
             raise UsageError(f"--upgrade-package {name!r}: not a valid package name") from None
+        if key not in known:
+            raise UsageError(f"--upgrade-package {name}: no selected cell locks or requires it; check the name")
+
+
+def _change_report(project: Project, before: LockSet, touched: list[str], options: RunOptions, run: RunResult) -> None:
+    """What the run changed, grouped across cells, and what happened to each ``--upgrade-package``."""
+    locks = project.config.locks
+    after = LockSet.from_folder(project.root / locks, locks)
+    report = change_report(before, after, touched)
+    run.report = report.lines()
+    run.changes = report.to_json()
+    run.report += [upgrade_outcome(name, before, after, touched) for name in options.uv.upgrade_packages]
 
 
 def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult, reporter: Reporter) -> list[Plan]:

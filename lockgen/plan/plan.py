@@ -71,6 +71,20 @@ class Plan:
         links += [link for source in sources for link in source.find_links()]
         return tuple(dict.fromkeys(links))
 
+    def requirement_names(self) -> set[str]:
+        """Canonical names of the requirements the rendered inputs name (``packaging``)."""
+        from packaging.requirements import InvalidRequirement, Requirement
+        from packaging.utils import canonicalize_name
+
+        names = set()
+        for _, text in self.rendered.files.values():
+            for line in text.splitlines():
+                try:
+                    names.add(canonicalize_name(Requirement(line.split(" #")[0].strip()).name))
+                except InvalidRequirement:
+                    continue
+        return names
+
     def urls(self) -> tuple[str, ...]:
         """Every URL the plan makes lockgen or uv fetch (mirrors must match one of them)."""
         return (self.index_url, *self.find_links, *(url for s in self.sources for url in s.urls))
