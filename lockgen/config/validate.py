@@ -6,14 +6,15 @@ together as one :class:`~lockgen.errors.ConfigError`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import re
 from pathlib import Path
 from typing import Any
 
 from lockgen.config.model import (
-    ARCHES, AXES, DEFAULT_INDEX_URL, DEFAULT_MACOS, DEFAULT_MANYLINUX, MANYLINUX_LEVELS, OSES, RESERVED_NAMES,
-    Config, Include, Rule, Settings, Source,
+    ARCHES, AXES, DEFAULT_BACKENDS, DEFAULT_INDEX_URL, DEFAULT_MACOS, DEFAULT_MANYLINUX, MANYLINUX_LEVELS, OSES,
+    RESERVED_NAMES, BackendFamily, Config, Include, Rule, Settings, Source,
 )  # fmt: skip
 from lockgen.errors import ConfigError
 
@@ -22,13 +23,16 @@ _MACOS = re.compile(r"^\d{2}\.\d{1,2}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Package-name patterns of ``backends`` and ``allow-mix``: name characters, ``*``, ``?``.
+_NAME_PATTERN = re.compile(r"^[A-Za-z0-9._*?-]+$")
+_BACKEND_KEYS = {"flavors", "packages", "versioned", "gpu", "builds"}
 
 _SETTING_KEYS = {
     "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
     "manylinux", "macos", "skip", "exclude-newer", "pins", "use", "flavor", "pinned",
-    "optional", "no-deps", "allow-build", "alias", "interpreter",
+    "optional", "no-deps", "allow-build", "alias", "interpreter", "allow-mix",
 }  # fmt: skip
-_TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "detect"} | _SETTING_KEYS
+_TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "detect", "backends"} | _SETTING_KEYS
 _SOURCE_KINDS = ("index", "find-links", "urls")
 
 
@@ -108,6 +112,7 @@ class Validator:
             sources=self.sources(table.get("sources", {})),
             mirrors=self.mirrors(table.get("mirrors", {})),
             detect=self.detect(table.get("detect", {})),
+            backends=self.backends(table.get("backends", {})),
         )
         self.references(config)
         if self.problems:
@@ -234,6 +239,8 @@ class Validator:
         for key in ("flavor", "alias", "interpreter"):
             if key in table:
                 values[key] = self.string(table[key], (*path, key))
+        if "allow-mix" in table:
+            values["allow_mix"] = self.allow_mix(table["allow-mix"], (*path, "allow-mix"))
         if values.get("interpreter") is not None and values["interpreter"] not in ARCHES:
             self.problem((*path, "interpreter"), f"unknown arch {values['interpreter']!r}; use one of {', '.join(ARCHES)}")
         return Settings(**values)
@@ -320,6 +327,63 @@ class Validator:
             ))  # fmt: skip
         texts = {k.replace("-", "_"): self.string(value[k], (*path, k)) for k in keys - {"nvidia"} if k in value}
         return DetectConfig(nvidia=tuple(rules), **{k: v for k, v in texts.items() if v is not None})
+
+    def backends(self, value: Any) -> tuple[BackendFamily, ...]:
+        """``[backends.<family>]``: the backend invariants' families (CASES C27). A table named
+        like a default family replaces the keys it gives; another name adds a family (it needs
+        ``flavors``). Patterns are checked here; :mod:`lockgen.resolve.invariants` applies them."""
+        families = {family.name: family for family in DEFAULT_BACKENDS}
+        if not isinstance(value, dict):
+            self.problem(("backends",), "must be a table of backend families, such as [backends.cuda]")
+            return tuple(families.values())
+        for name, table in value.items():
+            path = ("backends", name)
+            if not isinstance(table, dict):
+                self.problem(path, "must be a table with flavors, packages, versioned, gpu and/or builds")
+                continue
+            self.unknown(table, _BACKEND_KEYS, path)
+            changes: dict[str, Any] = {}
+            for key, placeholder in (("flavors", "{version}"), ("packages", "{major}"), ("versioned", None), ("builds", None)):
+                if key in table:
+                    changes[key] = self.patterns(table[key], (*path, key), placeholder, globs=key != "builds")
+            if "gpu" in table:
+                if isinstance(table["gpu"], bool):
+                    changes["gpu"] = table["gpu"]
+                else:
+                    self.problem((*path, "gpu"), "must be true or false")
+            if name in families:
+                families[name] = dataclasses.replace(families[name], **changes)
+            elif not changes.get("flavors"):
+                self.problem((*path, "flavors"), 'a new backend family needs flavors, such as ["xpu"] or ["cu{version}"]')
+            else:
+                families[name] = BackendFamily(name=name, **changes)
+        return tuple(families.values())
+
+    def patterns(self, value: Any, path: tuple[str | int, ...], placeholder: str | None, globs: bool = True) -> tuple[str, ...]:
+        """An array of package-name (or flavor) patterns; ``placeholder`` may appear once in each."""
+        items = self.strings(value, path)
+        for item in items:
+            bare = item.replace(placeholder, "", 1) if placeholder else item
+            if not _NAME_PATTERN.match(bare) or "{" in bare or (not globs and ("*" in bare or "?" in bare)):
+                allowed = "letters, digits, '.', '_', '-'" + (", * and ?" if globs else "")
+                once = f", and {placeholder} at most once" if placeholder else ""
+                self.problem(path, f"{item!r} is not a pattern of {allowed}{once}")
+        return items
+
+    def allow_mix(self, value: Any, path: tuple[str | int, ...]) -> dict[str, str]:
+        """``allow-mix``: package (glob) -> why this cell's backend mix is intended (C27)."""
+        if not isinstance(value, dict):
+            self.problem(path, 'must be a table of package = "why the mix is intended"')
+            return {}
+        result = {}
+        for name, reason in value.items():
+            if not _NAME_PATTERN.match(name):
+                self.problem((*path, name), "not a package name or pattern (letters, digits, '.', '_', '-', * and ?)")
+            elif not isinstance(reason, str) or not reason.strip():
+                self.problem((*path, name), "give the reason the mix is intended")
+            else:
+                result[name] = reason
+        return result
 
     def mirrors(self, value: Any) -> dict[str, str]:
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
