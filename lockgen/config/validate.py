@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,7 @@ class Validator:
             backends=self.backends(table.get("backends", {})),
         )
         self.references(config)
+        self.matrix_values(config)
         if self.problems:
             raise ConfigError(self.source, self.problems)
         return config
@@ -384,6 +386,30 @@ class Validator:
             else:
                 result[name] = reason
         return result
+
+    def matrix_values(self, config: Config) -> None:
+        """Axis values named by exclude entries, rule matches and includes that only extend cells
+        must be values of their axis (an include naming all four axes may add values): a misspelt
+        value would silently add or miss cells (issue "Trust", item 8)."""
+        known = {axis: list(config.axes[axis]) for axis in AXES}
+        for inc in config.include:
+            if len(inc.axes) == len(AXES):
+                for axis, value in inc.axes.items():
+                    if value not in known[axis]:
+                        known[axis].append(value)
+        named: list[tuple[tuple[str | int, ...], Mapping[str, Sequence[str]]]] = [
+            (("matrix", "exclude", i), sel) for i, sel in enumerate(config.exclude)
+        ]
+        named += [(("matrix", "include", i), {a: (v,) for a, v in inc.axes.items()}) for i, inc in enumerate(config.include) if len(inc.axes) < len(AXES)]
+        named += [(("rules", i, "match"), rule.match) for i, rule in enumerate(config.rules)]
+        for path, selector in named:
+            for axis, values in selector.items():
+                for value in values:
+                    if value not in known[axis]:
+                        listed = ", ".join(known[axis]) or "none"
+                        missing = ", ".join(a for a in AXES if a not in selector)
+                        hint = f"; an include adds a cell only when it names all four axes (missing {missing})" if path[1] == "include" else ""
+                        self.problem((*path, axis), f"{value!r} is not a value of the {axis} axis ({listed}){hint}")
 
     def mirrors(self, value: Any) -> dict[str, str]:
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
