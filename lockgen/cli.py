@@ -9,7 +9,10 @@ import json
 import logging
 import sys
 import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lockgen import __version__, pipeline
 from lockgen.resolve import uv
@@ -95,60 +98,113 @@ def cmd_detect(args) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class _Option:
+    """One option, defined once: its flags, argparse keywords (no ``dest``/``default``), its
+    default and the commands that take it. Every option may come before or after the command."""
+
+    flags: tuple[str, ...]
+    kwargs: Mapping[str, Any]
+    default: Any
+    commands: tuple[str, ...]
+
+    @property
+    def dest(self) -> str:
+        return self.flags[-1].lstrip("-").replace("-", "_")
+
+    @property
+    def name(self) -> str:
+        return "/".join(self.flags)
+
+
+_RESOLVING = ("all", "lock")
+_SELECTING = ("all", "lock", "matrix", "check")
+_EVERY = ("all", "lock", "matrix", "detect", "check")
+OPTIONS = (
+    _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
+    _Option(("-v", "--verbose"), {"action": "store_true", "help": "debug logs and tracebacks"}, False, _EVERY),
+    _Option(
+        ("--only",), {"action": "append", "metavar": "KEY=VALUE", "help": "select cells by os, arch, backend, python or name; repeat a key to accept several values"},
+        [], _SELECTING,
+    ),  # fmt: skip
+    _Option(("-j", "--jobs"), {"type": int, "metavar": "N", "help": "cells resolved at once (default: CPU cores, 2 to 8)"}, None, _RESOLVING),
+    _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
+    _Option(
+        ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
+        [], _RESOLVING,
+    ),  # fmt: skip
+    _Option(("--online",), {"action": "store_true", "help": "resolve every cell online (no reuse of pages fetched in this run)"}, False, _RESOLVING),
+    _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
+    _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),
+    _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("matrix", "detect")),
+    _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect",)),
+    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: this interpreter's)"}, None, ("detect",)),
+    _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
+    _Option(("--arch",), {"choices": ["x86_64", "aarch64"], "help": "pretend: host arch"}, None, ("detect",)),
+    _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
+    _Option(("--gpu",), {"choices": ["nvidia", "amd", "apple", "none"], "help": "pretend: GPU kind"}, None, ("detect",)),
+    _Option(("--cuda",), {"metavar": "X.Y", "help": "pretend: the NVIDIA driver's CUDA version"}, None, ("detect",)),
+    _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
+)  # fmt: skip
+#: Where a subcommand stores an option given after it (merged with the one before by :func:`parse`).
+_AFTER = "after_"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lockgen", description="Per-target lock files from a build matrix.")
-    parser.add_argument("--version", action=_Version, nargs=0, help="show lockgen's and uv's versions")
-    config_help = "config file or folder (default: nearest upward)"
-    parser.add_argument("-C", "--config", metavar="PATH", help=config_help)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logs and tracebacks")
-    base = argparse.ArgumentParser(add_help=False)  # also accepted after the command
-    base.add_argument("-C", "--config", metavar="PATH", default=argparse.SUPPRESS, help=config_help)
-    base.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logs and tracebacks")
-    common = argparse.ArgumentParser(add_help=False, parents=[base])
-    common.add_argument(
-        "--only", action="append", default=[], metavar="KEY=VALUE",
-        help="select cells by axis (os, arch, backend, python) or name; repeat to narrow",
-    )  # fmt: skip
-    resolving = argparse.ArgumentParser(add_help=False)
-    resolving.add_argument("-j", "--jobs", type=int, metavar="N", help="cells resolved at once (default: CPU cores, 2 to 8)")
-    resolving.add_argument("--force", action="store_true", help="re-resolve even cells whose inputs did not change")
-    resolving.add_argument(
-        "--mirror", action="append", default=[], metavar="CANONICAL=MIRROR",
-        help="fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)",
-    )  # fmt: skip
-    resolving.add_argument(
-        "--online", action="store_true", help="resolve every cell online (no reuse of pages fetched in this run)"
+    """The parser: every option of :data:`OPTIONS` on the main parser and on each command that
+    takes it, all with ``SUPPRESS`` defaults so that :func:`parse` sees what was given where."""
+    parser = argparse.ArgumentParser(
+        prog="lockgen", description="Per-target lock files from a build matrix. Options go before or after the command.",
     )
-    resolving.add_argument("--upgrade", action="store_true", help="let uv pick the newest allowed versions")
-    resolving.add_argument("--upgrade-package", action="append", default=[], metavar="NAME", help="upgrade one package")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show lockgen's and uv's versions")
+    groups: dict[tuple[str, ...], argparse._ArgumentGroup] = {}
+    for option in OPTIONS:
+        if option.commands not in groups:
+            which = "every command" if option.commands == _EVERY else " and ".join(option.commands).replace(" and ", ", ", len(option.commands) - 2)
+            groups[option.commands] = parser.add_argument_group(f"options of {which}")
+        groups[option.commands].add_argument(*option.flags, dest=option.dest, default=argparse.SUPPRESS, **option.kwargs)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    p = sub.add_parser("all", parents=[common, resolving], help="lock every stale cell of the matrix")
-    p.set_defaults(func=cmd_all)
-    p = sub.add_parser("lock", parents=[common, resolving], help="lock the named cells")
-    p.add_argument("cells", nargs="+", metavar="CELL")
-    p.set_defaults(func=cmd_lock)
-    p = sub.add_parser("matrix", parents=[common], help="list the cells of the matrix")
-    p.add_argument("--json", action="store_true", help="print a JSON list of cells")
-    p.set_defaults(func=cmd_matrix)
-    p = sub.add_parser("detect", parents=[base], help="print the cell (and lock) for this machine")
-    p.add_argument("--cpu", action="store_true", help="accept the CPU cell when no GPU is found")
-    p.add_argument("--python", metavar="X.Y", help="target Python (default: this interpreter's)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--os", choices=["linux", "windows", "macos"], help="pretend: operating system")
-    p.add_argument("--arch", choices=["x86_64", "aarch64"], help="pretend: host arch")
-    p.add_argument("--interpreter", choices=["x86_64", "aarch64"], help="pretend: interpreter arch")
-    p.add_argument("--gpu", choices=["nvidia", "amd", "apple", "none"], help="pretend: GPU kind")
-    p.add_argument("--cuda", metavar="X.Y", help="pretend: the NVIDIA driver's CUDA version")
-    p.add_argument("--gpu-query", metavar="FILE", help="pretend: saved nvidia-smi --query-gpu output")
-    p.set_defaults(func=cmd_detect)
-    p = sub.add_parser("check", parents=[common], help="exit 1 if any lock or the manifest is out of date")
-    p.add_argument("cells", nargs="*", metavar="CELL")
-    p.set_defaults(func=cmd_check)
+    commands = {
+        "all": (cmd_all, "lock every stale cell of the matrix"),
+        "lock": (cmd_lock, "lock the named cells"),
+        "matrix": (cmd_matrix, "list the cells of the matrix"),
+        "detect": (cmd_detect, "print the cell (and lock) for this machine"),
+        "check": (cmd_check, "exit 1 if any lock or the manifest is out of date"),
+    }
+    for command, (func, text) in commands.items():
+        p = sub.add_parser(command, help=text)
+        p.set_defaults(func=func)
+        if command == "lock":
+            p.add_argument("cells", nargs="+", metavar="CELL")
+        elif command == "check":
+            p.add_argument("cells", nargs="*", metavar="CELL")
+        for option in OPTIONS:
+            if command in option.commands:
+                p.add_argument(*option.flags, dest=_AFTER + option.dest, default=argparse.SUPPRESS, **option.kwargs)
     return parser
 
 
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse the command line: an option may come before or after the command (repeatable ones
+    collect both; otherwise the later wins). One given before a command that does not take it is
+    a usage error (exit 2) naming the commands that do."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for option in OPTIONS:
+        before = vars(args).pop(option.dest, None)
+        after = vars(args).pop(_AFTER + option.dest, None)
+        if before is not None and args.command not in option.commands:
+            parser.error(f"{option.name} does not apply to {args.command} (only to {', '.join(option.commands)})")
+        if option.kwargs.get("action") == "append":
+            value = [*(before or []), *(after or [])]
+        else:
+            value = after if after is not None else before if before is not None else option.default
+        setattr(args, option.dest, value)
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     if getattr(args, "jobs", None) is not None and args.jobs < 1:
         print("error: -j/--jobs must be at least 1", file=sys.stderr)
         return 2
