@@ -35,6 +35,27 @@ class TemplateError(LockgenError):
     """A template failed to render for a cell; the message names template, line and cell."""
 
 
+class TemplateLinesError(TemplateError):
+    """A rendered template holds lines uv must not see (an index, find-links, a file include; issue
+    "Trust", item 6). A record: ``where`` (``templates/requirements.in.j2``), the ``cell`` and one
+    ``problems`` string per line (``rendered line 2 '…': … ; <fix>``). The message ends with
+    ``(cell <name>)`` once, so the same problem in many cells merges into one line."""
+
+    #: At most this many lines are listed; the rest are counted.
+    SHOWN = 5
+
+    def __init__(self, where: str, cell: str, problems: list[str]):
+        self.where, self.cell, self.problems = where, cell, list(problems)
+        shown = self.problems[: self.SHOWN]
+        more = len(self.problems) - len(shown)
+        if len(self.problems) == 1:
+            text = f"{where}: {shown[0]}"
+        else:
+            text = "\n".join([f"{where}: {len(self.problems)} lines uv must not see:", *(f"  {p}" for p in shown)])
+            text += f"\n  … and {more} more" if more else ""
+        super().__init__(f"{text} (cell {cell})")
+
+
 class CellFailed(LockgenError):
     """A cell could not be resolved or written; other cells are unaffected. Exit code 1."""
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockgen.config import RESERVED_NAMES, Config
-from lockgen.errors import TemplateError
+from lockgen.errors import TemplateError, TemplateLinesError
 from lockgen.plan.matrix import Cell
+from lockgen.plan.reqfile import refused
 from lockgen.plan.target import Target
 
 #: Input roles in the order uv receives them, with the file name each renders to.
@@ -65,7 +66,9 @@ def render(env, config: Config, cell: Cell, target: Target) -> Rendered:
     """Render every template the cell names.
 
     Raises :class:`TemplateError` naming the template, its line and the cell when a template is
-    missing, has a syntax error, or uses an undefined variable.
+    missing, has a syntax error, or uses an undefined variable, and :class:`TemplateLinesError`
+    when a rendered file holds options uv must not see (indexes, find-links, includes; see
+    :mod:`lockgen.plan.reqfile`).
     """
     context = variables(config, cell, target)
     files = {}
@@ -74,12 +77,9 @@ def render(env, config: Config, cell: Cell, target: Target) -> Rendered:
         if name is None:
             continue
         text = _render_one(env, config, name, context, cell)
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.split(" ")[0] in ("-r", "-c", "--requirement", "--constraint"):
-                raise TemplateError(
-                    f"{config.templates}/{name}: rendered line {number} {line.strip()!r} includes a file; rendered "
-                    f"inputs live in .lockgen/<cell>/, so use {{% include \"file\" %}} instead (cell {cell.name})"
-                )
+        bad = refused(text)
+        if bad:
+            raise TemplateLinesError(f"{config.templates}/{name}", cell.name, [str(r) for r in bad])
         files[role] = (name, text)
     return Rendered(files=files)
 
@@ -116,7 +116,8 @@ def _template_line(exc: BaseException, folder: Path) -> str | None:
 def render_strings(env, strings, context: dict, cell: Cell, key: str) -> tuple[str, ...]:
     """Render each config string (``optional``, ``no-deps`` entries) as a Jinja template.
 
-    Raises :class:`TemplateError` naming the setting, the string and the cell.
+    Raises :class:`TemplateError` naming the setting, the string and the cell, also when the
+    rendered entry is an option uv must not see (:mod:`lockgen.plan.reqfile`).
     """
     result = []
     for text in strings:
@@ -124,4 +125,7 @@ def render_strings(env, strings, context: dict, cell: Cell, key: str) -> tuple[s
             result.append(env.from_string(text).render(context).strip())
         except Exception as exc:
             raise TemplateError(f"{key} entry {text!r}: {exc} (cell {cell.name})") from None
+        bad = refused(result[-1])
+        if bad:
+            raise TemplateLinesError(f"{key} entry {text!r}", cell.name, [str(r).replace("rendered line 1 ", "rendered as ") for r in bad])
     return tuple(r for r in result if r)
