@@ -60,3 +60,19 @@ class CellFailed(LockgenError):
     """A cell could not be resolved or written; other cells are unaffected. Exit code 1."""
 
     exit_code = 1
+
+
+class UvMissing(LockgenError):
+    """The pinned ``uv`` package's binary is not installed (lockgen never falls back to PATH)."""
+
+
+class WriteError(LockgenError):
+    """A file lockgen must write could not be written: ``path``, the system's ``reason`` and a
+    ``hint`` (what to do). Exit code 1: the run failed, the command line was fine. Built from an
+    ``OSError`` by :func:`lockgen.writing.write_error`."""
+
+    exit_code = 1
+
+    def __init__(self, path: str, reason: str, hint: str):
+        self.path, self.reason, self.hint = path, reason, hint
+        super().__init__(f"cannot write {path}: {reason}; {hint}")
