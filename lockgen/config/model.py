@@ -62,7 +62,7 @@ class Settings:
         Scalars are replaced; ``vars``, ``pins``, ``find-links`` and ``allow-mix`` are merged key by
         key (a later key wins, an empty list removes a find-links entry).
         """
-        values = {}
+        values: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             mine, theirs = getattr(self, f.name), getattr(later, f.name)
             if f.name in ("vars", "find_links", "pins", "allow_mix"):

@@ -11,13 +11,16 @@ import datetime as _dt
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockgen.config.model import (
     ARCHES, AXES, DEFAULT_BACKENDS, DEFAULT_INDEX_URL, DEFAULT_MACOS, DEFAULT_MANYLINUX, MANYLINUX_LEVELS, OSES,
     RESERVED_NAMES, BackendFamily, Config, Include, Rule, Settings, Source,
 )  # fmt: skip
 from lockgen.errors import ConfigError
+
+if TYPE_CHECKING:
+    from lockgen.detect import DetectConfig
 
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
 _MACOS = re.compile(r"^\d{2}\.\d{1,2}$")
@@ -27,6 +30,8 @@ _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Package-name patterns of ``backends`` and ``allow-mix``: name characters, ``*``, ``?``.
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9._*?-]+$")
 _BACKEND_KEYS = {"flavors", "packages", "versioned", "gpu", "builds"}
+#: A key path below the config's prefix: ``("rules", 2, "match", "backend")``.
+KeyPath = tuple[str | int, ...]
 
 _SETTING_KEYS = {
     "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
@@ -70,10 +75,10 @@ class Validator:
             text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
         return text
 
-    def problem(self, path: tuple, message: str) -> None:
+    def problem(self, path: KeyPath, message: str) -> None:
         self.problems.append(f"{self.key(*path)}: {message}")
 
-    def config(self, table: dict, root: Path) -> Config:
+    def config(self, table: dict[str, Any], root: Path) -> Config:
         self.unknown(table, _TOP_KEYS, ())
         matrix = table.get("matrix", {})
         if not isinstance(matrix, dict):
@@ -123,12 +128,12 @@ class Validator:
 
     # -- pieces
 
-    def unknown(self, table: dict, allowed: set[str], path: tuple) -> None:
+    def unknown(self, table: dict[str, Any], allowed: set[str] | frozenset[str], path: KeyPath) -> None:
         for key in table:
             if key not in allowed:
                 self.problem((*path, key), f"unknown key; expected one of {', '.join(sorted(allowed))}")
 
-    def table_list(self, table: dict, key: str, path: tuple) -> list[dict]:
+    def table_list(self, table: dict[str, Any], key: str, path: KeyPath) -> list[dict[str, Any]]:
         value = table.get(key, [])
         if not isinstance(value, list):
             self.problem((*path, key), "must be an array of tables")
@@ -142,7 +147,7 @@ class Validator:
                 good.append({})
         return good
 
-    def axis_value(self, axis: str, value: Any, path: tuple) -> str | None:
+    def axis_value(self, axis: str, value: Any, path: KeyPath) -> str | None:
         if not isinstance(value, str):
             self.problem(path, f"must be a string, not {type(value).__name__}")
             return None
@@ -158,7 +163,7 @@ class Validator:
             return value
         return None
 
-    def axis_values(self, matrix: dict, axis: str) -> tuple[str, ...]:
+    def axis_values(self, matrix: dict[str, Any], axis: str) -> tuple[str, ...]:
         raw = matrix.get(axis, [])
         if not isinstance(raw, list):
             self.problem(("matrix", axis), "must be an array of strings")
@@ -166,7 +171,7 @@ class Validator:
         values = [self.axis_value(axis, v, ("matrix", axis, i)) for i, v in enumerate(raw)]
         return tuple(dict.fromkeys(v for v in values if v is not None))
 
-    def selector(self, table: dict, path: tuple, allowed: frozenset[str] = frozenset(AXES), empty_ok: bool = False) -> dict:
+    def selector(self, table: dict[str, Any], path: KeyPath, allowed: frozenset[str] = frozenset(AXES), empty_ok: bool = False) -> dict[str, tuple[str, ...]]:
         """A table of axis -> value or list of values (exclude entries, rule matches)."""
         self.unknown(table, allowed, path)
         if not empty_ok and not any(axis in table for axis in AXES):
@@ -183,7 +188,7 @@ class Validator:
             result[axis] = tuple(v for v in values if v is not None)
         return result
 
-    def include(self, table: dict, path: tuple) -> Include:
+    def include(self, table: dict[str, Any], path: KeyPath) -> Include:
         self.unknown(table, set(AXES) | {"vars"}, path)
         axes = {}
         for axis in AXES:
@@ -195,7 +200,7 @@ class Validator:
             self.problem(path, "names no axis; give os, arch, backend and/or python")
         return Include(axes=axes, vars=self.vars(table.get("vars", {}), (*path, "vars")))
 
-    def rule(self, table: dict, path: tuple) -> Rule:
+    def rule(self, table: dict[str, Any], path: KeyPath) -> Rule:
         self.unknown(table, _SETTING_KEYS | {"match"}, path)
         match = table.get("match", {})
         if not isinstance(match, dict):
@@ -203,7 +208,7 @@ class Validator:
             match = {}
         return Rule(match=self.selector(match, (*path, "match"), empty_ok=True), settings=self.settings(table, path))
 
-    def settings(self, table: dict, path: tuple) -> Settings:
+    def settings(self, table: dict[str, Any], path: KeyPath) -> Settings:
         values: dict[str, Any] = {}
         for key in ("requirements", "constraints", "overrides"):
             if key in table:
@@ -247,7 +252,7 @@ class Validator:
             self.problem((*path, "interpreter"), f"unknown arch {values['interpreter']!r}; use one of {', '.join(ARCHES)}")
         return Settings(**values)
 
-    def strings(self, value: Any, path: tuple, allow_empty: bool = True) -> tuple[str, ...]:
+    def strings(self, value: Any, path: KeyPath, allow_empty: bool = True) -> tuple[str, ...]:
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             self.problem(path, "must be an array of non-empty strings")
             return ()
@@ -295,7 +300,7 @@ class Validator:
             )  # fmt: skip
         return result
 
-    def detect(self, value: Any):
+    def detect(self, value: Any) -> DetectConfig:
         """``[detect]``: the seed's hardware rules (see :mod:`lockgen.detect`)."""
         from lockgen.detect import DetectConfig, NvidiaRule
 
@@ -425,19 +430,19 @@ class Validator:
                     known = ", ".join(sorted(config.sources)) or "none defined"
                     self.problem((*path, "use"), f"unknown source {name!r} (sources: {known})")
 
-    def string(self, value: Any, path: tuple) -> str | None:
+    def string(self, value: Any, path: KeyPath) -> str | None:
         if isinstance(value, str):
             return value
         self.problem(path, f"must be a string, not {type(value).__name__}")
         return None
 
-    def template_name(self, value: Any, path: tuple) -> str | None:
+    def template_name(self, value: Any, path: KeyPath) -> str | None:
         name = self.string(value, path)
         if name is not None and (name.startswith("/") or ".." in Path(name).parts or not name):
             self.problem(path, f"{name!r} must be a path inside the templates folder")
         return name
 
-    def rel_path(self, table: dict, key: str, default: str) -> str:
+    def rel_path(self, table: dict[str, Any], key: str, default: str) -> str:
         value = self.string(table.get(key, default), (key,))
         if not value or not value.strip(" ./"):
             self.problem((key,), "must name a folder inside the project")
@@ -446,7 +451,7 @@ class Validator:
             self.problem((key,), f"{value!r} must be a relative path inside the project")
         return value
 
-    def vars(self, value: Any, path: tuple) -> dict:
+    def vars(self, value: Any, path: KeyPath) -> dict[str, Any]:
         if not isinstance(value, dict):
             self.problem(path, "must be a table")
             return {}
@@ -457,7 +462,7 @@ class Validator:
                 self.problem((*path, name), f"{name!r} is a built-in template variable; pick another name")
         return dict(value)
 
-    def find_links(self, value: Any, path: tuple) -> dict:
+    def find_links(self, value: Any, path: KeyPath) -> dict[str, tuple[str, ...]]:
         """``find-links`` is a table: package (or any label) -> URL/folder or list of them."""
         if not isinstance(value, dict):
             self.problem(path, 'must be a table such as { torch = "https://…/torch/" }')
@@ -471,7 +476,7 @@ class Validator:
             result[name] = tuple(items)
         return result
 
-    def timestamp(self, value: Any, path: tuple) -> str | None:
+    def timestamp(self, value: Any, path: KeyPath) -> str | None:
         text = value.isoformat() if isinstance(value, (_dt.date, _dt.datetime)) else value
         text = self.string(text, path)
         if text is None:
@@ -490,7 +495,7 @@ class Validator:
             return None
         return text
 
-    def pins(self, value: Any, path: tuple = ("pins",)) -> dict[str, str]:
+    def pins(self, value: Any, path: KeyPath = ("pins",)) -> dict[str, str]:
         from packaging.utils import InvalidName, canonicalize_name
         from packaging.version import InvalidVersion, Version
 

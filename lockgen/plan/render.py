@@ -9,14 +9,19 @@ template sees are listed in :data:`RESERVED_NAMES`, plus the cell's ``vars`` fro
 from __future__ import annotations
 
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lockgen.config import RESERVED_NAMES, Config
 from lockgen.errors import TemplateError, TemplateLinesError
 from lockgen.plan.matrix import Cell
 from lockgen.plan.reqfile import refused
 from lockgen.plan.target import Target
+
+if TYPE_CHECKING:
+    import jinja2
 
 #: Input roles in the order uv receives them, with the file name each renders to.
 ROLES = {"requirements": "requirements.in", "constraints": "constraints.txt", "overrides": "overrides.txt"}
@@ -29,7 +34,7 @@ class Rendered:
     files: dict[str, tuple[str, str]]
 
 
-def environment(config: Config):
+def environment(config: Config) -> jinja2.Environment:
     """One sandboxed ``jinja2`` environment per run, loading from ``<root>/<templates>``."""
     import jinja2
     from jinja2.sandbox import SandboxedEnvironment
@@ -42,7 +47,7 @@ def environment(config: Config):
     )
 
 
-def variables(config: Config, cell: Cell, target: Target) -> dict:
+def variables(config: Config, cell: Cell, target: Target) -> dict[str, Any]:
     """The template context of ``cell``: axes, python tag, uv target, pins and rule variables."""
     context = dict(cell.settings.vars)
     context.update(
@@ -62,7 +67,7 @@ def variables(config: Config, cell: Cell, target: Target) -> dict:
     return context
 
 
-def render(env, config: Config, cell: Cell, target: Target) -> Rendered:
+def render(env: jinja2.Environment, config: Config, cell: Cell, target: Target) -> Rendered:
     """Render every template the cell names.
 
     Raises :class:`TemplateError` naming the template, its line and the cell when a template is
@@ -84,12 +89,13 @@ def render(env, config: Config, cell: Cell, target: Target) -> Rendered:
     return Rendered(files=files)
 
 
-def _render_one(env, config: Config, name: str, context: dict, cell: Cell) -> str:
+def _render_one(env: jinja2.Environment, config: Config, name: str, context: dict[str, Any], cell: Cell) -> str:
     import jinja2
 
     where = f"{config.templates}/{name}"
     try:
-        return env.get_template(name).render(context)
+        text: str = env.get_template(name).render(context)
+        return text
     except jinja2.TemplateNotFound as exc:
         missing = f"{config.templates}/{exc.name}"
         hint = "create it or fix the setting" if exc.name == name else f"included from {where}; create it or fix the include"
@@ -113,7 +119,7 @@ def _template_line(exc: BaseException, folder: Path) -> str | None:
     return found
 
 
-def render_strings(env, strings, context: dict, cell: Cell, key: str) -> tuple[str, ...]:
+def render_strings(env: jinja2.Environment, strings: Iterable[str], context: dict[str, Any], cell: Cell, key: str) -> tuple[str, ...]:
     """Render each config string (``optional``, ``no-deps`` entries) as a Jinja template.
 
     Raises :class:`TemplateError` naming the setting, the string and the cell, also when the
