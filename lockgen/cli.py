@@ -151,8 +151,9 @@ _AFTER = "after_"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser: every option of :data:`OPTIONS` on the main parser and on each command that
-    takes it, all with ``SUPPRESS`` defaults so that :func:`parse` sees what was given where."""
+    """The parser: every option of :data:`OPTIONS` on the main parser and on each command (hidden
+    from the help of commands that do not take it), all with ``SUPPRESS`` defaults so that
+    :func:`parse` sees what was given where."""
     parser = argparse.ArgumentParser(
         prog="lockgen", description="Per-target lock files from a build matrix. Options go before or after the command.",
     )
@@ -178,22 +179,22 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("cells", nargs="+", metavar="CELL")
         elif command == "check":
             p.add_argument("cells", nargs="*", metavar="CELL")
-        for option in OPTIONS:
-            if command in option.commands:
-                p.add_argument(*option.flags, dest=_AFTER + option.dest, default=argparse.SUPPRESS, **option.kwargs)
+        for option in OPTIONS:  # all of them, so that a misplaced one gets parse()'s message
+            kwargs = {**option.kwargs} if command in option.commands else {**option.kwargs, "help": argparse.SUPPRESS}
+            p.add_argument(*option.flags, dest=_AFTER + option.dest, default=argparse.SUPPRESS, **kwargs)
     return parser
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     """Parse the command line: an option may come before or after the command (repeatable ones
-    collect both; otherwise the later wins). One given before a command that does not take it is
-    a usage error (exit 2) naming the commands that do."""
+    collect both; otherwise the later wins). One given to a command that does not take it, before
+    or after it, is a usage error (exit 2) naming the commands that do."""
     parser = build_parser()
     args = parser.parse_args(argv)
     for option in OPTIONS:
         before = vars(args).pop(option.dest, None)
         after = vars(args).pop(_AFTER + option.dest, None)
-        if before is not None and args.command not in option.commands:
+        if (before is not None or after is not None) and args.command not in option.commands:
             parser.error(f"{option.name} does not apply to {args.command} (only to {', '.join(option.commands)})")
         if option.kwargs.get("action") == "append":
             value = [*(before or []), *(after or [])]

@@ -111,10 +111,13 @@ def test_command_options_before_the_command(argv, expected):
         (["-j", "2", "check"], "-j/--jobs does not apply to check (only to all, lock)"),
         (["--only", "os=linux", "detect"], "--only does not apply to detect (only to all, lock, matrix, check)"),
         (["--json", "all"], "--json does not apply to all (only to matrix, detect)"),
+        (["check", "-j", "2"], "-j/--jobs does not apply to check (only to all, lock)"),
+        (["detect", "--only", "os=linux"], "--only does not apply to detect (only to all, lock, matrix, check)"),
+        (["all", "--gpu", "none"], "--gpu does not apply to all (only to detect)"),
     ],
-    ids=["force-matrix", "jobs-check", "only-detect", "json-all"],
+    ids=["force-matrix", "jobs-check", "only-detect", "json-all", "after-jobs-check", "after-only-detect", "after-gpu-all"],
 )
-def test_an_option_before_a_command_that_does_not_take_it_is_a_usage_error(argv, message):
+def test_an_option_for_a_command_that_does_not_take_it_is_a_usage_error(argv, message):
     run = run_cli(*argv)
     assert run.code == 2 and message in run.err
 
