@@ -225,3 +225,12 @@ def test_the_repo_locks_keep_the_invariants(lock):
         found = names(problems("cpu", packages, DEFAULT_BACKENDS))
         assert {"nvidia-cudnn-cu13", "nvidia-cuda-runtime", "cuda-toolkit", "nvidia-cufft"} <= set(found)
         assert "cuda-pathfinder" not in found and "triton" not in found
+
+
+def test_the_module_docstring_tables_the_defaults():
+    import lockgen.resolve.invariants as module
+
+    doc = module.__doc__ or ""
+    for family in DEFAULT_BACKENDS:
+        assert f"\n{family.name} " in doc and all(f"``{pattern}``" in doc for pattern in family.flavors)
+        assert all(pattern.removeprefix("nvidia-").split("-")[0] in doc for pattern in (*family.packages, *family.versioned))

@@ -8,25 +8,24 @@ cpu. Each locked package then *shows* builds by its local label (``+cu126``), it
 (``nvidia-cuda-runtime 13.0.96``: cuda 13). Versions are compared at the precision both sides
 give: ``cu12`` agrees with ``cu126`` and ``cu128``; ``+cu124`` does not agree with ``cu126``.
 
-Default families (:data:`lockgen.config.model.DEFAULT_BACKENDS`):
+Default families (:data:`lockgen.config.model.DEFAULT_BACKENDS`); V marks a ``versioned`` name,
+whose version's major is the family's:
 
-========  ================  ====  =====================================================  ==========================================
-family    flavors           gpu   names that show it                                     version's major is the family's
-========  ================  ====  =====================================================  ==========================================
-cuda      ``cu{version}``   yes   ``nvidia-*-cu{major}``, ``*-cu{major}``,               ``nvidia-cuda-runtime``, ``-nvrtc``,
-                                  ``*-cu{major}-*``, ``cupy-cuda{major}x``,              ``-cupti``, ``-nvcc``, ``nvidia-cublas``,
-                                  ``jax-cuda{major}-*``, ``nvidia-cublas``,              ``nvidia-nvjitlink``, ``nvidia-nvtx``,
-                                  ``nvidia-cuda-*``, ``nvidia-cudnn``, ``nvidia-cufft``, ``cuda-toolkit``, ``cuda-bindings``,
-                                  ``-cufile``, ``-curand``, ``-cusolver``, ``-cusparse``, ``cuda-python``
-                                  ``-cusparselt``, ``-nccl``, ``-nvjitlink``,
-                                  ``-nvshmem``, ``-nvtx``, ``cuda-toolkit``,
-                                  ``cuda-bindings``, ``cuda-python``
-rocm      ``rocm{version}``  yes  ``pytorch-triton-rocm``, ``rocm``, ``rocm-*``          (none)
-cpu       ``cpu``           no    (none; ``+cpu`` labels)                                (none)
-mps       ``mps``           no    (none)                                                 (none)
-========  ================  ====  =====================================================  ==========================================
+======  =================  ===  =================================================================
+family  flavors            gpu  names that show it
+======  =================  ===  =================================================================
+cuda    ``cu{version}``    yes  ``nvidia-*-cu{major}``, ``*-cu{major}``, ``*-cu{major}-*``,
+                                ``cupy-cuda{major}x``, ``jax-cuda{major}-*``; CUDA 13's unsuffixed
+                                ``nvidia-`` cublas V, cuda-* (runtime, nvrtc, cupti, nvcc V),
+                                cudnn, cufft, cufile, curand, cusolver, cusparse, cusparselt,
+                                nccl, nvjitlink V, nvshmem, nvtx V; ``cuda-toolkit`` V,
+                                ``cuda-bindings`` V, ``cuda-python`` V
+rocm    ``rocm{version}``  yes  ``pytorch-triton-rocm``, ``rocm``, ``rocm-*``
+cpu     ``cpu``            no   none (the ``+cpu`` label shows it)
+mps     ``mps``            no   none
+======  =================  ===  =================================================================
 
-Every family's ``builds`` is ``["torch"]``. Rules, each a :class:`Problem` (CASES C27):
+Every default family's ``builds`` is ``["torch"]``. Rules, each a :class:`Problem` (CASES C27):
 
 1. No package may show another family when either family is a GPU one (a ``cpu`` cell locks no
    ``nvidia-*`` package; a ``cu130`` cell no ``+cpu`` torchvision), nor its own family at another
@@ -42,7 +41,7 @@ Every family's ``builds`` is ``["torch"]``. Rules, each a :class:`Problem` (CASE
    with the cell's. A mismatch is what users meet at run time as ``undefined symbol`` import errors.
 
 A problem is dropped when the cell's ``allow-mix`` names its package (a glob) with a reason: the
-config declares that mix intended. Flavors no family matches (a custom ``xpu``) get rules 3's torch
+config declares that mix intended. Flavors no family matches (a custom ``xpu``) get rule 3's torch
 version check only.
 """
 
