@@ -13,10 +13,14 @@ import sys
 import traceback
 from pathlib import Path
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from lockgen import __version__
 from lockgen.errors import LockgenError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["OPTIONS", "build_parser", "main", "parse"]
 
 
 def _project(args: argparse.Namespace):
@@ -46,7 +50,7 @@ def _lock(args: argparse.Namespace, names) -> int:
     from lockgen import pipeline
 
     run = pipeline.lock_project(Path.cwd(), args.config, names, args.only, _run_options(args), _reporter(args))
-    if getattr(args, "json", False):
+    if args.json:
         print(json.dumps(run.to_dict(), indent=2))
     return run.exit_code
 
@@ -137,78 +141,129 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def _options(parser: argparse.ArgumentParser, suppress: bool) -> None:
-    """The global options (``-C``, ``-v``), on the main parser and again on every command."""
-    default = {"default": argparse.SUPPRESS} if suppress else {}
-    parser.add_argument("-C", "--config", metavar="PATH", help="config file or folder (default: nearest upward)", **default)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logs and tracebacks", **default)
+@dataclass(frozen=True)
+class _Option:
+    """One option, defined once: its flags, argparse keywords (no ``dest``/``default``), its
+    default and the commands that take it. Every option may come before or after the command."""
+
+    flags: tuple[str, ...]
+    kwargs: Mapping[str, Any]
+    default: Any
+    commands: tuple[str, ...]
+
+    @property
+    def dest(self) -> str:
+        return self.flags[-1].lstrip("-").replace("-", "_")
+
+    @property
+    def name(self) -> str:
+        return "/".join(self.flags)
 
 
-def _resolving(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-j", "--jobs", type=int, metavar="N", help="cells resolved at once (default: CPU cores, 2 to 8)")
-    parser.add_argument("--force", action="store_true", help="re-resolve even cells whose inputs did not change")
-    parser.add_argument(
-        "--mirror", action="append", default=[], metavar="CANONICAL=MIRROR",
-        help="fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)",
-    )  # fmt: skip
-    parser.add_argument("--online", action="store_true", help="resolve every cell online (no reuse of pages fetched in this run)")
-    parser.add_argument("--upgrade", action="store_true", help="let uv pick the newest allowed versions")
-    parser.add_argument("--upgrade-package", action="append", default=[], metavar="NAME", help="upgrade one package")
-    parser.add_argument("--wait", action="store_true", help="wait for another lockgen run on this project instead of refusing")
-    parser.add_argument(
-        "--retry-unavailable", action="store_true", help="re-resolve cells whose optional source was unreachable"
-    )
-
-
-def _only(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--only", action="append", default=[], metavar="KEY=VALUE",
-        help="select cells by axis (os, arch, backend, python) or name; repeat to narrow",
-    )  # fmt: skip
+_RESOLVING = ("all", "lock", "bump")
+_SELECTING = ("all", "lock", "matrix", "check")
+_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump")
+OPTIONS = (
+    _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
+    _Option(("-v", "--verbose"), {"action": "store_true", "help": "debug logs and tracebacks"}, False, _EVERY),
+    _Option(
+        ("--only",), {"action": "append", "metavar": "KEY=VALUE", "help": "select cells by os, arch, backend, python or name; repeat a key to accept several values"},
+        [], _SELECTING,
+    ),  # fmt: skip
+    _Option(("-j", "--jobs"), {"type": int, "metavar": "N", "help": "cells resolved at once (default: CPU cores, 2 to 8)"}, None, _RESOLVING),
+    _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
+    _Option(
+        ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
+        [], _RESOLVING,
+    ),  # fmt: skip
+    _Option(("--online",), {"action": "store_true", "help": "resolve every cell online (no reuse of pages fetched in this run)"}, False, _RESOLVING),
+    _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
+    _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),
+    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, _RESOLVING),
+    _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
+    _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
+    _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect",)),
+    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: this interpreter's)"}, None, ("detect",)),
+    _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
+    _Option(("--arch",), {"choices": ["x86_64", "aarch64"], "help": "pretend: host arch"}, None, ("detect",)),
+    _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
+    _Option(("--gpu",), {"choices": ["nvidia", "amd", "apple", "none"], "help": "pretend: GPU kind"}, None, ("detect",)),
+    _Option(("--cuda",), {"metavar": "X.Y", "help": "pretend: the NVIDIA driver's CUDA version"}, None, ("detect",)),
+    _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
+)  # fmt: skip
+#: Where a subcommand stores an option given after it (merged with the one before by :func:`parse`).
+_AFTER = "after_"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lockgen", description="Per-target lock files from a build matrix.")
+    """The parser: every option of :data:`OPTIONS` on the main parser and on each command (hidden
+    from the help of commands that do not take it), all with ``SUPPRESS`` defaults so that
+    :func:`parse` sees what was given where."""
+    parser = argparse.ArgumentParser(
+        prog="lockgen", description="Per-target lock files from a build matrix. Options go before or after the command.",
+    )
     parser.add_argument("--version", action=_Version, nargs=0, help="show lockgen's and uv's versions")
-    _options(parser, suppress=False)
+    groups: dict[tuple[str, ...], argparse._ArgumentGroup] = {}
+    for option in OPTIONS:
+        if option.commands not in groups:
+            which = "every command" if option.commands == _EVERY else " and ".join(option.commands).replace(" and ", ", ", len(option.commands) - 2)
+            groups[option.commands] = parser.add_argument_group(f"options of {which}")
+        groups[option.commands].add_argument(*option.flags, dest=option.dest, default=argparse.SUPPRESS, **option.kwargs)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def command(name: str, func, help: str, *, resolving: bool = False, only: bool = False) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help)
-        _options(p, suppress=True)
-        if resolving:
-            _resolving(p)
-        if only:
-            _only(p)
+    commands = {
+        "all": (cmd_all, "lock every stale cell of the matrix"),
+        "lock": (cmd_lock, "lock the named cells"),
+        "matrix": (cmd_matrix, "list the cells of the matrix"),
+        "detect": (cmd_detect, "print the cell (and lock) for this machine"),
+        "check": (cmd_check, "exit 1 if any lock or the manifest is out of date"),
+        "diff": (cmd_diff, "show what changed between two sets of locks (git revisions or folders)"),
+        "bump": (cmd_bump, "edit pins in the config, then re-lock the cells whose inputs changed"),
+    }
+    for command, (func, text) in commands.items():
+        p = sub.add_parser(command, help=text)
         p.set_defaults(func=func)
-        return p
-
-    p = command("all", cmd_all, "lock every stale cell of the matrix", resolving=True, only=True)
-    p.add_argument("--json", action="store_true", help="print the result and the change report as JSON")
-    p = command("lock", cmd_lock, "lock the named cells", resolving=True, only=True)
-    p.add_argument("cells", nargs="+", metavar="CELL")
-    p.add_argument("--json", action="store_true", help="print the result and the change report as JSON")
-    p = command("matrix", cmd_matrix, "list the cells of the matrix", only=True)
-    p.add_argument("--json", action="store_true", help="print a JSON list of cells")
-    p = command("check", cmd_check, "exit 1 if any lock or the manifest is out of date", only=True)
-    p.add_argument("cells", nargs="*", metavar="CELL")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p = command("detect", cmd_detect, "print the cell (and lock) for this machine")
-    from lockgen.select import build_parser as select_arguments
-
-    select_arguments(p)
-    from lockgen.locks.diffcmd import FORMATS
-
-    p = command("diff", cmd_diff, "show what changed between two sets of locks (git revisions or folders)")
-    p.add_argument("old", nargs="?", metavar="OLD", help="git revision or folder (default: HEAD)")
-    p.add_argument("new", nargs="?", metavar="NEW", help="git revision or folder (default: the work tree)")
-    p.add_argument("--format", choices=FORMATS, default="text")
-    p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
-    p = command("bump", cmd_bump, "edit pins in the config, then re-lock the cells that changed", resolving=True)
-    p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
-    p.add_argument("--no-lock", action="store_true", help="only edit the config")
-    p.set_defaults(only=[])
+        _positionals(command, p)
+        for option in OPTIONS:  # all of them, so that a misplaced one gets parse()'s message
+            kwargs = {**option.kwargs} if command in option.commands else {**option.kwargs, "help": argparse.SUPPRESS}
+            p.add_argument(*option.flags, dest=_AFTER + option.dest, default=argparse.SUPPRESS, **kwargs)
     return parser
+
+
+def _positionals(command: str, p: argparse.ArgumentParser) -> None:
+    """The arguments only one command takes."""
+    if command == "lock":
+        p.add_argument("cells", nargs="+", metavar="CELL")
+    elif command == "check":
+        p.add_argument("cells", nargs="*", metavar="CELL")
+    elif command == "diff":
+        from lockgen.locks.diffcmd import FORMATS
+
+        p.add_argument("old", nargs="?", metavar="OLD", help="git revision or folder (default: HEAD)")
+        p.add_argument("new", nargs="?", metavar="NEW", help="git revision or folder (default: the work tree)")
+        p.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown (a PR comment) or json")
+        p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
+    elif command == "bump":
+        p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
+        p.add_argument("--no-lock", action="store_true", help="only edit the config")
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse the command line: an option may come before or after the command (repeatable ones
+    collect both; otherwise the later wins). One given to a command that does not take it, before
+    or after it, is a usage error (exit 2) naming the commands that do."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for option in OPTIONS:
+        before = vars(args).pop(option.dest, None)
+        after = vars(args).pop(_AFTER + option.dest, None)
+        if (before is not None or after is not None) and args.command not in option.commands:
+            parser.error(f"{option.name} does not apply to {args.command} (only to {', '.join(option.commands)})")
+        if option.kwargs.get("action") == "append":
+            value = [*(before or []), *(after or [])]
+        else:
+            value = after if after is not None else before if before is not None else option.default
+        setattr(args, option.dest, value)
+    return args
 
 
 def _interrupt(signum, frame):  # SIGTERM behaves like Ctrl-C: stop, clean up, exit 130
@@ -216,10 +271,7 @@ def _interrupt(signum, frame):  # SIGTERM behaves like Ctrl-C: stop, clean up, e
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    for name, value in (("config", None), ("verbose", False)):
-        if not hasattr(args, name):
-            setattr(args, name, value)
+    args = parse(argv)
     if getattr(args, "jobs", None) is not None and args.jobs < 1:
         print("error: -j/--jobs must be at least 1", file=sys.stderr)
         return 2

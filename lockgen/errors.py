@@ -35,6 +35,27 @@ class TemplateError(LockgenError):
     """A template failed to render for a cell; the message names template, line and cell."""
 
 
+class TemplateLinesError(TemplateError):
+    """A rendered template holds lines uv must not see (an index, find-links, a file include; issue
+    "Trust", item 6). A record: ``where`` (``templates/requirements.in.j2``), the ``cell`` and one
+    ``problems`` string per line (``rendered line 2 '…': … ; <fix>``). The message ends with
+    ``(cell <name>)`` once, so the same problem in many cells merges into one line."""
+
+    #: At most this many lines are listed; the rest are counted.
+    SHOWN = 5
+
+    def __init__(self, where: str, cell: str, problems: list[str]):
+        self.where, self.cell, self.problems = where, cell, list(problems)
+        shown = self.problems[: self.SHOWN]
+        more = len(self.problems) - len(shown)
+        if len(self.problems) == 1:
+            text = f"{where}: {shown[0]}"
+        else:
+            text = "\n".join([f"{where}: {len(self.problems)} lines uv must not see:", *(f"  {p}" for p in shown)])
+            text += f"\n  … and {more} more" if more else ""
+        super().__init__(f"{text} (cell {cell})")
+
+
 class CellFailed(LockgenError):
     """A cell could not be resolved or written; other cells are unaffected. Exit code 1."""
 
@@ -55,19 +76,6 @@ class Interrupted(LockgenError):
     exit_code = 130
 
 
-class WriteError(LockgenError):
-    """A file lockgen must write could not be written (read-only folder, disk full); the message
-    names it. Exit code 1: the cells whose files could not be written failed."""
-
-    exit_code = 1
-
-
-def write_error(path: object, exc: OSError) -> WriteError:
-    """The user error for an ``OSError`` while writing ``path``."""
-    why = exc.strerror or str(exc)
-    return WriteError(f"{path}: cannot write it ({why}); check the folder's permissions and free space")
-
-
 def merge_cells(problems: list[str]) -> str:
     """One line per distinct problem, naming every cell it occurs in (``… (cells a, b)``)."""
     import re
@@ -81,3 +89,19 @@ def merge_cells(problems: list[str]) -> str:
         f"{text} (cell{'s' if len(cells) > 1 else ''} {', '.join(c for c in cells if c)})" if any(cells) else text
         for text, cells in merged.items()
     )
+
+
+class UvMissing(LockgenError):
+    """The pinned ``uv`` package's binary is not installed (lockgen never falls back to PATH)."""
+
+
+class WriteError(LockgenError):
+    """A file lockgen must write could not be written: ``path``, the system's ``reason`` and a
+    ``hint`` (what to do). Exit code 1: the run failed, the command line was fine. Built from an
+    ``OSError`` by :func:`lockgen.writing.write_error`."""
+
+    exit_code = 1
+
+    def __init__(self, path: str, reason: str, hint: str):
+        self.path, self.reason, self.hint = path, reason, hint
+        super().__init__(f"cannot write {path}: {reason}; {hint}")

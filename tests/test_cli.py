@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from lockgen.cli import cmd_all, parse
 from tests.conftest import run_cli, write_project
 
 CONFIG = """
@@ -64,3 +67,64 @@ def test_template_error_exits_2_and_names_the_place(tmp_path):
 def test_global_options_go_before_or_after_the_command(tmp_path):
     write_project(tmp_path, CONFIG, {"requirements.in.j2": "x\n"})
     assert run_cli("-C", str(tmp_path), "matrix").out == run_cli("matrix", "-C", str(tmp_path)).out != ""
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (["-j", "2", "--force"], [], {"jobs": 2, "force": True}),
+        ([], ["-j", "2", "--force"], {"jobs": 2, "force": True}),
+        (["-j", "3"], ["-j", "2"], {"jobs": 2}),  # the later one wins
+        (["--only", "os=linux"], ["--only", "python=3.12"], {"only": ["os=linux", "python=3.12"]}),  # repeatable: both
+        (["--mirror", "a=b", "--online", "--upgrade", "--upgrade-package", "torch"], ["--upgrade-package", "numpy"],
+         {"mirror": ["a=b"], "online": True, "upgrade": True, "upgrade_package": ["torch", "numpy"]}),
+        (["-v", "-C", "x"], [], {"verbose": True, "config": "x"}),
+        ([], [], {"jobs": None, "force": False, "only": [], "mirror": [], "upgrade_package": [], "config": None, "verbose": False}),
+    ],
+    ids=["before", "after", "after-wins", "append-both", "resolving-options", "global", "defaults"],
+)  # fmt: skip
+def test_options_go_before_or_after_the_command(before, after, expected):
+    args = parse([*before, "all", *after])
+    assert {key: getattr(args, key) for key in expected} == expected
+    assert args.command == "all" and args.func is cmd_all
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--json", "matrix"], {"command": "matrix", "json": True}),
+        (["--os", "linux", "--cpu", "detect", "--gpu", "none"], {"command": "detect", "os": "linux", "cpu": True, "gpu": "none"}),
+        (["-C", "x", "lock", "a", "b"], {"command": "lock", "config": "x", "cells": ["a", "b"]}),
+        (["--only", "os=linux", "check"], {"command": "check", "only": ["os=linux"], "cells": []}),
+    ],
+    ids=["json", "detect-pretend", "lock-cells", "check-only"],
+)
+def test_command_options_before_the_command(argv, expected):
+    args = parse(argv)
+    assert {key: getattr(args, key) for key in expected} == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--force", "matrix"], "--force does not apply to matrix (only to all, lock, bump)"),
+        (["-j", "2", "check"], "-j/--jobs does not apply to check (only to all, lock, bump)"),
+        (["--only", "os=linux", "detect"], "--only does not apply to detect (only to all, lock, matrix, check)"),
+        (["--json", "diff"], "--json does not apply to diff (only to all, lock, matrix, detect, check)"),
+        (["check", "-j", "2"], "-j/--jobs does not apply to check (only to all, lock, bump)"),
+        (["detect", "--only", "os=linux"], "--only does not apply to detect (only to all, lock, matrix, check)"),
+        (["all", "--gpu", "none"], "--gpu does not apply to all (only to detect)"),
+    ],
+    ids=["force-matrix", "jobs-check", "only-detect", "json-diff", "after-jobs-check", "after-only-detect", "after-gpu-all"],
+)
+def test_an_option_for_a_command_that_does_not_take_it_is_a_usage_error(argv, message):
+    run = run_cli(*argv)
+    assert run.code == 2 and message in run.err
+
+
+def test_resolving_options_before_the_command_reach_the_run(tmp_path):
+    write_project(tmp_path, CONFIG, {"requirements.in.j2": "x\n"})
+    assert run_cli("-j", "0", "all", "-C", str(tmp_path)).code == 2
+    assert run_cli("--only", "os=linx", "-C", str(tmp_path), "matrix").err.startswith(
+        "error: --only os=linx: 'linx' is not a value of the os axis (linux, macos)"
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lockgen.errors import TemplateError
+from lockgen.errors import TemplateError, TemplateLinesError
 from lockgen.project import Project
 from tests.conftest import write_project
 
@@ -76,5 +76,69 @@ def test_errors_in_included_templates_name_the_included_file(tmp_path):
 
 
 def test_file_includes_are_refused_with_a_hint(tmp_path):
-    with pytest.raises(TemplateError, match=r"rendered line 2 '-r common.txt' includes a file.*include"):
+    with pytest.raises(TemplateError, match=r"rendered line 2 '-r common.txt': -r \(--requirement\) includes a file; use \{% include"):
         plans(tmp_path, "numpy\n-r common.txt\n")
+
+
+TWO_CELLS = CONFIG.replace('backend = ["cu130"]', 'backend = ["cu130", "cu126"]')
+
+
+def test_index_lines_are_refused_once_for_every_cell(tmp_path):
+    """The same refused line in two cells is one message naming both (the error is a record)."""
+    write_project(tmp_path, TWO_CELLS, {"requirements.in.j2": "numpy\n  --extra-index-url https://download.pytorch.org/whl/{{ backend }}  # torch\n"})
+    project = Project.load(tmp_path)
+    with pytest.raises(TemplateError) as info:
+        project.plans(project.cells)
+    lines = str(info.value).splitlines()
+    assert len(lines) == 2  # the URL differs per cell: one line each
+    assert lines[0] == (
+        "templates/requirements.in.j2: rendered line 2 '--extra-index-url https://download.pytorch.org/whl/cu130  # torch': "
+        "--extra-index-url adds an index that may serve any package, bypassing sources and verify; "
+        "declare a source in [tool.lockgen.sources] and `use` it (cell linux-x86_64-cu130-py3.12)"
+    )
+    write_project(tmp_path, TWO_CELLS, {"requirements.in.j2": "numpy\n-f ./wheels\n--trusted-host example.org\n"})
+    with pytest.raises(TemplateError) as info:
+        project.plans(project.cells)
+    assert str(info.value) == (
+        "templates/requirements.in.j2: 2 lines uv must not see:\n"
+        "  rendered line 2 '-f ./wheels': -f (--find-links) adds find-links, bypassing sources and verify; "
+        "declare a source in [tool.lockgen.sources] and `use` it\n"
+        "  rendered line 3 '--trusted-host example.org': --trusted-host trusts a host outside sources and verify; "
+        "declare a source in [tool.lockgen.sources] and `use` it (cells linux-x86_64-cu130-py3.12, linux-x86_64-cu126-py3.12)"
+    )
+
+
+def test_many_refused_lines_are_counted(tmp_path):
+    """The error is a record (where, cell, one problem per line); its message lists five lines."""
+    from lockgen.plan.render import environment, render
+    from lockgen.plan.target import target_for
+
+    hashes = "".join(f"    --hash=sha256:{i:064x} \\\n" for i in range(8))
+    write_project(tmp_path, CONFIG, {"requirements.in.j2": f"numpy==2.5.5 \\\n{hashes}\n"})
+    project = Project.load(tmp_path)
+    (cell,) = project.cells
+    with pytest.raises(TemplateLinesError) as info:
+        render(environment(project.config), project.config, cell, target_for(cell))
+    assert info.value.where == "templates/requirements.in.j2"
+    assert len(info.value.problems) == 8 and info.value.cell == "linux-x86_64-cu130-py3.12"
+    assert str(info.value).count("--hash pins an artifact hash") == 5 and "… and 3 more (cell" in str(info.value)
+
+
+@pytest.mark.parametrize("setting", ["constraints", "overrides"])
+def test_constraints_and_overrides_are_checked_too(tmp_path, setting):
+    write_project(tmp_path, f'{setting} = "extra.txt.j2"\n' + CONFIG, {"requirements.in.j2": "numpy\n", "extra.txt.j2": "--index-url=https://x/simple\n"})
+    project = Project.load(tmp_path)
+    with pytest.raises(TemplateError, match=r"templates/extra\.txt\.j2: rendered line 1 .*set index-url in the config"):
+        project.plans(project.cells)
+
+
+def test_optional_entries_are_checked(tmp_path):
+    write_project(tmp_path, 'optional = ["--extra-index-url https://x/{{ backend }}"]\n' + CONFIG, {"requirements.in.j2": "numpy\n"})
+    project = Project.load(tmp_path)
+    with pytest.raises(TemplateError, match=r"optional entry '--extra-index-url https://x/\{\{ backend \}\}': rendered as '--extra-index-url https://x/cu130': "):
+        project.plans(project.cells)
+
+
+def test_allowed_options_render(tmp_path):
+    (plan,) = plans(tmp_path, "numpy\n--only-binary :all:\n--no-binary=lycoris-lora  # builds anyway\n")
+    assert "--only-binary" in plan.rendered.files["requirements"][1]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
+from typing import Any
 
 from lockgen.config.model import Config
 from lockgen.errors import ConfigError, UsageError
@@ -50,7 +51,7 @@ def _config_in(folder: Path) -> Path | None:
     return None
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file; raises :class:`ConfigError` naming it when it is not valid TOML."""
     try:
         return parse_toml(path.read_text(encoding="utf-8"))
@@ -59,7 +60,7 @@ def _read_toml(path: Path) -> dict:
 
 
 @functools.lru_cache(maxsize=8)
-def parse_toml(text: str) -> dict:
+def parse_toml(text: str) -> dict[str, Any]:
     """Parse once per distinct text (discovery and loading read the same file). ``tomllib`` where
     the stdlib has it; tomlkit, which lockgen uses for comment-keeping edits, on Python 3.10."""
     if sys.version_info >= (3, 11):

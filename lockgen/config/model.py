@@ -56,17 +56,18 @@ class Settings:
     allow_build: tuple[str, ...] | None = None  # packages that may lock without a wheel
     alias: str | None = None  # reuse another cell's lock
     interpreter: str | None = None  # the interpreter arch an install must use, when not the cell's
+    allow_mix: Mapping[str, str] = field(default_factory=dict)  # package glob -> why the backend mix is intended
 
     def merged(self, later: Settings) -> Settings:
         """Return these settings with ``later``'s set values on top.
 
-        Scalars are replaced; ``vars`` and ``find-links`` are merged key by key (a later key wins,
-        an empty list removes a find-links entry).
+        Scalars are replaced; ``vars``, ``pins``, ``find-links`` and ``allow-mix`` are merged key by
+        key (a later key wins, an empty list removes a find-links entry).
         """
-        values = {}
+        values: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             mine, theirs = getattr(self, f.name), getattr(later, f.name)
-            if f.name in ("vars", "find_links", "pins"):
+            if f.name in ("vars", "find_links", "pins", "allow_mix"):
                 combined = {**mine, **theirs}
                 values[f.name] = {k: v for k, v in combined.items() if v != ()}
             else:
@@ -117,6 +118,50 @@ class Source:
 
 
 @dataclass(frozen=True, kw_only=True)
+class BackendFamily:
+    """A backend family for the backend invariants (``[tool.lockgen.backends.<name>]``, CASES C27).
+
+    Patterns match canonical package names (``*`` any text, ``?`` one character). A flavor
+    pattern may hold ``{version}``: digits with the minor last (``cu126`` -> 12.6, ``cu12`` -> 12)
+    or a dotted version (``rocm7.1``); a package pattern may hold ``{major}`` (``nvidia-*-cu{major}``).
+    The defaults, :data:`DEFAULT_BACKENDS`, are tabled in :mod:`lockgen.resolve.invariants`.
+    """
+
+    name: str
+    flavors: tuple[str, ...]  # cell flavors (and torch local labels) of this family: "cu{version}"
+    packages: tuple[str, ...] = ()  # names that show the family: "nvidia-*-cu{major}", "nvidia-cufft"
+    versioned: tuple[str, ...] = ()  # names whose version's major is the family's: "nvidia-cuda-runtime"
+    gpu: bool = False  # a cell of this family must lock a GPU build of each of `builds`
+    builds: tuple[str, ...] = ("torch",)  # framework packages built per backend (extensions name them)
+
+
+_NVIDIA_LIBS = (
+    "cublas", "cuda-*", "cudnn", "cufft", "cufile", "curand", "cusolver", "cusparse", "cusparselt", "nccl",
+    "nvjitlink", "nvshmem", "nvtx",
+)  # fmt: skip
+#: The built-in families (C27). A ``[tool.lockgen.backends.<name>]`` table replaces the keys it
+#: names of the family of that name, or adds a family.
+DEFAULT_BACKENDS: tuple[BackendFamily, ...] = (
+    BackendFamily(
+        name="cuda",
+        flavors=("cu{version}",),
+        packages=(
+            "nvidia-*-cu{major}", "*-cu{major}", "*-cu{major}-*", "cupy-cuda{major}x", "jax-cuda{major}-*",
+            *(f"nvidia-{lib}" for lib in _NVIDIA_LIBS), "cuda-toolkit", "cuda-bindings", "cuda-python",
+        ),  # fmt: skip
+        versioned=(
+            "nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cuda-cupti", "nvidia-cuda-nvcc", "nvidia-cublas",
+            "nvidia-nvjitlink", "nvidia-nvtx", "cuda-toolkit", "cuda-bindings", "cuda-python",
+        ),  # fmt: skip
+        gpu=True,
+    ),
+    BackendFamily(name="rocm", flavors=("rocm{version}",), packages=("pytorch-triton-rocm", "rocm", "rocm-*"), gpu=True),
+    BackendFamily(name="cpu", flavors=("cpu",)),
+    BackendFamily(name="mps", flavors=("mps",)),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Config:
     """A validated configuration. Paths are relative to ``root`` (the config file's folder)."""
 
@@ -133,6 +178,7 @@ class Config:
     sources: Mapping[str, Source] = field(default_factory=dict)
     mirrors: Mapping[str, str] = field(default_factory=dict)
     detect: DetectRules | None = None  # [detect], as the manifest carries it
+    backends: tuple[BackendFamily, ...] = DEFAULT_BACKENDS  # backend invariants (C27), in match order
 
     @property
     def pins(self) -> Mapping[str, str]:

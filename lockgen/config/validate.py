@@ -6,14 +6,16 @@ together as one :class:`~lockgen.errors.ConfigError`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockgen.config.model import (
-    ARCHES, AXES, DEFAULT_INDEX_URL, DEFAULT_MACOS, DEFAULT_MANYLINUX, MANYLINUX_LEVELS, OSES, RESERVED_NAMES,
-    Config, Include, Rule, Settings, Source,
+    ARCHES, AXES, DEFAULT_BACKENDS, DEFAULT_INDEX_URL, DEFAULT_MACOS, DEFAULT_MANYLINUX, MANYLINUX_LEVELS, OSES,
+    RESERVED_NAMES, BackendFamily, Config, Include, Rule, Settings, Source,
 )  # fmt: skip
 from lockgen.errors import ConfigError
 from lockgen.select import DetectRules, RulesError
@@ -23,13 +25,18 @@ _MACOS = re.compile(r"^\d{2}\.\d{1,2}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Package-name patterns of ``backends`` and ``allow-mix``: name characters, ``*``, ``?``.
+_NAME_PATTERN = re.compile(r"^[A-Za-z0-9._*?-]+$")
+_BACKEND_KEYS = {"flavors", "packages", "versioned", "gpu", "builds"}
+#: A key path below the config's prefix: ``("rules", 2, "match", "backend")``.
+KeyPath = tuple[str | int, ...]
 
 _SETTING_KEYS = {
     "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
     "manylinux", "macos", "skip", "exclude-newer", "pins", "use", "flavor", "pinned",
-    "optional", "no-deps", "allow-build", "alias", "interpreter",
+    "optional", "no-deps", "allow-build", "alias", "interpreter", "allow-mix",
 }  # fmt: skip
-_TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "detect"} | _SETTING_KEYS
+_TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "detect", "backends"} | _SETTING_KEYS
 _SOURCE_KINDS = ("index", "find-links", "urls")
 
 
@@ -66,10 +73,10 @@ class Validator:
             text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
         return text
 
-    def problem(self, path: tuple, message: str) -> None:
+    def problem(self, path: KeyPath, message: str) -> None:
         self.problems.append(f"{self.key(*path)}: {message}")
 
-    def config(self, table: dict, root: Path) -> Config:
+    def config(self, table: dict[str, Any], root: Path) -> Config:
         self.unknown(table, _TOP_KEYS, ())
         matrix = table.get("matrix", {})
         if not isinstance(matrix, dict):
@@ -109,20 +116,22 @@ class Validator:
             sources=self.sources(table.get("sources", {})),
             mirrors=self.mirrors(table.get("mirrors", {})),
             detect=self.detect(table.get("detect")),
+            backends=self.backends(table.get("backends", {})),
         )
         self.references(config)
+        self.matrix_values(config)
         if self.problems:
             raise ConfigError(self.source, self.problems)
         return config
 
     # -- pieces
 
-    def unknown(self, table: dict, allowed: set[str], path: tuple) -> None:
+    def unknown(self, table: dict[str, Any], allowed: set[str] | frozenset[str], path: KeyPath) -> None:
         for key in table:
             if key not in allowed:
                 self.problem((*path, key), f"unknown key; expected one of {', '.join(sorted(allowed))}")
 
-    def table_list(self, table: dict, key: str, path: tuple) -> list[dict]:
+    def table_list(self, table: dict[str, Any], key: str, path: KeyPath) -> list[dict[str, Any]]:
         value = table.get(key, [])
         if not isinstance(value, list):
             self.problem((*path, key), "must be an array of tables")
@@ -136,7 +145,7 @@ class Validator:
                 good.append({})
         return good
 
-    def axis_value(self, axis: str, value: Any, path: tuple) -> str | None:
+    def axis_value(self, axis: str, value: Any, path: KeyPath) -> str | None:
         if not isinstance(value, str):
             self.problem(path, f"must be a string, not {type(value).__name__}")
             return None
@@ -152,7 +161,7 @@ class Validator:
             return value
         return None
 
-    def axis_values(self, matrix: dict, axis: str) -> tuple[str, ...]:
+    def axis_values(self, matrix: dict[str, Any], axis: str) -> tuple[str, ...]:
         raw = matrix.get(axis, [])
         if not isinstance(raw, list):
             self.problem(("matrix", axis), "must be an array of strings")
@@ -160,7 +169,7 @@ class Validator:
         values = [self.axis_value(axis, v, ("matrix", axis, i)) for i, v in enumerate(raw)]
         return tuple(dict.fromkeys(v for v in values if v is not None))
 
-    def selector(self, table: dict, path: tuple, allowed: frozenset[str] = frozenset(AXES), empty_ok: bool = False) -> dict:
+    def selector(self, table: dict[str, Any], path: KeyPath, allowed: frozenset[str] = frozenset(AXES), empty_ok: bool = False) -> dict[str, tuple[str, ...]]:
         """A table of axis -> value or list of values (exclude entries, rule matches)."""
         self.unknown(table, allowed, path)
         if not empty_ok and not any(axis in table for axis in AXES):
@@ -177,7 +186,7 @@ class Validator:
             result[axis] = tuple(v for v in values if v is not None)
         return result
 
-    def include(self, table: dict, path: tuple) -> Include:
+    def include(self, table: dict[str, Any], path: KeyPath) -> Include:
         self.unknown(table, set(AXES) | {"vars"}, path)
         axes = {}
         for axis in AXES:
@@ -189,7 +198,7 @@ class Validator:
             self.problem(path, "names no axis; give os, arch, backend and/or python")
         return Include(axes=axes, vars=self.vars(table.get("vars", {}), (*path, "vars")))
 
-    def rule(self, table: dict, path: tuple) -> Rule:
+    def rule(self, table: dict[str, Any], path: KeyPath) -> Rule:
         self.unknown(table, _SETTING_KEYS | {"match"}, path)
         match = table.get("match", {})
         if not isinstance(match, dict):
@@ -197,7 +206,7 @@ class Validator:
             match = {}
         return Rule(match=self.selector(match, (*path, "match"), empty_ok=True), settings=self.settings(table, path))
 
-    def settings(self, table: dict, path: tuple) -> Settings:
+    def settings(self, table: dict[str, Any], path: KeyPath) -> Settings:
         values: dict[str, Any] = {}
         for key in ("requirements", "constraints", "overrides"):
             if key in table:
@@ -235,11 +244,13 @@ class Validator:
         for key in ("flavor", "alias", "interpreter"):
             if key in table:
                 values[key] = self.string(table[key], (*path, key))
+        if "allow-mix" in table:
+            values["allow_mix"] = self.allow_mix(table["allow-mix"], (*path, "allow-mix"))
         if values.get("interpreter") is not None and values["interpreter"] not in ARCHES:
             self.problem((*path, "interpreter"), f"unknown arch {values['interpreter']!r}; use one of {', '.join(ARCHES)}")
         return Settings(**values)
 
-    def strings(self, value: Any, path: tuple, allow_empty: bool = True) -> tuple[str, ...]:
+    def strings(self, value: Any, path: KeyPath, allow_empty: bool = True) -> tuple[str, ...]:
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             self.problem(path, "must be an array of non-empty strings")
             return ()
@@ -298,6 +309,87 @@ class Validator:
             self.problems += [f"{path}: {message}" for path, message in exc.problems]
             return None
 
+    def backends(self, value: Any) -> tuple[BackendFamily, ...]:
+        """``[backends.<family>]``: the backend invariants' families (CASES C27). A table named
+        like a default family replaces the keys it gives; another name adds a family (it needs
+        ``flavors``). Patterns are checked here; :mod:`lockgen.resolve.invariants` applies them."""
+        families = {family.name: family for family in DEFAULT_BACKENDS}
+        if not isinstance(value, dict):
+            self.problem(("backends",), "must be a table of backend families, such as [backends.cuda]")
+            return tuple(families.values())
+        for name, table in value.items():
+            path = ("backends", name)
+            if not isinstance(table, dict):
+                self.problem(path, "must be a table with flavors, packages, versioned, gpu and/or builds")
+                continue
+            self.unknown(table, _BACKEND_KEYS, path)
+            changes: dict[str, Any] = {}
+            for key, placeholder in (("flavors", "{version}"), ("packages", "{major}"), ("versioned", None), ("builds", None)):
+                if key in table:
+                    changes[key] = self.patterns(table[key], (*path, key), placeholder, globs=key != "builds")
+            if "gpu" in table:
+                if isinstance(table["gpu"], bool):
+                    changes["gpu"] = table["gpu"]
+                else:
+                    self.problem((*path, "gpu"), "must be true or false")
+            if name in families:
+                families[name] = dataclasses.replace(families[name], **changes)
+            elif not changes.get("flavors"):
+                self.problem((*path, "flavors"), 'a new backend family needs flavors, such as ["xpu"] or ["cu{version}"]')
+            else:
+                families[name] = BackendFamily(name=name, **changes)
+        return tuple(families.values())
+
+    def patterns(self, value: Any, path: tuple[str | int, ...], placeholder: str | None, globs: bool = True) -> tuple[str, ...]:
+        """An array of package-name (or flavor) patterns; ``placeholder`` may appear once in each."""
+        items = self.strings(value, path)
+        for item in items:
+            bare = item.replace(placeholder, "", 1) if placeholder else item
+            if not _NAME_PATTERN.match(bare) or "{" in bare or (not globs and ("*" in bare or "?" in bare)):
+                allowed = "letters, digits, '.', '_', '-'" + (", * and ?" if globs else "")
+                once = f", and {placeholder} at most once" if placeholder else ""
+                self.problem(path, f"{item!r} is not a pattern of {allowed}{once}")
+        return items
+
+    def allow_mix(self, value: Any, path: tuple[str | int, ...]) -> dict[str, str]:
+        """``allow-mix``: package (glob) -> why this cell's backend mix is intended (C27)."""
+        if not isinstance(value, dict):
+            self.problem(path, 'must be a table of package = "why the mix is intended"')
+            return {}
+        result = {}
+        for name, reason in value.items():
+            if not _NAME_PATTERN.match(name):
+                self.problem((*path, name), "not a package name or pattern (letters, digits, '.', '_', '-', * and ?)")
+            elif not isinstance(reason, str) or not reason.strip():
+                self.problem((*path, name), "give the reason the mix is intended")
+            else:
+                result[name] = reason
+        return result
+
+    def matrix_values(self, config: Config) -> None:
+        """Axis values named by exclude entries, rule matches and includes that only extend cells
+        must be values of their axis (an include naming all four axes may add values): a misspelt
+        value would silently add or miss cells (issue "Trust", item 8)."""
+        known = {axis: list(config.axes[axis]) for axis in AXES}
+        for inc in config.include:
+            if len(inc.axes) == len(AXES):
+                for axis, value in inc.axes.items():
+                    if value not in known[axis]:
+                        known[axis].append(value)
+        named: list[tuple[tuple[str | int, ...], Mapping[str, Sequence[str]]]] = [
+            (("matrix", "exclude", i), sel) for i, sel in enumerate(config.exclude)
+        ]
+        named += [(("matrix", "include", i), {a: (v,) for a, v in inc.axes.items()}) for i, inc in enumerate(config.include) if len(inc.axes) < len(AXES)]
+        named += [(("rules", i, "match"), rule.match) for i, rule in enumerate(config.rules)]
+        for path, selector in named:
+            for axis, values in selector.items():
+                for value in values:
+                    if value not in known[axis]:
+                        listed = ", ".join(known[axis]) or "none"
+                        missing = ", ".join(a for a in AXES if a not in selector)
+                        hint = f"; an include adds a cell only when it names all four axes (missing {missing})" if path[1] == "include" else ""
+                        self.problem((*path, axis), f"{value!r} is not a value of the {axis} axis ({listed}){hint}")
+
     def mirrors(self, value: Any) -> dict[str, str]:
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
             self.problem(("mirrors",), 'must be a table of "canonical URL prefix" = "mirror URL prefix"')
@@ -312,19 +404,19 @@ class Validator:
                     known = ", ".join(sorted(config.sources)) or "none defined"
                     self.problem((*path, "use"), f"unknown source {name!r} (sources: {known})")
 
-    def string(self, value: Any, path: tuple) -> str | None:
+    def string(self, value: Any, path: KeyPath) -> str | None:
         if isinstance(value, str):
             return value
         self.problem(path, f"must be a string, not {type(value).__name__}")
         return None
 
-    def template_name(self, value: Any, path: tuple) -> str | None:
+    def template_name(self, value: Any, path: KeyPath) -> str | None:
         name = self.string(value, path)
         if name is not None and (name.startswith("/") or ".." in Path(name).parts or not name):
             self.problem(path, f"{name!r} must be a path inside the templates folder")
         return name
 
-    def rel_path(self, table: dict, key: str, default: str) -> str:
+    def rel_path(self, table: dict[str, Any], key: str, default: str) -> str:
         value = self.string(table.get(key, default), (key,))
         if not value or not value.strip(" ./"):
             self.problem((key,), "must name a folder inside the project")
@@ -333,7 +425,7 @@ class Validator:
             self.problem((key,), f"{value!r} must be a relative path inside the project")
         return value
 
-    def vars(self, value: Any, path: tuple) -> dict:
+    def vars(self, value: Any, path: KeyPath) -> dict[str, Any]:
         if not isinstance(value, dict):
             self.problem(path, "must be a table")
             return {}
@@ -344,7 +436,7 @@ class Validator:
                 self.problem((*path, name), f"{name!r} is a built-in template variable; pick another name")
         return dict(value)
 
-    def find_links(self, value: Any, path: tuple) -> dict:
+    def find_links(self, value: Any, path: KeyPath) -> dict[str, tuple[str, ...]]:
         """``find-links`` is a table: package (or any label) -> URL/folder or list of them."""
         if not isinstance(value, dict):
             self.problem(path, 'must be a table such as { torch = "https://…/torch/" }')
@@ -358,7 +450,7 @@ class Validator:
             result[name] = tuple(items)
         return result
 
-    def timestamp(self, value: Any, path: tuple) -> str | None:
+    def timestamp(self, value: Any, path: KeyPath) -> str | None:
         text = value.isoformat() if isinstance(value, (_dt.date, _dt.datetime)) else value
         text = self.string(text, path)
         if text is None:
@@ -377,7 +469,7 @@ class Validator:
             return None
         return text
 
-    def pins(self, value: Any, path: tuple = ("pins",)) -> dict[str, str]:
+    def pins(self, value: Any, path: KeyPath = ("pins",)) -> dict[str, str]:
         from packaging.utils import InvalidName, canonicalize_name
         from packaging.version import InvalidVersion, Version
 

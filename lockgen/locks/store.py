@@ -25,7 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lockgen.config import WORK
-from lockgen.errors import LockgenError, write_error
+from lockgen.errors import LockgenError
+from lockgen.writing import write_error
 from lockgen.locks.lock import normalized
 
 __all__ = ["Busy", "ProjectLock", "clean_temporaries", "recover", "replace_files", "write_text"]

@@ -10,12 +10,15 @@ matching rule on top (later rules win), an ``include``'s variables last.
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from lockgen.config import AXES, Config, Settings, selector_matches
 from lockgen.errors import ConfigError, UsageError
+
+log = logging.getLogger("lockgen")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,16 +45,44 @@ class Cell:
         return f"{config.locks}/{self.name}.txt"
 
 
+@dataclass(frozen=True, kw_only=True)
+class Expansion:
+    """The cells of a matrix, in a stable order, and ``warnings`` about entries that do nothing,
+    one line each, starting with the entry's key path (``tool.lockgen.rules[3].match: …``)."""
+
+    cells: tuple[Cell, ...]
+    warnings: tuple[str, ...] = ()
+
+
 def expand(config: Config) -> list[Cell]:
-    """Return every cell of the matrix, in a stable order (axis order as written, then includes).
+    """Every cell of the matrix (see :func:`expand_matrix`); its warnings go to the ``lockgen``
+    logger, one warning line each."""
+    expansion = expand_matrix(config)
+    for warning in expansion.warnings:
+        log.warning("%s", warning)
+    return list(expansion.cells)
+
+
+def expand_matrix(config: Config) -> Expansion:
+    """Return every cell of the matrix, in a stable order (axis order as written, then includes),
+    with warnings for an exclude entry that matches no combination of the axes and a rule whose
+    ``match`` matches no cell (issue "Trust", item 8; the values they name are checked against the
+    axes by :mod:`lockgen.config.validate`).
 
     Raises :class:`ConfigError` when an include entry matches no cell and does not name all four
-    axes (it could neither extend a cell nor add one).
+    axes (it could neither extend a cell nor add one), for bad aliases and pins, and for a matrix
+    without cells.
     """
-    combos: list[dict[str, str]] = [
+    prefix = f"{config.key_prefix}." if config.key_prefix else ""
+    product: list[dict[str, str]] = [
         dict(zip(AXES, values)) for values in itertools.product(*(config.axes[a] for a in AXES))
     ]
-    combos = [c for c in combos if not any(selector_matches(sel, c) for sel in config.exclude)]
+    warnings = [
+        f"{prefix}matrix.exclude[{i}]: matches no combination of the axes, so it excludes nothing; fix or remove it"
+        for i, sel in enumerate(config.exclude)
+        if not any(selector_matches(sel, c) for c in product)
+    ]
+    combos = [c for c in product if not any(selector_matches(sel, c) for sel in config.exclude)]
     extra_vars: list[dict[str, Any]] = [{} for _ in combos]
     problems = []
     for i, inc in enumerate(config.include):
@@ -64,10 +95,14 @@ def expand(config: Config) -> list[Cell]:
                 extra_vars.append(dict(inc.vars))
             else:
                 missing = ", ".join(a for a in AXES if a not in inc.axes)
-                path = f"{config.key_prefix + '.' if config.key_prefix else ''}matrix.include[{i}]"
-                problems.append(f"{path}: matches no cell and cannot add one (missing {missing})")
+                problems.append(f"{prefix}matrix.include[{i}]: matches no cell and cannot add one (missing {missing})")
     if problems:
         raise ConfigError(config.source, problems)
+    warnings += [
+        f"{prefix}rules[{i}].match: matches no cell, so the rule does nothing; fix or remove it"
+        for i, rule in enumerate(config.rules)
+        if combos and not any(rule.matches(c) for c in combos)
+    ]
 
     cells: dict[str, Cell] = {}
     for combo, inc_vars in zip(combos, extra_vars):
@@ -85,20 +120,19 @@ def expand(config: Config) -> list[Cell]:
         target = cells.get(alias) if alias else None
         if alias and target is None:
             problems.append(f"cell {cell.name}: alias {alias!r} names no cell of the matrix")
-        elif alias and (target.settings.alias or target.settings.skip or settings.skip):
+        elif alias and target is not None and (target.settings.alias or target.settings.skip or settings.skip):
             problems.append(f"cell {cell.name}: alias {alias!r}: an alias and its cell must be resolved (not skipped, not aliases)")
-        elif alias and target.python != cell.python:
+        elif alias and target is not None and target.python != cell.python:
             problems.append(f"cell {cell.name}: alias {alias!r} is for Python {target.python}, not {cell.python}")
         pins = {canonicalize_name(k) for k in settings.pins}
         for name in settings.pinned or ():
             if canonicalize_name(name) not in pins:
                 problems.append(f"cell {cell.name}: pinned {name!r} has no version in pins; add it to the pins table")
     if not cells:
-        prefix = f"{config.key_prefix}." if config.key_prefix else ""
         problems.append(f"{prefix}matrix: has no cells; list values for os, arch, backend and python, or add include entries")
     if problems:
         raise ConfigError(config.source, problems)
-    return list(cells.values())
+    return Expansion(cells=tuple(cells.values()), warnings=tuple(warnings))
 
 
 def parse_selectors(selectors: Iterable[str]) -> dict[str, set[str]]:
@@ -119,17 +153,36 @@ def parse_selectors(selectors: Iterable[str]) -> dict[str, set[str]]:
     return result
 
 
-def select(cells: Sequence[Cell], names: Sequence[str] = (), only: Iterable[str] = ()) -> list[Cell]:
+class Selectable(Protocol):
+    """What :func:`select` reads of a cell (manifest rows of the no-op path qualify too)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def os(self) -> str: ...
+    @property
+    def arch(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def python(self) -> str: ...
+
+
+_C = TypeVar("_C", bound=Selectable)
+
+
+def select(cells: Sequence[_C], names: Sequence[str] = (), only: Iterable[str] = ()) -> list[_C]:
     """Cells named in ``names`` (all when empty) that also match every ``--only`` selector.
 
-    Raises :class:`UsageError` for an unknown cell name (suggesting close ones) or when the
-    selectors match nothing.
+    Raises :class:`UsageError` for an unknown cell name (suggesting close ones), for a selector
+    value that no cell has (listing the values of that key; issue "Trust", item 8), or when the
+    selectors together match nothing.
     """
+    import difflib
+
     by_name = {c.name: c for c in cells}
     unknown = [n for n in names if n not in by_name]
     if unknown:
-        import difflib
-
         hints = []
         for name in unknown:
             close = difflib.get_close_matches(name, list(by_name), n=3)
@@ -137,10 +190,22 @@ def select(cells: Sequence[Cell], names: Sequence[str] = (), only: Iterable[str]
         raise UsageError(f"unknown cell(s): {'; '.join(hints)}. `lockgen matrix` lists the cells")
     chosen = [by_name[n] for n in dict.fromkeys(names)] if names else list(cells)
     selectors = parse_selectors(only)
-    chosen = [
-        c for c in chosen
-        if all((c.name if k == "name" else getattr(c, k)) in v for k, v in selectors.items())
-    ]  # fmt: skip
+    for key, values in selectors.items():
+        have = list(dict.fromkeys(_value(c, key) for c in cells))
+        for value in sorted(values):
+            if value in have:
+                continue
+            if key == "name":
+                close = difflib.get_close_matches(value, have, n=3)
+                hint = f"did you mean {', '.join(close)}? " if close else ""
+                raise UsageError(f"--only name={value}: no such cell; {hint}`lockgen matrix` lists the cells")
+            raise UsageError(f"--only {key}={value}: {value!r} is not a value of the {key} axis ({', '.join(have)})")
+    chosen = [c for c in chosen if all(_value(c, k) in v for k, v in selectors.items())]
     if not chosen:
         raise UsageError("no cell matches the selection; `lockgen matrix` lists the cells")
     return chosen
+
+
+def _value(cell: Selectable, key: str) -> str:
+    value: str = getattr(cell, key)
+    return value

@@ -9,13 +9,19 @@ template sees are listed in :data:`RESERVED_NAMES`, plus the cell's ``vars`` fro
 from __future__ import annotations
 
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lockgen.config import RESERVED_NAMES, Config
-from lockgen.errors import TemplateError
+from lockgen.errors import TemplateError, TemplateLinesError
 from lockgen.plan.matrix import Cell
+from lockgen.plan.reqfile import refused
 from lockgen.plan.target import Target
+
+if TYPE_CHECKING:
+    import jinja2
 
 #: Input roles in the order uv receives them, with the file name each renders to.
 ROLES = {"requirements": "requirements.in", "constraints": "constraints.txt", "overrides": "overrides.txt"}
@@ -28,7 +34,7 @@ class Rendered:
     files: dict[str, tuple[str, str]]
 
 
-def environment(config: Config):
+def environment(config: Config) -> jinja2.Environment:
     """One sandboxed ``jinja2`` environment per run, loading from ``<root>/<templates>``."""
     import jinja2
     from jinja2.sandbox import SandboxedEnvironment
@@ -41,7 +47,7 @@ def environment(config: Config):
     )
 
 
-def variables(config: Config, cell: Cell, target: Target) -> dict:
+def variables(config: Config, cell: Cell, target: Target) -> dict[str, Any]:
     """The template context of ``cell``: axes, python tag, uv target, pins and rule variables."""
     context = dict(cell.settings.vars)
     context.update(
@@ -61,11 +67,13 @@ def variables(config: Config, cell: Cell, target: Target) -> dict:
     return context
 
 
-def render(env, config: Config, cell: Cell, target: Target) -> Rendered:
+def render(env: jinja2.Environment, config: Config, cell: Cell, target: Target) -> Rendered:
     """Render every template the cell names.
 
     Raises :class:`TemplateError` naming the template, its line and the cell when a template is
-    missing, has a syntax error, or uses an undefined variable.
+    missing, has a syntax error, or uses an undefined variable, and :class:`TemplateLinesError`
+    when a rendered file holds options uv must not see (indexes, find-links, includes; see
+    :mod:`lockgen.plan.reqfile`).
     """
     context = variables(config, cell, target)
     files = {}
@@ -74,22 +82,20 @@ def render(env, config: Config, cell: Cell, target: Target) -> Rendered:
         if name is None:
             continue
         text = _render_one(env, config, name, context, cell)
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.split(" ")[0] in ("-r", "-c", "--requirement", "--constraint"):
-                raise TemplateError(
-                    f"{config.templates}/{name}: rendered line {number} {line.strip()!r} includes a file; rendered "
-                    f"inputs live in .lockgen/<cell>/, so use {{% include \"file\" %}} instead (cell {cell.name})"
-                )
+        bad = refused(text)
+        if bad:
+            raise TemplateLinesError(f"{config.templates}/{name}", cell.name, [str(r) for r in bad])
         files[role] = (name, text)
     return Rendered(files=files)
 
 
-def _render_one(env, config: Config, name: str, context: dict, cell: Cell) -> str:
+def _render_one(env: jinja2.Environment, config: Config, name: str, context: dict[str, Any], cell: Cell) -> str:
     import jinja2
 
     where = f"{config.templates}/{name}"
     try:
-        return env.get_template(name).render(context)
+        text: str = env.get_template(name).render(context)
+        return text
     except jinja2.TemplateNotFound as exc:
         missing = f"{config.templates}/{exc.name}"
         hint = "create it or fix the setting" if exc.name == name else f"included from {where}; create it or fix the include"
@@ -113,10 +119,11 @@ def _template_line(exc: BaseException, folder: Path) -> str | None:
     return found
 
 
-def render_strings(env, strings, context: dict, cell: Cell, key: str) -> tuple[str, ...]:
+def render_strings(env: jinja2.Environment, strings: Iterable[str], context: dict[str, Any], cell: Cell, key: str) -> tuple[str, ...]:
     """Render each config string (``optional``, ``no-deps`` entries) as a Jinja template.
 
-    Raises :class:`TemplateError` naming the setting, the string and the cell.
+    Raises :class:`TemplateError` naming the setting, the string and the cell, also when the
+    rendered entry is an option uv must not see (:mod:`lockgen.plan.reqfile`).
     """
     result = []
     for text in strings:
@@ -124,4 +131,7 @@ def render_strings(env, strings, context: dict, cell: Cell, key: str) -> tuple[s
             result.append(env.from_string(text).render(context).strip())
         except Exception as exc:
             raise TemplateError(f"{key} entry {text!r}: {exc} (cell {cell.name})") from None
+        bad = refused(result[-1])
+        if bad:
+            raise TemplateLinesError(f"{key} entry {text!r}", cell.name, [str(r).replace("rendered line 1 ", "rendered as ") for r in bad])
     return tuple(r for r in result if r)

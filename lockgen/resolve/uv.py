@@ -41,9 +41,9 @@ _KEEP_UV_VARS = {
 @functools.cache
 def uv_binary() -> str:
     """Path of the uv binary shipped by the pinned ``uv`` package (looked up once)."""
-    from uv import find_uv_bin
+    from lockgen.uvbin import pinned_uv_binary
 
-    return find_uv_bin()
+    return pinned_uv_binary()
 
 
 def uv_version() -> str:
