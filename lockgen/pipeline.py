@@ -139,14 +139,14 @@ def lock(
         plans = _plan_all(project, chosen)
         before = LockSet.from_folder(root / project.config.locks, project.config.locks)
         _check_upgrade_names(before, plans, options.uv.upgrade_packages)
-        for prefix in mirrors.unused([u for p in plans for u in p.urls()]):
-            log.warning("mirror for %s matches no URL of the selected cells; check its spelling", prefix)
         run = RunResult()
         reporter.start([c.name for c in chosen])
         todo = _stale(project, chosen, plans, options, run, reporter)
         failed = _resolve_all(project, todo, options, mirrors, run, reporter)
         if todo:
             _change_report(project, before, [p.cell.name for p, _ in todo], options, run)
+            for prefix in mirrors.never_used() if not run.interrupted else ():
+                log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
         order = {c.name: i for i, c in enumerate(chosen)}
         run.results.sort(key=lambda r: order.get(r.name, len(order)))
         if not names and not only and not run.interrupted:

@@ -31,5 +31,12 @@ def test_trailing_slashes_and_unused_prefixes():
     mirrors = Mirrors(parse(["https://pypi.org/simple/=http://m/simple/"]))
     assert mirrors.fetch_url("https://pypi.org/simple") == "http://m/simple"
     assert mirrors.fetch_url("https://pypi.org/simple/torch/") == "http://m/simple/torch/"
-    assert mirrors.unused(["https://pypi.org/simple", "https://x.example/"]) == []
-    assert mirrors.unused(["https://x.example/"]) == ["https://pypi.org/simple"]
+    assert mirrors.never_used() == []  # fetch_url went through it
+
+
+def test_a_mirror_nothing_went_through_is_reported():
+    mirrors = Mirrors(parse(["https://pypi.org/simple=http://m/simple", "https://files.pythonhosted.org=http://m/files"]))
+    mirrors.fetch_url("https://pypi.org/simple/torch/")
+    assert mirrors.never_used() == ["https://files.pythonhosted.org"]
+    mirrors.canonical("url = http://m/files/torch.whl")  # a file URL read back from uv's output
+    assert mirrors.never_used() == []

@@ -42,13 +42,15 @@ class Mirrors:
     """Canonical prefix -> mirror prefix."""
 
     table: Mapping[str, str] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set, compare=False, repr=False)  # canonical prefixes that served
 
-    def __post_init__(self):  # a trailing slash must not make a prefix miss
+    def __post_init__(self) -> None:  # a trailing slash must not make a prefix miss
         object.__setattr__(self, "table", {k.rstrip("/"): v.rstrip("/") for k, v in self.table.items()})
 
-    def unused(self, urls: Iterable[str]) -> list[str]:
-        """Canonical prefixes that match none of ``urls`` (a typo would silently bypass them)."""
-        return [c for c in self.table if not any(u.startswith(c) for u in urls)]
+    def never_used(self) -> list[str]:
+        """Canonical prefixes no fetched URL and no text read back went through (after a run:
+        a typo would silently bypass an air-gapped mirror)."""
+        return [c for c in self.table if c not in self.used]
 
     def hosts(self) -> set[str]:
         """``scheme://host[:port]`` of every mirror: a URL still on one after :meth:`canonical`
@@ -61,13 +63,16 @@ class Mirrors:
         """The URL to fetch ``url`` from (the longest matching canonical prefix replaced)."""
         for canonical in sorted(self.table, key=len, reverse=True):
             if url.startswith(canonical):
+                self.used.add(canonical)
                 return self.table[canonical] + url[len(canonical) :]
         return url
 
     def canonical(self, text: str) -> str:
         """``text`` with every mirror prefix turned back into its canonical prefix."""
         for canonical, mirror in sorted(self.table.items(), key=lambda kv: len(kv[1]), reverse=True):
-            text = text.replace(mirror, canonical)
+            if mirror in text:
+                self.used.add(canonical)
+                text = text.replace(mirror, canonical)
         return text
 
     def merged(self, *more: Mapping[str, str]) -> Mirrors:

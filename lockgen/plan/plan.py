@@ -11,6 +11,7 @@ lockgen fetches from, never what a lock says.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lockgen.config import WORK, Config
+from lockgen.config.model import BackendFamily
 from lockgen.errors import ConfigError
 from lockgen.locks.lock import LOCK_FORMAT  # part of the input hash
 from lockgen.plan.matrix import Cell
@@ -43,6 +45,7 @@ class Plan:
     local_files: Mapping[str, list[str]] = field(default_factory=dict)
     templates: str = "templates"  # the config's templates folder
     layer_only: frozenset[str] = frozenset()  # sources only optional layers need
+    backends: tuple[BackendFamily, ...] = ()  # the backend invariants' families (C27)
 
     @property
     def index_url(self) -> str:
@@ -70,6 +73,11 @@ class Plan:
         links = [link for key in sorted(settings) for link in settings[key]]
         links += [link for source in sources for link in source.find_links()]
         return tuple(dict.fromkeys(links))
+
+    @property
+    def flavor(self) -> str:
+        """The build the cell gets: its ``flavor`` setting, else its backend (``cu130``)."""
+        return self.cell.settings.flavor or self.cell.backend
 
     def requirement_names(self) -> set[str]:
         """Canonical names of the requirements the rendered inputs name (``packaging``)."""
@@ -122,6 +130,8 @@ class Plan:
             "no_deps": list(self.no_deps),
             "allow_build": sorted(self.allow_build),
             "local_files": dict(self.local_files),
+            "backends": [dataclasses.asdict(f) for f in self.backends],
+            "allow_mix": dict(self.cell.settings.allow_mix),
         }
         for role, (template, text) in sorted(self.rendered.files.items()):
             data[role] = {"template": template, "text": text}
@@ -145,6 +155,7 @@ PART_NAMES = {
     "index_url": "index-url", "find_links": "find-links", "exclude_newer": "exclude-newer", "sources": "sources",
     "pinned": "pins that cannot move (pins, pinned)", "optional": "optional", "no_deps": "no-deps",
     "allow_build": "allow-build", "local_files": "the files of a local wheel folder",
+    "backends": "backends (the backend invariants)", "allow_mix": "allow-mix",
 }  # fmt: skip
 
 
@@ -200,6 +211,7 @@ def make_plan(config: Config, env, cell: Cell, target: Target, uv_version: str) 
         local_files=local_folder_listing(config.root, sources),
         templates=config.templates,
         layer_only=layer_only_sources(sources, optional, pinned),
+        backends=config.backends,
     )
 
 

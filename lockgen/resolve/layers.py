@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from packaging.pylock import Package
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -36,6 +37,7 @@ class Built:
     replaces: list[Replacement] = field(default_factory=list)
     skipped_urls: list[str] = field(default_factory=list)  # notes on wheel URLs that did not fit
     dateless: set[str] = field(default_factory=set)  # sources that served layer artifacts without upload times
+    packages: list[Package] = field(default_factory=list)  # what the layers install (backend invariants)
 
     def refs(self) -> tuple[LayerRef, ...]:
         """The main lock's ``layer`` fields: each layer file's path and the sha256 of its text."""
@@ -109,6 +111,7 @@ def _layer(run: CellRun, built: Built, kind: LayerKind, name: str, requirements:
         raise CellFailed(f"cell {plan.cell.name}: layer {name}: " + "; ".join(found))
     if plan.exclude_newer:
         built.dateless.update(verify.without_upload_time(plan, pylock))
+    built.packages += pylock.packages
     resolved = describe(run, inputs, pylock, f"layer-{name}", no_deps)
     path = f"{layer_folder(plan.lock)}/{name}.txt"
     header = run.header(kind, path, layer_of=plan.lock, find_links=tuple(links))

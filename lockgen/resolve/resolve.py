@@ -20,7 +20,7 @@ from packaging.pylock import Pylock
 from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry, LayerKind, Lock
-from lockgen.resolve import blame, layers, uv, uvout, verify
+from lockgen.resolve import blame, invariants, layers, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, describe, pylock_path, read_pylock, seed_preferences
 from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
 
@@ -66,6 +66,13 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
     if found:
         raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
     built = layers.resolve(run, resolved)
+    mixed = invariants.problems(plan.flavor, [*pylock.packages, *built.packages], plan.backends, plan.cell.settings.allow_mix)
+    if mixed:
+        raise CellFailed(
+            f"cell {plan.cell.name}: the lock would install a broken {plan.flavor} stack (backend invariants, C27):\n"
+            + "\n".join(f"  - {p.message}" for p in mixed)
+            + "\n  declare an intended mix with allow-mix = {{ \"<package>\" = \"why\" }} in the cell's settings"
+        )
     main = Lock(
         header=run.header(
             LayerKind.MAIN, plan.lock, find_links=plan.main_find_links, input_parts=plan.input_parts,
