@@ -127,15 +127,36 @@ def read_pylock(run: CellRun, output: str) -> Pylock:
 
 
 def seed_preferences(run: CellRun, output: str, prefer: bool) -> None:
-    """Put the committed ``pylock.toml`` where uv writes, so uv reads its versions as
-    preferences (it takes names and versions only). ``prefer=False``: start from nothing."""
+    """Put the versions the cell has locked where uv writes, as a minimal ``pylock.toml`` (uv
+    reads an existing output file's names and versions as preferences, as pip-compile does), so a
+    changed input moves only what it must. From the committed ``pylock.toml``, else the main
+    lock's entries (a lock of an older lockgen format). ``prefer=False`` (a hand-edited lock):
+    start from nothing."""
     target = run.root / output
     target.parent.mkdir(parents=True, exist_ok=True)
-    committed = run.root / pylock_path(run.plan.lock)
-    if prefer and committed.is_file():
-        target.write_bytes(committed.read_bytes())
-    else:
+    versions = _locked_versions(run) if prefer else {}
+    if not versions:
         target.unlink(missing_ok=True)
+        return
+    lines = ['lock-version = "1.0"', 'created-by = "lockgen"']
+    for name, version in sorted(versions.items()):
+        lines += ["", "[[packages]]", f'name = "{name}"', f'version = "{version}"']
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _locked_versions(run: CellRun) -> dict[str, str]:
+    plan = run.plan
+    try:
+        committed = (run.root / pylock_path(plan.lock)).read_text(encoding="utf-8")
+        return {p.name: str(p.version) for p in pylockfile.loads(committed, plan.lock).packages if p.version}
+    except (OSError, LockgenError):
+        pass
+    try:
+        text = (run.root / plan.lock).read_text(encoding="utf-8")
+        body = text.replace("\r\n", "\n").partition("\n\n")[2]
+        return {e.name: str(e.version) for e in parse_entries(body, plan.lock) if e.version and not e.url}
+    except (OSError, UnicodeDecodeError, LockgenError):
+        return {}
 
 
 def describe(run: CellRun, inputs: uv.Inputs, pylock: Pylock, name: str, no_deps: bool = False) -> Resolved:

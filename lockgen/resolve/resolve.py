@@ -144,8 +144,9 @@ def _compile(run: CellRun, output: str, offline: bool = False) -> uv.Result:
     version it may pick, allow building that one (and remember it for the run's other cells)
     and resolve again (CASES C26: wheels first, builds only where allowed and needed)."""
     while True:
+        tried = run.builds.names  # another cell may learn one while this one resolves
         result = run.compile(output, offline=offline)
-        wanted = {n for n in uvout.needs_wheels(result.stderr) if n in run.plan.allow_build} - run.builds.names
-        if result.returncode == 0 or not wanted:
+        wanted = {n for n in uvout.needs_wheels(result.stderr) if n in run.plan.allow_build}
+        if result.returncode == 0 or wanted <= tried:
             return result
         run.builds.add(wanted)
