@@ -39,8 +39,9 @@ def test_c12_every_gpu_is_considered():
     assert [g.compute_capability for g in gpus] == [8.6, 12.0]
 
 
-def test_c13_renamed_banner_fields_give_the_same_cuda_version():
-    assert parse_cuda_version(BANNER) == parse_cuda_version(BANNER_UMD) == parse_cuda_version(QUERY_Q) == "13.0"
+@pytest.mark.parametrize("text", [BANNER, BANNER_UMD, QUERY_Q], ids=["banner", "banner-umd", "query-q"])
+def test_c13_renamed_banner_fields_give_the_same_cuda_version(text):
+    assert parse_cuda_version(text) == "13.0"
 
 
 def test_c14_unknown_compute_capability_is_not_an_error(project):
@@ -50,10 +51,20 @@ def test_c14_unknown_compute_capability_is_not_an_error(project):
     assert detect(project, machine, "3.12")["cell"] == "linux-x86_64-cu126-py3.12"
 
 
+#: (platform.machine(), environment) -> (the machine's arch, the interpreter's)
+ARCHES = {
+    "wow64-variable": ("AMD64", {"PROCESSOR_ARCHITEW6432": "ARM64"}, ("aarch64", "x86_64")),
+    "processor-identifier": ("AMD64", {"PROCESSOR_IDENTIFIER": "ARMv8 (64-bit) Family 8 Model 1 Revision 201, Qualcomm"}, ("aarch64", "x86_64")),
+    "native-x86_64": ("x86_64", {}, ("x86_64", "x86_64")),
+}
+
+
+@pytest.mark.parametrize(("machine", "env", "expected"), ARCHES.values(), ids=ARCHES)
+def test_c15_arches_of_the_host_and_the_interpreter(machine, env, expected):
+    assert arches(machine, env) == expected
+
+
 def test_c15_x64_python_on_a_windows_arm_host(project):
-    assert arches("AMD64", {"PROCESSOR_ARCHITEW6432": "ARM64"}) == ("aarch64", "x86_64")
-    assert arches("AMD64", {"PROCESSOR_IDENTIFIER": "ARMv8 (64-bit) Family 8 Model 1 Revision 201, Qualcomm"}) == ("aarch64", "x86_64")
-    assert arches("x86_64", {}) == ("x86_64", "x86_64")
     found = detect(project, nvidia("13.0", os_="windows", arch="aarch64", interpreter="x86_64"), "3.12")
     assert found["cell"] == "windows-aarch64-cu130-py3.12"
     assert found["lock"] == "locks/windows-x86_64-cu130-py3.12.txt"  # the x64 stack under emulation
@@ -74,20 +85,38 @@ def test_c16_old_driver_is_refused_not_a_cpu_fallback(project, tmp_path):
     assert run.code == 2 and run.err.startswith("error: NVIDIA driver only supports CUDA 12.4")
 
 
-def test_seed_rules_for_cuda_flavors(project):
-    assert detect(project, nvidia("13.0"), "3.12")["cell"] == "linux-x86_64-cu130-py3.12"
-    assert detect(project, nvidia("12.8"), "3.12")["cell"] == "linux-x86_64-cu126-py3.12"
-    assert detect(project, nvidia(None), "3.12")["cell"] == "linux-x86_64-cu130-py3.12"  # unknown: assume current
+#: id -> (the driver's CUDA version, compute capabilities, the cell the seed's rules pick)
+CUDA_FLAVORS = {
+    "cuda-13.0": ("13.0", (8.6,), "linux-x86_64-cu130-py3.12"),
+    "cuda-12.8": ("12.8", (8.6,), "linux-x86_64-cu126-py3.12"),
+    "cuda-unknown": (None, (8.6,), "linux-x86_64-cu130-py3.12"),  # unknown: assume current
+    "blackwell-cuda-13.0": ("13.0", (12.0,), "linux-x86_64-cu130-py3.12"),
+}
+
+
+@pytest.mark.parametrize(("cuda", "caps", "cell"), CUDA_FLAVORS.values(), ids=CUDA_FLAVORS)
+def test_seed_rules_for_cuda_flavors(project, cuda, caps, cell):
+    assert detect(project, nvidia(cuda, caps), "3.12")["cell"] == cell
+
+
+def test_blackwell_needs_a_newer_driver(project):
     with pytest.raises(Refused, match="Blackwell GPU detected but the NVIDIA driver only supports CUDA 12.8"):
         detect(project, nvidia("12.8", caps=(8.6, 12.0)), "3.12")  # any GPU >= 12.0 counts (C12)
-    assert detect(project, nvidia("13.0", caps=(12.0,)), "3.12")["cell"] == "linux-x86_64-cu130-py3.12"
 
 
-def test_other_machines(project):
-    mac = Machine(os="macos", arch="aarch64", interpreter="aarch64", gpu="apple")
-    assert detect(project, mac, "3.12")["cell"] == "macos-aarch64-mps-py3.12"
-    amd = Machine(os="linux", arch="x86_64", interpreter="x86_64", gpu="amd")
-    assert detect(project, amd, "3.12")["cell"] == "linux-x86_64-rocm7.1-py3.12"
+#: id -> (a machine without an NVIDIA GPU, the cell the seed's rules pick)
+OTHER_MACHINES = {
+    "apple": (Machine(os="macos", arch="aarch64", interpreter="aarch64", gpu="apple"), "macos-aarch64-mps-py3.12"),
+    "amd": (Machine(os="linux", arch="x86_64", interpreter="x86_64", gpu="amd"), "linux-x86_64-rocm7.1-py3.12"),
+}
+
+
+@pytest.mark.parametrize(("machine", "cell"), OTHER_MACHINES.values(), ids=OTHER_MACHINES)
+def test_other_machines(project, machine, cell):
+    assert detect(project, machine, "3.12")["cell"] == cell
+
+
+def test_no_gpu_needs_cpu_to_be_asked_for(project):
     plain = Machine(os="linux", arch="x86_64", interpreter="x86_64")
     with pytest.raises(Refused, match="Pass --cpu to install anyway"):
         detect(project, plain, "3.12")
