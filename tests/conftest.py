@@ -30,11 +30,27 @@ from tests.fakehost import FakeHost
 UV_FIXTURES = frozenset({"fake_host", "shared_fake_host", "index"})
 
 
+def _needs_import_driver(item) -> bool:
+    return "imported_alone" in getattr(item, "fixturenames", ())
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
 def pytest_collection_modifyitems(items):
     for item in items:
         if UV_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.uv)
+    items.sort(key=_needs_import_driver)  # last: their processes run beside the other tests
+
+
+def pytest_collection_finish(session):
+    """Start the fresh-interpreter import check (tests/test_imports.py) now if a selected test
+    needs it: it runs in its own processes beside the other tests."""
+    if any(map(_needs_import_driver, session.items)):
+        from tests.test_imports import DRIVER_KEY, start_driver
+
+        driver = start_driver()
+        if driver is not None:
+            session.config.stash[DRIVER_KEY] = driver
 
 
 # -- environment ----------------------------------------------------------------------------------
