@@ -45,7 +45,7 @@ def pytest_collection_modifyitems(items):
 def pytest_collection_finish(session):
     """Start the fresh-interpreter import check (tests/test_imports.py) now if a selected test
     needs it: it runs in its own processes beside the other tests."""
-    if any(map(_needs_import_driver, session.items)):
+    if not session.config.option.collectonly and any(map(_needs_import_driver, session.items)):
         from tests.test_imports import DRIVER_KEY, start_driver
 
         driver = start_driver()
