@@ -83,7 +83,9 @@ def _imports(tree: ast.AST) -> Iterable[tuple[ast.Import | ast.ImportFrom, str]]
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 yield child, kind
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            elif isinstance(child, ast.expr):  # an expression holds no import statement
+                continue
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 yield from walk(child, TYPE_CHECKING if kind == TYPE_CHECKING else FUNCTION)
             elif isinstance(child, ast.If) and _is_type_checking(child.test):
                 for stmt in child.body:
@@ -172,27 +174,29 @@ def _components(nodes: list[str], graph: dict[str, set[str]]) -> list[list[str]]
 
 
 def _shortest_cycle(component: list[str], best: dict[tuple[str, str], Edge]) -> tuple[Edge, ...]:
+    """One shortest cycle through the strongly connected ``component`` (breadth-first from each
+    member back to itself; ties go to the first member by name)."""
     members = set(component)
+    out: dict[str, list[Edge]] = {}
+    for (source, target), edge in sorted(best.items()):
+        if source in members and target in members:
+            out.setdefault(source, []).append(edge)
     shortest: tuple[Edge, ...] = ()
     for start in component:
-        previous: dict[str, Edge] = {}
+        reached_by: dict[str, Edge] = {}
         queue = deque([start])
-        while queue:
+        while queue and start not in reached_by:
             node = queue.popleft()
-            for (source, target), edge in sorted(best.items()):
-                if source != node or target not in members:
-                    continue
-                if target == start:
-                    path = [edge]
-                    while path[0].source != start:
-                        path.insert(0, previous[path[0].source])
-                    if not shortest or len(path) < len(shortest):
-                        shortest = tuple(path)
-                    queue.clear()
-                    break
-                if target not in previous:
-                    previous[target] = edge
-                    queue.append(target)
+            for edge in out.get(node, ()):
+                if edge.target not in reached_by:
+                    reached_by[edge.target] = edge
+                    queue.append(edge.target)
+        if start in reached_by:
+            path = [reached_by[start]]
+            while path[0].source != start:
+                path.insert(0, reached_by[path[0].source])
+            if not shortest or len(path) < len(shortest):
+                shortest = tuple(path)
     return shortest
 
 
