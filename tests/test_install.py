@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from lockgen import install as install_module
-from lockgen.install import host_problems, installed_problems
-from lockgen.installenv import Venv, base_env
+from lockgen.install import host_problems, installed_problems, map_sources, steps
+from lockgen.install.venv import Venv, base_env
 from lockgen.locks.lock import Entry
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve import uv
@@ -117,17 +116,17 @@ def installed(venv: Path) -> dict[str, str]:
 
 
 class Recorder:
-    """Wraps lockgen.install's process runner: the install commands it started."""
+    """Wraps the runner of lockgen.install.steps: the install commands it started."""
 
     def __init__(self, monkeypatch):
         self.argvs: list[list[str]] = []
-        real = install_module.run
+        real = steps.run
 
         def record(argv, env, cwd):
             self.argvs.append(list(argv))
             return real(argv, env, cwd)
 
-        monkeypatch.setattr(install_module, "run", record)
+        monkeypatch.setattr(steps, "run", record)
 
 
 def test_install_with_uv_through_a_mirror_then_a_rerun_is_a_noop(locked, fake, tmp_path, monkeypatch):
@@ -286,11 +285,11 @@ def test_sources_are_mapped_through_mirrors():
     mirrors = Mirrors({"https://pypi.example": "http://m/pypi", "https://dl.example/whl": "http://m/whl"})
     argv = ["pip", "sync", "--index-url", "https://pypi.example/simple", "--find-links", "https://dl.example/whl/cu130/torch/",
             "--find-links", "wheels/spark", "locks/x.txt"]  # fmt: skip
-    assert install_module._map_sources(argv, mirrors, None) == [
+    assert map_sources(argv, mirrors, None) == [
         "pip", "sync", "--index-url", "http://m/pypi/simple", "--find-links", "http://m/whl/cu130/torch/",
         "--find-links", "wheels/spark", "locks/x.txt",
     ]  # fmt: skip
-    assert install_module._map_sources(argv, mirrors, "http://other/simple")[3] == "http://other/simple"
+    assert map_sources(argv, mirrors, "http://other/simple")[3] == "http://other/simple"
 
 
 # ---- the fake-source ai-toolkit example ------------------------------------------------------

@@ -1,21 +1,6 @@
-"""``lockgen install``: one cell of the manifest into a virtual environment, layer by layer.
-
-The algorithm is the one ``docs/manifest.md`` documents for installers in any language, run with
-the commands the manifest records (``layers[].commands.uv`` / ``.pip``):
-
-1. Pick the cell: named, or chosen by :mod:`lockgen.select` on this machine (``--detect``).
-2. Refuse before touching anything when the cell does not fit: another OS, an older glibc or
-   macOS than ``requires`` says, a lock file whose sha256 is not the manifest's, a venv of another
-   Python minor or interpreter arch, no such interpreter (uv's discovery, never a download).
-3. A venv whose recorded install (``lockgen-install.json`` in it) has the same layer files and
-   whose distributions are exactly the lock's is up to date: nothing runs.
-4. Otherwise: ``main`` as an exact sync with hashes (uv ``pip sync``; pip installs, then what
-   main does not list is uninstalled), each optional layer (a failure is a warning and the layer
-   is rolled back to the venv's state before it), ``no-deps``, ``unhashed``; with the target's
-   environment (``MACOSX_DEPLOYMENT_TARGET``) and URLs mapped through mirrors.
-5. Check every installed version against the locks (``importlib.metadata`` inside the venv; local
-   labels such as ``+cu130`` count) and say so.
-"""
+"""The steps of ``lockgen install`` (see :mod:`lockgen.install`): choose the cell, refuse what
+does not fit, reuse or create the venv, run each layer's recorded command, roll back a failed
+optional layer, verify and record."""
 
 from __future__ import annotations
 
@@ -27,25 +12,32 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
-from packaging.utils import NormalizedName, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
+from packaging.utils import NormalizedName
 
 from lockgen import select
 from lockgen.config import WORK
 from lockgen.errors import InstallFailed, InstallRefused, LockFormatError, UsageError
-from lockgen.installenv import Interpreter, Venv, find_python, install_env, probe_python, run
-from lockgen.locks.lock import Entry, LayerKind, Lock, text_sha256
+from lockgen.install.checks import (
+    Layer,
+    expected,
+    glibc,
+    host_problems,
+    installed_problems,
+    macos,
+    map_sources,
+    read_state,
+    write_state,
+)  # fmt: skip
+from lockgen.install.venv import Interpreter, Venv, find_python, install_env, probe_python, run
+from lockgen.locks.lock import LayerKind, Lock, text_sha256
 from lockgen.locks.manifest import MANIFEST_FORMAT, manifest_path
 from lockgen.plan.mirror import Mirrors
 from lockgen.project import Project
 
-__all__ = ["INSTALLERS", "STATE_FILE", "Layer", "Options", "host_problems", "install", "installed_problems"]
+__all__ = ["INSTALLERS", "Options", "install"]
 
 INSTALLERS = ("uv", "pip")
-#: The record of the last install, in the venv's folder: the cell and each layer's sha256 and outcome.
-STATE_FILE = "lockgen-install.json"
 
 Say = Callable[[str], None]
 
@@ -66,43 +58,6 @@ class Options:
     mirrors: tuple[str, ...] = ()
     index_url: str | None = None
     force: bool = False
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One layer of the chosen cell: the manifest's object and its parsed lock file."""
-
-    data: Mapping[str, Any]
-    lock: Lock
-
-    @property
-    def name(self) -> str:
-        return str(self.data["name"])
-
-    @property
-    def kind(self) -> LayerKind:
-        return LayerKind(self.data["kind"])
-
-    @property
-    def path(self) -> str:
-        return str(self.data["lock"])
-
-    @property
-    def sha256(self) -> str:
-        return str(self.data["sha256"])
-
-    def versions(self) -> dict[NormalizedName, tuple[str | None, Entry]]:
-        """``{name: (version or None, entry)}``: the version of a ``name @ URL`` wheel is in its
-        file name; an editable or a local folder has none to check."""
-        return {entry.name: (_entry_version(entry), entry) for entry in self.lock.entries}
-
-
-def _entry_version(entry: Entry) -> str | None:
-    if entry.version is not None:
-        return str(entry.version)
-    if entry.url and not entry.editable and urlsplit(entry.url).path.endswith(".whl"):
-        return str(parse_wheel_filename(unquote(urlsplit(entry.url).path.rsplit("/", 1)[-1]))[1])
-    return None
 
 
 @dataclass
@@ -127,7 +82,7 @@ class _Run:
         mirror serves)."""
         recorded = list(self.data_commands(layer))
         path = self.mirrored_copy(layer, write)
-        argv = [path if token == layer.path else token for token in _map_sources(recorded[1:], self.mirrors, self.options.index_url)]
+        argv = [path if token == layer.path else token for token in map_sources(recorded[1:], self.mirrors, self.options.index_url)]
         return [*self.head(), *argv]
 
     def data_commands(self, layer: Layer) -> list[str]:
@@ -176,23 +131,6 @@ class _Run:
         return self.run([*self.head(), "uninstall", "--yes", *sorted(names)])
 
 
-def _map_sources(argv: Sequence[str], mirrors: Mirrors, index_url: str | None) -> list[str]:
-    """``argv`` with the value after each ``--index-url`` (``index_url`` when given, else through
-    ``mirrors``) and each ``--find-links`` URL mapped; folders stay as they are."""
-    out: list[str] = []
-    tokens = iter(argv)
-    for token in tokens:
-        out.append(token)
-        if token in ("--index-url", "--find-links"):
-            value = next(tokens, "")
-            if token == "--index-url" and index_url:
-                value = index_url
-            elif "://" in value:
-                value = mirrors.fetch_url(value)
-            out.append(value)
-    return out
-
-
 def install(project: Project, options: Options, say: Say = print, warn: Say | None = None) -> int:
     """Install one cell into a venv (see the module docstring); 0 when the venv matches the lock
     (optional layers that failed are warnings). Raises :class:`InstallRefused` before anything is
@@ -204,7 +142,7 @@ def install(project: Project, options: Options, say: Say = print, warn: Say | No
     name, entry = _choose(manifest, options, say)
     layers = _layers(project.root, name, entry)
     facts = select.gather(probe_gpus=False)
-    problems = host_problems(entry, facts.os, _glibc(), _macos())
+    problems = host_problems(entry, facts.os, glibc(), macos())
     if problems:
         raise InstallRefused(f"cell {name} does not fit this machine:\n" + "\n".join(f"  - {p}" for p in problems))
     venv = Venv(Path(options.venv) if options.venv else project.root / ".venv")
@@ -296,37 +234,6 @@ def _layers(root: Path, name: str, entry: Mapping[str, Any]) -> list[Layer]:
     return layers
 
 
-def host_problems(entry: Mapping[str, Any], os_name: str, glibc: str | None, macos: str | None) -> list[str]:
-    """Why this host cannot run the cell's lock (pure): another OS, a glibc older than
-    ``requires.glibc`` (or none: musl), a macOS older than ``requires.macos``."""
-    requires = entry.get("requires") or {}
-    if entry.get("os") != os_name:
-        return [f"the cell is for {entry.get('os')}; this machine runs {os_name}"]
-    problems = []
-    if requires.get("glibc") and os_name == "linux":
-        if glibc is None:
-            problems.append(f"its wheels need glibc {requires['glibc']} or newer (manylinux); this system has no glibc")
-        elif select.version_key(glibc) < select.version_key(requires["glibc"]):
-            problems.append(f"its wheels need glibc {requires['glibc']} or newer (manylinux); this system has {glibc}")
-    if requires.get("macos") and os_name == "macos" and macos and select.version_key(macos) < select.version_key(requires["macos"]):
-        problems.append(f"its wheels need macOS {requires['macos']} or newer; this is macOS {macos}")
-    return problems
-
-
-def _glibc() -> str | None:
-    try:
-        text = os.confstr("CS_GNU_LIBC_VERSION") or ""
-    except (AttributeError, ValueError, OSError):
-        return None
-    return text.split()[-1] if text.startswith("glibc") else None
-
-
-def _macos() -> str | None:
-    import platform
-
-    return platform.mac_ver()[0] or None
-
-
 def _interpreter(job: _Run) -> Interpreter:
     """The venv's interpreter (checked: Python minor, arch, CPython), or the one uv finds for a
     new venv. Raises :class:`InstallRefused`."""
@@ -354,15 +261,15 @@ def _interpreter(job: _Run) -> Interpreter:
 
 
 def _up_to_date(job: _Run) -> bool:
-    state = _read_state(job.venv)
+    state = read_state(job.venv.path)
     if not state or state.get("cell") != job.cell:
         return False
     recorded = state.get("layers") or []
     if [(r.get("name"), r.get("sha256")) for r in recorded] != [(layer.name, layer.sha256) for layer in job.layers]:
         return False
     skipped = {r["name"] for r in recorded if not r.get("installed")}
-    expected = _expected([layer for layer in job.layers if layer.name not in skipped])
-    if installed_problems(expected, job.venv.distributions(job.root), _allowed(job)):
+    wanted = expected([layer for layer in job.layers if layer.name not in skipped])
+    if installed_problems(wanted, job.venv.distributions(job.root), _allowed(job)):
         return False
     for name in sorted(skipped):
         job.say(f"{name}: rolled back on the last install of these same locks (--reinstall retries it)")
@@ -397,13 +304,13 @@ def _install_layers(job: _Run) -> int:
             raise InstallFailed(f"{layer.name} of cell {job.cell} did not install into {job.venv.path}; see the installer's output above")
         outcome.append((layer, True))
     installed = [layer for layer, ok in outcome if ok]
-    problems = installed_problems(_expected(installed), job.venv.distributions(job.root), _allowed(job))
+    problems = installed_problems(expected(installed), job.venv.distributions(job.root), _allowed(job))
     if problems:
         raise InstallFailed(f"{job.venv.path} does not match the locks of {job.cell}:\n" + "\n".join(f"  - {p}" for p in problems))
     for swap in job.entry.get("replaces") or []:
         job.say(f"replaces: {swap['package']} {swap['main']} (main) -> {swap['layer']} ({swap.get('by', 'a layer')}), declared by `replace` in the config")
-    _write_state(job, outcome)
-    count = len(_expected(installed))
+    write_state(job.venv.path, job.cell, job.options.installer, outcome)
+    count = len(expected(installed))
     job.say(f"verified: {count} package{'s' if count != 1 else ''} in {job.venv.path} at the locked versions (local labels included)")
     return 0
 
@@ -439,12 +346,12 @@ def _restore(job: _Run, names: set[NormalizedName], layers: list[Layer]) -> bool
     """Reinstall ``names`` at the versions the layers installed before set them (with hashes)."""
     if not names:
         return True
-    entries = _expected(layers)
+    entries = expected(layers)
     lines = [line for name in sorted(names) if name in entries for line in entries[name][1].lines()]
     path = f"{WORK}/install/{job.cell}/restore.txt"
     (job.root / path).parent.mkdir(parents=True, exist_ok=True)
     (job.root / path).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    sources = _map_sources(_source_args(job.data_commands(job.layers[0])), job.mirrors, job.options.index_url)
+    sources = map_sources(_source_args(job.data_commands(job.layers[0])), job.mirrors, job.options.index_url)
     verb = ["pip", "install"] if job.options.installer == "uv" else ["install"]
     return job.run([*job.head(), *verb, "--require-hashes", "--no-deps", *sources, "-r", path])
 
@@ -455,59 +362,3 @@ def _source_args(argv: Sequence[str]) -> list[str]:
         if token in ("--index-url", "--find-links") and index + 1 < len(argv):
             out += [token, argv[index + 1]]
     return out
-
-
-def _expected(layers: Sequence[Layer]) -> dict[NormalizedName, tuple[str | None, Entry, str]]:
-    """``{name: (version, entry, layer name)}`` after installing ``layers`` in order (a later
-    layer's version wins: a declared replacement)."""
-    result: dict[NormalizedName, tuple[str | None, Entry, str]] = {}
-    for layer in layers:
-        for name, (version, entry) in layer.versions().items():
-            result[name] = (version, entry, layer.name)
-    return result
-
-
-def installed_problems(
-    expected: Mapping[NormalizedName, tuple[str | None, Entry, str]], installed: Mapping[NormalizedName, Sequence[str]],
-    allowed: frozenset[str] = frozenset(),
-) -> list[str]:
-    """What differs between the locks (``expected``) and a venv's distributions (pure): a missing
-    package, another version (``2.13.0`` is not ``2.13.0+cu130``), several versions, or a package
-    no layer lists (``allowed``: the installer's own, pip)."""
-    problems = []
-    for name, (version, _, layer) in sorted(expected.items()):
-        have = list(installed.get(name, ()))
-        if not have:
-            problems.append(f"{name} is not installed ({layer} locks {name}{'==' + version if version else ''})")
-        elif len(have) > 1:
-            problems.append(f"{name} is installed more than once ({', '.join(have)})")
-        elif version is not None and not _same(have[0], version):
-            problems.append(f"{name} {have[0]} is installed; {layer} locks {name}=={version}")
-    problems += [
-        f"{name} {', '.join(versions)} is installed but no layer of the cell lists it"
-        for name, versions in sorted(installed.items()) if name not in expected and name not in allowed
-    ]  # fmt: skip
-    return problems
-
-
-def _same(have: str, want: str) -> bool:
-    try:
-        return Version(have) == Version(want)
-    except InvalidVersion:
-        return have == want
-
-
-def _read_state(venv: Venv) -> dict[str, Any] | None:
-    try:
-        data = json.loads((venv.path / STATE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _write_state(job: _Run, outcome: Sequence[tuple[Layer, bool]]) -> None:
-    state = {
-        "cell": job.cell, "installer": job.options.installer,
-        "layers": [{"name": layer.name, "sha256": layer.sha256, "installed": ok} for layer, ok in outcome],
-    }  # fmt: skip
-    (job.venv.path / STATE_FILE).write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
