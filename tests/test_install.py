@@ -30,16 +30,15 @@ pytestmark = pytest.mark.skipif(
     sys.platform != "linux" or platform.machine() != "x86_64", reason="installs the linux x86_64 cells into this machine"
 )
 FULL = f"linux-x86_64-cpu-py{HOST}"  # main, optional-epsilon (a wheel URL), optional-gamma (broken), no-deps, unhashed
-LITE = f"linux-x86_64-lite-py{HOST}"  # main, optional-gamma (broken)
+LITE = f"linux-x86_64-lite-py{HOST}"  # main, optional-zeta (broken; it moves typer, declared)
 OTHER = "linux-x86_64-cpu-py3.14"  # a minor this machine lacks
 PYPI, FILES = "https://pypi.example", "https://files.example"
 
 REQUIREMENTS = """\
 alpha
 torch==2.13.0+cpu
-{% if backend == "cpu" %}typer==0.27.1
--e ./sub
-{% endif %}
+typer==0.27.1
+{% if backend == "cpu" %}-e ./sub{% endif %}
 """
 
 
@@ -67,7 +66,9 @@ def fake(tmp_path_factory):
         index.add("typer", version)
     index.add("gamma", "1.0", requires=("delta",))
     index.add("delta", "1.0")
-    corrupt(next((index.root / "files").glob("gamma-*.whl")))
+    index.add("zeta", "1.0", requires=("delta", "typer==0.29.2"))
+    for broken in ("gamma", "zeta"):
+        corrupt(next((index.root / "files").glob(f"{broken}-*.whl")))
     index.add("epsilon", "1.0", source="direct")  # only as a direct URL
     index.publish()
     yield index
@@ -100,7 +101,8 @@ def locked(fake, tmp_path_factory, uv_cache):
         no-deps = ["typer>=0.12"]
         [[tool.lockgen.rules]]
         match = {{ backend = "lite" }}
-        optional = ["gamma"]
+        optional = ["zeta"]
+        replace = ["typer"]
         [tool.lockgen.detect]
         no-gpu = "cpu"
     """
@@ -152,14 +154,17 @@ def test_install_with_uv_through_a_mirror_then_a_rerun_is_a_noop(locked, fake, t
 
 
 def test_install_with_pip_through_lockgen_mirrors_rolls_back_a_broken_layer(locked, fake, tmp_path, monkeypatch):
+    """pip installs zeta's dependencies (delta, typer 0.29.2 over main's 0.27.1) before zeta
+    fails: the rollback removes delta and puts main's typer back, with its hash."""
     monkeypatch.setenv("LOCKGEN_MIRRORS", f"{PYPI}={fake.url}/pypi {FILES}={fake.url}")
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
     venv = tmp_path / "venv"
     run = run_cli("install", LITE, "-C", str(locked), "--venv", str(venv), "--installer", "pip")
     assert run.code == 0, run.err
-    assert installed(venv) == {"alpha": "1.0", "beta": "1.0", "torch": "2.13.0+cpu"}  # no gamma, no delta
-    assert "optional layer optional-gamma failed and was rolled back to the state before it" in run.err
+    assert installed(venv) == {"alpha": "1.0", "beta": "1.0", "torch": "2.13.0+cpu", "typer": "0.27.1"}
+    assert "optional layer optional-zeta failed and was rolled back to the state before it (removed delta; restored typer)" in run.err
     assert f"main: pip install --require-hashes --index-url {fake.url}/pypi/simple -r locks/{LITE}.txt" in run.out
+    assert "replaces:" not in run.out  # the layer that replaces typer is not installed
     calls = Recorder(monkeypatch)
     assert "up to date" in run_cli("install", LITE, "-C", str(locked), "--venv", str(venv), "--installer", "pip").out
     assert calls.argvs == []
@@ -195,15 +200,15 @@ def test_dry_run_shows_the_commands_and_changes_nothing(locked, tmp_path):
 
 
 def test_a_lock_that_is_not_the_manifests_is_refused(locked, tmp_path):
-    layer = locked / "locks" / LITE / "optional-gamma.txt"
+    layer = locked / "locks" / LITE / "optional-zeta.txt"
     text = layer.read_text()
     try:
-        layer.write_text(text.replace("gamma==1.0", "gamma==1.1"))
+        layer.write_text(text.replace("zeta==1.0", "zeta==1.1"))
         run = run_cli("install", LITE, "-C", str(locked), "--venv", str(tmp_path / "v"))
     finally:
         layer.write_text(text)
     assert run.code == 2
-    assert f"locks/{LITE}/optional-gamma.txt: its sha256 is not the manifest's" in run.err
+    assert f"locks/{LITE}/optional-zeta.txt: its sha256 is not the manifest's" in run.err
 
 
 @pytest.mark.parametrize(

@@ -307,7 +307,8 @@ def _install_layers(job: _Run) -> int:
     problems = installed_problems(expected(installed), job.venv.distributions(job.root), _allowed(job))
     if problems:
         raise InstallFailed(f"{job.venv.path} does not match the locks of {job.cell}:\n" + "\n".join(f"  - {p}" for p in problems))
-    for swap in job.entry.get("replaces") or []:
+    names = {layer.name for layer in installed}
+    for swap in [swap for swap in job.entry.get("replaces") or [] if swap.get("by") in names]:
         job.say(f"replaces: {swap['package']} {swap['main']} (main) -> {swap['layer']} ({swap.get('by', 'a layer')}), declared by `replace` in the config")
     write_state(job.venv.path, job.cell, job.options.installer, outcome)
     count = len(expected(installed))
