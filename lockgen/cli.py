@@ -110,6 +110,16 @@ def cmd_detect(args: argparse.Namespace) -> int:
     return run(_project(args), args)
 
 
+def cmd_install(args: argparse.Namespace) -> int:
+    from lockgen.install import Options, install
+
+    options = Options(
+        cell=args.cell, detect=args.detect, venv=args.venv, cpu=args.cpu, python=args.python, dry_run=args.dry_run,
+        installer=args.installer, mirrors=tuple(args.mirror), index_url=args.index_url, force=args.reinstall,
+    )  # fmt: skip
+    return install(_project(args), options)
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     from lockgen.locks.diffcmd import diff_command
 
@@ -162,7 +172,8 @@ class _Option:
 
 _RESOLVING = ("all", "lock", "bump")
 _SELECTING = ("all", "lock", "matrix", "check")
-_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump")
+_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install")
+_INSTALL = ("install",)
 OPTIONS = (
     _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
     _Option(("-v", "--verbose"), {"action": "store_true", "help": "debug logs and tracebacks"}, False, _EVERY),
@@ -174,7 +185,7 @@ OPTIONS = (
     _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
     _Option(
         ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
-        [], _RESOLVING,
+        [], (*_RESOLVING, "install"),
     ),  # fmt: skip
     _Option(("--online",), {"action": "store_true", "help": "resolve every cell online (no reuse of pages fetched in this run)"}, False, _RESOLVING),
     _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
@@ -182,14 +193,20 @@ OPTIONS = (
     _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, _RESOLVING),
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
     _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
-    _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect",)),
-    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: this interpreter's)"}, None, ("detect",)),
+    _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
+    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: this interpreter's)"}, None, ("detect", "install")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
     _Option(("--arch",), {"choices": ["x86_64", "aarch64"], "help": "pretend: host arch"}, None, ("detect",)),
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
     _Option(("--gpu",), {"choices": ["nvidia", "amd", "apple", "none"], "help": "pretend: GPU kind"}, None, ("detect",)),
     _Option(("--cuda",), {"metavar": "X.Y", "help": "pretend: the NVIDIA driver's CUDA version"}, None, ("detect",)),
     _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
+    _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.select picks for this machine"}, False, _INSTALL),
+    _Option(("--venv",), {"metavar": "PATH", "help": "the virtual environment (default: .venv in the project root)"}, None, _INSTALL),
+    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed; change nothing"}, False, _INSTALL),
+    _Option(("--installer",), {"choices": ["uv", "pip"], "help": "run the manifest's uv (default) or pip commands"}, "uv", _INSTALL),
+    _Option(("--index-url",), {"metavar": "URL", "help": "install from this index instead of the recorded one"}, None, _INSTALL),
+    _Option(("--reinstall",), {"action": "store_true", "help": "install even when the venv is up to date"}, False, _INSTALL),
 )  # fmt: skip
 #: Where a subcommand stores an option given after it (merged with the one before by :func:`parse`).
 _AFTER = "after_"
@@ -218,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check": (cmd_check, "exit 1 if any lock or the manifest is out of date"),
         "diff": (cmd_diff, "show what changed between two sets of locks (git revisions or folders)"),
         "bump": (cmd_bump, "edit pins in the config, then re-lock the cells whose inputs changed"),
+        "install": (cmd_install, "install a cell's layers into a venv, as the manifest says"),
     }
     for command, (func, text) in commands.items():
         p = sub.add_parser(command, help=text)
@@ -242,6 +260,8 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("new", nargs="?", metavar="NEW", help="git revision or folder (default: the work tree)")
         p.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown (a PR comment) or json")
         p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
+    elif command == "install":
+        p.add_argument("cell", nargs="?", metavar="CELL", help="the cell to install (or --detect)")
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
         p.add_argument("--no-lock", action="store_true", help="only edit the config")

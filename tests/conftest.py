@@ -72,6 +72,38 @@ def uv_environment(uv_cache: Path) -> Iterator[pytest.MonkeyPatch]:
         yield mp
 
 
+SCHEMA = Path(__file__).parents[1] / "docs" / "manifest.schema.json"
+
+
+def schema_problems(data: object) -> list[str]:
+    """Where ``data`` breaks ``docs/manifest.schema.json`` (JSON Schema 2020-12): ``path: message``."""
+    import json
+
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+    return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(data)]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _manifests_follow_the_schema():
+    """Every manifest lockgen writes during the tests (all go through ``manifest.dumps``) is
+    validated against docs/manifest.schema.json; a violation fails the run that wrote it."""
+    from lockgen.locks import manifest
+
+    original = manifest.dumps
+
+    def checked(data):
+        problems = schema_problems(data)
+        assert not problems, "manifest breaks docs/manifest.schema.json:\n" + "\n".join(problems)
+        return original(data)
+
+    checked.__wrapped__ = original
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(manifest, "dumps", checked)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(uv_cache):
     """Every test: see :func:`uv_environment`."""

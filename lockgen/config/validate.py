@@ -34,7 +34,7 @@ KeyPath = tuple[str | int, ...]
 _SETTING_KEYS = {
     "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
     "manylinux", "macos", "skip", "exclude-newer", "pins", "use", "flavor", "pinned",
-    "optional", "no-deps", "allow-build", "alias", "interpreter", "allow-mix",
+    "optional", "no-deps", "allow-build", "alias", "interpreter", "allow-mix", "replace",
 }  # fmt: skip
 _TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "detect", "backends"} | _SETTING_KEYS
 _SOURCE_KINDS = ("index", "find-links", "urls")
@@ -246,6 +246,8 @@ class Validator:
                 values[key] = self.string(table[key], (*path, key))
         if "allow-mix" in table:
             values["allow_mix"] = self.allow_mix(table["allow-mix"], (*path, "allow-mix"))
+        if "replace" in table:
+            values["replace"] = self.package_names(table["replace"], (*path, "replace"))
         if values.get("interpreter") is not None and values["interpreter"] not in ARCHES:
             self.problem((*path, "interpreter"), f"unknown arch {values['interpreter']!r}; use one of {', '.join(ARCHES)}")
         return Settings(**values)
@@ -255,6 +257,18 @@ class Validator:
             self.problem(path, "must be an array of non-empty strings")
             return ()
         return tuple(value)
+
+    def package_names(self, value: Any, path: KeyPath) -> tuple[str, ...]:
+        """An array of package names (``replace``), canonical; each bad one named by its index."""
+        from packaging.utils import InvalidName, canonicalize_name
+
+        names = []
+        for index, name in enumerate(self.strings(value, path)):
+            try:
+                names.append(canonicalize_name(name, validate=True))
+            except InvalidName:
+                self.problem((*path, index), f"{name!r} is not a package name")
+        return tuple(names)
 
     def sources(self, value: Any) -> dict[str, Source]:
         from packaging.utils import canonicalize_name

@@ -119,19 +119,22 @@ class Unavailable:
 
 @dataclass(frozen=True, kw_only=True)
 class Replacement:
-    """A package a layer sets to another version than the main lock, declared in the config."""
+    """A package a layer sets to another version than the main lock, declared in the config
+    (``replace``, CASES C22): ``main`` and ``layer`` are the two versions, ``by`` the layer's name
+    (``no-deps``, ``optional-torchao``). Field: ``typer 0.27.1 -> 0.29.2 no-deps``."""
 
     name: NormalizedName
     main: str
     layer: str
+    by: str
 
     def field(self) -> str:
-        return f"{self.name} {self.main} -> {self.layer}"
+        return f"{self.name} {self.main} -> {self.layer} {self.by}"
 
     @classmethod
     def parse(cls, value: str) -> Replacement:
-        name, main, _, layer = value.split(" ")
-        return cls(name=canonicalize_name(name), main=main, layer=layer)
+        name, main, _, layer, by = value.split(" ")
+        return cls(name=canonicalize_name(name), main=main, layer=layer, by=by)
 
 
 @dataclass(frozen=True, kw_only=True)

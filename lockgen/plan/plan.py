@@ -46,6 +46,7 @@ class Plan:
     templates: str = "templates"  # the config's templates folder
     layer_only: frozenset[str] = frozenset()  # sources only optional layers need
     backends: tuple[BackendFamily, ...] = ()  # the backend invariants' families (C27)
+    replace: frozenset[str] = frozenset()  # canonical names a layer may set to another version than main (C22)
 
     @property
     def index_url(self) -> str:
@@ -133,6 +134,8 @@ class Plan:
             "backends": [dataclasses.asdict(f) for f in self.backends],
             "allow_mix": dict(self.cell.settings.allow_mix),
         }
+        if self.replace:  # only when set, so that adding the setting left every other hash as it was
+            data["replace"] = sorted(self.replace)
         for role, (template, text) in sorted(self.rendered.files.items()):
             data[role] = {"template": template, "text": text}
         return data
@@ -155,7 +158,7 @@ PART_NAMES = {
     "index_url": "index-url", "find_links": "find-links", "exclude_newer": "exclude-newer", "sources": "sources",
     "pinned": "pins that cannot move (pins, pinned)", "optional": "optional", "no_deps": "no-deps",
     "allow_build": "allow-build", "local_files": "the files of a local wheel folder",
-    "backends": "backends (the backend invariants)", "allow_mix": "allow-mix",
+    "backends": "backends (the backend invariants)", "allow_mix": "allow-mix", "replace": "replace",
 }  # fmt: skip
 
 
@@ -212,6 +215,7 @@ def make_plan(config: Config, env, cell: Cell, target: Target, uv_version: str) 
         templates=config.templates,
         layer_only=layer_only_sources(sources, optional, pinned),
         backends=config.backends,
+        replace=frozenset(cell.settings.replace or ()),
     )
 
 
