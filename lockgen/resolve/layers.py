@@ -24,6 +24,7 @@ from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
 from lockgen.resolve import fetch, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, Resolved, describe, read_pylock
+from lockgen.resolve.newer import add_newer_wheels
 
 __all__ = ["Built", "layer_folder", "resolve"]
 
@@ -105,7 +106,7 @@ def _layer(run: CellRun, built: Built, kind: LayerKind, name: str, requirements:
             raise CellFailed(f"cell {plan.cell.name}: uv was killed while resolving layer {name}")
         why = run.mirrors.canonical(uvout.reason(result.stderr))
         raise _Unavailable(f"{UNREACHABLE} {why}" if uvout.unreachable_hosts(result.stderr) else why)
-    pylock = read_pylock(run, output)
+    pylock = add_newer_wheels(run, read_pylock(run, output), f"layer-{name}", tuple(links))
     found = verify.artifact_problems(plan, pylock, run.mirrors)
     if found:
         raise CellFailed(f"cell {plan.cell.name}: layer {name}: " + "; ".join(found))
