@@ -180,3 +180,15 @@ def test_newer_levels_per_os_and_arch(tmp_path, index):
         assert len(Lock.parse((root / "locks" / f"{cell}.txt").read_text(), cell).entries[0].hashes) == len(files)
         layer = Lock.parse((root / "locks" / cell / "optional-extra.txt").read_text(), cell)
         assert len(next(e for e in layer.entries if e.name == "extra").hashes) == len(files), cell
+
+
+REPO_PYLOCKS = sorted((Path(__file__).resolve().parents[1] / "locks").glob("*/pylock.toml"))
+
+
+@pytest.mark.parametrize("path", REPO_PYLOCKS, ids=lambda p: p.parent.name)
+def test_committed_pylocks_are_valid_pep751(path):
+    """The repo's committed ``pylock.toml`` files pass packaging's PEP 751 validation."""
+    pylock = Pylock.from_dict(tomllib.loads(path.read_text()))
+    pylock.validate()
+    assert pylock.created_by == "lockgen"
+    assert all(p.wheels or p.sdist for p in pylock.packages)
