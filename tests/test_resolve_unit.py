@@ -41,7 +41,7 @@ class Replay:
         return uv.Result(code, stderr)
 
 
-def pylock(*packages: tuple[str, str, str]) -> str:
+def pylock(*packages: tuple[str, str, str]) -> str:  # wheels are py3-none-any: they fit every target
     """A uv-like pylock: (name, version, wheel file name) per package, hashed with ``SHA``."""
     text = 'lock-version = "1.0"\ncreated-by = "uv"\n'
     for name, version, wheel in packages:
@@ -57,12 +57,13 @@ def sdist_pylock(name: str, version: str) -> str:
 
 
 def requirements(*lines: str) -> str:
-    return "".join(f"{line}\n    # via -r .lockgen/linux-x86_64-cpu-py3.12/requirements.in\n" for line in lines)
+    return "".join(f"{line}\n    # via -r .lockgen/windows-x86_64-cpu-py3.12/requirements.in\n" for line in lines)
 
 
 def plan(tmp_path: Path, **settings) -> Plan:
     base = Settings(requirements="r.j2", index_url="https://pypi.org/simple", manylinux="2_28", macos="14.0")
-    cell = Cell(os="linux", arch="x86_64", backend="cpu", python="3.12", settings=base.merged(Settings(**settings)))
+    # a windows cell: no newer OS levels, so no extra pass for their wheels (lockgen/resolve/newer.py)
+    cell = Cell(os="windows", arch="x86_64", backend="cpu", python="3.12", settings=base.merged(Settings(**settings)))
     rendered = Rendered(files={"requirements": ("requirements.in.j2", "app\n")})
     the_plan = Plan(
         cell=cell, target=target_for(cell), rendered=rendered, lock=f"locks/{cell.name}.txt",
@@ -100,7 +101,7 @@ def test_an_allow_build_package_without_wheels_is_built_on_a_second_try(tmp_path
 
 def test_without_allow_build_the_failure_says_what_to_do(tmp_path):
     run, _ = cell_run(tmp_path, [(1, (DATA / "no-wheels.txt").read_text(), None)])
-    with pytest.raises(CellFailed, match="sdonly: no wheel for x86_64-manylinux_2_28 cp312 .* add it to allow-build"):
+    with pytest.raises(CellFailed, match="sdonly: no wheel for x86_64-pc-windows-msvc cp312 .* add it to allow-build"):
         resolve_cell(run)
 
 

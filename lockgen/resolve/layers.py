@@ -30,6 +30,7 @@ from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
 from lockgen.resolve import fetch, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, Resolved, describe, read_pylock
+from lockgen.resolve.newer import add_newer_wheels
 
 __all__ = ["Built", "layer_folder", "resolve"]
 
@@ -137,7 +138,7 @@ def _layer(
             raise _Unavailable(f"{UNREACHABLE} {why}")
         _refuse_moves(run, name, _unconstrained(run, name, uv.Inputs(source, (), find_links=tuple(links)), no_deps), mains or {})
         raise _Unavailable(why)
-    pylock = read_pylock(run, output)
+    pylock = add_newer_wheels(run, read_pylock(run, output), f"layer-{name}", tuple(links))
     moved = _refuse_moves(run, name, {p.name: str(p.version) for p in pylock.packages if p.version is not None}, mains or {})
     built.replaces += [Replacement(name=canonicalize_name(p), main=(mains or {})[p], layer=v, by=name) for p, v in moved]
     found = verify.artifact_problems(plan, pylock, run.mirrors)
