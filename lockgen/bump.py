@@ -47,6 +47,8 @@ from packaging.version import InvalidVersion, Version
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import String
 
+from lockgen import bump_templates
+from lockgen.bump_templates import TemplatePin
 from lockgen.errors import ConfigError, UsageError
 
 __all__ = ["BumpResult", "Edit", "Kept", "Plan", "Site", "bump", "parse_requirements", "plan_bumps"]
@@ -99,6 +101,7 @@ class Plan:
     kept: tuple[Kept, ...]
     current: tuple[Site, ...]
     text: str
+    configured: frozenset[NormalizedName] = frozenset()  # every name the config pins somewhere
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,11 +113,17 @@ class BumpResult:
     kept: tuple[Kept, ...]
     current: tuple[Site, ...]
     written: bool
+    template_pins: tuple[tuple[TemplatePin, Version], ...] = ()  # template lines looked at, and the version asked
 
     @property
     def names(self) -> frozenset[NormalizedName]:
         """The packages whose pins moved."""
-        return frozenset(edit.name for edit in self.edits)
+        return frozenset(edit.name for edit in self.edits) | {p.name for p, v in self.template_pins if p.version != v}
+
+    @property
+    def changed(self) -> bool:
+        """Whether any file was written (the config or a template)."""
+        return self.written or any(p.version != v for p, v in self.template_pins)
 
     def lines(self) -> list[str]:
         """A short summary for the terminal, one line per pin looked at."""
@@ -122,14 +131,17 @@ class BumpResult:
         lines = [f"{file}: {e.key_path}: {e.old} -> {e.new}" for e in self.edits]
         lines += [f"{file}: {s.key_path}: already {s.value}" for s in self.current]
         lines += [f"{file}: {k.name} also pinned in {k.rule_path} to {k.version}: kept ({k.reason})" for k in self.kept]
-        if not self.written:
+        lines += [pin.describe(version) for pin, version in self.template_pins]
+        if not self.changed:
             lines.append(f"{file}: no pin moved; nothing written")
         return lines
 
 
-def bump(config_path: Path, requirements: Sequence[str]) -> BumpResult:
+def bump(config_path: Path, requirements: Sequence[str], templates: str | None = None) -> BumpResult:
     """Move the pins ``requirements`` (``NAME==VERSION`` strings) name in ``config_path`` (a
-    ``pyproject.toml`` or ``lockgen.toml``) and write the file if one moved.
+    ``pyproject.toml`` or ``lockgen.toml``) and write the file if one moved. A name the config
+    pins nowhere is looked for in the ``templates`` folder (relative to the config's folder), as
+    a plain ``NAME==VERSION`` line (:mod:`lockgen.bump_templates`), and moved there.
 
     Raises :class:`UsageError` for a malformed requirement, a name pinned nowhere or rule pins
     that disagree; :class:`ConfigError` when the file cannot be read or edited in place.
@@ -139,9 +151,17 @@ def bump(config_path: Path, requirements: Sequence[str]) -> BumpResult:
         text = config_path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(config_path.name, [f"cannot read: {exc}"]) from exc
-    plan = plan_bumps(config_path, text, wanted)
+    configured = plan_bumps(config_path, text, {}).configured
+    elsewhere = [name for name in wanted if name not in configured]
+    found = bump_templates.find(config_path.parent, templates, elsewhere) if templates and elsewhere else {}
+    plan = plan_bumps(config_path, text, {n: v for n, v in wanted.items() if n not in found}, templates=templates)
     written = bool(plan.edits) and _write_atomic(config_path, plan.text)
-    return BumpResult(path=config_path, edits=plan.edits, kept=plan.kept, current=plan.current, written=written)
+    pins = [pin for name in found for pin in found[name]]
+    bump_templates.apply(config_path.parent, pins, wanted)
+    return BumpResult(
+        path=config_path, edits=plan.edits, kept=plan.kept, current=plan.current, written=written,
+        template_pins=tuple((pin, wanted[pin.name]) for pin in pins),
+    )  # fmt: skip
 
 
 def parse_requirements(requirements: Sequence[str]) -> dict[NormalizedName, Version]:
@@ -187,7 +207,7 @@ def _parse_one(text: str) -> tuple[NormalizedName, Version] | str:
     return canonicalize_name(req.name), version
 
 
-def plan_bumps(path: Path, text: str, wanted: Mapping[NormalizedName, Version]) -> Plan:
+def plan_bumps(path: Path, text: str, wanted: Mapping[NormalizedName, Version], templates: str | None = None) -> Plan:
     """Decide and make the edits ``wanted`` asks for in ``text``, the contents of ``path``
     (whose name says the layout: ``pyproject.toml`` or a standalone ``lockgen.toml``). Pure.
 
@@ -231,9 +251,10 @@ def plan_bumps(path: Path, text: str, wanted: Mapping[NormalizedName, Version]) 
         names = sorted({s.name for s in sites})
         usage_problems.insert(
             0,
-            f"{', '.join(nowhere)}: pinned nowhere in {path.name}; pins live in {layout.pins_table} "
-            "(a rule may also set its own pins) and bump only moves existing pins; pinned here: "
-            + (", ".join(names) or "nothing"),
+            f"{', '.join(nowhere)}: pinned nowhere in {path.name}"
+            + (f" nor as a NAME==VERSION line in {templates}/" if templates else "")
+            + f"; pins live in {layout.pins_table} (a rule may also set its own pins) and bump only moves "
+            "existing pins; pinned here: " + (", ".join(names) or "nothing"),
         )
     if usage_problems:
         raise UsageError(_lines(f"{path.name}: cannot bump", usage_problems))
@@ -248,7 +269,7 @@ def plan_bumps(path: Path, text: str, wanted: Mapping[NormalizedName, Version]) 
             done.append(Edit(name=site.name, key_path=site.key_path, old=site.value, new=str(version)))
         new_text = bom + doc.as_string()
         _check_only_pins_changed(path, text, new_text, data, edits, tokens)
-    return Plan(edits=tuple(done), kept=tuple(kept), current=tuple(current), text=new_text)
+    return Plan(edits=tuple(done), kept=tuple(kept), current=tuple(current), text=new_text, configured=frozenset(s.name for s in sites))
 
 
 def _decide(

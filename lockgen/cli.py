@@ -147,10 +147,11 @@ def cmd_bump(args: argparse.Namespace) -> int:
     from lockgen.bump import bump
     from lockgen.config import find_config
 
-    result = bump(find_config(Path.cwd(), args.config), args.pins)
+    path = find_config(Path.cwd(), args.config)
+    result = bump(path, args.pins, templates=_project(args).config.templates)
     for line in result.lines():
         print(line, file=sys.stderr)
-    if args.no_lock or not result.written:
+    if args.no_lock or not result.changed:
         return 0
     return _lock(args, ())
 

@@ -454,3 +454,25 @@ def test_a_quote_style_change_is_refused(monkeypatch):
 def test_unreadable_config(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         bump(tmp_path / "pyproject.toml", ["torch==2.14.0"])
+
+
+# -- pins written in templates (lockgen/bump_templates.py) ----------------------------------------
+
+
+def test_a_name_pinned_only_in_a_template_is_bumped_there(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.lockgen]\npins = { torch = "2.13.0" }\n')
+    template = tmp_path / "templates" / "requirements.in.j2"
+    template.parent.mkdir()
+    original = "torch=={{ pins.torch }}\r\nmatplotlib==3.10.1  # plots\r\n{% if os == 'linux' %}matplotlib==3.10.1{% endif %}\r\n"
+    template.write_bytes(original.encode())
+    result = bump(tmp_path / "pyproject.toml", ["matplotlib==3.10.3"], templates="templates")
+    assert template.read_bytes() == original.replace("matplotlib==3.10.1  # plots", "matplotlib==3.10.3  # plots").encode()
+    assert result.lines() == ["templates/requirements.in.j2:2: matplotlib 3.10.1 -> 3.10.3"]
+    assert result.changed and not result.written and result.names == {"matplotlib"}
+
+
+def test_a_name_pinned_nowhere_names_the_templates_too(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.lockgen]\npins = { torch = "2.13.0" }\n')
+    (tmp_path / "templates").mkdir()
+    with pytest.raises(UsageError, match="numpy: pinned nowhere in pyproject.toml nor as a NAME==VERSION line in templates/"):
+        bump(tmp_path / "pyproject.toml", ["numpy==2.0"], templates="templates")
