@@ -120,3 +120,40 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format, *args):  # noqa: A002
         pass
+
+
+class BasicAuthHandler(Handler):
+    """:class:`Handler` that answers HTTP 401 unless the request carries the server's Basic
+    login (``self.server.login``: ``(user, password)``)."""
+
+    def send_head(self):
+        import base64
+
+        user, password = self.server.login  # type: ignore[attr-defined]
+        expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        if self.headers.get("Authorization") != expected:
+            self.server.refused += 1  # type: ignore[attr-defined]
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="fake"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
+        return super().send_head()
+
+
+class AuthHost(FakeHost):
+    """A :class:`FakeHost` that requires a Basic login (``login = (user, password)``);
+    ``refused`` counts the requests it answered with 401."""
+
+    def __init__(self, root: Path, login: tuple[str, str]):
+        super().__init__(root)
+        port = self._server.server_address[1]
+        self.stop()
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", port), partial(BasicAuthHandler, directory=str(root)))
+        self._server.login = login  # type: ignore[attr-defined]
+        self._server.refused = 0  # type: ignore[attr-defined]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    @property
+    def refused(self) -> int:
+        return self._server.refused  # type: ignore[attr-defined]

@@ -22,7 +22,9 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
+from lockgen.plan.sources import index_pages
 from lockgen.resolve import fetch, uv, uvout, verify
+from lockgen.resolve.inputs import install_links, layer_index
 from lockgen.resolve.cellrun import CellRun, Resolved, describe, read_pylock
 
 __all__ = ["Built", "layer_folder", "resolve"]
@@ -66,11 +68,14 @@ def resolve(run: CellRun, main: Resolved) -> Built:
     plan = run.plan
     pins = f"{plan.work}/main-pins.txt"
     built = Built()
+    # main's packages from index sources: a layer constrained to their versions must find them there
+    main_pages = index_pages(plan.sources, [p.name for p in main.pylock.packages])
     for entry in plan.optional:
         try:
             name, line, notes = _requirement(run, entry)
             built.skipped_urls += notes
-            lock = _layer(run, built, LayerKind.OPTIONAL, f"optional-{name}", line, pins, plan.layer_find_links(name))
+            links = (*plan.layer_find_links(name), *main_pages)
+            lock = _layer(run, built, LayerKind.OPTIONAL, f"optional-{name}", line, pins, links)
         except _Unavailable as exc:
             built.unavailable.append(Unavailable(requirement=entry, reason=str(exc)))
             continue
@@ -78,7 +83,8 @@ def resolve(run: CellRun, main: Resolved) -> Built:
     if plan.no_deps:
         text = "".join(f"{line}\n" for line in plan.no_deps)
         try:
-            built.locks.append(_layer(run, built, LayerKind.NO_DEPS, "no-deps", text, pins, plan.find_links, no_deps=True))
+            links = (*plan.find_links, *main_pages)
+            built.locks.append(_layer(run, built, LayerKind.NO_DEPS, "no-deps", text, pins, links, no_deps=True))
         except _Unavailable as exc:
             raise CellFailed(
                 f"cell {plan.cell.name}: the no-deps layer cannot be resolved against the main lock's versions: {exc}"
@@ -98,7 +104,7 @@ def _layer(run: CellRun, built: Built, kind: LayerKind, name: str, requirements:
     output = f"{plan.work}/layer-{name}/pylock.toml"
     run.write(source, requirements)
     (run.root / output).unlink(missing_ok=True)
-    inputs = uv.Inputs(source, (pins,), find_links=links)
+    inputs = uv.Inputs(source, (pins,), find_links=tuple(dict.fromkeys(links)), extra=layer_index(run, f"layer-{name}", requirements))
     result = run.compile(output, inputs=inputs, no_deps=no_deps)
     if result.returncode != 0:
         if result.returncode < 0:  # killed by a signal: not a reason to drop the layer for good
@@ -114,7 +120,7 @@ def _layer(run: CellRun, built: Built, kind: LayerKind, name: str, requirements:
     built.packages += pylock.packages
     resolved = describe(run, inputs, pylock, f"layer-{name}", no_deps)
     path = f"{layer_folder(plan.lock)}/{name}.txt"
-    header = run.header(kind, path, layer_of=plan.lock, find_links=tuple(links))
+    header = run.header(kind, path, layer_of=plan.lock, find_links=install_links(plan, inputs.find_links or (), pylock.packages))
     return Lock(header=header, entries=resolved.entries)
 
 
@@ -144,8 +150,8 @@ def _requirement(run: CellRun, entry: str) -> tuple[str, str, list[str]]:
     url = kept[0]
     project = canonicalize_name(parse_wheel_filename(fetch.wheel_name(url))[0])
     try:
-        digest = fetch.sha256_of(run.root, url, run.mirrors)
-    except fetch.FetchError as exc:
+        digest = fetch.sha256_of(run.root, url, run.mirrors, refresh=run.options.refresh)
+    except fetch.FetchError as exc:  # unauthorized is retried too: a login may be given next time
         prefix = f"{UNREACHABLE} " if exc.transient else "not available: "
         raise _Unavailable(run.mirrors.canonical(prefix + str(exc))) from None
-    return project, f"{project} @ {run.mirrors.fetch_url(url)} --hash=sha256:{digest}\n", notes
+    return project, f"{project} @ {run.mirrors.file_url(url)} --hash=sha256:{digest}\n", notes
