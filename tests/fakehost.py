@@ -145,14 +145,14 @@ class AuthHost(FakeHost):
     """A :class:`FakeHost` that requires a Basic login (``login = (user, password)``);
     ``refused`` counts the requests it answered with 401."""
 
-    def __init__(self, root: Path, login: tuple[str, str]):
-        super().__init__(root)
-        port = self._server.server_address[1]
-        self.stop()
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", port), partial(BasicAuthHandler, directory=str(root)))
+    def __init__(self, root: Path, login: tuple[str, str]):  # no super().__init__: one server, auth from the start
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(BasicAuthHandler, directory=str(root)))
         self._server.login = login  # type: ignore[attr-defined]
         self._server.refused = 0  # type: ignore[attr-defined]
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     @property
     def refused(self) -> int:

@@ -15,6 +15,7 @@ from lockgen.errors import ConfigError, UsageError
 from lockgen.plan.mirror import build
 from tests.conftest import locked_versions, run_cli, write_project
 from tests.fakehost import AuthHost
+from tests.test_real_sources import stop_all
 
 TIME = "2026-01-01T00:00:00Z"
 SECRETS = {
@@ -131,8 +132,7 @@ def world(tmp_path):
     hosts["rel"].wheel("x", "direct", "1.0")
     hosts["nrc"].wheel("rel", "nrc", "1.0")
     yield hosts
-    for host in hosts.values():
-        host.stop()
+    stop_all(list(hosts.values()))
 
 
 def project(root: Path, hosts: dict[str, AuthHost]) -> Path:

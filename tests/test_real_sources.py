@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -36,8 +37,16 @@ def sha256(path: Path) -> str:
 def hosts(tmp_path):
     pypi, github, backend = FakeHost(tmp_path / "pypi"), FakeHost(tmp_path / "github"), FakeHost(tmp_path / "backend")
     yield pypi, github, backend
-    for host in (pypi, github, backend):
-        host.stop()
+    stop_all([pypi, github, backend])
+
+
+def stop_all(hosts: list[FakeHost]) -> None:
+    """Stop servers side by side (each waits up to its poll interval to notice)."""
+    threads = [threading.Thread(target=host.stop) for host in hosts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def mirrors(pypi: FakeHost, github: FakeHost, backend: FakeHost) -> list[str]:
@@ -293,3 +302,97 @@ def test_c25_a_dependency_named_for_an_index_is_pinned_only_where_required(tmp_p
     assert run.code == 1
     assert "xformers 0.0.30: source 'pytorch' serves it for this cell, but it came from https://files.pythonhosted.org/" in run.err
     assert "add a line for xformers to the requirements template" in run.err
+
+
+def test_c25_an_optional_layer_takes_its_package_from_the_index_too(tmp_path, hosts):
+    pypi, github, backend = hosts
+    files = pytorch_world(pypi, backend)
+    config = PYTORCH.format(extra='optional = ["xformers"]', labels="")
+    root = write_project(tmp_path / "p", config, {"requirements.in.j2": "torch\n"})
+    run = run_cli("lock", "linux-x86_64-cu128-py3.12", "-C", str(root), *mirrors(pypi, github, backend))
+    assert run.code == 0, run.err
+    layer = lock_of(root, "linux-x86_64-cu128-py3.12", "optional-xformers")
+    assert f"sha256:{sha256(files['xformers'])}" in entry_block(layer, "xformers==")
+    assert "# find-links: https://download.pytorch.org/whl/cu128/xformers/\n" in layer
+
+
+def test_c25_a_package_missing_from_the_cells_index_is_named(tmp_path, hosts):
+    pypi, github, backend = hosts
+    pytorch_world(pypi, backend)
+    root = write_project(tmp_path / "p", PYTORCH.format(extra="", labels=""), {"requirements.in.j2": "torch\ntriton-rocm\n"})
+    run = run_cli("lock", "linux-x86_64-cu128-py3.12", "-C", str(root), *mirrors(pypi, github, backend))
+    assert run.code == 1
+    assert (
+        "lockgen: triton-rocm is taken only from index source 'pytorch' (https://download.pytorch.org/whl/cu128): "
+        "that index has no triton-rocm for this cell (HTTP 404 for https://download.pytorch.org/whl/cu128/triton-rocm/)"
+    ) in run.err
+
+
+# -- the pure parts: labels, placeholders, what the requirements name
+
+
+def cells_of(tmp_path: Path, config: str, template: str = "torch\n"):
+    from lockgen.project import Project
+
+    project = Project.load(write_project(tmp_path, config, {"requirements.in.j2": template}))
+    return {plan.cell.name: plan for plan in project.plans(project.cells)}
+
+
+@pytest.mark.parametrize(
+    ("labels", "cell", "expected"),
+    [
+        ("", "linux-x86_64-cu128-py3.12", {"torch": "cu128", "xformers": None, "triton-rocm": None}),
+        ("", "macos-aarch64-cpu-py3.12", {"torch": "", "xformers": None, "triton-rocm": None}),
+        ('[tool.lockgen.sources.pytorch.labels]\ntorch = "*"\nxformers = "{flavor}"\ntriton-rocm = ""',
+         "linux-x86_64-cu128-py3.12", {"torch": None, "xformers": "cu128", "triton-rocm": ""}),
+    ],
+    ids=["default", "macos-cpu-unlabelled", "configured"],
+)  # fmt: skip
+def test_label_policy(tmp_path, labels, cell, expected):
+    plan = cells_of(tmp_path, PYTORCH.format(extra="", labels=labels))[cell]
+    source = plan.sources[0]
+    assert {name: source.expected_label(name) for name in source.packages} == expected
+    assert plan.pinned["torch"] == "2.7.0" + (f"+{expected['torch']}" if expected["torch"] else "")
+
+
+def test_label_and_placeholder_problems_name_their_keys(tmp_path):
+    from lockgen.errors import ConfigError
+    from lockgen.project import Project
+
+    config = """
+        vars = { wheel_set = "cpu" }
+        [tool.lockgen.sources.llama]
+        urls = ["https://example.org/{wheel_set}/{nope}/x.whl"]
+        packages = ["x"]
+        labels = { x = "cpu" }
+        [tool.lockgen.sources.pytorch]
+        index = "https://download.pytorch.org/whl/{flavor}"
+        packages = ["torch"]
+        labels = { torchvision = "{flavor}", torch = "+cu128" }
+        [tool.lockgen.matrix]
+        os = ["linux"]
+        arch = ["x86_64"]
+        backend = ["cpu"]
+        python = ["3.12"]
+    """
+    with pytest.raises(ConfigError) as info:
+        Project.load(write_project(tmp_path, config, {"requirements.in.j2": "x\n"}))
+    problems = info.value.problems
+    assert "tool.lockgen.sources.llama.urls: bad placeholder 'nope' in 'https://example.org/{wheel_set}/{nope}/x.whl'" in problems[-1]
+    assert any(p.startswith("tool.lockgen.sources.llama.labels: only an index source has labels") for p in problems)
+    assert any(p.startswith("tool.lockgen.sources.pytorch.labels.torchvision: not one of the source's packages") for p in problems)
+    assert any(p.startswith("tool.lockgen.sources.pytorch.labels.torch: must be a label") for p in problems)
+
+
+def test_what_the_requirements_name_for_the_target(tmp_path):
+    from lockgen.plan.sources import index_pins, index_project
+
+    template = "torch>=2.7 ; sys_platform == 'linux'\nxformers ; sys_platform == 'darwin'\nnumpy\nother @ https://x.org/o-1-py3-none-any.whl\n"
+    plans = cells_of(tmp_path, PYTORCH.format(extra="", labels=""), template)
+    linux = plans["linux-x86_64-cu128-py3.12"]
+    assert [str(r) for _, r in index_pins(linux)] == ['torch>=2.7; sys_platform == "linux"', "torch==2.7.0+cu128"]
+    text = index_project(index_pins(linux), lambda url: url.replace("https://download.pytorch.org", "http://mirror"))
+    assert 'dependencies = ["torch", "torch ; sys_platform == \\"linux\\""]' in text
+    assert 'torch = { index = "lockgen-pytorch" }' in text
+    assert 'url = "http://mirror/whl/cu128"' in text
+    assert [r.name for _, r in index_pins(plans["macos-aarch64-cpu-py3.12"])] == ["xformers", "torch"]

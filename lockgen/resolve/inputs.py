@@ -18,6 +18,7 @@ carries the values (:meth:`~lockgen.plan.mirror.Mirrors.uv_env`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -34,10 +35,12 @@ from lockgen.resolve import fetch
 if TYPE_CHECKING:
     from lockgen.resolve.cellrun import CellRun
 
-__all__ = ["URL_PINS", "UrlPin", "install_links", "layer_index", "main_extra", "url_pins", "write_main"]
+__all__ = ["URL_PINS", "UrlPin", "failure_hint", "install_links", "layer_index", "main_extra", "url_pins", "write_main"]
 
 #: The constraints that pin ``urls``-source packages to their URL, under the cell's work folder.
 URL_PINS = "url-pins.txt"
+#: uv 0.13's words for a package an (explicit) index does not serve, or refused to show.
+_NOT_FOUND = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the package registry")
 
 
 @dataclass(frozen=True)
@@ -135,3 +138,21 @@ def install_links(plan: Plan, links: Iterable[str], packages: Iterable[Package])
     """The find-links an install of a resolution needs: ``links`` (the find-links setting and
     sources uv read) and the per-package pages of the index-source packages it locked."""
     return tuple(dict.fromkeys([*links, *index_pages(plan.sources, [p.name for p in packages])]))
+
+
+def failure_hint(plan: Plan, stderr: str) -> str:
+    """Say where lockgen sent a package uv could not find: a package pinned to an index source
+    comes from that index only, so "not found in the package registry" means that index has no
+    page for it for this cell (HTTP 404: not every flavour's index has every package), or refused
+    the login (uv reports HTTP 401/403 the same way). Empty when no such package is named."""
+    pinned = {canonicalize_name(r.name): s for s, r in index_pins(plan)}
+    hints = []
+    for name in dict.fromkeys(canonicalize_name(n) for n in _NOT_FOUND.findall(stderr)):
+        source = pinned.get(name)
+        if source is not None:
+            hints.append(
+                f"\nlockgen: {name} is taken only from index source {source.name!r} ({source.urls[0]}): that index has no "
+                f"{name} for this cell (HTTP 404 for {source.urls[0].rstrip('/')}/{name}/), or refused the login "
+                f"({fetch.LOGIN_HINT})"
+            )
+    return "".join(hints)

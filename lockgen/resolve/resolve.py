@@ -132,7 +132,8 @@ def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, 
     if result.returncode != 0:
         why = run.mirrors.canonical(uvout.explain(result.stderr))
         fought = blame.blame(run.root, plan, result.stderr)
-        raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{fought}{_build_hint(run, result.stderr)}")
+        hint = _build_hint(run, result.stderr) + inputs.failure_hint(plan, result.stderr)
+        raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{fought}{hint}")
     pylock = read_pylock(run, output)
     if fresh is not None:
         fresh.record(plan, {p.name for p in pylock.packages})
