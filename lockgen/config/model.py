@@ -104,8 +104,9 @@ def selector_matches(selector: Mapping[str, Sequence[str]], values: Mapping[str,
 class Source:
     """A named source of packages (``[tool.lockgen.sources.<name>]``).
 
-    ``kind`` is ``index`` (a backend index, used only through per-package find-links pages
-    ``<url>/<package>/``), ``find-links`` (a flat page or folder) or ``urls`` (direct wheel URLs).
+    ``kind`` is ``index`` (a backend index: each package it serves that a cell requires is pinned
+    to it as a uv explicit index), ``find-links`` (a flat page or folder) or ``urls`` (direct wheel
+    URLs, pinned by constraints).
     URLs may use ``{backend}``, ``{flavor}``, ``{python_tag}``, ``{os}``, ``{arch}``, ``{python}``
     and rule variables. URLs are public: a login is in ``Config.credentials``.
     """
