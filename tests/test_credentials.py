@@ -224,6 +224,10 @@ def test_a_refused_login_is_unauthorized_and_shows_nowhere(tmp_path, world):
     assert f"unauthorized: {gh} answered HTTP 401 for {gh}/rel/gradio_client-1.0.2+custom.20-py3-none-any.whl" in failed.stderr
     assert "give a login as user:password@ or ${ENV_VAR}" in failed.stderr
     assert leaks(root, failed.stdout, failed.stderr, secrets=(*SECRETS.values(), FLAT_PASSWORD, NETRC_PASSWORD, WRONG)) == []
+    refused = run(root, world, "all", "--force", PYPI_TOKEN=WRONG, BACKEND_TOKEN=WRONG + "b")  # uv's turn to be refused
+    assert refused.returncode == 1
+    assert "lockgen: torch is taken only from index source 'backend'" in refused.stderr
+    assert leaks(root, refused.stdout, refused.stderr, secrets=(*SECRETS.values(), WRONG, WRONG + "b")) == []
     env_missing = subprocess.run(
         [sys.executable, "-m", "lockgen", "all"], cwd=root, capture_output=True, text=True, timeout=60,
         env={k: v for k, v in os.environ.items() if k != "GH_TOKEN"},

@@ -396,3 +396,23 @@ def test_what_the_requirements_name_for_the_target(tmp_path):
     assert 'torch = { index = "lockgen-pytorch" }' in text
     assert 'url = "http://mirror/whl/cu128"' in text
     assert [r.name for _, r in index_pins(plans["macos-aarch64-cpu-py3.12"])] == ["xformers", "torch"]
+
+
+def test_a_layer_keeps_mains_release_page_wheel(tmp_path, hosts):
+    pypi, github, backend = hosts
+    files = release_world(pypi, github)
+    addon = pypi.wheel("files", "addon", "1.0", requires=("gradio-client",))
+    pypi.index_page("simple", [pypi.wheel("files", "numpy", "2.3.0"), pypi.wheel("files", "gradio_client", "1.0.2"), addon], upload_time=TIME)
+    config = f"""
+        use = ["gradio"]
+        optional = ["addon"]
+        [tool.lockgen.sources.gradio]
+        urls = ["{GRADIO_CLIENT}"]
+        packages = ["gradio-client"]
+    """ + MATRIX.format(backend="cpu")
+    root = write_project(tmp_path / "p", config, {"requirements.in.j2": "gradio-client\n"})
+    run = run_cli("all", "-C", str(root), *mirrors(pypi, github, backend)[:6])
+    assert run.code == 0, run.err
+    layer = lock_of(root, layer="optional-addon")
+    assert f"gradio-client @ {GRADIO_CLIENT}" in layer  # not PyPI's 1.0.2 over main's patched build
+    assert sha256(files["client"]) in layer

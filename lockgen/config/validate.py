@@ -452,7 +452,7 @@ class Validator:
             self.problem(key, 'must be a table of package = "{flavor}" (the label), "" (none) or "*" (as served)')
             return {}
         named = {canonicalize_name(p) for p in packages}
-        labels = {}
+        labels: dict[str, str] = {}
         for name, label in value.items():
             if canonicalize_name(name) not in named:
                 self.problem((*key, name), "not one of the source's packages; add it to packages")

@@ -24,8 +24,9 @@ from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
 from lockgen.plan.sources import index_pages
 from lockgen.resolve import fetch, uv, uvout, verify
-from lockgen.resolve.inputs import install_links, layer_index
 from lockgen.resolve.cellrun import CellRun, Resolved, describe, read_pylock
+from lockgen.resolve.inputs import install_links, layer_index, main_extra
+from lockgen.resolve.inputs import url_pins as inputs_url_pins
 
 __all__ = ["Built", "layer_folder", "resolve"]
 
@@ -70,12 +71,16 @@ def resolve(run: CellRun, main: Resolved) -> Built:
     built = Built()
     # main's packages from index sources: a layer constrained to their versions must find them there
     main_pages = index_pages(plan.sources, [p.name for p in main.pylock.packages])
+    # and those from urls sources come from their URL in a layer too (a layer never moves one)
+    url_pins = main_extra(plan)[1]
+    url_names = {pin.name for pin in inputs_url_pins(plan)}
     for entry in plan.optional:
         try:
             name, line, notes = _requirement(run, entry)
             built.skipped_urls += notes
             links = (*plan.layer_find_links(name), *main_pages)
-            lock = _layer(run, built, LayerKind.OPTIONAL, f"optional-{name}", line, pins, links)
+            constraints = (pins,) if name in url_names else (pins, *url_pins)
+            lock = _layer(run, built, LayerKind.OPTIONAL, f"optional-{name}", line, constraints, links)
         except _Unavailable as exc:
             built.unavailable.append(Unavailable(requirement=entry, reason=str(exc)))
             continue
@@ -84,7 +89,7 @@ def resolve(run: CellRun, main: Resolved) -> Built:
         text = "".join(f"{line}\n" for line in plan.no_deps)
         try:
             links = (*plan.find_links, *main_pages)
-            built.locks.append(_layer(run, built, LayerKind.NO_DEPS, "no-deps", text, pins, links, no_deps=True))
+            built.locks.append(_layer(run, built, LayerKind.NO_DEPS, "no-deps", text, (pins, *url_pins), links, no_deps=True))
         except _Unavailable as exc:
             raise CellFailed(
                 f"cell {plan.cell.name}: the no-deps layer cannot be resolved against the main lock's versions: {exc}"
@@ -97,14 +102,14 @@ def resolve(run: CellRun, main: Resolved) -> Built:
     return built
 
 
-def _layer(run: CellRun, built: Built, kind: LayerKind, name: str, requirements: str, pins: str, links, no_deps=False) -> Lock:
+def _layer(run: CellRun, built: Built, kind: LayerKind, name: str, requirements: str, constraints: tuple[str, ...], links, no_deps=False) -> Lock:
     """One layer's lock. Raises :class:`_Unavailable` with uv's reason when it cannot be had."""
     plan = run.plan
     source = f"{plan.work}/layer-{name}.in"
     output = f"{plan.work}/layer-{name}/pylock.toml"
     run.write(source, requirements)
     (run.root / output).unlink(missing_ok=True)
-    inputs = uv.Inputs(source, (pins,), find_links=tuple(dict.fromkeys(links)), extra=layer_index(run, f"layer-{name}", requirements))
+    inputs = uv.Inputs(source, constraints, find_links=tuple(dict.fromkeys(links)), extra=layer_index(run, f"layer-{name}", requirements))
     result = run.compile(output, inputs=inputs, no_deps=no_deps)
     if result.returncode != 0:
         if result.returncode < 0:  # killed by a signal: not a reason to drop the layer for good
