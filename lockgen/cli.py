@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lockgen import __version__
+from lockgen.credentials import redact
 from lockgen.errors import LockgenError
 
 if TYPE_CHECKING:
@@ -324,6 +325,15 @@ def _interrupt(signum, frame):  # SIGTERM behaves like Ctrl-C: stop, clean up, e
     raise KeyboardInterrupt
 
 
+def _redact_logs() -> None:
+    """No log line shows a login (``-v`` logs uv's command lines; lockgen.credentials)."""
+    from lockgen.credentials import RedactFilter
+
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactFilter) for f in handler.filters):
+            handler.addFilter(RedactFilter())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if getattr(args, "jobs", None) is not None and args.jobs < 1:
@@ -333,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(relativeCreated)7.0fms %(name)s: %(message)s" if args.verbose else "%(name)s: %(message)s",
     )
+    _redact_logs()
     try:
         previous = signal.signal(signal.SIGTERM, _interrupt)
     except ValueError:  # not the main thread (tests may call main from one)
@@ -342,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     except LockgenError as exc:
         if args.verbose:
             traceback.print_exc()
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # a file lockgen must read is not usable
         if args.verbose:

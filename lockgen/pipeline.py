@@ -14,12 +14,13 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 from lockgen.check import orphans, state_of
 from lockgen.config import find_config
+from lockgen.credentials import redact
 from lockgen.errors import Interrupted, LockgenError, UsageError
 from lockgen.locks import manifest, stamp, store
 from lockgen.locks.lockset import LockSet
@@ -289,6 +290,7 @@ def replace_refresh(options: RunOptions) -> uv.Options:
 
 
 def _finish(run: RunResult, reporter: Reporter, result: CellResult, failed: dict[str, str]) -> None:
+    result = replace(result, message=redact(result.message))  # the summary and the manifest show it
     if result.state is CellState.FAILED:
         failed[result.name] = result.message.partition("\n")[0]
     _report(run, reporter, result)

@@ -71,8 +71,10 @@ class Project:
         return plans
 
     def mirrors(self, cli: Sequence[str] = ()) -> Mirrors:
-        """Mirrors from the config, then ``LOCKGEN_MIRRORS``, then ``--mirror`` (later wins)."""
-        return Mirrors(self.config.mirrors).merged(mirror.from_env(os.environ.get(mirror.ENV_VAR)), mirror.parse(cli))
+        """Mirrors from the config, then ``LOCKGEN_MIRRORS``, then ``--mirror`` (later wins), with
+        the logins of every URL field expanded from the environment (``UsageError`` when unset)."""
+        tables = [self.config.mirrors, mirror.from_env(os.environ.get(mirror.ENV_VAR)), mirror.parse(cli)]
+        return mirror.build(tables, self.config.credentials)
 
     def rows(self, plans: Sequence[Plan] = ()) -> list[manifest.Row]:
         """Every cell as a manifest row, with input hashes from ``plans`` where given."""

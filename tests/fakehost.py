@@ -57,10 +57,10 @@ class _Entry:
 class FakeHost:
     """A folder ``root`` served on 127.0.0.1 (``url``) until :meth:`stop`; also a context manager."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, handler: type[http.server.SimpleHTTPRequestHandler] | None = None):
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
-        self._server = _Server(root)
+        self._server = _Server(root, handler or Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve, name=f"fakehost {self.url}", daemon=True)
         self._thread.start()
@@ -262,8 +262,8 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True  # a handler thread never keeps the test process alive
     request_queue_size = 128  # uv opens many connections at once
 
-    def __init__(self, root: Path):
-        super().__init__(("127.0.0.1", 0), partial(Handler, directory=str(root)))
+    def __init__(self, root: Path, handler: type[http.server.SimpleHTTPRequestHandler]):
+        super().__init__(("127.0.0.1", 0), partial(handler, directory=str(root)))
         self._wake_r, self._wake_w = socket.socketpair()
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -305,3 +305,36 @@ class _Server(http.server.ThreadingHTTPServer):
                 pass
         self._wake_r.close()
         self._wake_w.close()
+
+
+class BasicAuthHandler(Handler):
+    """:class:`Handler` that answers HTTP 401 unless the request carries the server's Basic
+    login (``self.server.login``: ``(user, password)``)."""
+
+    def send_head(self):
+        import base64
+
+        user, password = self.server.login  # type: ignore[attr-defined]
+        expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        if self.headers.get("Authorization") != expected:
+            self.server.refused += 1  # type: ignore[attr-defined]
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="fake"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
+        return super().send_head()
+
+
+class AuthHost(FakeHost):
+    """A :class:`FakeHost` that requires a Basic login (``login = (user, password)``);
+    ``refused`` counts the requests it answered with 401."""
+
+    def __init__(self, root: Path, login: tuple[str, str]):
+        super().__init__(root, BasicAuthHandler)
+        self._server.login = login  # type: ignore[attr-defined]
+        self._server.refused = 0  # type: ignore[attr-defined]
+
+    @property
+    def refused(self) -> int:
+        return self._server.refused  # type: ignore[attr-defined]

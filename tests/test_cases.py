@@ -84,8 +84,15 @@ def test_c02_gpu_cell_never_silently_gets_a_cpu_build(tmp_path, hosts):
     pypi, backend = hosts
     pypi.index_page("simple", [pypi.wheel("files", "torch", "2.10.0")], upload_time=TIME)
     backend.index_page("whl/cu124", [backend.wheel("whl/cu124", "torch", "2.6.0+cu124")])
-    # named for the backend source but not pinned: uv prefers the newer public 2.10.0 -> verify fails
+    # named for the backend source and required: it comes from that index only (issue 9, C25),
+    # although the default index has a newer (CPU) torch
     root = project(tmp_path / "p", pypi, backend, "torch\n", backend_label="cu124", packages=["torch"])
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 0, run.err
+    assert locked_versions(lock_of(root))["torch"] == "2.6.0+cu124"
+    # only a dependency (of a PyPI package): the default index's 2.10.0 fills in -> verify fails
+    pypi.index_page("simple", [pypi.wheel("files", "torch", "2.10.0"), pypi.wheel("files", "vision", "1.0", requires=("torch",))], upload_time=TIME)
+    root = project(tmp_path / "r", pypi, backend, "vision\n", backend_label="cu124", packages=["torch"])
     run = run_cli("all", "-C", str(root))
     assert run.code == 1
     assert "torch 2.10.0: source 'backend' serves it for this cell, so its version must carry +cu124" in run.err

@@ -105,9 +105,11 @@ def selector_matches(selector: Mapping[str, Sequence[str]], values: Mapping[str,
 class Source:
     """A named source of packages (``[tool.lockgen.sources.<name>]``).
 
-    ``kind`` is ``index`` (a backend index, used only through per-package find-links pages
-    ``<url>/<package>/``), ``find-links`` (a flat page or folder) or ``urls`` (direct wheel URLs).
-    URLs may use ``{backend}``, ``{flavor}``, ``{python_tag}``, ``{os}``, ``{arch}``.
+    ``kind`` is ``index`` (a backend index: each package it serves that a cell requires is pinned
+    to it as a uv explicit index), ``find-links`` (a flat page or folder) or ``urls`` (direct wheel
+    URLs, pinned by constraints).
+    URLs may use ``{backend}``, ``{flavor}``, ``{python_tag}``, ``{os}``, ``{arch}``, ``{python}``
+    and rule variables. URLs are public: a login is in ``Config.credentials``.
     """
 
     name: str
@@ -116,6 +118,9 @@ class Source:
     packages: tuple[str, ...]  # canonical names it may serve
     local: str | None = None  # find-links: a project folder used instead of the URL ...
     local_if: str = "*.whl"  # ... when it holds a file matching this glob
+    #: index: package -> the local label its versions carry there ("{flavor}"; "" none; "*" as served).
+    #: Unlisted packages: DEFAULT_LABELLED carry "{flavor}", the others "*" (lockgen.plan.sources).
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,6 +185,9 @@ class Config:
     mirrors: Mapping[str, str] = field(default_factory=dict)
     detect: DetectRules | None = None  # [detect], as the manifest carries it
     backends: tuple[BackendFamily, ...] = DEFAULT_BACKENDS  # backend invariants (C27), in match order
+    #: Logins split off the URL fields (realm -> ``user:password`` as written, ``${VAR}`` unexpanded):
+    #: every URL above is public (lockgen.credentials); never part of an input hash.
+    credentials: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def pins(self) -> Mapping[str, str]:

@@ -8,26 +8,37 @@ hands to uv or fetches itself goes through :meth:`Mirrors.fetch_url`; everything
 Mirrors come from ``[tool.lockgen.mirrors]`` (canonical = mirror), the ``LOCKGEN_MIRRORS``
 environment variable and ``--mirror CANONICAL=MIRROR`` (later ones win for the same canonical
 prefix). The longest matching prefix applies.
+
+Logins (:mod:`lockgen.credentials`) travel with the mirrors, because both decide how a URL
+is fetched and neither may reach what lockgen writes: :meth:`Mirrors.fetch_url` puts a realm's
+login inline, :meth:`Mirrors.file_url` puts an environment reference uv expands, and
+:meth:`Mirrors.canonical` removes both from text read back. A mirror URL may carry its own login
+(``--mirror https://pypi.org/simple=https://user:${TOKEN}@mirror.corp/simple``).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from lockgen.credentials import Logins, realm, resolve, split
 from lockgen.errors import UsageError
 
 ENV_VAR = "LOCKGEN_MIRRORS"
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s;'\"<>`\\]+")
 
 
 def parse(pairs: Iterable[str], where: str = "--mirror") -> dict[str, str]:
-    """Parse ``CANONICAL=MIRROR`` strings. Raises :class:`UsageError` naming ``where``."""
+    """Parse ``CANONICAL=MIRROR`` strings (either may carry a login; :func:`build` splits it
+    off). Raises :class:`UsageError` naming ``where``, with any login removed from the echo."""
     result = {}
     for text in pairs:
         canonical, sep, mirror = text.partition("=")
         if not sep or "://" not in canonical or not mirror.strip():
-            raise UsageError(f"{where} {text!r}: write CANONICAL=MIRROR, e.g. https://pypi.org/simple=http://mirror/simple")
+            shown = "=".join(split(part)[0] for part in text.split("=", 1))
+            raise UsageError(f"{where} {shown!r}: write CANONICAL=MIRROR, e.g. https://pypi.org/simple=http://mirror/simple")
         result[canonical.strip().rstrip("/")] = mirror.strip().rstrip("/")
     return result
 
@@ -37,11 +48,35 @@ def from_env(value: str | None) -> dict[str, str]:
     return parse([p for p in re.split(r"[\s,]+", value or "") if p], ENV_VAR)
 
 
+def build(
+    tables: Iterable[Mapping[str, str]], credentials: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None
+) -> Mirrors:
+    """The mirrors of a run: ``tables`` (config, ``LOCKGEN_MIRRORS``, ``--mirror``; later ones win
+    for the same canonical prefix) with their logins split off, plus the config's
+    ``credentials`` (realm -> userinfo), expanded from ``environ`` (default: ``os.environ``).
+    Raises :class:`UsageError` for two different logins for one realm, or an unset variable."""
+    raw = dict(credentials or {})
+    table: dict[str, str] = {}
+    for entries in tables:
+        for canonical, mirror in entries.items():
+            public = []
+            for url in (canonical, mirror):
+                bare, userinfo = split(url)
+                public.append(bare.rstrip("/"))
+                if userinfo is not None:
+                    if raw.get(realm(bare), userinfo) != userinfo:
+                        raise UsageError(f"two different logins for {realm(bare)} (mirrors); give one")
+                    raw[realm(bare)] = userinfo
+            table[public[0]] = public[1]
+    return Mirrors(table, resolve(raw, os.environ if environ is None else environ))
+
+
 @dataclass(frozen=True)
 class Mirrors:
-    """Canonical prefix -> mirror prefix."""
+    """Canonical prefix -> mirror prefix (public URLs), and the logins of the run."""
 
     table: Mapping[str, str] = field(default_factory=dict)
+    logins: Logins = field(default_factory=Logins)
     used: set[str] = field(default_factory=set, compare=False, repr=False)  # canonical prefixes that served
 
     def __post_init__(self) -> None:  # a trailing slash must not make a prefix miss
@@ -59,16 +94,50 @@ class Mirrors:
 
         return {f"{urlsplit(m).scheme}://{urlsplit(m).netloc}" for m in self.table.values()}
 
-    def fetch_url(self, url: str) -> str:
-        """The URL to fetch ``url`` from (the longest matching canonical prefix replaced)."""
+    def mirrored(self, url: str) -> str:
+        """``url`` with the longest matching canonical prefix replaced by its mirror (no login)."""
         for canonical in sorted(self.table, key=len, reverse=True):
             if url.startswith(canonical):
                 self.used.add(canonical)
                 return self.table[canonical] + url[len(canonical) :]
         return url
 
+    def fetch_url(self, url: str) -> str:
+        """The URL to fetch ``url`` from: :meth:`mirrored`, with the login of the realm it lands
+        on inline (for uv's command line and lockgen's own downloads; never written down)."""
+        return self.logins.attach(self.mirrored(url))
+
+    def file_url(self, url: str) -> str:
+        """The URL to write for ``url`` into a file uv reads: :meth:`mirrored`, with an
+        environment reference in place of a login (:meth:`uv_env` gives the variables)."""
+        return self.logins.reference(self.mirrored(url))
+
+    def rewrite(self, text: str) -> str:
+        """``text`` (a rendered requirements file) with each URL in it as :meth:`file_url` gives
+        it: a direct reference written in a template is fetched through the mirrors too. A login
+        written in the template itself stays (uv expands its ``${VAR}``)."""
+
+        def one(match: re.Match[str]) -> str:
+            url = match.group(0)
+            return url if split(url)[1] is not None else self.file_url(url)
+
+        return _URL.sub(one, text)
+
+    def uv_env(self, indexes: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Variables uv needs for the logins: the references of :meth:`file_url`, and uv's own
+        ``UV_INDEX_<NAME>_USERNAME``/``_PASSWORD`` for each explicit index (name -> canonical URL)."""
+        env = self.logins.env()
+        for name, url in (indexes or {}).items():
+            env.update(self.logins.index_env(name, self.mirrored(url)))
+        return env
+
+    def scrub(self, text: str) -> str:
+        """``text`` without logins (uv writes them into its outputs); mirror URLs stay."""
+        return self.logins.scrub(text)
+
     def canonical(self, text: str) -> str:
-        """``text`` with every mirror prefix turned back into its canonical prefix."""
+        """``text`` without logins, with every mirror prefix turned back into its canonical prefix."""
+        text = self.scrub(text)
         for canonical, mirror in sorted(self.table.items(), key=lambda kv: len(kv[1]), reverse=True):
             if mirror in text:
                 self.used.add(canonical)
@@ -79,7 +148,7 @@ class Mirrors:
         table = dict(self.table)
         for extra in more:
             table.update(extra)
-        return Mirrors(table)
+        return Mirrors(table, self.logins)
 
     def __bool__(self) -> bool:
         return bool(self.table)

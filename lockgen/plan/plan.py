@@ -168,9 +168,10 @@ def _digest(value: object) -> str:
 
 
 def pinned_versions(cell: Cell, sources: tuple[CellSource, ...]) -> dict[str, str]:
-    """Exact versions of the pins that cannot move, with the backend's local version label
-    (``2.13.0+cu130``) where the package comes from a backend ``index`` source and none where it
-    comes from the default index or a find-links page (the seed's ``torch_constraints``)."""
+    """Exact versions of the pins that cannot move, with the local version label the backend
+    ``index`` source gives the package (``2.13.0+cu130``; :meth:`CellSource.pin_label`: none for
+    a package it serves unlabelled, C25) and none where it comes from the default index or a
+    find-links page (the seed's ``torch_constraints``)."""
     from packaging.utils import canonicalize_name
 
     pins = {canonicalize_name(k): v for k, v in cell.settings.pins.items()}
@@ -180,7 +181,7 @@ def pinned_versions(cell: Cell, sources: tuple[CellSource, ...]) -> dict[str, st
         if key not in pins:
             raise ConfigError("config", [f"pinned: {name!r} (cell {cell.name}) has no version in pins; add it to the pins table"])
         source = next((s for s in sources if key in s.packages), None)
-        label = f"+{cell.settings.flavor or cell.backend}" if source and source.kind == "index" else ""
+        label = source.pin_label(key) if source else ""  # the source's label policy (C25)
         result[key] = pins[key] + label if "+" not in pins[key] else pins[key]
     return result
 

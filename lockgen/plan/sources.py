@@ -1,44 +1,96 @@
 """Named sources for a cell: which URLs uv reads, and which packages each may serve.
 
 The default index serves everything not named for another source. A backend ``index`` source is
-never given to uv as an index: it would also serve its stale copies of numpy, pillow, setuptools
-(the seed's rule; CASES C02/C03). Instead each package it serves gets its per-package page as a
-find-links entry (``https://download.pytorch.org/whl/cu130/torch/``). A ``find-links`` source is
-one flat page, or a project folder when it holds a matching wheel. A ``urls`` source lists direct
-wheel URLs; a cell uses the ones whose wheel tags fit its target (CASES C09).
+never given to uv as an index every package may come from: such an index also serves stale copies
+of numpy, pillow, setuptools (the seed's rule; CASES C02/C03). Instead each package it is named
+for that the cell's requirements name is pinned to it as a uv *explicit* index (``[tool.uv.sources]``
+of a small generated project, :func:`index_project`): uv then takes that package from that index
+only, even when the default index has the same version with other files (C25), and reads nothing
+else from it. A ``find-links`` source is one flat page, or a project folder when it holds a
+matching wheel. A ``urls`` source lists direct wheel URLs; a cell uses the ones whose wheel tags
+fit its target (CASES C09), for its main requirements and its layers.
+
+Source URLs, ``local-if`` and labels may use ``{backend}``, ``{flavor}``, ``{python_tag}``,
+``{os}``, ``{arch}``, ``{python}`` and the cell's variables (``{wheel_set}``).
+
+Labels (C25): on an index, a package named in ``labels`` carries that local label (``"{flavor}"``
+-> ``+cu128``), none (``""``), or whatever the index serves (``"*"``). Unlisted packages:
+:data:`DEFAULT_LABELLED` carry ``+{flavor}``, the others are taken as served (download.pytorch.org's
+xformers and triton builds carry no label). On macOS a ``cpu`` label means none: the macOS wheels
+of ``/whl/cpu`` carry no ``+cpu``.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from lockgen.config import Source
 from lockgen.errors import ConfigError
 from lockgen.plan.matrix import Cell
 from lockgen.plan.target import Target
 
+if TYPE_CHECKING:
+    from lockgen.plan.plan import Plan
+
+#: Packages an index source labels with ``+{flavor}`` unless its ``labels`` table says otherwise.
+DEFAULT_LABELLED = ("torch", "torchvision", "torchaudio")
+#: A label value that means "as the index serves it" (not checked, not pinned).
+ANY_LABEL = "*"
+#: The generated project that pins packages to their index, under the cell's work folder.
+INDEX_PROJECT = "index-pins/pyproject.toml"
+#: Its project name, as uv's ``# via`` annotations show it.
+INDEX_PROJECT_NAME = "lockgen-index-pins"
+
 
 @dataclass(frozen=True, kw_only=True)
 class CellSource:
-    """A source as one cell sees it: placeholders filled, local folder chosen."""
+    """A source as one cell sees it: placeholders filled, local folder chosen, labels decided.
+    ``labels`` (index sources): package -> label (``"cu128"``), ``""`` (none) or :data:`ANY_LABEL`."""
 
     name: str
     kind: str  # index | find-links | urls
     packages: tuple[str, ...]
-    urls: tuple[str, ...]  # canonical URLs (or a project-relative folder for a local find-links)
+    urls: tuple[str, ...]  # canonical public URLs (or a project-relative folder for a local find-links)
+    labels: Mapping[str, str] = field(default_factory=dict)
 
     def find_links(self) -> tuple[str, ...]:
-        """What uv gets as ``--find-links`` for this source (nothing for ``urls`` sources)."""
-        if self.kind == "index":
-            return tuple(f"{self.urls[0].rstrip('/')}/{package}/" for package in self.packages)
-        if self.kind == "find-links":
-            return self.urls
-        return ()
+        """What uv gets as ``--find-links`` for this source: a find-links source's page or
+        folder; nothing for ``index`` sources (pinned through :func:`index_project`) and ``urls``
+        sources (pinned by constraints)."""
+        return self.urls if self.kind == "find-links" else ()
 
-    def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "packages": list(self.packages), "urls": list(self.urls)}
+    def pages(self, names: Iterable[str]) -> tuple[str, ...]:
+        """An index source's per-package pages (``…/whl/cu130/torch/``) of ``names`` it serves:
+        what an installer needs as ``--find-links`` for the packages locked from it."""
+        if self.kind != "index":
+            return ()
+        return tuple(f"{self.urls[0].rstrip('/')}/{name}/" for name in self.packages if name in set(names))
+
+    def expected_label(self, package: str) -> str | None:
+        """The local label ``package`` must carry from this index (``""``: none), or None when
+        any is fine (not an index source, or a package taken as served)."""
+        label = self.labels.get(package, ANY_LABEL) if self.kind == "index" else ANY_LABEL
+        return None if label == ANY_LABEL else label
+
+    def pin_label(self, package: str) -> str:
+        """What a pin of ``package`` to this source gets appended: ``+cu130``, or nothing."""
+        label = self.expected_label(package)
+        return f"+{label}" if label else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "kind": self.kind, "packages": list(self.packages), "urls": list(self.urls)}
+        if self.kind == "index":
+            data["labels"] = dict(sorted(self.labels.items()))
+        return data
 
 
 def placeholders(cell: Cell, target: Target) -> dict[str, str]:
@@ -52,13 +104,29 @@ def placeholders(cell: Cell, target: Target) -> dict[str, str]:
     }
 
 
-def _fill(text: str, values: dict[str, str], source: str) -> str:
+def _variables(cell: Cell) -> dict[str, str]:
+    """The cell's scalar variables (``vars`` of rules and includes) as source URL placeholders."""
+    return {k: str(v) for k, v in cell.settings.vars.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+
+
+def _fill(text: str, values: dict[str, str], source: str, cell: Cell) -> str:
     try:
         return text.format_map(values)
     except (KeyError, ValueError, IndexError) as exc:
         raise ConfigError(
-            "config", [f"sources.{source}: bad placeholder in {text!r} ({exc}); use {{{', '.join(values)}}}"]
+            "config",
+            [f"sources.{source}: bad placeholder in {text!r} ({exc}) for cell {cell.name}; the cell fills {{{', '.join(values)}}}"],
         ) from None
+
+
+def _labels(source: Source, values: dict[str, str], cell: Cell) -> dict[str, str]:
+    """Every package's label on an index source for ``cell`` (see the module docstring)."""
+    labels = {}
+    for package in source.packages:
+        raw = source.labels.get(package, "{flavor}" if package in DEFAULT_LABELLED else ANY_LABEL)
+        label = raw if raw == ANY_LABEL else _fill(raw, values, source.name, cell)
+        labels[package] = "" if cell.os == "macos" and label == "cpu" else label
+    return labels
 
 
 def cell_sources(root: Path, sources: dict[str, Source], cell: Cell, target: Target) -> tuple[CellSource, ...]:
@@ -66,29 +134,132 @@ def cell_sources(root: Path, sources: dict[str, Source], cell: Cell, target: Tar
 
     A find-links source with ``local`` uses that project folder when it holds a file matching
     ``local-if`` (the seed's Spark rule: ``wheels/spark/`` when it holds a win_arm64 torch wheel),
-    else its URL.
+    else its URL. Raises :class:`ConfigError` for a placeholder the cell cannot fill and for a
+    package two of its sources serve.
     """
-    values = placeholders(cell, target)
+    values = {**_variables(cell), **placeholders(cell, target)}
     result = []
     for name in cell.settings.sources or ():
         source = sources[name]
-        urls = tuple(_fill(u, values, name) for u in source.urls)
+        urls = tuple(_fill(u, values, name, cell) for u in source.urls)
         if source.local:
             folder = root / source.local
-            pattern = _fill(source.local_if, values, name)
+            pattern = _fill(source.local_if, values, name, cell)
             if folder.is_dir() and any(fnmatch.fnmatch(p.name, pattern) for p in folder.iterdir()):
                 urls = (source.local,)
-        result.append(CellSource(name=name, kind=source.kind, packages=source.packages, urls=urls))
+        labels = _labels(source, values, cell) if source.kind == "index" else {}
+        result.append(CellSource(name=name, kind=source.kind, packages=source.packages, urls=urls, labels=labels))
     seen: dict[str, str] = {}
-    for source in result:
-        for package in source.packages:
+    for cell_source in result:
+        for package in cell_source.packages:
             if package in seen:
                 raise ConfigError("config", [
-                    f"use: cell {cell.name} uses sources {seen[package]!r} and {source.name!r}, which both serve "
+                    f"use: cell {cell.name} uses sources {seen[package]!r} and {cell_source.name!r}, which both serve "
                     f"{package}; a package may have one source per cell"
                 ])  # fmt: skip
-            seen[package] = source.name
+            seen[package] = cell_source.name
     return tuple(result)
+
+
+def index_pages(sources: Sequence[CellSource], names: Iterable[str]) -> tuple[str, ...]:
+    """The per-package pages of the index sources for the locked ``names`` (install find-links)."""
+    wanted = set(names)
+    return tuple(page for source in sources for page in source.pages(wanted))
+
+
+# -- what the requirements name, for the target
+
+
+def marker_environment(target: Target) -> dict[str, str]:
+    """PEP 508 marker variables of ``target`` (as uv's ``--python-platform`` sets them), to
+    tell which requirement lines apply to a cell."""
+    arch, _, rest = target.platform.partition("-")
+    if rest.endswith("windows-msvc"):
+        system = ("win32", "Windows", "nt", "AMD64" if arch == "x86_64" else "ARM64")
+    elif rest.endswith("apple-darwin"):
+        system = ("darwin", "Darwin", "posix", "x86_64" if arch == "x86_64" else "arm64")
+    else:
+        system = ("linux", "Linux", "posix", arch)
+    full = f"{target.python}.0"
+    return {
+        "sys_platform": system[0], "platform_system": system[1], "os_name": system[2], "platform_machine": system[3],
+        "python_version": target.python, "python_full_version": full, "implementation_name": "cpython",
+        "implementation_version": full, "platform_python_implementation": "CPython", "platform_release": "",
+        "platform_version": "", "extra": "",
+    }  # fmt: skip
+
+
+def applies(marker: Marker | None, target: Target) -> bool:
+    """Whether a requirement with ``marker`` applies to ``target`` (an unknown variable: yes)."""
+    if marker is None:
+        return True
+    try:
+        return bool(marker.evaluate(dict(marker_environment(target))))
+    except Exception:  # an undefined or odd marker: let uv decide
+        return True
+
+
+def requirement_lines(text: str) -> list[Requirement]:
+    """The requirements of a rendered requirements file (``packaging``): options, comments, blank
+    lines and lines that are not PEP 508 requirements are skipped; continuations are joined."""
+    found = []
+    for line in text.replace("\\\n", " ").splitlines():
+        line = line.split(" #")[0].strip()
+        if not line or line.startswith(("#", "-")):
+            continue
+        try:
+            found.append(Requirement(line))
+        except InvalidRequirement:
+            continue
+    return found
+
+
+def required(plan: Plan) -> list[Requirement]:
+    """The main requirements of ``plan`` that apply to its target, by name (not direct URLs)."""
+    text = plan.rendered.files.get("requirements", ("", ""))[1]
+    return [r for r in requirement_lines(text) if not r.url and applies(r.marker, plan.target)]
+
+
+def index_pins(plan: Plan, text: str | None = None) -> list[tuple[CellSource, Requirement]]:
+    """Requirements of ``text`` (default: the main requirements) that name a package of one of
+    the cell's index sources and apply to the target: each is pinned to that index."""
+    reqs = required(plan) if text is None else [r for r in requirement_lines(text) if not r.url and applies(r.marker, plan.target)]
+    found = []
+    for req in reqs:
+        source = plan.served_by(canonicalize_name(req.name))
+        if source is not None and source.kind == "index":
+            found.append((source, req))
+    return found
+
+
+def index_name(source: CellSource) -> str:
+    """The explicit index's name in the generated project (uv: letters, digits, ``-``, ``_``, ``.``)."""
+    return "lockgen-" + "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "-" for c in source.name)
+
+
+def index_project(pins: Sequence[tuple[CellSource, Requirement]], url_of: Callable[[str], str]) -> str:
+    """A ``pyproject.toml`` whose dependencies are the pinned packages (name and marker; the
+    requirement lines themselves carry the versions), each pinned to its index by
+    ``[tool.uv.sources]``, every index ``explicit`` (serving nothing else). ``url_of`` maps a
+    canonical index URL to the one uv fetches (a mirror; no login: uv gets it from the
+    environment, :meth:`lockgen.plan.mirror.Mirrors.uv_env`)."""
+    deps = sorted({f"{canonicalize_name(r.name)}" + (f" ; {r.marker}" if r.marker else "") for _, r in pins})
+    pinned = {canonicalize_name(r.name): index_name(s) for s, r in pins}
+    indexes = {index_name(s): url_of(s.urls[0]) for s, _ in pins}
+    lines = [
+        "# generated by lockgen: packages named for an index source, pinned to that index (uv explicit indexes)",
+        "[project]", f'name = "{INDEX_PROJECT_NAME}"', 'version = "0"', f"dependencies = {json.dumps(deps)}",
+        "", "[tool.uv.sources]",
+    ]  # fmt: skip
+    lines += [f'{name} = {{ index = "{index}" }}' for name, index in sorted(pinned.items())]
+    for name, url in sorted(indexes.items()):
+        lines += ["", "[[tool.uv.index]]", f'name = "{name}"', f"url = {json.dumps(url)}", "explicit = true"]
+    return "\n".join(lines) + "\n"
+
+
+def explicit_indexes(plan: Plan) -> dict[str, str]:
+    """``{index name: canonical URL}`` of the cell's index sources (for uv's login variables)."""
+    return {index_name(s): s.urls[0] for s in plan.sources if s.kind == "index"}
 
 
 def folder_listing(root: Path, folder: str) -> list[str]:

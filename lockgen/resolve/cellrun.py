@@ -24,7 +24,9 @@ from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry, Header, LayerKind, parse_entries
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
+from lockgen.plan.sources import INDEX_PROJECT_NAME, explicit_indexes
 from lockgen.resolve import uv, uvout
+from lockgen.resolve.inputs import URL_PINS
 
 __all__ = ["Builds", "CellRun", "Resolved", "describe", "pylock_path", "read_pylock"]
 
@@ -79,10 +81,16 @@ class CellRun:
     def compile(self, output: str, **kwargs: Any) -> uv.Result:
         build = self.builds.names & self.plan.allow_build
         argv = uv.compile_argv(self.plan, output, self.options, mirrors=self.mirrors, no_binary=build, **kwargs)
-        return self.runner.run(argv, uv.compile_env(os.environ, self.plan), str(self.root))
+        env = uv.compile_env(os.environ, self.plan) | self.mirrors.uv_env(explicit_indexes(self.plan))
+        return self.runner.run(argv, env, str(self.root))
 
     def read(self, path: str) -> str:
-        return self.mirrors.canonical((self.root / path).read_text(encoding="utf-8"))
+        """uv's output at ``path``, canonical; a login uv wrote into it is removed from the file too."""
+        raw = (self.root / path).read_text(encoding="utf-8")
+        clean = self.mirrors.scrub(raw)
+        if clean != raw:
+            (self.root / path).write_text(clean, encoding="utf-8")
+        return self.mirrors.canonical(clean)
 
     def write(self, path: str, text: str) -> None:
         target = self.root / path
@@ -166,7 +174,7 @@ def describe(run: CellRun, inputs: uv.Inputs, pylock: Pylock, name: str, no_deps
     plan = run.plan
     pins = f"{plan.work}/{name}-pins.txt"
     run.write(pins, "".join(f"{p.name}=={p.version}\n" for p in pylock.packages if _registry(p)))
-    given = uv.Inputs(inputs.requirements, (*inputs.constraints, pins), inputs.overrides, inputs.find_links)
+    given = replace(inputs, constraints=(*inputs.constraints, pins))
     output = f"{plan.work}/{name}.requirements.txt"
     (run.root / output).unlink(missing_ok=True)
     result = run.compile(output, offline=True, inputs=given, fmt=uv.Format.REQUIREMENTS, no_deps=no_deps)
@@ -206,6 +214,10 @@ def _via_names(run: CellRun, inputs: uv.Inputs, pins: str) -> Mapping[str, str]:
     if inputs.requirements != plan.input_path("requirements"):
         names[f"-r {inputs.requirements}"] = f"{run.config} ({inputs.requirements.rsplit('/', 1)[-1].removesuffix('.in')})"
     for constraint in inputs.constraints:
-        if constraint.endswith("-pins.txt"):
+        if constraint.endswith(URL_PINS):
+            names[f"-c {constraint}"] = ""
+        elif constraint.endswith("-pins.txt"):
             names[f"-c {constraint}"] = plan.lock
+    for extra in inputs.extra:  # the index pins project repeats the requirements' own lines
+        names[f"{INDEX_PROJECT_NAME} ({extra})"] = ""
     return names

@@ -1,39 +1,58 @@
 """Direct wheel URLs: pick the ones that fit a target, check them, pin them by sha256.
 
 Choosing is pure (:func:`fitting`: wheel tags from the file name, via
-``packaging.utils.parse_wheel_filename``, against the target's supported tags; CASES C09).
-:func:`sha256_of` downloads a kept URL once with httpx (through the mirrors) and caches its hash
-by URL in ``.lockgen/downloads.json``, so later runs need no download.
+``packaging.utils.parse_wheel_filename``, against the target's supported tags; CASES C09;
+:func:`best`: the newest fitting version a specifier allows). :func:`sha256_of` downloads a kept
+URL once with httpx (through the mirrors, with the realm's login or a netrc entry) and caches its
+hash by canonical URL in ``.lockgen/downloads.json``, so later runs need no download; ``refresh``
+(``--force``, ``--upgrade``) downloads again, so a file replaced under the same URL does not keep
+its old hash (issue 8).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import Version
 
 from lockgen.config import WORK
+from lockgen.credentials import realm
 from lockgen.errors import LockgenError
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.target import Target
 
 _CACHE = f"{WORK}/downloads.json"
 _lock = threading.Lock()
+log = logging.getLogger("lockgen.fetch")
+
+#: How to give a login, for "unauthorized" messages.
+LOGIN_HINT = (
+    "give a login as user:password@ or ${ENV_VAR} in the URL (its source, index-url or --mirror), "
+    "or in a netrc file (~/.netrc, or the file NETRC names)"
+)
 
 
 class FetchError(LockgenError):
-    """A wheel URL could not be downloaded; ``transient`` unless the server said it is not there."""
+    """A wheel URL could not be downloaded. ``transient``: it may work another time (network,
+    HTTP 5xx/429, or a refused login: HTTP 401/403, ``unauthorized``); else the server said it
+    is not there."""
 
     exit_code = 1
 
-    def __init__(self, message: str, transient: bool = True):
+    def __init__(self, message: str, transient: bool = True, unauthorized: bool = False):
         super().__init__(message)
-        self.transient = transient
+        self.transient = transient or unauthorized
+        self.unauthorized = unauthorized
 
 
 def wheel_name(url: str) -> str:
@@ -63,30 +82,50 @@ def fitting(urls: Iterable[str], target: Target, name: str | None = None) -> tup
     return kept, notes
 
 
-def sha256_of(root: Path, url: str, mirrors: Mirrors) -> str:
-    """Hex sha256 of the file at ``url`` (fetched from its mirror), cached by canonical URL.
+def version_of(url: str) -> Version:
+    """The version in a wheel URL's file name."""
+    return parse_wheel_filename(wheel_name(url))[1]
 
-    Raises :class:`FetchError` naming the URL when it cannot be downloaded.
+
+def best(kept: list[str], specifiers: Iterable[SpecifierSet] = ()) -> str | None:
+    """The URL to pin among fitting ``kept`` ones: the newest version every specifier allows
+    (the newest of all when none does: uv then names the conflict); the first listed among
+    equals. None when ``kept`` is empty."""
+    specs = list(specifiers)
+    allowed = [u for u in kept if all(s.contains(version_of(u), prereleases=True) for s in specs)] or kept
+    return max(allowed, key=version_of) if allowed else None
+
+
+def sha256_of(root: Path, url: str, mirrors: Mirrors, refresh: bool = False) -> str:
+    """Hex sha256 of the file at ``url`` (a canonical public URL, fetched from its mirror with
+    the realm's login, else a netrc entry), cached by ``url``; ``refresh`` ignores the cache.
+
+    Raises :class:`FetchError` naming the URL (never a login) when it cannot be downloaded;
+    HTTP 401/403 is ``unauthorized``, saying which host refused and how to give a login.
     """
     cache_path = root / _CACHE
     with _lock:
         cache = _read(cache_path)
-        if url in cache:
+        if url in cache and not refresh:
             return cache[url]
     import httpx
 
     digest = hashlib.sha256()
     fetch = mirrors.fetch_url(url)
     try:
-        with httpx.stream("GET", fetch, follow_redirects=True, timeout=60) as response:
+        with httpx.stream("GET", fetch, follow_redirects=True, timeout=60, auth=_netrc(fetch)) as response:
             response.raise_for_status()
             for chunk in response.iter_bytes():
                 digest.update(chunk)
     except httpx.HTTPStatusError as exc:
         status = exc.response.status_code
+        if status in (401, 403):
+            host = realm(mirrors.mirrored(url))
+            raise FetchError(f"unauthorized: {host} answered HTTP {status} for {url}; {LOGIN_HINT}", unauthorized=True) from None
         raise FetchError(f"{url}: HTTP {status}", transient=status >= 500 or status == 429) from None
     except httpx.HTTPError as exc:
-        raise FetchError(f"{url}: cannot download it ({type(exc).__name__}: {exc})") from None
+        reason = mirrors.scrub(str(exc))
+        raise FetchError(f"{url}: cannot download it ({type(exc).__name__}: {reason})") from None
     value = digest.hexdigest()
     with _lock:
         cache = _read(cache_path)
@@ -96,8 +135,26 @@ def sha256_of(root: Path, url: str, mirrors: Mirrors) -> str:
     return value
 
 
-def _read(path: Path) -> dict:
+def _netrc(url: str) -> Any:
+    """httpx auth from a netrc file (``NETRC``, else ``~/.netrc``, as curl and uv read) for a URL
+    without a login of its own; None when there is no such file or it cannot be read."""
+    import httpx
+
+    if "@" in urlsplit(url).netloc:
+        return None
+    path = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
+    if not path.is_file():
+        return None
     try:
-        return json.loads(path.read_text())
+        return httpx.NetRCAuth(str(path))
+    except Exception as exc:  # netrc.NetrcParseError, OSError: go without, say why with -v
+        log.debug("netrc file %s not used: %s", path, exc)
+        return None
+
+
+def _read(path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}

@@ -20,7 +20,8 @@ ONLINE, OFFLINE = "online", "offline"
 
 
 def _sources(plan: Plan) -> tuple:
-    return (plan.index_url, plan.find_links, plan.exclude_newer)
+    indexes = tuple(url for source in plan.sources if source.kind == "index" for url in source.urls)
+    return (plan.index_url, plan.find_links, plan.exclude_newer, indexes)
 
 
 class Freshness:

@@ -28,9 +28,12 @@ from packaging.version import Version
 
 from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
+from lockgen.plan.sources import index_pages
 from lockgen.resolve import fetch, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, Resolved, describe, read_pylock
 from lockgen.resolve.newer import add_newer_wheels
+from lockgen.resolve.inputs import install_links, layer_index, main_extra
+from lockgen.resolve.inputs import url_pins as inputs_url_pins
 
 __all__ = ["Built", "layer_folder", "resolve"]
 
@@ -76,12 +79,18 @@ def resolve(run: CellRun, main: Resolved) -> Built:
     pins = _layer_pins(run)
     mains: dict[str, str] = {p.name: str(p.version) for p in main.pylock.packages if p.version is not None}
     built = Built()
+    # main's packages from index sources: a layer constrained to their versions must find them there
+    main_pages = index_pages(plan.sources, [p.name for p in main.pylock.packages])
+    # and those from urls sources come from their URL in a layer too (a layer never moves one)
+    url_pins = main_extra(plan)[1]
+    url_names = {pin.name for pin in inputs_url_pins(plan)}
     for entry in plan.optional:
         try:
             name, line, notes = _requirement(run, entry)
             built.skipped_urls += notes
-            links = plan.layer_find_links(name)
-            lock = _layer(run, built, LayerKind.OPTIONAL, f"optional-{name}", line, pins, links, mains=mains)
+            links = (*plan.layer_find_links(name), *main_pages)
+            constraints = (pins,) if name in url_names else (pins, *url_pins)
+            lock = _layer(run, built, LayerKind.OPTIONAL, f"optional-{name}", line, constraints, links, mains=mains)
         except _Unavailable as exc:
             built.unavailable.append(Unavailable(requirement=entry, reason=str(exc)))
             continue
@@ -89,7 +98,8 @@ def resolve(run: CellRun, main: Resolved) -> Built:
     if plan.no_deps:
         text = "".join(f"{line}\n" for line in plan.no_deps)
         try:
-            lock = _layer(run, built, LayerKind.NO_DEPS, "no-deps", text, pins, plan.find_links, no_deps=True, mains=mains)
+            links = (*plan.find_links, *main_pages)
+            lock = _layer(run, built, LayerKind.NO_DEPS, "no-deps", text, (pins, *url_pins), links, no_deps=True, mains=mains)
             built.locks.append(lock)
         except _Unavailable as exc:
             raise CellFailed(
@@ -117,7 +127,7 @@ def _layer_pins(run: CellRun) -> str:
 
 
 def _layer(
-    run: CellRun, built: Built, kind: LayerKind, name: str, requirements: str, pins: str, links: Sequence[str],
+    run: CellRun, built: Built, kind: LayerKind, name: str, requirements: str, constraints: tuple[str, ...], links: Sequence[str],
     no_deps: bool = False, mains: Mapping[str, str] | None = None,
 ) -> Lock:
     """One layer's lock. Raises :class:`_Unavailable` with uv's reason when it cannot be had, and
@@ -128,7 +138,7 @@ def _layer(
     output = f"{plan.work}/layer-{name}/pylock.toml"
     run.write(source, requirements)
     (run.root / output).unlink(missing_ok=True)
-    inputs = uv.Inputs(source, (pins,), find_links=tuple(links))
+    inputs = uv.Inputs(source, constraints, find_links=tuple(dict.fromkeys(links)), extra=layer_index(run, f"layer-{name}", requirements))
     result = run.compile(output, inputs=inputs, no_deps=no_deps)
     if result.returncode != 0:
         if result.returncode < 0:  # killed by a signal: not a reason to drop the layer for good
@@ -136,9 +146,10 @@ def _layer(
         why = run.mirrors.canonical(uvout.reason(result.stderr))
         if uvout.unreachable_hosts(result.stderr):
             raise _Unavailable(f"{UNREACHABLE} {why}")
-        _refuse_moves(run, name, _unconstrained(run, name, uv.Inputs(source, (), find_links=tuple(links)), no_deps), mains or {})
+        free = uv.Inputs(source, constraints[1:], find_links=inputs.find_links, extra=inputs.extra)  # without main's versions
+        _refuse_moves(run, name, _unconstrained(run, name, free, no_deps), mains or {})
         raise _Unavailable(why)
-    pylock = add_newer_wheels(run, read_pylock(run, output), f"layer-{name}", tuple(links))
+    pylock = add_newer_wheels(run, read_pylock(run, output), f"layer-{name}", inputs.find_links, inputs.extra)
     moved = _refuse_moves(run, name, {p.name: str(p.version) for p in pylock.packages if p.version is not None}, mains or {})
     built.replaces += [Replacement(name=canonicalize_name(p), main=(mains or {})[p], layer=v, by=name) for p, v in moved]
     found = verify.artifact_problems(plan, pylock, run.mirrors)
@@ -149,7 +160,7 @@ def _layer(
     built.packages += pylock.packages
     resolved = describe(run, inputs, pylock, f"layer-{name}", no_deps)
     path = f"{layer_folder(plan.lock)}/{name}.txt"
-    header = run.header(kind, path, layer_of=plan.lock, find_links=tuple(links))
+    header = run.header(kind, path, layer_of=plan.lock, find_links=install_links(plan, inputs.find_links or (), pylock.packages))
     return Lock(header=header, entries=resolved.entries)
 
 
@@ -206,8 +217,8 @@ def _requirement(run: CellRun, entry: str) -> tuple[str, str, list[str]]:
     url = kept[0]
     project = canonicalize_name(parse_wheel_filename(fetch.wheel_name(url))[0])
     try:
-        digest = fetch.sha256_of(run.root, url, run.mirrors)
-    except fetch.FetchError as exc:
+        digest = fetch.sha256_of(run.root, url, run.mirrors, refresh=run.options.refresh)
+    except fetch.FetchError as exc:  # unauthorized is retried too: a login may be given next time
         prefix = f"{UNREACHABLE} " if exc.transient else "not available: "
         raise _Unavailable(run.mirrors.canonical(prefix + str(exc))) from None
-    return project, f"{project} @ {run.mirrors.fetch_url(url)} --hash=sha256:{digest}\n", notes
+    return project, f"{project} @ {run.mirrors.file_url(url)} --hash=sha256:{digest}\n", notes

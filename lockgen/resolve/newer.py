@@ -49,11 +49,14 @@ def newest(target: Target) -> Target | None:
     return None
 
 
-def add_newer_wheels(run: CellRun, pylock: Pylock, name: str = "main", links: tuple[str, ...] | None = None) -> Pylock:
+def add_newer_wheels(
+    run: CellRun, pylock: Pylock, name: str = "main", links: tuple[str, ...] | None = None, extra: tuple[str, ...] | None = None
+) -> Pylock:
     """``pylock`` (target-only, canonical URLs) with each package's wheels for newer levels of the
     cell's arch added after its own (see the module docstring). ``name`` names the work files
     (``main``, ``layer-<name>``); ``links``: the find-links of that resolution (None: the
-    cell's main ones). Raises :class:`CellFailed` with uv's explanation when uv cannot
+    cell's main ones); ``extra``: the extra requirement files of that resolution (the explicit
+    indexes of index sources; None: the main ones). Raises :class:`CellFailed` with uv's explanation when uv cannot
     list them."""
     plan = run.plan
     wide = newest(plan.target)
@@ -65,7 +68,11 @@ def add_newer_wheels(run: CellRun, pylock: Pylock, name: str = "main", links: tu
     output = f"{plan.work}/{name}-newer/{pylockfile.PYLOCK_NAME}"
     (run.root / output).unlink(missing_ok=True)
     widened = dataclasses.replace(run, plan=dataclasses.replace(plan, target=wide))
-    inputs = uv.Inputs(pins, find_links=links)
+    if extra is None:
+        from lockgen.resolve.inputs import main_extra
+
+        extra = main_extra(plan)[0]
+    inputs = uv.Inputs(pins, find_links=links, extra=extra)
     result = widened.compile(output, inputs=inputs, no_deps=True, offline=True)
     if result.returncode != 0:
         result = widened.compile(output, inputs=inputs, no_deps=True)

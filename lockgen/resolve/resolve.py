@@ -20,7 +20,7 @@ from packaging.pylock import Pylock
 from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry, LayerKind, Lock
-from lockgen.resolve import blame, invariants, layers, uv, uvout, verify
+from lockgen.resolve import blame, inputs, invariants, layers, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, describe, pylock_path, read_pylock, seed_preferences
 from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
 from lockgen.resolve.newer import add_newer_wheels
@@ -55,8 +55,7 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
     :class:`~lockgen.errors.Interrupted` when the run is stopped.
     """
     plan = run.plan
-    for role, (_, text) in plan.rendered.files.items():
-        run.write(plan.input_path(role), text)
+    inputs.write_main(run)
     try:
         pylock, mode, warned = _main(run, fresh, prefer)
     finally:
@@ -77,7 +76,8 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
         )
     main = Lock(
         header=run.header(
-            LayerKind.MAIN, plan.lock, find_links=plan.main_find_links, input_parts=plan.input_parts,
+            LayerKind.MAIN, plan.lock, find_links=inputs.install_links(plan, plan.main_find_links, pylock.packages),
+            input_parts=plan.input_parts,
             layers=built.refs(), unavailable=tuple(built.unavailable), replaces=tuple(built.replaces),
             skipped_urls=tuple(built.skipped_urls),
             no_upload_time=tuple(sorted(set(verify.without_upload_time(plan, pylock)) | built.dateless))
@@ -134,7 +134,8 @@ def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, 
     if result.returncode != 0:
         why = run.mirrors.canonical(uvout.explain(result.stderr))
         fought = blame.blame(run.root, plan, result.stderr)
-        raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{fought}{_build_hint(run, result.stderr)}")
+        hint = _build_hint(run, result.stderr) + inputs.failure_hint(plan, result.stderr)
+        raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{fought}{hint}")
     pylock = read_pylock(run, output)
     if fresh is not None:
         fresh.record(plan, {p.name for p in pylock.packages})

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from lockgen.credentials import redact
 from lockgen.errors import Interrupted
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
@@ -79,15 +80,21 @@ class Inputs:
     constraints: tuple[str, ...] = ()
     overrides: str | None = None
     find_links: tuple[str, ...] | None = None  # None: the plan's main find-links
+    extra: tuple[str, ...] = ()  # more requirement sources (lockgen.resolve.inputs: the index pins project)
 
 
 def main_inputs(plan: Plan) -> Inputs:
-    """The rendered requirements, constraints and overrides of ``plan``."""
+    """The rendered requirements, constraints and overrides of ``plan``, and what
+    :mod:`lockgen.resolve.inputs` adds (the index pins project, the URL pins)."""
+    from lockgen.resolve.inputs import main_extra
+
     files = plan.rendered.files
+    extra, pins = main_extra(plan)
     return Inputs(
         requirements=plan.input_path("requirements"),
-        constraints=(plan.input_path("constraints"),) if "constraints" in files else (),
+        constraints=((plan.input_path("constraints"),) if "constraints" in files else ()) + pins,
         overrides=plan.input_path("overrides") if "overrides" in files else None,
+        extra=extra,
     )
 
 
@@ -116,7 +123,7 @@ def compile_argv(
     newer sdist-only one (CASES C26).
     """
     inputs = inputs or main_inputs(plan)
-    argv = ["pip", "compile", inputs.requirements]
+    argv = ["pip", "compile", inputs.requirements, *inputs.extra]
     for constraints in inputs.constraints:
         argv += ["--constraint", constraints]
     if inputs.overrides:
@@ -195,7 +202,7 @@ class Runner:
 
     def run(self, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Result:
         binary = uv_binary()
-        log.debug("run in %s: %s", cwd, shlex.join([binary, *argv]))
+        log.debug("run in %s: %s", cwd, redact(shlex.join([binary, *argv])))
         with self._lock:
             if self.stopped.is_set():
                 raise Interrupted("interrupted before uv started")

@@ -6,32 +6,37 @@ artifact with URL, hashes and upload time. Checks, each a
 reason to fail the cell (CASES in ``../shared/cases``):
 
 * the pins that cannot move are locked exactly, local version label included (the seed's rule);
-* a package named for a backend ``index`` source carries that backend's label (C02), and a package
-  not named for any source did not come from one of the cell's sources (C03);
+* a package named for a backend ``index`` source carries the label that source's label policy
+  gives it (``+cu130`` for the torch family, none on macOS ``cpu`` indexes, any for packages the
+  index serves unlabelled; C02, C25), a package named for a source came from that source's host
+  (whatever login the URL carried: hosts compare by scheme, host and port), and a package not
+  named for any source did not come from one of the cell's sources (C03);
 * every artifact the lock can install has a sha256 (C04);
 * every locked version has a wheel for the cell's target, unless ``allow-build`` names it (C01).
 """
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
 from packaging.pylock import Package, Pylock
 from packaging.tags import Tag
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from lockgen.locks.pylockfile import artifacts, file_name, wheel_tags
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
-from lockgen.plan.sources import CellSource
+from lockgen.plan.sources import CellSource, index_pins
 
 
-def location(artifact) -> str:
+def location(artifact: Any) -> str:
     """Canonical URL (or lock-relative path) of an artifact."""
     return str(artifact.url or artifact.path or "")
 
 
-def problems(plan: Plan, pylock: Pylock, mirrors: Mirrors = Mirrors()) -> list[str]:
+def problems(plan: Plan, pylock: Pylock, mirrors: Mirrors | None = None) -> list[str]:
     """Every reason the resolution in ``pylock`` (canonical URLs, target-only artifacts) must not
     become ``plan``'s main lock (empty: fine): :func:`pin_problems` and :func:`artifact_problems`."""
     return pin_problems(plan, pylock) + artifact_problems(plan, pylock, mirrors)
@@ -40,7 +45,7 @@ def problems(plan: Plan, pylock: Pylock, mirrors: Mirrors = Mirrors()) -> list[s
 def pin_problems(plan: Plan, pylock: Pylock) -> list[str]:
     """The pins that cannot move must be locked exactly, local version label included."""
     found: list[str] = []
-    packages = {p.name: p for p in pylock.packages}
+    packages: dict[str, Package] = {p.name: p for p in pylock.packages}
     for name, expected in sorted(plan.pinned.items()):
         package = packages.get(name)
         if package is None:
@@ -50,14 +55,14 @@ def pin_problems(plan: Plan, pylock: Pylock) -> list[str]:
     return found
 
 
-def artifact_problems(plan: Plan, pylock: Pylock, mirrors: Mirrors = Mirrors()) -> list[str]:
+def artifact_problems(plan: Plan, pylock: Pylock, mirrors: Mirrors | None = None) -> list[str]:
     """Labels and sources (C02, C03), hashes (C04) and wheels for the target (C01) of every
     package of a resolution (main or layer); and no artifact URL left on a mirror's host (a
     committed lock never names a mirror)."""
     found: list[str] = []
-    mirror_hosts = mirrors.hosts()
-    flavor = plan.cell.settings.flavor or plan.cell.backend
+    mirror_hosts = mirrors.hosts() if mirrors is not None else set()
     supported = plan.target.supported_tags()
+    pinned_to_index = {canonicalize_name(r.name) for _, r in index_pins(plan)}
     other_prefixes = {
         _source_prefix(url): source.name for source in plan.sources for url in source.urls if "://" in url
     }
@@ -66,11 +71,8 @@ def artifact_problems(plan: Plan, pylock: Pylock, mirrors: Mirrors = Mirrors()) 
         source = plan.served_by(name)
         if package.directory is not None or package.vcs is not None:
             continue  # an editable/local project or a VCS checkout: the unhashed layer
-        if source is not None and source.kind == "index" and name not in plan.pinned and (version is None or version.local != flavor):
-            found.append(
-                f"{name} {version}: source {source.name!r} serves it for this cell, so its version must carry "
-                f"+{flavor}; a bare version means a build from the default index (a CPU build in a GPU cell)"
-            )
+        if source is not None and name not in plan.pinned:
+            found += _label_problem(source, name, version)
         for kind, artifact in artifacts(package):
             where = location(artifact)
             if any(where.startswith(host + "/") for host in mirror_hosts):
@@ -81,10 +83,13 @@ def artifact_problems(plan: Plan, pylock: Pylock, mirrors: Mirrors = Mirrors()) 
                 )
                 continue
             if source is not None and not _from(source, where):
-                found.append(
-                    f"{name} {version}: source {source.name!r} serves it for this cell, but it came from {where}; "
-                    "pin it to a version that source has (another index must not fill in for it)"
-                )
+                hint = "pin it to a version that source has (another index must not fill in for it)"
+                if source.kind == "index" and name not in pinned_to_index:
+                    hint = (
+                        f"lockgen takes a package from its index where the requirements name it: add a line for {name} "
+                        "to the requirements template (it is only a dependency here)"
+                    )
+                found.append(f"{name} {version}: source {source.name!r} serves it for this cell, but it came from {where}; {hint}")
             if source is None:
                 hit = next((label for prefix, label in other_prefixes.items() if where.startswith(prefix)), None)
                 if hit:
@@ -102,15 +107,31 @@ def artifact_problems(plan: Plan, pylock: Pylock, mirrors: Mirrors = Mirrors()) 
     return found
 
 
+def _label_problem(source: CellSource, name: str, version: Version | None) -> list[str]:
+    """The local label ``source``'s policy wants for ``name``, against the locked ``version``."""
+    expected = source.expected_label(name)
+    if expected is None or (version is not None and (version.local or "") == expected):
+        return []
+    if expected:
+        return [
+            f"{name} {version}: source {source.name!r} serves it for this cell, so its version must carry "
+            f"+{expected}; a bare version means a build from the default index (a CPU build in a GPU cell)"
+        ]
+    return [
+        f"{name} {version}: source {source.name!r} serves it unlabelled for this cell, but a labelled build was "
+        f"locked; set its label in [sources.{source.name}.labels] if the index labels it"
+    ]
+
+
 def _source_prefix(url: str) -> str:
     """What artifacts served under a source's URL start with (``…/whl/cu130/``)."""
     return url.rstrip("/") + "/"
 
 
 def _from(source: CellSource, where: str) -> bool:
-    """Whether an artifact location belongs to ``source``: the same scheme and host as one of
-    its URLs (release assets live beside a find-links page, not under it), or its local folder
-    (a path relative to the lock, never a URL)."""
+    """Whether an artifact location belongs to ``source``: the same scheme, host and port as one
+    of its URLs, a login in either ignored (release assets live beside a find-links page, not
+    under it), or its local folder (a path relative to the lock, never a URL)."""
     for url in source.urls:
         if "://" not in url:  # a project folder: its files are lock-relative paths
             if "://" not in where:
@@ -128,7 +149,7 @@ def _packages(plan: Plan, source_name: str) -> str:
 
 def _has_wheel(package: Package, supported: frozenset[Tag]) -> bool:
     """A wheel (listed, or a direct-URL archive that is one) whose tags the target supports."""
-    candidates = list(package.wheels or ())
+    candidates: list[Any] = list(package.wheels or ())
     if package.archive is not None and file_name(package.archive).endswith(".whl"):
         candidates.append(package.archive)
     return any(wheel_tags(wheel) & supported for wheel in candidates)

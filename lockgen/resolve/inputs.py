@@ -1,0 +1,158 @@
+"""What uv reads for one cell, written under ``.lockgen/<cell>/`` before it resolves.
+
+* The rendered requirements, constraints and overrides, with every URL in them through the
+  mirrors (:meth:`~lockgen.plan.mirror.Mirrors.rewrite`): a direct reference written in a template
+  (``pkg @ https://…``, a bare wheel URL) is fetched from the mirror like every other URL, and
+  uv's outputs are read back canonical (issue 9, C23).
+* ``index-pins/pyproject.toml``: the packages the requirements name that an index source serves,
+  pinned to that index as uv explicit indexes (:func:`lockgen.plan.sources.index_project`, C25).
+* ``url-pins.txt``: a constraint ``name @ URL`` for each package of the cell's ``urls`` sources
+  with a wheel URL that fits the target (:func:`url_pins`). A constraint applies only where the
+  package is required (directly or by a dependency), so a URL no requirement reaches is never
+  fetched; a package the main requirements name is hashed by lockgen first (``--hash``: uv checks
+  the file against it) and fails the cell when it cannot be had.
+
+No file here holds a login: URLs carry environment references uv expands, and uv's environment
+carries the values (:meth:`~lockgen.plan.mirror.Mirrors.uv_env`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from packaging.pylock import Package
+from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+
+from lockgen.errors import CellFailed
+from lockgen.plan.plan import Plan
+from lockgen.plan.sources import INDEX_PROJECT, CellSource, index_pages, index_pins, index_project, required
+from lockgen.resolve import fetch
+
+if TYPE_CHECKING:
+    from lockgen.resolve.cellrun import CellRun
+
+__all__ = ["URL_PINS", "UrlPin", "failure_hint", "install_links", "layer_index", "main_extra", "url_pins", "write_main"]
+
+#: The constraints that pin ``urls``-source packages to their URL, under the cell's work folder.
+URL_PINS = "url-pins.txt"
+#: uv 0.13's words for a package an (explicit) index does not serve, or refused to show.
+_NOT_FOUND = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the package registry")
+
+
+@dataclass(frozen=True)
+class UrlPin:
+    """A package of a ``urls`` source and the URL that serves it to this cell (canonical);
+    ``direct``: the main requirements name it."""
+
+    source: CellSource
+    name: NormalizedName
+    url: str
+    direct: bool
+
+
+def url_pins(plan: Plan) -> list[UrlPin]:
+    """The URL each package of the cell's ``urls`` sources comes from: of its URLs whose wheel
+    tags fit the target, the newest version the main requirements allow (:func:`fetch.best`)."""
+    wanted: dict[str, list[SpecifierSet]] = {}
+    for req in required(plan):
+        wanted.setdefault(canonicalize_name(req.name), []).append(req.specifier)
+    pins = []
+    for source in plan.sources:
+        if source.kind != "urls":
+            continue
+        for package in source.packages:
+            kept, _ = fetch.fitting(source.urls, plan.target, package)
+            url = fetch.best(kept, wanted.get(package, ()))
+            if url is not None:
+                pins.append(UrlPin(source, canonicalize_name(package), url, package in wanted))
+    return pins
+
+
+def main_extra(plan: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(requirement sources, constraint files)`` the main resolution reads besides the rendered
+    inputs: the index pins project and the URL pins, when the cell has any."""
+    extra = (f"{plan.work}/{INDEX_PROJECT}",) if index_pins(plan) else ()
+    constraints = (f"{plan.work}/{URL_PINS}",) if url_pins(plan) else ()
+    return extra, constraints
+
+
+def write_main(run: CellRun) -> None:
+    """Write everything the main resolution reads (see the module docstring). Raises
+    :class:`CellFailed` when a ``urls``-source package the requirements name has no URL for the
+    target, or its file cannot be downloaded (unreachable, unauthorized, gone)."""
+    plan, mirrors = run.plan, run.mirrors
+    for role, (_, text) in plan.rendered.files.items():
+        run.write(plan.input_path(role), mirrors.rewrite(text))
+    pins = index_pins(plan)
+    if pins:
+        run.write(f"{plan.work}/{INDEX_PROJECT}", index_project(pins, mirrors.mirrored))
+    chosen = url_pins(plan)
+    _missing(plan, chosen)
+    lines = []
+    for pin in chosen:
+        line = f"{pin.name} @ {mirrors.file_url(pin.url)}"
+        if pin.direct:
+            try:
+                line += f" --hash=sha256:{fetch.sha256_of(run.root, pin.url, mirrors, refresh=run.options.refresh)}"
+            except fetch.FetchError as exc:
+                raise CellFailed(f"cell {plan.cell.name}: {pin.name} (source {pin.source.name!r}): {exc}") from None
+        lines.append(line)
+    if lines:
+        header = "# generated by lockgen: the wheel URL of each package of the cell's urls sources\n"
+        run.write(f"{plan.work}/{URL_PINS}", header + "\n".join(lines) + "\n")
+
+
+def _missing(plan: Plan, chosen: Sequence[UrlPin]) -> None:
+    """A package the main requirements name that a ``urls`` source serves needs a URL that fits."""
+    have = {pin.name for pin in chosen}
+    for req in required(plan):
+        name = canonicalize_name(req.name)
+        source = plan.served_by(name)
+        if source is not None and source.kind == "urls" and name not in have:
+            _, notes = fetch.fitting(source.urls, plan.target, name)
+            listed = "; ".join(notes) or "none listed for it"
+            raise CellFailed(
+                f"cell {plan.cell.name}: {name}: source {source.name!r} has no wheel URL for "
+                f"{plan.target.platform} {plan.target.python_tag} ({listed}); add one to its urls, or require {name} "
+                "only where one fits (a marker)"
+            )
+
+
+def layer_index(run: CellRun, layer: str, requirements: str) -> tuple[str, ...]:
+    """The index pins project of one layer's requirements (``layer`` names the layer), written
+    when they name a package of an index source; the extra requirement sources uv gets."""
+    plan = run.plan
+    pins = index_pins(plan, requirements)
+    if not pins:
+        return ()
+    path = f"{plan.work}/{layer}-{INDEX_PROJECT}"
+    run.write(path, index_project(pins, run.mirrors.mirrored))
+    return (path,)
+
+
+def install_links(plan: Plan, links: Iterable[str], packages: Iterable[Package]) -> tuple[str, ...]:
+    """The find-links an install of a resolution needs: ``links`` (the find-links setting and
+    sources uv read) and the per-package pages of the index-source packages it locked."""
+    return tuple(dict.fromkeys([*links, *index_pages(plan.sources, [p.name for p in packages])]))
+
+
+def failure_hint(plan: Plan, stderr: str) -> str:
+    """Say where lockgen sent a package uv could not find: a package pinned to an index source
+    comes from that index only, so "not found in the package registry" means that index has no
+    page for it for this cell (HTTP 404: not every flavour's index has every package), or refused
+    the login (uv reports HTTP 401/403 the same way). Empty when no such package is named."""
+    pinned = {canonicalize_name(r.name): s for s, r in index_pins(plan)}
+    hints = []
+    for name in dict.fromkeys(canonicalize_name(n) for n in _NOT_FOUND.findall(stderr)):
+        source = pinned.get(name)
+        if source is not None:
+            hints.append(
+                f"\nlockgen: {name} is taken only from index source {source.name!r} ({source.urls[0]}): that index has no "
+                f"{name} for this cell (HTTP 404 for {source.urls[0].rstrip('/')}/{name}/), or refused the login "
+                f"({fetch.LOGIN_HINT})"
+            )
+    return "".join(hints)
