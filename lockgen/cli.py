@@ -73,7 +73,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     for cell in cells:
         target = target_for(cell)
         rows.append({
-            "name": cell.name, **cell.axes, "lock": cell.lock_path(project.config), "target": target.platform,
+            "name": cell.name, **cell.values, "lock": cell.lock_path(project.config), "target": target.platform,
             "python_tag": target.python_tag, "skip": cell.settings.skip, "alias": cell.settings.alias,
             "interpreter": cell.settings.interpreter,
         })  # fmt: skip

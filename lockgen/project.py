@@ -84,7 +84,7 @@ class Project:
                 manifest.Row(
                     **cell.axes, name=cell.name, lock=cell.lock_path(self.config), skip=cell.settings.skip,
                     alias=cell.settings.alias, target=target.to_dict(), requires=requires(cell, target),
-                    environment=target.env(), input_hash=hashes.get(cell.name),
+                    environment=target.env(), input_hash=hashes.get(cell.name), extra=dict(cell.extra),
                 )  # fmt: skip
             )
         return rows
