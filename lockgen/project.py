@@ -70,6 +70,12 @@ class Project:
             raise TemplateError(merge_cells(problems))
         return plans
 
+    def read_files(self) -> set[str]:
+        """Project files besides the config and the templates that every plan reads: the
+        pyproject.toml whose ``[project]`` templates see, when it is not the config file."""
+        project = self.config.project
+        return {project.path} if project is not None and project.path != self.config.source else set()
+
     def mirrors(self, cli: Sequence[str] = ()) -> Mirrors:
         """Mirrors from the config, then ``LOCKGEN_MIRRORS``, then ``--mirror`` (later wins)."""
         return Mirrors(self.config.mirrors).merged(mirror.from_env(os.environ.get(mirror.ENV_VAR)), mirror.parse(cli))

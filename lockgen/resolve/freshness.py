@@ -20,7 +20,9 @@ ONLINE, OFFLINE = "online", "offline"
 
 
 def _sources(plan: Plan) -> tuple:
-    return (plan.index_url, plan.find_links, plan.exclude_newer)
+    # the prerelease settings too: uv offline skips a version whose metadata is not cached (a
+    # pre-release another cell's resolution never looked at) instead of failing (issue 9)
+    return (plan.index_url, plan.find_links, plan.exclude_newer, plan.prerelease, tuple(sorted(plan.prerelease_package.items())))
 
 
 class Freshness:
