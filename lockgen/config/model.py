@@ -177,24 +177,27 @@ class ProjectMetadata:
     ``project`` template variable): the dependency lists live in one place (PEP 621).
 
     ``path`` is project-relative; ``optional_dependencies`` keeps the group names as written.
-    Only static lists are read: a list named in ``[project].dynamic`` is a config error.
+    Only static lists are read: a list named in ``[project].dynamic`` is None, and a template that
+    uses it fails naming it (StrictUndefined), never renders an empty list.
     """
 
     path: str
     name: str | None = None
     version: str | None = None
     requires_python: str | None = None
-    dependencies: tuple[str, ...] = ()
-    optional_dependencies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    dependencies: tuple[str, ...] | None = ()
+    optional_dependencies: Mapping[str, tuple[str, ...]] | None = field(default_factory=dict)
 
     def context(self) -> dict[str, Any]:
         """The template variable: ``name``, ``version``, ``requires_python``, ``dependencies``
-        (a list of requirement strings) and ``optional_dependencies`` (group -> list)."""
-        return {
-            "name": self.name, "version": self.version, "requires_python": self.requires_python,
-            "dependencies": list(self.dependencies),
-            "optional_dependencies": {group: list(reqs) for group, reqs in self.optional_dependencies.items()},
-        }  # fmt: skip
+        (a list of requirement strings) and ``optional_dependencies`` (group -> list); a dynamic
+        list is left out."""
+        context: dict[str, Any] = {"name": self.name, "version": self.version, "requires_python": self.requires_python}
+        if self.dependencies is not None:
+            context["dependencies"] = list(self.dependencies)
+        if self.optional_dependencies is not None:
+            context["optional_dependencies"] = {group: list(reqs) for group, reqs in self.optional_dependencies.items()}
+        return context
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -607,18 +607,16 @@ class Validator:
             return None
         dynamic = table.get("dynamic", [])
         dynamic = set(dynamic) if isinstance(dynamic, list) else set()
-        deps = () if "dependencies" in dynamic else self.requirement_list(table.get("dependencies", []), name, "project.dependencies")
-        groups: dict[str, tuple[str, ...]] = {}
-        raw = {} if "optional-dependencies" in dynamic else table.get("optional-dependencies", {})
+        deps = None if "dependencies" in dynamic else self.requirement_list(table.get("dependencies", []), name, "project.dependencies")
+        raw = table.get("optional-dependencies", {})
         if not isinstance(raw, dict):
             self.problem(("project",), f"{name}: project.optional-dependencies must be a table of lists")
             raw = {}
-        for group, reqs in raw.items():
-            groups[group] = self.requirement_list(reqs, name, f"project.optional-dependencies.{group}")
+        groups = {group: self.requirement_list(reqs, name, f"project.optional-dependencies.{group}") for group, reqs in raw.items()}
         strings = {k: table[k] if isinstance(table.get(k), str) else None for k in ("name", "version", "requires-python")}
         return ProjectMetadata(
             path=name, name=strings["name"], version=strings["version"], requires_python=strings["requires-python"],
-            dependencies=deps, optional_dependencies=groups,
+            dependencies=deps, optional_dependencies=None if "optional-dependencies" in dynamic else groups,
         )  # fmt: skip
 
     def requirement_list(self, value: Any, name: str, key: str) -> tuple[str, ...]:
