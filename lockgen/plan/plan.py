@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packaging.utils import NormalizedName
+
 from lockgen.config import WORK, Config
 from lockgen.config.model import BackendFamily
 from lockgen.errors import ConfigError, TemplateError
@@ -129,7 +131,7 @@ class Plan:
         return self.cell.settings.exclude_newer
 
     @property
-    def allow_build(self) -> frozenset[str]:
+    def allow_build(self) -> frozenset[NormalizedName]:
         from packaging.utils import canonicalize_name
 
         return frozenset(canonicalize_name(n) for n in self.cell.settings.allow_build or ())

@@ -19,7 +19,7 @@ from packaging.pylock import Pylock
 
 from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
-from lockgen.locks.lock import Entry, LayerKind, Lock
+from lockgen.locks.lock import LayerKind, Lock
 from lockgen.resolve import blame, invariants, layers, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, describe, pylock_path, read_pylock, seed_preferences
 from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
@@ -81,7 +81,7 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
             no_upload_time=tuple(sorted(set(verify.without_upload_time(plan, pylock)) | built.dateless))
             if plan.exclude_newer else (),
         ),  # fmt: skip
-        entries=tuple(e for e in resolved.entries if e.hashes or not _unhashed(e)),
+        entries=tuple(e for e in resolved.entries if not e.unhashed),
     )
     notes = [f"unavailable: {', '.join(u.requirement for u in built.unavailable)}"] if built.unavailable else []
     notes += [f"uv: {w}" for w in warned]
@@ -102,10 +102,6 @@ def _build_hint(run: CellRun, stderr: str) -> str:
         f"\nlockgen: {listed}: no wheel for {target.platform} {target.python_tag} in any version the "
         f"requirements allow; add {'them' if len(names) > 1 else 'it'} to allow-build to build from source"
     )
-
-
-def _unhashed(entry: Entry) -> bool:
-    return entry.editable or (entry.url is not None and not entry.hashes)
 
 
 def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, str, tuple[str, ...]]:
