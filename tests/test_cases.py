@@ -6,9 +6,7 @@ C05, C06 and C11 live in test_lock_e2e.py; C08 in test_example.py.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from tests.conftest import locked_versions
 from lockgen.plan.target import Target
 from tests.conftest import run_cli, write_project
 from tests.fakehost import FakeHost
+from tests.sdists import sdist
 
 TIME = "2026-01-01T00:00:00Z"
 
@@ -28,24 +27,6 @@ def hosts(tmp_path):
     yield pypi, backend
     pypi.stop()
     backend.stop()
-
-
-def sdist(folder: Path, name: str, version: str) -> Path:
-    """A source distribution with static PEP 643 metadata (uv reads it without building)."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for member, text in {
-            "PKG-INFO": f"Metadata-Version: 2.2\nName: {name}\nVersion: {version}\n",
-            "pyproject.toml": f'[project]\nname = "{name}"\nversion = "{version}"\n',
-        }.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"{name}-{version}/{member}")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    path = folder / f"{name}-{version}.tar.gz"
-    folder.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(buffer.getvalue())
-    return path
 
 
 def project(root, pypi, backend, requirements: str, extra: str = "", backend_label="cpu", packages=("pkg",), use=True) -> Path:
