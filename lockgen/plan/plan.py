@@ -2,8 +2,10 @@
 
 A :class:`Plan` is pure data built from config, cell, target and rendered inputs. Its
 :attr:`Plan.input_hash` covers exactly what can change a lock: the rendered inputs, the target,
-index URL, sources and find-links, ``exclude-newer``, pins that cannot move, layers, the uv
-version and lockgen's lock format. It contains no absolute path, so the same project gives the
+index URL, sources and find-links, ``exclude-newer``, pins that cannot move (exact, or PEP 440
+specifiers), layers, the uv version and lockgen's lock format; when set, the prerelease settings
+and the metadata files of local project requirements (issue 9; parts added only when used, so
+the hash of every other lock stays the same). It contains no absolute path, so the same project gives the
 same hash on any machine (conda-lock stores such a hash per platform so a staleness check needs
 no solve; so does lockgen, in each lock's header). Mirrors are not part of it: they change where
 lockgen fetches from, never what a lock says.

@@ -45,7 +45,7 @@ def pin_problems(plan: Plan, pylock: Pylock) -> list[str]:
     from packaging.specifiers import SpecifierSet
 
     found: list[str] = []
-    packages = {p.name: p for p in pylock.packages}
+    packages: dict[str, Package] = {p.name: p for p in pylock.packages}
     for name, expected in sorted(plan.pinned.items()):
         package = packages.get(name)
         if package is None:
