@@ -15,10 +15,13 @@ from pathlib import Path
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockgen import __version__
 from lockgen.errors import LockgenError
+
+if TYPE_CHECKING:
+    from lockgen.locks.shard import Shard
 
 __all__ = ["OPTIONS", "build_parser", "main", "parse"]
 
@@ -35,6 +38,12 @@ def _reporter(args: argparse.Namespace):
     return LiveReporter() if sys.stderr.isatty() and not args.verbose else PlainReporter()
 
 
+def _shard(args: argparse.Namespace) -> Shard | None:
+    from lockgen.locks.shard import Shard
+
+    return Shard.parse(args.shard) if args.shard is not None else None
+
+
 def _run_options(args: argparse.Namespace):
     from lockgen import pipeline
     from lockgen.resolve import uv
@@ -42,7 +51,7 @@ def _run_options(args: argparse.Namespace):
     return pipeline.RunOptions(
         force=args.force, uv=uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package)),
         jobs=args.jobs, online=args.online, mirrors=tuple(args.mirror), wait=args.wait,
-        retry_unavailable=args.retry_unavailable,
+        retry_unavailable=args.retry_unavailable, shard=_shard(args),
     )  # fmt: skip
 
 
@@ -69,6 +78,11 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
     project = _project(args)
     cells = select(project.cells, only=args.only)
+    shard = _shard(args)
+    if shard is not None:
+        from lockgen.locks.shard import select as select_shard
+
+        cells = select_shard(cells, shard)
     rows = []
     for cell in cells:
         target = target_for(cell)
@@ -111,6 +125,16 @@ def cmd_detect(args: argparse.Namespace) -> int:
     return run(_project(args), args)
 
 
+def cmd_install(args: argparse.Namespace) -> int:
+    from lockgen.install import Options, install
+
+    options = Options(
+        cell=args.cell, detect=args.detect, venv=args.venv, cpu=args.cpu, python=args.python, dry_run=args.dry_run,
+        installer=args.installer, mirrors=tuple(args.mirror), index_url=args.index_url, force=args.reinstall,
+    )  # fmt: skip
+    return install(_project(args), options)
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     from lockgen.locks.diffcmd import diff_command
 
@@ -130,6 +154,21 @@ def cmd_bump(args: argparse.Namespace) -> int:
     if args.no_lock or not result.written:
         return 0
     return _lock(args, ())
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from lockgen.locks.shard import merge
+
+    result = merge(_project(args), [Path(d) for d in args.dirs], wait=args.wait)
+    for line in result.report:
+        print(line, file=sys.stderr)
+    for cell, why in sorted(result.failed.items()):
+        print(f"{cell}: failed in its shard: {why}", file=sys.stderr)
+    for path in result.removed:
+        print(f"{path}: removed (its cell is not resolved by the matrix any more)", file=sys.stderr)
+    changed = sum(state == "changed" for state in result.cells.values())
+    print(f"merged {len(result.cells)} cells from {len(args.dirs)} shard folders: {changed} changed", file=sys.stderr)
+    return result.exit_code
 
 
 class _Version(argparse.Action):
@@ -163,7 +202,8 @@ class _Option:
 
 _RESOLVING = ("all", "lock", "bump")
 _SELECTING = ("all", "lock", "matrix", "check")
-_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump")
+_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge")
+_INSTALL = ("install",)
 OPTIONS = (
     _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
     _Option(("-v", "--verbose"), {"action": "store_true", "help": "debug logs and tracebacks"}, False, _EVERY),
@@ -175,22 +215,29 @@ OPTIONS = (
     _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
     _Option(
         ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
-        [], _RESOLVING,
+        [], (*_RESOLVING, "install"),
     ),  # fmt: skip
     _Option(("--online",), {"action": "store_true", "help": "resolve every cell online (no reuse of pages fetched in this run)"}, False, _RESOLVING),
     _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
     _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),
-    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, _RESOLVING),
+    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, (*_RESOLVING, "merge")),
+    _Option(("--shard",), {"metavar": "I/N", "help": "only shard I of N (1-based) of the selected cells; see lockgen merge"}, None, ("all", "matrix")),
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
     _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
-    _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect",)),
-    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: this interpreter's)"}, None, ("detect",)),
+    _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
+    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: this interpreter's)"}, None, ("detect", "install")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
     _Option(("--arch",), {"choices": ["x86_64", "aarch64"], "help": "pretend: host arch"}, None, ("detect",)),
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
     _Option(("--gpu",), {"choices": ["nvidia", "amd", "apple", "none"], "help": "pretend: GPU kind"}, None, ("detect",)),
     _Option(("--cuda",), {"metavar": "X.Y", "help": "pretend: the NVIDIA driver's CUDA version"}, None, ("detect",)),
     _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
+    _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.select picks for this machine"}, False, _INSTALL),
+    _Option(("--venv",), {"metavar": "PATH", "help": "the virtual environment (default: .venv in the project root)"}, None, _INSTALL),
+    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed; change nothing"}, False, _INSTALL),
+    _Option(("--installer",), {"choices": ["uv", "pip"], "help": "run the manifest's uv (default) or pip commands"}, "uv", _INSTALL),
+    _Option(("--index-url",), {"metavar": "URL", "help": "install from this index instead of the recorded one"}, None, _INSTALL),
+    _Option(("--reinstall",), {"action": "store_true", "help": "install even when the venv is up to date"}, False, _INSTALL),
 )  # fmt: skip
 #: Where a subcommand stores an option given after it (merged with the one before by :func:`parse`).
 _AFTER = "after_"
@@ -219,6 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
         "check": (cmd_check, "exit 1 if any lock or the manifest is out of date"),
         "diff": (cmd_diff, "show what changed between two sets of locks (git revisions or folders)"),
         "bump": (cmd_bump, "edit pins in the config, then re-lock the cells whose inputs changed"),
+        "install": (cmd_install, "install a cell's layers into a venv, as the manifest says"),
+        "merge": (cmd_merge, "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest"),
     }
     for command, (func, text) in commands.items():
         p = sub.add_parser(command, help=text)
@@ -243,6 +292,10 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("new", nargs="?", metavar="NEW", help="git revision or folder (default: the work tree)")
         p.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown (a PR comment) or json")
         p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
+    elif command == "install":
+        p.add_argument("cell", nargs="?", metavar="CELL", help="the cell to install (or --detect)")
+    elif command == "merge":
+        p.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
         p.add_argument("--no-lock", action="store_true", help="only edit the config")

@@ -105,3 +105,16 @@ class WriteError(LockgenError):
     def __init__(self, path: str, reason: str, hint: str):
         self.path, self.reason, self.hint = path, reason, hint
         super().__init__(f"cannot write {path}: {reason}; {hint}")
+
+
+class InstallRefused(LockgenError):  # noqa: N818 - a kind named like CellFailed (what happened), as the others
+    """``lockgen install`` will not start: the cell does not fit this machine (another Python
+    minor or interpreter arch, an older glibc or macOS, another OS), its lock files do not match
+    the manifest, or no interpreter was found. Nothing was installed. Exit code 2."""
+
+
+class InstallFailed(LockgenError):  # noqa: N818 - a kind named like CellFailed (what happened), as the others
+    """``lockgen install`` started and a required layer (main, no-deps, unhashed) failed, a
+    rollback failed, or the installed versions do not match the lock. Exit code 1."""
+
+    exit_code = 1

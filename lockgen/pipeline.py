@@ -24,6 +24,8 @@ from lockgen.errors import Interrupted, LockgenError, UsageError
 from lockgen.locks import manifest, stamp, store
 from lockgen.locks.lockset import LockSet
 from lockgen.locks.report import change_report, upgrade_outcome
+from lockgen.locks.shard import Shard, shard_manifest_text
+from lockgen.locks.shard import select as select_shard
 from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, select
 from lockgen.plan.plan import Plan
@@ -48,7 +50,8 @@ class RunOptions:
     pages; ``uv`` options pass to uv (upgrades); ``jobs`` cells at once; ``online`` turns off the
     reuse of pages fetched in the run; ``mirrors`` are ``CANONICAL=MIRROR`` strings; ``wait``
     queues behind another run instead of refusing; ``retry_unavailable`` re-resolves cells whose
-    optional source was unreachable."""
+    optional source was unreachable; ``shard`` locks only that shard of the selected cells
+    (:mod:`lockgen.locks.shard`) and writes a shard manifest."""
 
     force: bool = False
     uv: uv.Options = uv.Options()
@@ -57,6 +60,7 @@ class RunOptions:
     mirrors: tuple[str, ...] = ()
     wait: bool = False
     retry_unavailable: bool = False
+    shard: Shard | None = None
 
     @property
     def refresh(self) -> bool:
@@ -130,6 +134,8 @@ def lock(
     not stop the others. Raises ``UsageError`` (bad selection, another run holds the project)
     and ``TemplateError`` before anything is resolved."""
     chosen = select(project.cells, names, only)
+    if options.shard is not None:
+        chosen = select_shard(chosen, options.shard)
     root = project.root
     mirrors = project.mirrors(options.mirrors)
     with store.ProjectLock(root, wait=options.wait):
@@ -149,9 +155,9 @@ def lock(
                 log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
         order = {c.name: i for i, c in enumerate(chosen)}
         run.results.sort(key=lambda r: order.get(r.name, len(order)))
-        if not names and not only and not run.interrupted:
+        if not names and not only and options.shard is None and not run.interrupted:
             _remove_orphans(project, run, reporter)
-        _write_manifest(project, failed, run)
+        _write_manifest(project, failed, run, options.shard, [c.name for c in chosen])
     reporter.finish(run)
     return run
 
@@ -308,13 +314,16 @@ def _remove_orphans(project: Project, run: RunResult, reporter: Reporter) -> Non
         _report(run, reporter, CellResult(path, CellState.REMOVED, message="its cell is not resolved by the matrix any more"))
 
 
-def _write_manifest(project: Project, failed: dict[str, str], run: RunResult) -> None:
-    """Write the manifest; a failure to write it is reported, not raised: every cell's result
-    is still printed (issue 8)."""
+def _write_manifest(project: Project, failed: dict[str, str], run: RunResult, shard: Shard | None = None, cells: Sequence[str] = ()) -> None:
+    """Write the manifest (a shard run: the shard manifest of its ``cells``); a failure to write
+    it is reported, not raised: every cell's result is still printed (issue 8)."""
     path = project.root / manifest.manifest_path(project.config.locks)
     previous = manifest.failures(manifest.read(path))
     kept = {name: why for name, why in previous.items() if name not in {r.name for r in run.results} or name in failed}
     try:
+        if shard is not None:
+            store.write_text(path, shard_manifest_text(project, cells, {**kept, **failed}, shard))
+            return
         store.write_text(path, project.manifest_text({**kept, **failed}))
     except LockgenError as exc:
         run.manifest_error = str(exc)
@@ -377,7 +386,7 @@ def lock_project(
     :func:`lock` it."""
     mirror.parse(options.mirrors)  # a malformed --mirror is a usage error even on a no-op
     mirror.from_env(os.environ.get(mirror.ENV_VAR))
-    if not options.refresh and not options.retry_unavailable:
+    if not options.refresh and not options.retry_unavailable and options.shard is None:
         run = up_to_date(start, config_path, names, only)
         if run is not None:
             reporter.start([r.name for r in run.results])

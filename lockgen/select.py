@@ -753,7 +753,7 @@ def _pretend_gpu(facts: Facts, gpu: str, cuda: str | None, gpus: tuple[Gpu, ...]
 @dataclass(frozen=True, kw_only=True)
 class Selection:
     """The chosen cell. ``lock``: project-relative main lock path; ``layers``: the manifest
-    entry's layer objects (``name``, ``kind`` main|optional|no-deps, ``lock``, …) in install
+    entry's layer objects (``name``, ``kind`` main|optional|no-deps|unhashed, ``lock``, …) in install
     order; ``interpreter``: the arch the install's Python must have; ``facts``: the raw facts."""
 
     cell: str

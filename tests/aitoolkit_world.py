@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,8 +75,9 @@ def template_requirements(folder: Path = EXAMPLE / "templates") -> dict[str, set
     return wanted
 
 
-def build(root: Path) -> World:
-    pypi, pytorch, natten, github = (FakeHost(root / n) for n in ("pypi", "pytorch", "natten", "github"))
+def build(make_host: Callable[[str], FakeHost]) -> World:
+    """The four hosts, each made by ``make_host(name)`` (e.g. the ``shared_fake_host`` fixture)."""
+    pypi, pytorch, natten, github = (make_host(n) for n in ("pypi", "pytorch", "natten", "github"))
     files = []
     for name, versions in template_requirements().items():
         if name in ("torch", "torchvision", "torchaudio", "triton-windows", "triton"):
@@ -118,7 +120,7 @@ def build(root: Path) -> World:
     for flavor in ("cu126", "cu130"):
         for platform in (LINUX_X86, LINUX_ARM):
             natten_files.append(natten.wheel("", "natten", f"0.21.7+torch2130{flavor}", f"{CP}-{CP}-{platform}", requires=("torch",)))
-    natten.flat_page("", natten_files, hashed=False, style="upper")
+    natten.flat_page("", natten_files, hashed=False, mixed_case=True)
 
     base = "mjun0812/flash-attention-prebuild-wheels/releases/download"
     for flavor in ("cu126", "cu130"):

@@ -1,17 +1,59 @@
-"""Shared fixtures: a uv cache for the session, the fake index, project folders and the CLI."""
+"""Shared fixtures: a uv cache for the session, fake package hosts, project folders and the CLI.
+
+Markers (registered in pyproject.toml):
+
+* ``uv``: the test runs the real uv binary (directly, or through ``lockgen all``/``lock``). Added
+  here to every test that uses a fake host (the fixtures in :data:`UV_FIXTURES` or anything built
+  on them); a test that runs uv without one carries ``@pytest.mark.uv``. A test without the
+  marker that starts uv fails and says so, so ``pytest -m "not uv"`` is the pure, fast loop.
+* ``network``: the test needs real PyPI (opt-in: ``pytest -m network``); it runs uv too.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
+import shlex
+import subprocess
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from lockgen.cli import main
-from tests.fakeindex import FakeIndex
+from tests.fakehost import FakeHost
+
+#: Fixtures that serve a fake host: a test using one (even through another fixture) runs uv.
+UV_FIXTURES = frozenset({"fake_host", "shared_fake_host", "index"})
+
+
+def _needs_import_driver(item) -> bool:
+    return "imported_alone" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if UV_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.uv)
+    items.sort(key=_needs_import_driver)  # last: their processes run beside the other tests
+
+
+def pytest_collection_finish(session):
+    """Start the fresh-interpreter import check (tests/test_imports.py) now if a selected test
+    needs it: it runs in its own processes beside the other tests."""
+    if not session.config.option.collectonly and any(map(_needs_import_driver, session.items)):
+        from tests.test_imports import DRIVER_KEY, start_driver
+
+        driver = start_driver()
+        if driver is not None:
+            session.config.stash[DRIVER_KEY] = driver
+
+
+# -- environment ----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
@@ -19,19 +61,122 @@ def uv_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("uv-cache")
 
 
+@contextlib.contextmanager
+def uv_environment(uv_cache: Path) -> Iterator[pytest.MonkeyPatch]:
+    """The session's uv cache, and no uv or lockgen settings from the developer's environment.
+    For fixtures wider than a test (``with uv_environment(uv_cache): …``)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("UV_CACHE_DIR", str(uv_cache))
+        for name in ("UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS", "LOCKGEN_MIRRORS"):
+            mp.delenv(name, raising=False)
+        yield mp
+
+
+SCHEMA = Path(__file__).parents[1] / "docs" / "manifest.schema.json"
+
+
+def schema_problems(data: object) -> list[str]:
+    """Where ``data`` breaks ``docs/manifest.schema.json`` (JSON Schema 2020-12): ``path: message``."""
+    import json
+
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+    return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(data)]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _manifests_follow_the_schema():
+    """Every manifest lockgen writes during the tests (all go through ``manifest.dumps``) is
+    validated against docs/manifest.schema.json; a violation fails the run that wrote it."""
+    from lockgen.locks import manifest
+
+    original = manifest.dumps
+
+    def checked(data):
+        problems = schema_problems(data)
+        assert not problems, "manifest breaks docs/manifest.schema.json:\n" + "\n".join(problems)
+        return original(data)
+
+    checked.__wrapped__ = original
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(manifest, "dumps", checked)
+        yield
+
+
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch, uv_cache):
-    """Every test: a private uv cache, and no uv settings from the developer's environment."""
-    monkeypatch.setenv("UV_CACHE_DIR", str(uv_cache))
-    monkeypatch.delenv("UV_INDEX_URL", raising=False)
+def _isolated_env(uv_cache):
+    """Every test: see :func:`uv_environment`."""
+    with uv_environment(uv_cache) as mp:
+        yield mp
+
+
+@pytest.fixture(autouse=True)
+def _uv_only_when_marked(request, monkeypatch):
+    """A test not marked ``uv`` must not start uv: it would be slow in the pure loop."""
+    if request.node.get_closest_marker("uv"):
+        return
+
+    class Guarded(subprocess.Popen):
+        def __new__(cls, args, *rest, **kwargs):
+            program = args if isinstance(args, (str, bytes, os.PathLike)) else args[0]
+            if Path(os.fsdecode(program)).stem == "uv":
+                raise AssertionError("this test starts uv: mark it @pytest.mark.uv (or use a fake-host fixture)")
+            return super().__new__(cls)
+
+    monkeypatch.setattr(subprocess, "Popen", Guarded)
+
+
+def forbid_processes(monkeypatch) -> None:
+    """From now on in this test, starting any process fails the test (a no-op run starts none)."""
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"a no-op run started a process: {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_process)
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+
+
+# -- fake hosts -----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _host_factory(folder: Path):
+    hosts: list[FakeHost] = []
+
+    def make(name: str) -> FakeHost:
+        host = FakeHost(folder / name)
+        hosts.append(host)
+        return host
+
+    try:
+        yield make
+    finally:
+        for host in hosts:
+            host.stop()
 
 
 @pytest.fixture
-def index(tmp_path) -> FakeIndex:
-    """A running fake index; add wheels, then ``index.publish()``."""
-    fake = FakeIndex(tmp_path / "index").start()
-    yield fake
-    fake.stop()
+def fake_host(tmp_path):
+    """Make fake hosts for this test: ``fake_host("pypi")`` serves ``tmp_path/pypi``."""
+    with _host_factory(tmp_path) as make:
+        yield make
+
+
+@pytest.fixture(scope="module")
+def shared_fake_host(tmp_path_factory):
+    """Like :func:`fake_host`, for the whole module: for worlds its tests only read."""
+    with _host_factory(tmp_path_factory.mktemp("hosts")) as make:
+        yield make
+
+
+@pytest.fixture
+def index(fake_host) -> FakeHost:
+    """A running fake index of its own; ``index.add(...)`` wheels, then ``index.publish()``."""
+    return fake_host("index")
+
+
+# -- projects and the CLI ---------------------------------------------------------------------------
 
 
 @dataclass
@@ -50,6 +195,31 @@ def run_cli(*args: str) -> Run:
         except SystemExit as exc:  # argparse usage errors
             code = exc.code
     return Run(code, out.getvalue(), err.getvalue())
+
+
+def run_ok(*args: str) -> Run:
+    """:func:`run_cli` that must exit 0; a failure shows lockgen's output."""
+    run = run_cli(*args)
+    assert run.code == 0, f"lockgen {shlex.join(args)} exited {run.code}\n--- stderr\n{run.err}--- stdout\n{run.out}"
+    return run
+
+
+def lock_files(root: Path, locks: str = "locks") -> dict[str, bytes]:
+    """Every file under ``root/locks`` (layer folders too), by relative path."""
+    folder = root / locks
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def assert_locked(root: Path, cells, locks: str = "locks") -> dict[str, bytes]:
+    """Assert ``cells`` have non-empty lockgen locks and the manifest lists them; returns
+    :func:`lock_files`."""
+    files = lock_files(root, locks) if (root / locks).is_dir() else {}
+    assert files.get("manifest.json"), f"no manifest in {root / locks}: {sorted(files)}"
+    for cell in cells:
+        text = files.get(f"{cell}.txt", b"")
+        assert text.startswith(b"# This file is generated by lockgen"), f"{cell}: no lock in {root / locks}: {sorted(files)}"
+        assert f'"{cell}"'.encode() in files["manifest.json"], f"{cell}: not in the manifest"
+    return files
 
 
 @pytest.fixture

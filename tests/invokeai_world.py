@@ -15,11 +15,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from lockgen.config.load import parse_toml
 from tests.fakehost import FakeHost
-from tests.sdists import sdist
 from tests.worlds import Hosts, publish_pypi, pypi_versions, template_lines
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "invokeai"
@@ -46,11 +46,12 @@ def project_requirements(example: Path = EXAMPLE) -> list[str]:
     return lines
 
 
-def build(root: Path) -> Hosts:
+def build(make_host: Callable[[str], FakeHost]) -> Hosts:
+    """The hosts, each made by ``make_host(name)`` (the ``shared_fake_host`` fixture)."""
     hosts = Hosts()
-    pypi = hosts.add("https://pypi.org/simple", FakeHost(root / "pypi"), "/simple")
+    pypi = hosts.add("https://pypi.org/simple", make_host("pypi"), "/simple")
     hosts.add("https://files.pythonhosted.org", pypi, "/files")
-    pytorch = hosts.add("https://download.pytorch.org", FakeHost(root / "pytorch"))
+    pytorch = hosts.add("https://download.pytorch.org", make_host("pytorch"))
 
     wanted = project_requirements() + template_lines(EXAMPLE / "templates")
     wanted += [r for extra in EXTRAS.values() for r in (e.split(";")[0] for e in extra)]
@@ -65,10 +66,10 @@ def build(root: Path) -> Hosts:
     for platform in (LINUX_X86, WINDOWS):
         more.append(pypi.wheel("files", "xformers", "0.0.31", f"cp39-abi3-{platform}", requires=("torch==2.7.1",)))
         more.append(pypi.wheel("files", "xformers", "0.0.32.post1", f"cp39-abi3-{platform}", requires=("torch==2.8.0",)))
-    more.append(sdist(pypi.root / "files", "xformers", "0.0.31"))
+    more.append(pypi.sdist("files", "xformers", "0.0.31"))
     for platform in (LINUX_X86, LINUX_ARM, WINDOWS):  # cryptography 50: no macOS wheel (C26)
         more.append(pypi.wheel("files", "cryptography", "50.0.2", f"cp311-abi3-{platform}"))
-    more.append(sdist(pypi.root / "files", "cryptography", "50.0.2"))
+    more.append(pypi.sdist("files", "cryptography", "50.0.2"))
     for platform in (LINUX_X86, LINUX_ARM, WINDOWS, MAC):
         more.append(pypi.wheel("files", "cryptography", "48.0.1", f"cp311-abi3-{platform}"))
     publish_pypi(pypi, versions, EXTRAS, more)

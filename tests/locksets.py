@@ -38,20 +38,23 @@ class Pin:
     url: str | None = None
     where: str = PYPI
     digest: str | None = None
+    extra: tuple[str, ...] = ()  # sha256 of more wheels of the same version (e.g. for newer machines)
 
     def sha256(self, name: str) -> str:
         return self.digest or digest_of(name, str(self.version), self.url or "")
 
     def entry(self, name: str) -> Entry:
-        hashes = () if self.url and self.url.startswith("git+") else (f"sha256:{self.sha256(name)}",)
+        hashes = () if self.url and self.url.startswith("git+") else tuple(sorted(f"sha256:{h}" for h in (self.sha256(name), *self.extra)))
         version = Version(self.version) if self.version and not self.url else None
         return Entry(name=canonicalize_name(name), version=version, url=self.url, hashes=hashes, via=("templates/requirements.in.j2",))
 
     def package(self, name: str) -> Package:
         sha = self.sha256(name)
         wheel = f"{self.where.format(digest=sha)}/{name.replace('-', '_')}-{self.version}-py3-none-any.whl"
+        more = [PackageWheel(url=wheel.replace("-py3-none-any", f"-cp312-cp312-manylinux_2_{34 + i}_x86_64"), hashes={"sha256": h})
+                for i, h in enumerate(self.extra)]  # fmt: skip
         return Package(name=canonicalize_name(name), version=Version(self.version or "0"),
-                       wheels=[PackageWheel(url=wheel, hashes={"sha256": sha})])  # fmt: skip
+                       wheels=[PackageWheel(url=wheel, hashes={"sha256": sha}), *more])  # fmt: skip
 
 
 @dataclass

@@ -47,13 +47,20 @@ def test_config_error_exits_2_without_traceback(tmp_path):
     assert verbose.code == 2 and "Traceback" in verbose.err
 
 
-def test_usage_errors_exit_2(tmp_path):
+#: id -> arguments (``{root}``: a valid project) that are a usage error.
+USAGE_ERRORS = {
+    "unknown-cell": ["lock", "nope", "-C", "{root}"],
+    "unknown-axis": ["all", "--only", "colour=red", "-C", "{root}"],
+    "zero-jobs": ["all", "-j", "0", "-C", "{root}"],
+    "unknown-command": ["frobnicate"],
+    "missing-folder": ["all", "-C", "{root}/missing"],
+}
+
+
+@pytest.mark.parametrize("args", USAGE_ERRORS.values(), ids=USAGE_ERRORS)
+def test_usage_errors_exit_2(tmp_path, args):
     write_project(tmp_path, CONFIG, {"requirements.in.j2": "x\n"})
-    assert run_cli("lock", "nope", "-C", str(tmp_path)).code == 2
-    assert run_cli("all", "--only", "colour=red", "-C", str(tmp_path)).code == 2
-    assert run_cli("all", "-j", "0", "-C", str(tmp_path)).code == 2
-    assert run_cli("frobnicate").code == 2
-    assert run_cli("all", "-C", str(tmp_path / "missing")).code == 2
+    assert run_cli(*(a.format(root=tmp_path) for a in args)).code == 2
 
 
 def test_template_error_exits_2_and_names_the_place(tmp_path):

@@ -18,13 +18,6 @@ python = ["3.12"]
 """
 
 
-def config_problems(tmp_path) -> str:
-    """The message of the ConfigError loading ``tmp_path/pyproject.toml`` raises."""
-    with pytest.raises(ConfigError) as info:
-        load_config(tmp_path / "pyproject.toml")
-    return str(info.value)
-
-
 def test_loads_defaults(tmp_path):
     write_project(tmp_path, GOOD, {"requirements.in.j2": "x\n"})
     config = load_config(tmp_path / "pyproject.toml")
@@ -35,58 +28,118 @@ def test_loads_defaults(tmp_path):
     assert (config.templates, config.locks) == ("templates", "locks")
 
 
-def test_every_problem_is_reported_with_its_key_path(tmp_path):
-    write_project(
-        tmp_path,
-        """
-        colour = "blue"
-        manylinux = "2_99"
-        exclude-newer = "last tuesday"
-        [tool.lockgen.matrix]
-        os = ["linux", "beos"]
-        python = ["3.12", "312"]
-        [tool.lockgen.pins]
-        torch = "two"
-        [[tool.lockgen.rules]]
-        match = { os = "linux" }
-        [[tool.lockgen.rules]]
-        match = { os = "linux" }
-        [[tool.lockgen.rules]]
-        match = { backend = "CU130", gpu = "yes" }
-        macos = "fourteen"
-        vars = { os = "x" }
-        """,
-        {},
-    )
+EVERY_PROBLEM = """
+colour = "blue"
+manylinux = "2_99"
+exclude-newer = "last tuesday"
+[tool.lockgen.matrix]
+os = ["linux", "beos"]
+python = ["3.12", "312"]
+[tool.lockgen.pins]
+torch = "two"
+[[tool.lockgen.rules]]
+match = { os = "linux" }
+[[tool.lockgen.rules]]
+match = { os = "linux" }
+[[tool.lockgen.rules]]
+match = { backend = "CU130", gpu = "yes" }
+macos = "fourteen"
+vars = { os = "x" }
+"""
+#: Every problem of :data:`EVERY_PROBLEM`, each with its key path.
+PROBLEMS = [
+    "tool.lockgen.colour: unknown key",
+    "tool.lockgen.manylinux: unsupported level '2_99'",
+    "tool.lockgen.exclude-newer: 'last tuesday' is not a date",
+    "tool.lockgen.matrix.os[1]: unknown os 'beos'",
+    "tool.lockgen.matrix.python[1]: bad python version '312'",
+    "tool.lockgen.pins.torch: 'two' is not a valid version",
+    "tool.lockgen.rules[2].match.backend: bad backend label 'CU130'",
+    "tool.lockgen.rules[2].match.gpu: unknown key",
+    "tool.lockgen.rules[2].macos: bad macOS version",
+    "tool.lockgen.rules[2].vars.os: 'os' is a built-in template variable",
+]
+
+
+@pytest.fixture(scope="module")
+def every_problem(tmp_path_factory) -> ConfigError:
+    root = write_project(tmp_path_factory.mktemp("every-problem"), EVERY_PROBLEM, {})
     with pytest.raises(ConfigError) as info:
-        load_config(tmp_path / "pyproject.toml")
-    text = str(info.value)
-    for expected in [
-        "tool.lockgen.colour: unknown key",
-        "tool.lockgen.manylinux: unsupported level '2_99'",
-        "tool.lockgen.exclude-newer: 'last tuesday' is not a date",
-        "tool.lockgen.matrix.os[1]: unknown os 'beos'",
-        "tool.lockgen.matrix.python[1]: bad python version '312'",
-        "tool.lockgen.pins.torch: 'two' is not a valid version",
-        "tool.lockgen.rules[2].match.backend: bad backend label 'CU130'",
-        "tool.lockgen.rules[2].match.gpu: unknown key",
-        "tool.lockgen.rules[2].macos: bad macOS version",
-        "tool.lockgen.rules[2].vars.os: 'os' is a built-in template variable",
-    ]:
-        assert expected in text
-    assert len(info.value.problems) == 10
+        load_config(root / "pyproject.toml")
+    return info.value
 
 
-def test_lockgen_toml_has_no_prefix(tmp_path):
-    write_project(tmp_path, "[matrix]\nos = ['solaris']\n", {}, name="lockgen.toml")
-    with pytest.raises(ConfigError, match=r"matrix\.os\[0\]: unknown os"):
-        load_config(tmp_path / "lockgen.toml")
+def test_every_problem_is_reported_at_once(every_problem):
+    assert len(every_problem.problems) == len(PROBLEMS)
 
 
-def test_timestamp_needs_a_zone(tmp_path):
-    write_project(tmp_path, 'exclude-newer = "2026-11-25T00:00:00"', {})
-    with pytest.raises(ConfigError, match="needs a time zone"):
-        load_config(tmp_path / "pyproject.toml")
+@pytest.mark.parametrize("expected", PROBLEMS, ids=[p.split(":")[0] for p in PROBLEMS])
+def test_every_problem_is_reported_with_its_key_path(every_problem, expected):
+    assert expected in str(every_problem)
+
+
+#: id -> (config file name, its text, what the error says, what it must not say)
+CONFIG_ERRORS = {
+    "lockgen.toml-has-no-prefix": ("lockgen.toml", "[matrix]\nos = ['solaris']\n", ["matrix.os[0]: unknown os"], ["tool.lockgen"]),
+    "timestamp-needs-a-zone": ("pyproject.toml", 'exclude-newer = "2026-11-25T00:00:00"', ["needs a time zone"], []),
+    "odd-forms": (
+        "pyproject.toml",
+        'exclude-newer = "2025-W22"\nlocks = ""\n[tool.lockgen.matrix]\nexclude = [{}]',
+        [
+            "tool.lockgen.exclude-newer: '2025-W22' is not a date",
+            "tool.lockgen.locks: must name a folder",
+            "tool.lockgen.matrix.exclude[0]: names no axis",
+        ],
+        [],
+    ),
+    "sources-and-their-use": (
+        "pyproject.toml",
+        """
+        use = ["pytorch", "nope"]
+        [tool.lockgen.sources.pytorch]
+        index = "https://download.pytorch.org/whl/{flavor}"
+        packages = ["torch", "Torch_Vision"]
+        [tool.lockgen.sources.bad]
+        index = "https://a"
+        find-links = "https://b"
+        """,
+        ["tool.lockgen.sources.bad: give exactly one of", "tool.lockgen.use: unknown source 'nope'"],
+        [],
+    ),
+    "source-and-cell-settings": (
+        "pyproject.toml",
+        """
+        interpreter = "sparc"
+        [tool.lockgen.sources.spark]
+        find-links = "https://example.org/{cuda}"
+        local = "/abs/wheels"
+        packages = ["torch"]
+        [tool.lockgen.sources.other]
+        index = "https://example.org/{flavor}"
+        local-if = "*.whl"
+        packages = ["x"]
+        """,
+        [
+            "tool.lockgen.interpreter: unknown arch 'sparc'",
+            "tool.lockgen.sources.spark.find-links: bad placeholder 'cuda'",
+            "tool.lockgen.sources.spark.local: '/abs/wheels' must be a folder inside the project",
+            "tool.lockgen.sources.other.local-if: needs a non-empty glob and a local folder",
+        ],
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize(("name", "text", "expected", "unexpected"), CONFIG_ERRORS.values(), ids=CONFIG_ERRORS)
+def test_config_errors(tmp_path, name, text, expected, unexpected):
+    write_project(tmp_path, text, {}, name=name)
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / name)
+    message = str(info.value)
+    for part in expected:
+        assert part in message
+    for part in unexpected:
+        assert part not in message
 
 
 def test_bad_toml_names_the_file(tmp_path):
@@ -113,55 +166,8 @@ def test_pyproject_without_table_is_not_a_config(tmp_path):
         find_config(tmp_path)
 
 
-def test_dates_mean_utc_midnight_and_odd_forms_are_rejected(tmp_path):
+def test_dates_mean_utc_midnight(tmp_path):
     write_project(tmp_path, 'exclude-newer = "2024-04-10"\nmacos = "10.15"', {})
     config = load_config(tmp_path / "pyproject.toml")
     assert config.defaults.exclude_newer == "2024-04-10T00:00:00Z"  # uv would read a bare date in local time
     assert config.defaults.macos == "10.15"
-    write_project(tmp_path, 'exclude-newer = "2025-W22"\nlocks = ""\n[tool.lockgen.matrix]\nexclude = [{}]', {})
-    text = config_problems(tmp_path)
-    assert "tool.lockgen.exclude-newer: '2025-W22' is not a date" in text
-    assert "tool.lockgen.locks: must name a folder" in text
-    assert "tool.lockgen.matrix.exclude[0]: names no axis" in text
-
-
-def test_sources_and_their_use(tmp_path):
-    write_project(
-        tmp_path,
-        """
-        use = ["pytorch", "nope"]
-        [tool.lockgen.sources.pytorch]
-        index = "https://download.pytorch.org/whl/{flavor}"
-        packages = ["torch", "Torch_Vision"]
-        [tool.lockgen.sources.bad]
-        index = "https://a"
-        find-links = "https://b"
-        """,
-        {},
-    )
-    text = config_problems(tmp_path)
-    assert "tool.lockgen.sources.bad: give exactly one of" in text
-    assert "tool.lockgen.use: unknown source 'nope'" in text
-
-
-def test_source_and_cell_settings_are_checked(tmp_path):
-    write_project(
-        tmp_path,
-        """
-        interpreter = "sparc"
-        [tool.lockgen.sources.spark]
-        find-links = "https://example.org/{cuda}"
-        local = "/abs/wheels"
-        packages = ["torch"]
-        [tool.lockgen.sources.other]
-        index = "https://example.org/{flavor}"
-        local-if = "*.whl"
-        packages = ["x"]
-        """,
-        {},
-    )
-    text = config_problems(tmp_path)
-    assert "tool.lockgen.interpreter: unknown arch 'sparc'" in text
-    assert "tool.lockgen.sources.spark.find-links: bad placeholder 'cuda'" in text
-    assert "tool.lockgen.sources.spark.local: '/abs/wheels' must be a folder inside the project" in text
-    assert "tool.lockgen.sources.other.local-if: needs a non-empty glob and a local folder" in text

@@ -82,6 +82,7 @@ CASES: list[tuple[str, Callable[[Cells], None], set[Row]]] = [
     ("source-find-links", _all(lambda c: setattr(c.layers["optional-flash-attn"], "find_links", ("https://other.example.org/fa/",))),
      {("flash-attn", "source", "wheels.example.org/fa", "other.example.org/fa", "optional-flash-attn", False, 3, 3)}),
     ("hash", _all(_set("numpy", Pin("2.4.5", digest=NEW_SHA)), (C,)), {("numpy", "hash", "2.4.5", "2.4.5", "main", True, 1, 3)}),
+    ("files-added", _all(_set("numpy", Pin("2.4.5", extra=(NEW_SHA,))), (C,)), {("numpy", "files", "2.4.5", "2.4.5", "main", False, 1, 3)}),
     ("vcs", _all(_set("mylib", Pin(None, url=MYLIB + "b" * 40), "unhashed")),
      {("mylib", "vcs", "a" * 40, "b" * 40, "unhashed", False, 3, 3)}),
     ("upgrade-pypi-paths-move", _all(_set("numpy", Pin("2.4.6"))), {("numpy", "upgrade", "2.4.5", "2.4.6", "main", False, 3, 3)}),

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import locked_versions
 from tests.aitoolkit_world import EXAMPLE, build
-from tests.conftest import run_cli
+from tests.conftest import assert_locked, forbid_processes, lock_files, run_cli, run_ok, uv_environment
 
 CUDA_LINUX = ["linux-x86_64-cu126-py3.12", "linux-x86_64-cu130-py3.12", "linux-aarch64-cu126-py3.12", "linux-aarch64-cu130-py3.12"]
 DGX = ["linux-aarch64-cu126_dgx-py3.12", "linux-aarch64-cu130_dgx-py3.12"]
@@ -23,25 +23,24 @@ MAC = "macos-aarch64-mps-py3.12"
 ROCM = "linux-x86_64-rocm7.1-py3.12"
 CPU = ["linux-x86_64-cpu-py3.12", "windows-x86_64-cpu-py3.12"]
 RESOLVED = CUDA_LINUX + DGX + WINDOWS + [SPARK, MAC, ROCM] + CPU
+#: Cells whose torch trio comes from the backend index, with the local label it must carry.
+LABELLED = [(c, c.split("-")[2].removesuffix("_dgx")) for c in CUDA_LINUX + DGX + WINDOWS + CPU] + [(ROCM, "rocm7.1")]
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    fake = build(tmp_path_factory.mktemp("world"))
-    yield fake
-    fake.stop()
+def world(shared_fake_host):
+    return build(shared_fake_host)
 
 
 @pytest.fixture(scope="module")
-def locked(world, tmp_path_factory, uv_cache):
-    """A copy of the example, locked once for the whole module: (project root, run result)."""
-    import os
-
+def locked(world, tmp_path_factory, uv_cache) -> Path:
+    """A copy of the example, locked once for the whole module; every resolved cell has its lock."""
     root = tmp_path_factory.mktemp("example") / "ai-toolkit"
     shutil.copytree(EXAMPLE, root)
-    os.environ["UV_CACHE_DIR"] = str(uv_cache)
-    run = run_cli("all", "-C", str(root), *world.mirror_args())
-    return root, run
+    with uv_environment(uv_cache):
+        run_ok("all", "-C", str(root), *world.mirror_args())
+    assert_locked(root, RESOLVED)
+    return root
 
 
 def lock(root: Path, cell: str, layer: str | None = None) -> str:
@@ -64,22 +63,22 @@ def test_every_row_of_the_seed_table_is_a_cell():
 
 
 def test_all_cells_lock_through_mirrors(locked):
-    root, run = locked
-    assert run.code == 0, run.err
-    for cell in RESOLVED:
-        assert (root / "locks" / f"{cell}.txt").is_file(), cell
-    for path in (root / "locks").rglob("*"):
-        if path.is_file():  # mirrors are where lockgen fetched from, never what a lock says
-            assert "127.0.0.1" not in path.read_text(), path
+    files = assert_locked(locked, RESOLVED)
+    assert len(files) > len(RESOLVED)  # the locks, their layers and the manifest
+    for name, data in files.items():  # mirrors are where lockgen fetched from, never what a lock says
+        assert b"127.0.0.1" not in data, name
 
 
-def test_torch_trio_pinned_with_the_backend_label(locked):
-    root, _ = locked
-    for cell, label in [(c, c.split("-")[2].removesuffix("_dgx")) for c in CUDA_LINUX + DGX + WINDOWS + CPU] + [(ROCM, "rocm7.1")]:
-        pins = locked_versions(lock(root, cell))
-        assert pins["torch"] == f"2.13.0+{label}", cell
-        assert pins["torchvision"] == f"0.28.0+{label}", cell
-        assert pins["torchaudio"] == f"2.11.0+{label}", cell
+@pytest.mark.parametrize(("cell", "label"), LABELLED, ids=[c for c, _ in LABELLED])
+def test_torch_trio_pinned_with_the_backend_label(locked, cell, label):
+    pins = locked_versions(lock(locked, cell))
+    assert pins["torch"] == f"2.13.0+{label}"
+    assert pins["torchvision"] == f"0.28.0+{label}"
+    assert pins["torchaudio"] == f"2.11.0+{label}"
+
+
+def test_torch_trio_from_pypi_and_the_spark_wheels(locked):
+    root = locked
     mac = locked_versions(lock(root, MAC))  # PyPI: no local label
     assert (mac["torch"], mac["torchvision"], mac["torchaudio"]) == ("2.13.0", "0.28.0", "2.11.0")
     spark = locked_versions(lock(root, SPARK))  # the Spark dev pins, from its find-links source
@@ -87,7 +86,7 @@ def test_torch_trio_pinned_with_the_backend_label(locked):
 
 
 def test_backend_index_is_per_package_find_links_never_an_index(locked):
-    root, _ = locked
+    root = locked
     text = lock(root, "linux-x86_64-cu130-py3.12")
     assert "# index-url: https://pypi.org/simple\n" in text
     assert "--extra-index-url" not in text
@@ -100,10 +99,13 @@ def test_backend_index_is_per_package_find_links_never_an_index(locked):
     assert "download.pytorch.org" not in lock(root, MAC)
 
 
+@pytest.mark.parametrize("cell", RESOLVED)
+def test_the_torchcodec_override_beats_the_requirement_pin(locked, cell):
+    assert locked_versions(lock(locked, cell))["torchcodec"] == "0.15.0"  # requirements say 0.9.1
+
+
 def test_extras_override_requirement_pins(locked):
-    root, _ = locked
-    for cell in RESOLVED:
-        assert locked_versions(lock(root, cell))["torchcodec"] == "0.15.0", cell  # requirements say 0.9.1
+    root = locked
     win = locked_versions(lock(root, "windows-x86_64-cu130-py3.12"))
     assert {"wheel", "setuptools", "poetry-core", "hf-xet", "triton-windows"} <= set(win)
     assert win["triton-windows"].startswith("3.7")
@@ -112,7 +114,7 @@ def test_extras_override_requirement_pins(locked):
 
 
 def test_dgx_uses_its_requirements_file(locked):
-    root, _ = locked
+    root = locked
     dgx = locked_versions(lock(root, "linux-aarch64-cu130_dgx-py3.12"))
     plain = locked_versions(lock(root, "linux-aarch64-cu130-py3.12"))
     assert dgx["scipy"] == "1.16.0" and dgx["opencv-python-headless"] == "4.11.0.86"
@@ -121,7 +123,7 @@ def test_dgx_uses_its_requirements_file(locked):
 
 
 def test_optional_packages_are_layers_and_unavailable_ones_are_recorded(locked):
-    root, _ = locked
+    root = locked
     cells = manifest(root)["cells"]
     layers = {name: [layer["name"] for layer in entry["layers"]] for name, entry in cells.items()}
     assert layers["linux-x86_64-cu130-py3.12"] == ["main", "optional-flash-linear-attention", "optional-flash-attn", "optional-natten"]
@@ -138,14 +140,17 @@ def test_optional_packages_are_layers_and_unavailable_ones_are_recorded(locked):
 
 
 def test_layers_cannot_move_the_main_pins(locked):
-    root, _ = locked
+    root = locked
     cell = "linux-x86_64-cu130-py3.12"
     main = locked_versions(lock(root, cell))
+    compared = 0
     for layer in ("optional-flash-attn", "optional-natten", "optional-flash-linear-attention"):
         pins = locked_versions(lock(root, cell, layer))
         for name, version in pins.items():
             if name in main:
                 assert version == main[name], (layer, name)
+                compared += 1
+    assert compared > 0  # the layers do pin main's packages (torch at least)
     natten = locked_versions(lock(root, cell, "optional-natten"))
     assert natten["natten"] == "0.21.7+torch2130cu130"  # from the flat page with a local label (C10)
     flash = lock(root, cell, "optional-flash-attn")
@@ -156,7 +161,7 @@ def test_layers_cannot_move_the_main_pins(locked):
 
 
 def test_no_deps_layer_has_no_dependencies(locked):
-    root, _ = locked
+    root = locked
     text = lock(root, SPARK, "no-deps")
     assert set(locked_versions(text)) == {"tensorboard"}  # its grpcio has no win_arm64 wheel
     assert "pip install --require-hashes --no-deps" in text
@@ -178,16 +183,18 @@ def test_spark_uses_the_local_wheel_folder_when_it_holds_torch(world, tmp_path):
 
 
 def test_every_installable_artifact_is_hashed(locked):
-    root, _ = locked
-    for path in (root / "locks").rglob("*.txt"):
+    paths = sorted((locked / "locks").rglob("*.txt"))
+    assert len(paths) > len(RESOLVED)  # every main lock and the layers
+    for path in paths:
         lines = path.read_text().splitlines()
-        for i, line in enumerate(lines):
-            if line and line[0] not in " #-":
-                assert lines[i].endswith("\\") and "--hash=sha256:" in lines[i + 1], (path.name, line)
+        requirements = [i for i, line in enumerate(lines) if line and line[0] not in " #-"]
+        assert requirements, path  # each lock lists at least one artifact
+        for i in requirements:
+            assert lines[i].endswith("\\") and "--hash=sha256:" in lines[i + 1], (path.name, lines[i])
 
 
 def test_sources_without_upload_times_are_recorded(locked):
-    root, _ = locked
+    root = locked
     cells = manifest(root)["cells"]
     # the backend index (main), the flat natten page and the direct flash-attn URLs (layers)
     assert cells["linux-x86_64-cu130-py3.12"]["no_upload_time"] == ["flash-attn", "natten", "pytorch"]
@@ -209,9 +216,16 @@ def test_a_requirement_that_would_move_a_pin_is_a_hard_error(world, tmp_path):
     assert not (root / "locks" / "linux-x86_64-cu130-py3.12.txt").exists()
 
 
-def test_rerun_is_a_noop(locked, world):
-    root, _ = locked
-    run = run_cli("check", "-C", str(root))
+def test_rerun_is_a_noop(locked, world, monkeypatch):
+    """Re-running ``lockgen all`` (and ``lock CELL``) on the locked example starts no uv and
+    leaves every byte as it was; ``check`` agrees."""
+    before = lock_files(locked)
+    forbid_processes(monkeypatch)
+    run = run_ok("all", "-C", str(locked), *world.mirror_args())
+    assert f"{len(RESOLVED)} up to date" in run.err
+    run_ok("lock", MAC, "-C", str(locked), *world.mirror_args())
+    assert lock_files(locked) == before
+    run = run_cli("check", "-C", str(locked))
     assert run.code == 0, run.out
 
 

@@ -30,10 +30,8 @@ LOCKABLE = X86 + ARM + MAC  # every cell whose sources work without the sources 
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    hosts = build(tmp_path_factory.mktemp("world"))
-    yield hosts
-    hosts.stop()
+def world(shared_fake_host):
+    return build(shared_fake_host)
 
 
 @pytest.fixture(scope="module")

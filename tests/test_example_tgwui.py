@@ -38,10 +38,8 @@ PYPI_LOCKABLE = [c for c in RESOLVED if c != "linux-x86_64-rocm7.2-py3.13-full"]
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    hosts = build(tmp_path_factory.mktemp("world"))
-    yield hosts
-    hosts.stop()
+def world(shared_fake_host):
+    return build(shared_fake_host)
 
 
 def _locked(world, tmp_path_factory, uv_cache, config: str):

@@ -95,28 +95,47 @@ def test_rules_apply_in_order_later_wins_and_vars_merge(tmp_path):
     assert by_name["macos-aarch64-cpu-py3.11"].vars == {"flavour": "plain", "extra": "a"}
 
 
-def test_select_by_name_and_only(tmp_path):
-    cells = cells_of(
-        tmp_path,
-        """
+@pytest.fixture(scope="module")
+def eight_cells(tmp_path_factory):
+    """linux x {x86_64, aarch64} x {cpu, cu130} x {3.11, 3.12}."""
+    config = """
         [tool.lockgen.matrix]
         os = ["linux"]
         arch = ["x86_64", "aarch64"]
         backend = ["cpu", "cu130"]
         python = ["3.11", "3.12"]
-        """,
-    )
-    chosen = select(cells, only=["backend=cu130", "python=3.12"])
-    assert [c.name for c in chosen] == ["linux-x86_64-cu130-py3.12", "linux-aarch64-cu130-py3.12"]
-    chosen = select(cells, only=["python=3.11", "python=3.12", "arch=aarch64", "backend=cpu"])
-    assert [c.name for c in chosen] == ["linux-aarch64-cpu-py3.11", "linux-aarch64-cpu-py3.12"]
-    assert [c.name for c in select(cells, ["linux-aarch64-cpu-py3.11"])] == ["linux-aarch64-cpu-py3.11"]
-    with pytest.raises(UsageError, match="did you mean linux-x86_64-cpu-py3.12"):
-        select(cells, ["linux-x86_64-cpu-py312"])
-    with pytest.raises(UsageError, match="KEY=VALUE"):
-        select(cells, only=["gpu=yes"])
-    with pytest.raises(UsageError, match="no cell matches"):
-        select(cells, ["linux-x86_64-cpu-py3.11"], only=["arch=aarch64"])
+    """
+    return cells_of(tmp_path_factory.mktemp("eight-cells"), config)
+
+
+#: id -> (names, only, the cells chosen)
+SELECTIONS = {
+    "only-narrows": ([], ["backend=cu130", "python=3.12"], ["linux-x86_64-cu130-py3.12", "linux-aarch64-cu130-py3.12"]),
+    "only-repeated-axis-widens": (
+        [], ["python=3.11", "python=3.12", "arch=aarch64", "backend=cpu"], ["linux-aarch64-cpu-py3.11", "linux-aarch64-cpu-py3.12"],
+    ),
+    "by-name": (["linux-aarch64-cpu-py3.11"], [], ["linux-aarch64-cpu-py3.11"]),
+}
+
+
+@pytest.mark.parametrize(("names", "only", "chosen"), SELECTIONS.values(), ids=SELECTIONS)
+def test_select_by_name_and_only(eight_cells, names, only, chosen):
+    assert [c.name for c in select(eight_cells, names, only=only)] == chosen
+
+
+#: id -> (names, only, what the usage error says)
+BAD_SELECTIONS = {
+    "misspelt-name": (["linux-x86_64-cpu-py312"], [], "did you mean linux-x86_64-cpu-py3.12"),
+    "unknown-axis": ([], ["gpu=yes"], "KEY=VALUE"),
+    "unknown-value": ([], ["python=3.9"], "--only python=3.9: '3.9' is not a value of the python axis \\(3.11, 3.12\\)"),
+    "no-match": (["linux-x86_64-cpu-py3.11"], ["arch=aarch64"], "no cell matches"),
+}
+
+
+@pytest.mark.parametrize(("names", "only", "message"), BAD_SELECTIONS.values(), ids=BAD_SELECTIONS)
+def test_bad_selections_say_why(eight_cells, names, only, message):
+    with pytest.raises(UsageError, match=message):
+        select(eight_cells, names, only=only)
 
 
 def test_a_matrix_without_cells_is_an_error(tmp_path):

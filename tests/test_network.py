@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import run_cli, write_project
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.uv]
 
 
 def test_small_real_matrix(tmp_path):

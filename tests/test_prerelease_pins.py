@@ -15,7 +15,6 @@ from lockgen.plan.plan import exact_pin
 from lockgen.project import Project
 from lockgen.resolve import uv, verify
 from tests.conftest import locked_versions, run_cli, write_project
-from tests.fakehost import FakeHost
 
 TIME = "2026-01-01T00:00:00Z"
 MATRIX = """
@@ -28,19 +27,16 @@ python = ["3.12"]
 
 
 @pytest.fixture(scope="module")
-def hosts(tmp_path_factory):
+def hosts(shared_fake_host):
     """PyPI: pkg 1.0 and 2.0rc1, other 1.0 and 2.0b1, torch 2.8.0 and 2.9.0 (plain builds);
     the backend index: torch 2.8.0+cu128 and 2.8.1+cu128, torch 2.8.0+cpu."""
-    root = tmp_path_factory.mktemp("hosts")
-    pypi, backend = FakeHost(root / "pypi"), FakeHost(root / "backend")
+    pypi, backend = shared_fake_host("pypi"), shared_fake_host("backend")
     files = [pypi.wheel("files", name, version) for name, version in
              [("pkg", "1.0"), ("pkg", "2.0rc1"), ("other", "1.0"), ("other", "2.0b1"), ("torch", "2.8.0"), ("torch", "2.9.0")]]  # fmt: skip
     pypi.index_page("simple", files, upload_time=TIME)
     backend.index_page("whl/cu128", [backend.wheel("whl/cu128", "torch", v) for v in ("2.8.0+cu128", "2.8.1+cu128")])
     backend.index_page("whl/cpu", [backend.wheel("whl/cpu", "torch", "2.8.0+cpu")])
-    yield pypi, backend
-    pypi.stop()
-    backend.stop()
+    return pypi, backend
 
 
 def project(root: Path, hosts, settings: str, requirements: str) -> Path:

@@ -12,7 +12,6 @@ from lockgen.config import load_config
 from lockgen.errors import ConfigError, TemplateError
 from lockgen.project import Project
 from tests.conftest import run_cli, write_project
-from tests.fakehost import FakeHost
 
 MATRIX = """
 [tool.lockgen.matrix]
@@ -119,27 +118,24 @@ def test_the_project_file_is_checked(tmp_path, project, setting, problem):
     assert any(p.startswith(problem) for p in info.value.problems), info.value.problems
 
 
-def test_a_changed_separate_project_file_is_not_a_noop(tmp_path):
+def test_a_changed_separate_project_file_is_not_a_noop(tmp_path, fake_host):
     """The no-op stamp covers the project file when it is not the config file."""
-    pypi = FakeHost(tmp_path / "pypi")
-    try:
-        files = [pypi.wheel("files", n, v) for n, v in [("numpy", "1.26.0"), ("numpy", "2.0.0"), ("pillow", "11.0"), ("torch", "2.7.1+cpu")]]
-        pypi.index_page("simple", files, upload_time="2026-01-01T00:00:00Z")
-        mirrors = f'[mirrors]\n"https://pypi.org/simple" = "{pypi.url}/simple"\n"https://files.pythonhosted.org" = "{pypi.url}/files"\n'
-        root = tmp_path / "p"
-        (root / "app").mkdir(parents=True)
-        (root / "app" / "pyproject.toml").write_text(PROJECT)
-        matrix = '[matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]\n'
-        config = 'project = "app/pyproject.toml"\nvars = { extra = "cpu" }\n' + mirrors + matrix
-        write_project(root, config, {"requirements.in.j2": TEMPLATE}, name="lockgen.toml")
-        first = run_cli("all", "-C", str(root))
-        assert first.code == 0, first.err
-        assert "numpy==1.26.0" in (root / "locks" / "linux-x86_64-cpu-py3.12.txt").read_text()
-        assert "1 up to date" in run_cli("all", "-C", str(root)).err
-        (root / "app" / "pyproject.toml").write_text(PROJECT.replace('"numpy<2"', '"numpy>=2"'))
-        assert run_cli("check", "-C", str(root)).code == 1
-        again = run_cli("all", "-C", str(root))
-        assert again.code == 0, again.err
-        assert "numpy==2.0.0" in (root / "locks" / "linux-x86_64-cpu-py3.12.txt").read_text()
-    finally:
-        pypi.stop()
+    pypi = fake_host("pypi")
+    files = [pypi.wheel("files", n, v) for n, v in [("numpy", "1.26.0"), ("numpy", "2.0.0"), ("pillow", "11.0"), ("torch", "2.7.1+cpu")]]
+    pypi.index_page("simple", files, upload_time="2026-01-01T00:00:00Z")
+    mirrors = f'[mirrors]\n"https://pypi.org/simple" = "{pypi.url}/simple"\n"https://files.pythonhosted.org" = "{pypi.url}/files"\n'
+    root = tmp_path / "p"
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "pyproject.toml").write_text(PROJECT)
+    matrix = '[matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]\n'
+    config = 'project = "app/pyproject.toml"\nvars = { extra = "cpu" }\n' + mirrors + matrix
+    write_project(root, config, {"requirements.in.j2": TEMPLATE}, name="lockgen.toml")
+    first = run_cli("all", "-C", str(root))
+    assert first.code == 0, first.err
+    assert "numpy==1.26.0" in (root / "locks" / "linux-x86_64-cpu-py3.12.txt").read_text()
+    assert "1 up to date" in run_cli("all", "-C", str(root)).err
+    (root / "app" / "pyproject.toml").write_text(PROJECT.replace('"numpy<2"', '"numpy>=2"'))
+    assert run_cli("check", "-C", str(root)).code == 1
+    again = run_cli("all", "-C", str(root))
+    assert again.code == 0, again.err
+    assert "numpy==2.0.0" in (root / "locks" / "linux-x86_64-cpu-py3.12.txt").read_text()

@@ -22,15 +22,13 @@ CELL = f"linux-x86_64-cpu-py{sys.version_info.major}.{sys.version_info.minor}"
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from tests.fakeindex import FakeIndex
-
-    fake = FakeIndex(tmp_path_factory.mktemp("index")).start()
+def index(shared_fake_host):
+    """six 1.16.0, idna 3.10 and 3.11, as a PEP 503 index."""
+    host = shared_fake_host("index")
     for name, version in [("six", "1.16.0"), ("idna", "3.10"), ("idna", "3.11")]:
-        fake.add(name, version)
-    fake.publish()
-    yield fake
-    fake.stop()
+        host.add(name, version)
+    host.publish()
+    return host
 
 
 def project(root: Path, index, requirements: str, extra: str = "") -> Path:

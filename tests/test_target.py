@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from lockgen.config import Settings
 from lockgen.plan.matrix import Cell
 from lockgen.plan.plan import Plan
@@ -15,11 +17,22 @@ def cell(os_, arch, python="3.12", **settings):
     return Cell(os=os_, arch=arch, backend="cpu", python=python, settings=base.merged(Settings(**settings)))
 
 
-def test_platform_mapping():
-    assert target_for(cell("linux", "x86_64")).platform == "x86_64-manylinux_2_28"
-    assert target_for(cell("linux", "aarch64", manylinux="2_34")).platform == "aarch64-manylinux_2_34"
-    assert target_for(cell("windows", "x86_64")).platform == "x86_64-pc-windows-msvc"
-    assert target_for(cell("windows", "aarch64")).platform == "aarch64-pc-windows-msvc"
+#: (os, arch, cell settings) -> uv's --python-platform
+PLATFORMS = [
+    ("linux", "x86_64", {}, "x86_64-manylinux_2_28"),
+    ("linux", "aarch64", {"manylinux": "2_34"}, "aarch64-manylinux_2_34"),
+    ("windows", "x86_64", {}, "x86_64-pc-windows-msvc"),
+    ("windows", "aarch64", {}, "aarch64-pc-windows-msvc"),
+    ("macos", "aarch64", {}, "aarch64-apple-darwin"),
+]
+
+
+@pytest.mark.parametrize(("os_", "arch", "settings", "platform"), PLATFORMS, ids=[p[3] for p in PLATFORMS])
+def test_platform_mapping(os_, arch, settings, platform):
+    assert target_for(cell(os_, arch, **settings)).platform == platform
+
+
+def test_target_environment_and_python_tag():
     mac = target_for(cell("macos", "aarch64"))
     assert (mac.platform, mac.macos, mac.env()) == ("aarch64-apple-darwin", "14.0", {"MACOSX_DEPLOYMENT_TARGET": "14.0"})
     assert target_for(cell("linux", "x86_64")).env() == {}

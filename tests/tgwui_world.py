@@ -15,10 +15,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.fakehost import FakeHost
-from tests.sdists import sdist
 from tests.worlds import Hosts, publish_pypi, pypi_versions, template_lines
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "text-generation-webui"
@@ -31,24 +31,25 @@ GRADIO_REQUIRES = ("gradio_client==1.0.2", "markupsafe~=2.0", "fastapi", "numpy"
 LLAMA = "oobabooga/llama-cpp-binaries/releases/download/v0.124.0"
 
 
-def build(root: Path) -> Hosts:
+def build(make_host: Callable[[str], FakeHost]) -> Hosts:
+    """The hosts, each made by ``make_host(name)`` (the ``shared_fake_host`` fixture)."""
     hosts = Hosts()
-    pypi = hosts.add("https://pypi.org/simple", FakeHost(root / "pypi"), "/simple")
+    pypi = hosts.add("https://pypi.org/simple", make_host("pypi"), "/simple")
     hosts.add("https://files.pythonhosted.org", pypi, "/files")
-    pytorch = hosts.add("https://download.pytorch.org", FakeHost(root / "pytorch"))
-    github = hosts.add("https://github.com", FakeHost(root / "github"))
-    radeon = hosts.add("https://repo.radeon.com", FakeHost(root / "radeon"))
+    pytorch = hosts.add("https://download.pytorch.org", make_host("pytorch"))
+    github = hosts.add("https://github.com", make_host("github"))
+    radeon = hosts.add("https://repo.radeon.com", make_host("radeon"))
 
     versions = pypi_versions(template_lines(EXAMPLE / "templates"), skip=SPECIAL)
     more = [
         pypi.wheel("files", "gradio", "4.37.2", requires=GRADIO_REQUIRES),
         pypi.wheel("files", "gradio_client", "1.0.2"),
-        sdist(pypi.root / "files", "markupsafe", "2.1.5"),  # no cp313 wheel: gradio's cap needs a build
+        pypi.sdist("files", "markupsafe", "2.1.5"),  # no cp313 wheel: gradio's cap needs a build
         pypi.wheel("files", "markupsafe", "3.0.3", f"{CP}-{CP}-{LINUX_X86}"),
         pypi.wheel("files", "nvidia-cuda-runtime-cu12", "12.8.90", f"py3-none-{LINUX_X86}"),
         pypi.wheel("files", "nvidia-cublas-cu12", "12.8.4.1", f"py3-none-{LINUX_X86}"),
         pypi.wheel("files", "triton-windows", "3.5.1.post24", f"{CP}-{CP}-{WINDOWS}"),
-        sdist(pypi.root / "files", "cryptography", "50.0.2"),
+        pypi.sdist("files", "cryptography", "50.0.2"),
     ]
     cuda = ("nvidia-cuda-runtime-cu12==12.8.90", "nvidia-cublas-cu12==12.8.4.1")
     for platform, requires in ((LINUX_X86, cuda), (LINUX_ARM, ()), (WINDOWS, ()), (MAC_ARM, ())):

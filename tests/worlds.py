@@ -43,10 +43,6 @@ class Hosts:
     def mirror_args(self) -> list[str]:
         return [arg for m in self.mirrors for arg in ("--mirror", m)]
 
-    def stop(self) -> None:
-        for host in {id(h): h for h in self.hosts.values()}.values():
-            host.stop()
-
 
 def requirement_lines(text: str) -> list[str]:
     """The plain requirement lines of a template (Jinja comments, Jinja lines, options, URLs and

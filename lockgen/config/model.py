@@ -60,6 +60,7 @@ class Settings:
     alias: str | None = None  # reuse another cell's lock
     interpreter: str | None = None  # the interpreter arch an install must use, when not the cell's
     allow_mix: Mapping[str, str] = field(default_factory=dict)  # package glob -> why the backend mix is intended
+    replace: tuple[str, ...] | None = None  # packages a layer may set to another version than main (C22)
     prerelease: str | None = None  # uv --prerelease for every package (one of PRERELEASE_MODES)
     prerelease_package: Mapping[str, str] = field(default_factory=dict)  # canonical name -> mode (uv --prerelease-package)
 

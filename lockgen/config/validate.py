@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ KeyPath = tuple[str | int, ...]
 _SETTING_KEYS = {
     "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
     "manylinux", "macos", "skip", "exclude-newer", "pins", "use", "flavor", "pinned",
-    "optional", "no-deps", "allow-build", "alias", "interpreter", "allow-mix", "prerelease", "prerelease-package",
+    "optional", "no-deps", "allow-build", "alias", "interpreter", "allow-mix", "replace", "prerelease", "prerelease-package",
 }  # fmt: skip
 _TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "detect", "backends", "project"} | _SETTING_KEYS
 _MATRIX_KEYS = ("include", "exclude")
@@ -63,9 +63,10 @@ def _is_python(value: str) -> bool:
 
 
 class Validator:
-    def __init__(self, source: str, prefix: str):
+    def __init__(self, source: str, prefix: str, read_toml: Callable[[str], dict[str, Any]] | None = None):
         self.source = source
         self.prefix = prefix
+        self.read_toml = read_toml  # TOML text -> table, for the project's pyproject.toml (load.parse_toml)
         self.problems: list[str] = []
         self.extra: tuple[str, ...] = ()  # the matrix's extra axes, once read
 
@@ -257,6 +258,8 @@ class Validator:
                 values[key] = self.string(table[key], (*path, key))
         if "allow-mix" in table:
             values["allow_mix"] = self.allow_mix(table["allow-mix"], (*path, "allow-mix"))
+        if "replace" in table:
+            values["replace"] = self.package_names(table["replace"], (*path, "replace"))
         values.update(self.prerelease(table, path))
         if values.get("interpreter") is not None and values["interpreter"] not in ARCHES:
             self.problem((*path, "interpreter"), f"unknown arch {values['interpreter']!r}; use one of {', '.join(ARCHES)}")
@@ -267,6 +270,18 @@ class Validator:
             self.problem(path, "must be an array of non-empty strings")
             return ()
         return tuple(value)
+
+    def package_names(self, value: Any, path: KeyPath) -> tuple[str, ...]:
+        """An array of package names (``replace``), canonical; each bad one named by its index."""
+        from packaging.utils import InvalidName, canonicalize_name
+
+        names = []
+        for index, name in enumerate(self.strings(value, path)):
+            try:
+                names.append(canonicalize_name(name, validate=True))
+            except InvalidName:
+                self.problem((*path, index), f"{name!r} is not a package name")
+        return tuple(names)
 
     def sources(self, value: Any) -> dict[str, Source]:
         from packaging.utils import canonicalize_name
@@ -594,10 +609,10 @@ class Validator:
     def project_file(self, root: Path, name: str, required: bool) -> ProjectMetadata | None:
         """Read ``[project]`` of ``root/name`` (PEP 621): static dependency lists, each entry a
         PEP 508 requirement; problems name the file and the key."""
-        from lockgen.config.load import parse_toml
-
+        if self.read_toml is None:
+            return None
         try:
-            table = parse_toml((root / name).read_text(encoding="utf-8")).get("project")
+            table = self.read_toml((root / name).read_text(encoding="utf-8")).get("project")
         except Exception as exc:  # OSError, TOML syntax
             self.problem(("project",), f"{name}: cannot read it as TOML: {exc}")
             return None

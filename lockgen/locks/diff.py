@@ -12,7 +12,8 @@ Kinds (:class:`Kind`), per package in a cell's main lock or one of its layers:
 * ``source``: where it comes from changed (index, find-links, direct URL; see
   :mod:`lockgen.locks._origin`). With the version unchanged any change of place counts; when the
   version moved too, only a change of host does (a release folder may be named after its version);
-* ``hash``: same version, same source, other hashes: flagged, a re-uploaded file or a tampered
+* ``files``: same version, same source, more files (every old hash kept): not flagged;
+* ``hash``: same version, same source, other hashes (an old one gone or replaced): flagged, a re-uploaded file or a tampered
   index;
 * ``vcs``: a VCS entry's commit changed (its repository changing is a ``source`` change).
 
@@ -52,6 +53,7 @@ class Kind(str, enum.Enum):
     LABEL = "label"
     SOURCE = "source"
     HASH = "hash"
+    FILES = "files"  # same version and source, files added, every old hash kept (a newer wheel, a new lock format)
     VCS = "vcs"
     CELL_ADDED = "cell-added"
     CELL_REMOVED = "cell-removed"
@@ -265,6 +267,8 @@ class _Cell:
                 self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)
         elif a.sources() != b.sources() or ((va is None or vb is None) and a.entry.url != b.entry.url):
             self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)
+        elif set(a.entry.hashes) < set(b.entry.hashes):
+            self.add(name, Kind.FILES, _shown(a.entry, a.package), _shown(b.entry, b.package), layer, detail=_hash_detail(a, b))
         elif set(a.entry.hashes) != set(b.entry.hashes):
             self.add(name, Kind.HASH, _shown(a.entry, a.package), _shown(b.entry, b.package), layer, detail=_hash_detail(a, b))
 

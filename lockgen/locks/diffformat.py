@@ -43,6 +43,7 @@ def describe(g: Group) -> str:
         Kind.REMOVED: f"{old} removed",
         Kind.SOURCE: f"source {old} {ARROW} {new}",
         Kind.HASH: f"{new}: hashes changed, same version and source (suspicious: a re-uploaded file or a tampered index)",
+        Kind.FILES: f"{new}: more files hashed, every old hash kept (e.g. a wheel for newer machines)",
         Kind.VCS: f"commit {_short(old)} {ARROW} {_short(new)}",
         Kind.CELL_ADDED: "cell added" + (f" (was {old})" if old else ""),
         Kind.CELL_REMOVED: "cell removed" + (f" (now {new})" if new else ""),

@@ -83,6 +83,11 @@ def build(
         elif row.alias:
             source = entries.get(row.alias, {})
             entry.update({k: v for k, v in source.items() if k in _LOCK_KEYS})
+            if source:  # the lock was resolved for its cell's target; only the interpreter is the alias's
+                entry["target"] = dict(source["target"])
+                entry["requires"] = {**source["requires"], "python": row.python, "interpreter": row.requires.get("interpreter", row.arch)}
+                entry.pop("environment", None)
+                entry.update({"environment": dict(source["environment"])} if "environment" in source else {})
             entry.update(status="alias" if source.get("status") == "locked" else source.get("status", "missing"))
             entry["alias_of"] = row.alias
             if source.get("status") != "locked":
@@ -133,7 +138,7 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
     if header.unavailable:
         entry["unavailable"] = [{"requirement": u.requirement, "reason": u.reason, "retry": u.retry} for u in header.unavailable]
     if header.replaces:
-        entry["replaces"] = [{"package": r.name, "main": r.main, "layer": r.layer} for r in header.replaces]
+        entry["replaces"] = [{"package": r.name, "main": r.main, "layer": r.layer, "by": r.by} for r in header.replaces]
     if header.skipped_urls:
         entry["skipped_urls"] = list(header.skipped_urls)
     if header.no_upload_time:

@@ -117,7 +117,8 @@ def target_only(pylock: Pylock, supported: frozenset[Tag], may_build: Iterable[N
     """Keep per package only what an installer on the target may pick: wheels with a tag in
     ``supported`` (the target's :meth:`~lockgen.plan.target.Target.supported_tags`), and the
     sdist only for packages in ``may_build`` (``allow-build``) or that have no fitting wheel (so
-    verify can name them)."""
+    verify can name them). Wheels of newer OS levels are added afterwards by
+    :func:`lockgen.resolve.newer.add_newer_wheels`."""
     allowed = set(may_build)
     packages = []
     for package in pylock.packages:

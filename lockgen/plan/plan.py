@@ -59,6 +59,7 @@ class Plan:
     templates: str = "templates"  # the config's templates folder
     layer_only: frozenset[str] = frozenset()  # sources only optional layers need
     backends: tuple[BackendFamily, ...] = ()  # the backend invariants' families (C27)
+    replace: frozenset[str] = frozenset()  # canonical names a layer may set to another version than main (C22)
     local_projects: Mapping[str, str] = field(default_factory=dict)  # project-relative folder -> digest of its metadata files
     read_files: tuple[str, ...] = ()  # project files outside config and templates the plan read (the no-op stamp's key)
 
@@ -164,6 +165,8 @@ class Plan:
             "backends": [dataclasses.asdict(f) for f in self.backends],
             "allow_mix": dict(self.cell.settings.allow_mix),
         }
+        if self.replace:  # only when set, so that adding the setting left every other hash as it was
+            data["replace"] = sorted(self.replace)
         data["pinned"] = {**self.pinned, **self.pinned_specifiers}
         # parts added by issue 9 only when used, so the input hash of every other lock stays
         if self.prerelease or self.prerelease_package:
@@ -192,7 +195,7 @@ PART_NAMES = {
     "index_url": "index-url", "find_links": "find-links", "exclude_newer": "exclude-newer", "sources": "sources",
     "pinned": "pins that cannot move (pins, pinned)", "optional": "optional", "no_deps": "no-deps",
     "allow_build": "allow-build", "local_files": "the files of a local wheel folder",
-    "backends": "backends (the backend invariants)", "allow_mix": "allow-mix",
+    "backends": "backends (the backend invariants)", "allow_mix": "allow-mix", "replace": "replace",
     "prerelease": "prerelease, prerelease-package", "local_projects": "the metadata files of a local project requirement",
 }  # fmt: skip
 
@@ -344,6 +347,7 @@ def make_plan(config: Config, env: jinja2.Environment, cell: Cell, target: Targe
         templates=config.templates,
         layer_only=layer_only_sources(sources, optional, {**pinned, **specifiers}),
         backends=config.backends,
+        replace=frozenset(cell.settings.replace or ()),
         local_projects=projects,
         read_files=tuple(sorted(set(read))),
     )

@@ -3,8 +3,12 @@
 The seed installs optional accelerators one by one after everything else and only warns when
 one cannot be had; it installs no-deps packages last, without their dependencies. lockgen
 resolves each optional package as its own layer and the no-deps layer with every version of the
-main lock as a constraint, so a layer adds packages and never moves one (CASES C22): a no-deps
-entry that needs another version than main fails the cell, naming both. An optional package that
+main lock as a constraint, so a layer adds packages and never moves one (CASES C22): a layer that
+cannot be resolved so is resolved once more without main's versions, and a package it would then
+set to another version than main fails the cell, naming the package and both versions. The
+``replace`` setting declares such a replacement intended: those packages are left out of the
+constraint, and each one the layer sets to another version is recorded (``Replacement``: the main
+lock's ``replaces`` header, the manifest, ``lockgen install``'s output). An optional package that
 cannot be had for the cell (no fitting wheel, an unreachable source, no resolution) is recorded
 as unavailable with the reason, and the cell still succeeds; an interrupted or crashed uv is not
 a reason (the cell fails, or the run stops). Editable, local-path and VCS requirements of the
@@ -14,16 +18,19 @@ check, so they are installed after main, without hashes and without dependencies
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packaging.pylock import Package
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 
 from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
 from lockgen.resolve import fetch, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, Resolved, describe, read_pylock
+from lockgen.resolve.newer import add_newer_wheels
 
 __all__ = ["Built", "layer_folder", "resolve"]
 
@@ -62,15 +69,19 @@ class _Unavailable(Exception):
 
 def resolve(run: CellRun, main: Resolved) -> Built:
     """Resolve every layer of ``run.plan`` against the main resolution ``main`` (its versions are
-    written to ``<work>/main-pins.txt`` by :func:`~lockgen.resolve.resolve.describe`)."""
+    written to ``<work>/main-pins.txt`` by :func:`~lockgen.resolve.resolve.describe`; the
+    ``replace`` packages are left out of that constraint). Raises :class:`CellFailed` when a layer
+    would set a package to another version than main without ``replace`` naming it (C22)."""
     plan = run.plan
-    pins = f"{plan.work}/main-pins.txt"
+    pins = _layer_pins(run)
+    mains: dict[str, str] = {p.name: str(p.version) for p in main.pylock.packages if p.version is not None}
     built = Built()
     for entry in plan.optional:
         try:
             name, line, notes = _requirement(run, entry)
             built.skipped_urls += notes
-            lock = _layer(run, built, LayerKind.OPTIONAL, f"optional-{name}", line, pins, plan.layer_find_links(name))
+            links = plan.layer_find_links(name)
+            lock = _layer(run, built, LayerKind.OPTIONAL, f"optional-{name}", line, pins, links, mains=mains)
         except _Unavailable as exc:
             built.unavailable.append(Unavailable(requirement=entry, reason=str(exc)))
             continue
@@ -78,7 +89,8 @@ def resolve(run: CellRun, main: Resolved) -> Built:
     if plan.no_deps:
         text = "".join(f"{line}\n" for line in plan.no_deps)
         try:
-            built.locks.append(_layer(run, built, LayerKind.NO_DEPS, "no-deps", text, pins, plan.find_links, no_deps=True))
+            lock = _layer(run, built, LayerKind.NO_DEPS, "no-deps", text, pins, plan.find_links, no_deps=True, mains=mains)
+            built.locks.append(lock)
         except _Unavailable as exc:
             raise CellFailed(
                 f"cell {plan.cell.name}: the no-deps layer cannot be resolved against the main lock's versions: {exc}"
@@ -91,21 +103,44 @@ def resolve(run: CellRun, main: Resolved) -> Built:
     return built
 
 
-def _layer(run: CellRun, built: Built, kind: LayerKind, name: str, requirements: str, pins: str, links, no_deps=False) -> Lock:
-    """One layer's lock. Raises :class:`_Unavailable` with uv's reason when it cannot be had."""
+def _layer_pins(run: CellRun) -> str:
+    """The constraint file of the layers: the main lock's versions, without the ``replace``
+    packages (then written to ``<work>/layer-pins.txt``)."""
+    plan = run.plan
+    pins = f"{plan.work}/main-pins.txt"
+    if not plan.replace:
+        return pins
+    lines = (run.root / pins).read_text(encoding="utf-8").splitlines()
+    kept = [line for line in lines if canonicalize_name(line.partition("==")[0]) not in plan.replace]
+    run.write(f"{plan.work}/layer-pins.txt", "".join(f"{line}\n" for line in kept))
+    return f"{plan.work}/layer-pins.txt"
+
+
+def _layer(
+    run: CellRun, built: Built, kind: LayerKind, name: str, requirements: str, pins: str, links: Sequence[str],
+    no_deps: bool = False, mains: Mapping[str, str] | None = None,
+) -> Lock:
+    """One layer's lock. Raises :class:`_Unavailable` with uv's reason when it cannot be had, and
+    :class:`CellFailed` when it would move a version of main (``mains``: name -> version) that
+    ``replace`` does not name."""
     plan = run.plan
     source = f"{plan.work}/layer-{name}.in"
     output = f"{plan.work}/layer-{name}/pylock.toml"
     run.write(source, requirements)
     (run.root / output).unlink(missing_ok=True)
-    inputs = uv.Inputs(source, (pins,), find_links=links)
+    inputs = uv.Inputs(source, (pins,), find_links=tuple(links))
     result = run.compile(output, inputs=inputs, no_deps=no_deps)
     if result.returncode != 0:
         if result.returncode < 0:  # killed by a signal: not a reason to drop the layer for good
             raise CellFailed(f"cell {plan.cell.name}: uv was killed while resolving layer {name}")
         why = run.mirrors.canonical(uvout.reason(result.stderr))
-        raise _Unavailable(f"{UNREACHABLE} {why}" if uvout.unreachable_hosts(result.stderr) else why)
-    pylock = read_pylock(run, output)
+        if uvout.unreachable_hosts(result.stderr):
+            raise _Unavailable(f"{UNREACHABLE} {why}")
+        _refuse_moves(run, name, _unconstrained(run, name, uv.Inputs(source, (), find_links=tuple(links)), no_deps), mains or {})
+        raise _Unavailable(why)
+    pylock = add_newer_wheels(run, read_pylock(run, output), f"layer-{name}", tuple(links))
+    moved = _refuse_moves(run, name, {p.name: str(p.version) for p in pylock.packages if p.version is not None}, mains or {})
+    built.replaces += [Replacement(name=canonicalize_name(p), main=(mains or {})[p], layer=v, by=name) for p, v in moved]
     found = verify.artifact_problems(plan, pylock, run.mirrors)
     if found:
         raise CellFailed(f"cell {plan.cell.name}: layer {name}: " + "; ".join(found))
@@ -116,6 +151,33 @@ def _layer(run: CellRun, built: Built, kind: LayerKind, name: str, requirements:
     path = f"{layer_folder(plan.lock)}/{name}.txt"
     header = run.header(kind, path, layer_of=plan.lock, find_links=tuple(links))
     return Lock(header=header, entries=resolved.entries)
+
+
+def _unconstrained(run: CellRun, name: str, inputs: uv.Inputs, no_deps: bool) -> dict[str, str]:
+    """``{name: version}`` the layer resolves to without main's versions ({} when it cannot be
+    resolved even so): what it would set, to name both versions when it fights main (C22)."""
+    output = f"{run.plan.work}/layer-{name}-free/pylock.toml"
+    (run.root / output).unlink(missing_ok=True)
+    if run.compile(output, inputs=inputs, no_deps=no_deps).returncode != 0:
+        return {}
+    return {p.name: str(p.version) for p in read_pylock(run, output).packages if p.version is not None}
+
+
+def _refuse_moves(run: CellRun, name: str, layer: Mapping[str, str], mains: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``[(package, layer version)]`` where ``layer`` sets a package of main to another version and
+    ``replace`` names it. Raises :class:`CellFailed` naming the package and both versions for each
+    one it does not name (C22: a layer never silently contradicts a main pin)."""
+    plan = run.plan
+    moved = sorted((p, v) for p, v in layer.items() if p in mains and Version(v) != Version(mains[p]))
+    refused = [(p, v) for p, v in moved if p not in plan.replace]
+    if refused:
+        listed = "; ".join(f"{p} to {v} (the main lock has {p}=={mains[p]})" for p, v in refused)
+        names = ", ".join(f'"{p}"' for p, _ in refused)
+        raise CellFailed(
+            f"cell {plan.cell.name}: layer {name} would set {listed} (CASES C22); loosen the layer's requirement, "
+            f"or declare the replacement in the cell's settings: replace = [{names}]"
+        )
+    return moved
 
 
 def _requirement(run: CellRun, entry: str) -> tuple[str, str, list[str]]:

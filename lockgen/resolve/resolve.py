@@ -23,6 +23,7 @@ from lockgen.locks.lock import LayerKind, Lock
 from lockgen.resolve import blame, invariants, layers, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, describe, pylock_path, read_pylock, seed_preferences
 from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
+from lockgen.resolve.newer import add_newer_wheels
 
 __all__ = ["CellFiles", "CellRun", "resolve_cell"]
 
@@ -61,6 +62,7 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
     finally:
         if fresh is not None:
             fresh.seed_done(plan)
+    pylock = add_newer_wheels(run, pylock)
     resolved = describe(run, uv.main_inputs(plan), pylock, "main")
     found = verify.problems(plan, pylock, run.mirrors)
     if found:

@@ -1,0 +1,175 @@
+"""What ``lockgen install`` checks, as pure functions over data: the layers of a cell and the
+versions they set, whether a machine fits a cell, whether a venv's distributions are the locks',
+how sources map through mirrors, and the record of the last install in the venv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from packaging.utils import NormalizedName, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from lockgen import select
+from lockgen.locks.lock import Entry, LayerKind, Lock
+from lockgen.plan.mirror import Mirrors
+
+__all__ = [
+    "STATE_FILE", "Expected", "Layer", "expected", "glibc", "host_problems", "installed_problems", "macos",
+    "map_sources", "read_state", "write_state",
+]  # fmt: skip
+
+#: The record of the last install, in the venv's folder: the cell and each layer's sha256 and outcome.
+STATE_FILE = "lockgen-install.json"
+
+#: name -> (version or None, the lock entry, the layer's name)
+Expected = dict[NormalizedName, tuple[str | None, Entry, str]]
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer of the chosen cell: the manifest's object and its parsed lock file."""
+
+    data: Mapping[str, Any]
+    lock: Lock
+
+    @property
+    def name(self) -> str:
+        return str(self.data["name"])
+
+    @property
+    def kind(self) -> LayerKind:
+        return LayerKind(self.data["kind"])
+
+    @property
+    def path(self) -> str:
+        return str(self.data["lock"])
+
+    @property
+    def sha256(self) -> str:
+        return str(self.data["sha256"])
+
+    def versions(self) -> dict[NormalizedName, tuple[str | None, Entry]]:
+        """``{name: (version or None, entry)}``: the version of a ``name @ URL`` wheel is in its
+        file name; an editable or a local folder has none to check."""
+        return {entry.name: (_entry_version(entry), entry) for entry in self.lock.entries}
+
+
+def _entry_version(entry: Entry) -> str | None:
+    if entry.version is not None:
+        return str(entry.version)
+    if entry.url and not entry.editable and urlsplit(entry.url).path.endswith(".whl"):
+        return str(parse_wheel_filename(unquote(urlsplit(entry.url).path.rsplit("/", 1)[-1]))[1])
+    return None
+
+
+def map_sources(argv: Sequence[str], mirrors: Mirrors, index_url: str | None) -> list[str]:
+    """``argv`` with the value after each ``--index-url`` (``index_url`` when given, else through
+    ``mirrors``) and each ``--find-links`` URL mapped; folders stay as they are."""
+    out: list[str] = []
+    tokens = iter(argv)
+    for token in tokens:
+        out.append(token)
+        if token in ("--index-url", "--find-links"):
+            value = next(tokens, "")
+            if token == "--index-url" and index_url:
+                value = index_url
+            elif "://" in value:
+                value = mirrors.fetch_url(value)
+            out.append(value)
+    return out
+
+
+def host_problems(entry: Mapping[str, Any], os_name: str, glibc: str | None, macos: str | None) -> list[str]:
+    """Why this host cannot run the cell's lock (pure): another OS, a glibc older than
+    ``requires.glibc`` (or none: musl), a macOS older than ``requires.macos``."""
+    requires = entry.get("requires") or {}
+    if entry.get("os") != os_name:
+        return [f"the cell is for {entry.get('os')}; this machine runs {os_name}"]
+    problems = []
+    if requires.get("glibc") and os_name == "linux":
+        if glibc is None:
+            problems.append(f"its wheels need glibc {requires['glibc']} or newer (manylinux); this system has no glibc")
+        elif select.version_key(glibc) < select.version_key(requires["glibc"]):
+            problems.append(f"its wheels need glibc {requires['glibc']} or newer (manylinux); this system has {glibc}")
+    if requires.get("macos") and os_name == "macos" and macos and select.version_key(macos) < select.version_key(requires["macos"]):
+        problems.append(f"its wheels need macOS {requires['macos']} or newer; this is macOS {macos}")
+    return problems
+
+
+def glibc() -> str | None:
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (AttributeError, ValueError, OSError):
+        return None
+    return text.split()[-1] if text.startswith("glibc") else None
+
+
+def macos() -> str | None:
+    import platform
+
+    return platform.mac_ver()[0] or None
+
+
+def expected(layers: Sequence[Layer]) -> Expected:
+    """``{name: (version, entry, layer name)}`` after installing ``layers`` in order (a later
+    layer's version wins: a declared replacement)."""
+    result: Expected = {}
+    for layer in layers:
+        for name, (version, entry) in layer.versions().items():
+            result[name] = (version, entry, layer.name)
+    return result
+
+
+def installed_problems(
+    expected: Mapping[NormalizedName, tuple[str | None, Entry, str]], installed: Mapping[NormalizedName, Sequence[str]],
+    allowed: frozenset[str] = frozenset(),
+) -> list[str]:
+    """What differs between the locks (``expected``) and a venv's distributions (pure): a missing
+    package, another version (``2.13.0`` is not ``2.13.0+cu130``), several versions, or a package
+    no layer lists (``allowed``: the installer's own, pip)."""
+    problems = []
+    for name, (version, _, layer) in sorted(expected.items()):
+        have = list(installed.get(name, ()))
+        if not have:
+            problems.append(f"{name} is not installed ({layer} locks {name}{'==' + version if version else ''})")
+        elif len(have) > 1:
+            problems.append(f"{name} is installed more than once ({', '.join(have)})")
+        elif version is not None and not _same(have[0], version):
+            problems.append(f"{name} {have[0]} is installed; {layer} locks {name}=={version}")
+    problems += [
+        f"{name} {', '.join(versions)} is installed but no layer of the cell lists it"
+        for name, versions in sorted(installed.items()) if name not in expected and name not in allowed
+    ]  # fmt: skip
+    return problems
+
+
+def _same(have: str, want: str) -> bool:
+    try:
+        return Version(have) == Version(want)
+    except InvalidVersion:
+        return have == want
+
+
+def read_state(venv: Path) -> dict[str, Any] | None:
+    """The record :func:`write_state` left in ``venv`` (None: none, or unreadable)."""
+    try:
+        data = json.loads((venv / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_state(venv: Path, cell: str, installer: str, outcome: Sequence[tuple[Layer, bool]]) -> None:
+    """Record in ``venv`` which cell was installed, with each layer's sha256 and whether it is in."""
+    state = {
+        "cell": cell, "installer": installer,
+        "layers": [{"name": layer.name, "sha256": layer.sha256, "installed": ok} for layer, ok in outcome],
+    }  # fmt: skip
+    (venv / STATE_FILE).write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")

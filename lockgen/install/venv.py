@@ -1,0 +1,231 @@
+"""The environment ``lockgen install`` installs into: the interpreter, the venv, the processes.
+
+One place runs the install processes (the installers the manifest names, ``uv python find``,
+``uv venv``, the venv's Python for what it holds), each with ``shell=False``, an explicit
+environment and working directory, and logged with ``-v``. Resolution never comes here: it runs
+through :mod:`lockgen.resolve.uv`.
+
+* :func:`find_python` asks the pinned uv's discovery for a CPython of an exact minor and arch
+  (``uv python find --system cpython-3.12-windows-x86_64`` with ``UV_PYTHON_DOWNLOADS=never``):
+  never another minor, never a download.
+* :class:`Venv` is a virtual environment: what its interpreter is (:meth:`Venv.inspect`) and
+  which distributions it holds (:meth:`Venv.distributions`, ``importlib.metadata`` run inside it).
+* :func:`install_env` is the environment every install command runs with: the venv active, the
+  target's variables (``MACOSX_DEPLOYMENT_TARGET``), no uv or pip settings that would add sources.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import NormalizedName, canonicalize_name
+
+from lockgen.errors import InstallRefused
+
+__all__ = ["Done", "Interpreter", "Venv", "find_python", "install_env", "probe", "probe_python", "run"]
+
+log = logging.getLogger("lockgen.install")
+
+#: uv variables kept for install commands: where the cache is and how uv talks to the network.
+#: Every other ``UV_*`` (an extra index, find-links, a resolution setting) is dropped.
+_KEEP_UV = {
+    "UV_CACHE_DIR", "UV_NATIVE_TLS", "UV_HTTP_TIMEOUT", "UV_HTTP_RETRIES", "UV_CONCURRENT_DOWNLOADS",
+    "UV_CONCURRENT_BUILDS", "UV_CONCURRENT_INSTALLS", "UV_INSECURE_HOST", "UV_KEYRING_PROVIDER", "UV_LINK_MODE",
+}  # fmt: skip
+#: pip variables that would add or replace sources behind the recorded command's back.
+_DROP_PIP = {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_CONSTRAINT", "PIP_REQUIREMENT"}
+#: OS names as uv's Python requests spell them.
+_UV_OS = {"linux": "linux", "macos": "macos", "windows": "windows"}
+
+#: Run inside the venv (``python -I``): its interpreter, and the distributions under its prefix.
+_PROBE = """
+import importlib.metadata as m, json, os, platform, sys
+prefix = os.path.realpath(sys.prefix)
+def inside(dist):
+    try:
+        return os.path.realpath(str(dist.locate_file(""))).startswith(prefix)
+    except Exception:
+        return False
+dists = sorted({(d.metadata["Name"] or "", d.version or "") for d in m.distributions() if inside(d)})
+print(json.dumps({"version": list(sys.version_info[:3]), "implementation": sys.implementation.name,
+                  "machine": platform.machine(), "prefix": sys.prefix, "base_prefix": sys.base_prefix,
+                  "distributions": dists}))
+"""
+
+
+@dataclass(frozen=True)
+class Done:
+    """A finished process: its exit code and its output (stdout and stderr, interleaved as text)."""
+
+    returncode: int
+    output: str
+
+    def tail(self, lines: int = 12) -> str:
+        """The last ``lines`` non-blank lines of the output (what a failure is explained by)."""
+        kept = [line.rstrip() for line in self.output.splitlines() if line.strip()]
+        return "\n".join(kept[-lines:])
+
+
+def run(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> Done:
+    """Run ``argv`` (no shell) in ``cwd`` with exactly ``env``; stdin closed, output captured."""
+    log.debug("run in %s: %s", cwd, shlex.join(argv))
+    try:
+        done = subprocess.run(
+            list(argv), env=dict(env), cwd=cwd, shell=False, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
+        )  # fmt: skip
+    except OSError as exc:
+        return Done(127, f"cannot run {argv[0]}: {exc.strerror or exc}")
+    log.debug("exit %s", done.returncode)
+    return Done(done.returncode, done.stdout or "")
+
+
+def base_env(base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` without uv/pip source settings and Python path variables; uv told never to
+    download an interpreter and to read no ``uv.toml``/``[tool.uv]`` (``UV_NO_CONFIG``: a
+    project's uv settings must not add sources to the recorded commands)."""
+    env = {
+        key: value for key, value in base.items()
+        if not (key.startswith("UV_") and key not in _KEEP_UV) and key not in _DROP_PIP
+        and key not in ("PYTHONPATH", "PYTHONHOME", "MACOSX_DEPLOYMENT_TARGET", "VIRTUAL_ENV", "CONDA_PREFIX")
+    }  # fmt: skip
+    env.update(UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1", UV_NO_CONFIG="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+    return env
+
+
+def install_env(base: Mapping[str, str], venv: Venv, target: Mapping[str, str]) -> dict[str, str]:
+    """The environment of every install command: :func:`base_env`, the venv active
+    (``VIRTUAL_ENV``, its scripts folder first on ``PATH``) and the target's variables (the
+    manifest entry's ``environment``, e.g. ``MACOSX_DEPLOYMENT_TARGET``)."""
+    env = base_env(base)
+    env["VIRTUAL_ENV"] = str(venv.path)
+    env["PATH"] = os.pathsep.join([str(venv.scripts), *([env["PATH"]] if env.get("PATH") else [])])
+    env.update(target)
+    return env
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """A Python interpreter: its executable, ``X.Y`` minor, full version, implementation and arch
+    (``x86_64``/``aarch64``, as the running process sees its machine)."""
+
+    executable: str
+    minor: str
+    version: str
+    implementation: str
+    arch: str
+
+    def describe(self) -> str:
+        return f"{self.implementation} {self.version} {self.arch} ({self.executable})"
+
+
+def find_python(uv: str, python: str, os_name: str, arch: str, cwd: Path) -> str:
+    """The executable of a CPython ``python`` (``X.Y``) for ``arch`` that uv's discovery finds
+    (``uv python find --system``: interpreters on PATH and uv-managed ones, not virtual
+    environments; never a download). Raises :class:`InstallRefused` saying what was asked and uv's
+    answer."""
+    request = f"cpython-{python}-{_UV_OS.get(os_name, os_name)}-{arch}"
+    done = run([uv, "python", "find", "--system", "--no-config", request], base_env(os.environ), cwd)
+    found = done.output.strip().splitlines()
+    if done.returncode != 0 or not found:
+        raise InstallRefused(
+            f"no CPython {python} ({arch}) interpreter found: {done.tail(3) or 'uv found none'}; install "
+            f"Python {python} for {arch} (e.g. `uv python install cpython-{python}-{_UV_OS.get(os_name, os_name)}-{arch}`) "
+            "or pass --venv with a venv made from one"
+        )
+    return found[-1].strip()
+
+
+def probe(python: str, cwd: Path, failure: str = "") -> dict[str, Any]:
+    """What :data:`_PROBE` reports when ``python -I`` runs it: ``version`` ([3, 12, 4]),
+    ``implementation``, ``machine``, ``prefix``, ``distributions`` ([[name, version], …] under the
+    prefix). Raises :class:`InstallRefused` (``failure``, and the output) when it does not run."""
+    done = run([python, "-I", "-c", _PROBE], base_env(os.environ), cwd)
+    try:
+        data = json.loads(done.output.strip().splitlines()[-1]) if done.returncode == 0 else None
+    except (ValueError, IndexError):
+        data = None
+    if not isinstance(data, dict):
+        raise InstallRefused(f"{failure or python + ' does not run'} ({done.tail(3) or 'no output'})")
+    return data
+
+
+def probe_python(executable: str, cwd: Path) -> Interpreter:
+    """The interpreter at ``executable`` (run once)."""
+    return _interpreter(executable, probe(executable, cwd))
+
+
+def _interpreter(executable: str, data: Mapping[str, Any]) -> Interpreter:
+    from lockgen.select import normalize_arch
+
+    version = [int(part) for part in data["version"]]
+    return Interpreter(
+        executable=executable, minor=f"{version[0]}.{version[1]}", version=".".join(map(str, version)),
+        implementation=str(data["implementation"]), arch=normalize_arch(str(data["machine"])),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Venv:
+    """A virtual environment at ``path`` (it may not exist yet)."""
+
+    path: Path
+
+    @property
+    def scripts(self) -> Path:
+        return self.path / ("Scripts" if sys.platform == "win32" else "bin")
+
+    @property
+    def python(self) -> Path:
+        return self.scripts / ("python.exe" if sys.platform == "win32" else "python")
+
+    def exists(self) -> bool:
+        return (self.path / "pyvenv.cfg").is_file()
+
+    def probe(self, cwd: Path) -> dict[str, Any]:
+        """What :data:`_PROBE` reports from inside the venv (see :func:`probe`)."""
+        return probe(str(self.python), cwd, f"{self.path}: its Python does not run; remove the venv or pass another --venv")
+
+    def inspect(self, cwd: Path) -> Interpreter:
+        """The venv's interpreter."""
+        return _interpreter(str(self.python), self.probe(cwd))
+
+    def distributions(self, cwd: Path) -> dict[NormalizedName, list[str]]:
+        """``{canonical name: [version, …]}`` of the distributions installed under the venv's prefix
+        (more than one version means a broken install)."""
+        found: dict[NormalizedName, list[str]] = {}
+        for name, version in self.probe(cwd)["distributions"]:
+            found.setdefault(canonicalize_name(name), []).append(version)
+        return found
+
+    def create(self, uv: str, interpreter: str, cwd: Path) -> None:
+        """Create the venv with ``uv venv`` from ``interpreter`` (no pip in it: uv and lockgen's
+        own pip install into it from outside). Raises :class:`InstallRefused` when uv cannot."""
+        done = run([uv, "venv", "--no-config", "--quiet", "--python", interpreter, str(self.path)], base_env(os.environ), cwd)
+        if done.returncode != 0:
+            raise InstallRefused(f"cannot create the venv {self.path}: {done.tail(5)}")
+
+    def pip(self, cwd: Path) -> list[str]:
+        """How to run pip for this venv: its own (``python -m pip``); else this interpreter's pip
+        with ``--python`` (pip >= 22.3 installs into another environment so); else the venv gets
+        pip from ``ensurepip`` (offline)."""
+        if (self.path / "lib").is_dir() and any(self.path.glob("lib/python*/site-packages/pip/__init__.py")):
+            return [str(self.python), "-m", "pip"]
+        if (self.path / "Lib" / "site-packages" / "pip" / "__init__.py").is_file():
+            return [str(self.python), "-m", "pip"]
+        if importlib.util.find_spec("pip") is not None:
+            return [sys.executable, "-m", "pip", "--python", str(self.python)]
+        done = run([str(self.python), "-m", "ensurepip", "--default-pip"], base_env(os.environ), cwd)
+        if done.returncode != 0:
+            raise InstallRefused(f"{self.path}: no pip in it and ensurepip failed: {done.tail(3)}")
+        return [str(self.python), "-m", "pip"]

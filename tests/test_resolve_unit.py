@@ -1,0 +1,149 @@
+"""Resolver decisions in milliseconds: a runner that replays recorded uv outputs (the seam of
+``lockgen.resolve.uv.RunnerLike``) instead of the real uv, which the end-to-end tests keep."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from lockgen.config import Settings
+from lockgen.errors import CellFailed
+from lockgen.plan.matrix import Cell
+from lockgen.plan.mirror import Mirrors
+from lockgen.plan.plan import Plan
+from lockgen.plan.render import Rendered
+from lockgen.plan.target import target_for
+from lockgen.resolve import layers, uv
+from lockgen.resolve.cellrun import CellRun
+from lockgen.resolve.resolve import resolve_cell
+
+DATA = Path(__file__).parent / "data" / "uv"
+SHA = "a" * 64
+
+
+@dataclass
+class Replay:
+    """Answers each uv run with the next recorded (exit code, stderr, output file text)."""
+
+    steps: list[tuple[int, str, str | None]]
+    argvs: list[list[str]] = field(default_factory=list)
+
+    def run(self, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> uv.Result:
+        code, stderr, output = self.steps.pop(0)
+        self.argvs.append(list(argv))
+        if output is not None:
+            path = Path(cwd) / argv[argv.index("--output-file") + 1]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(output)
+        return uv.Result(code, stderr)
+
+
+def pylock(*packages: tuple[str, str, str]) -> str:  # wheels are py3-none-any: they fit every target
+    """A uv-like pylock: (name, version, wheel file name) per package, hashed with ``SHA``."""
+    text = 'lock-version = "1.0"\ncreated-by = "uv"\n'
+    for name, version, wheel in packages:
+        url = f"https://files.example/{wheel}"
+        text += f'\n[[packages]]\nname = "{name}"\nversion = "{version}"\n'
+        text += f'wheels = [{{ url = "{url}", hashes = {{ sha256 = "{SHA}" }} }}]\n'
+    return text
+
+
+def sdist_pylock(name: str, version: str) -> str:
+    url = f"https://files.example/{name}-{version}.tar.gz"
+    return f'lock-version = "1.0"\ncreated-by = "uv"\n\n[[packages]]\nname = "{name}"\nversion = "{version}"\nsdist = {{ url = "{url}", hashes = {{ sha256 = "{SHA}" }} }}\n'
+
+
+def requirements(*lines: str) -> str:
+    return "".join(f"{line}\n    # via -r .lockgen/windows-x86_64-cpu-py3.12/requirements.in\n" for line in lines)
+
+
+def plan(tmp_path: Path, **settings) -> Plan:
+    base = Settings(requirements="r.j2", index_url="https://pypi.org/simple", manylinux="2_28", macos="14.0")
+    # a windows cell: no newer OS levels, so no extra pass for their wheels (lockgen/resolve/newer.py)
+    cell = Cell(os="windows", arch="x86_64", backend="cpu", python="3.12", settings=base.merged(Settings(**settings)))
+    rendered = Rendered(files={"requirements": ("requirements.in.j2", "app\n")})
+    the_plan = Plan(
+        cell=cell, target=target_for(cell), rendered=rendered, lock=f"locks/{cell.name}.txt",
+        work=f".lockgen/{cell.name}", uv_version="0.13.9",
+    )  # fmt: skip
+    return the_plan
+
+
+def cell_run(tmp_path: Path, steps, **settings) -> tuple[CellRun, Replay]:
+    runner = Replay(list(steps))
+    return CellRun(tmp_path, plan(tmp_path, **settings), uv.Options(), Mirrors(), runner), runner
+
+
+APP = ("app", "1.0", "app-1.0-py3-none-any.whl")
+
+
+def test_one_resolution_and_one_offline_describe_pass(tmp_path):
+    run, runner = cell_run(tmp_path, [(0, "Resolved 1 package", pylock(APP)), (0, "", requirements("app==1.0"))])
+    files = resolve_cell(run)
+    assert [a[a.index("--format") + 1] for a in runner.argvs] == ["pylock.toml", "requirements.txt"]
+    assert "--offline" in runner.argvs[1] and "--offline" not in runner.argvs[0]
+    (entry,) = files.main.entries
+    assert (entry.name, str(entry.version), entry.hashes, entry.via) == ("app", "1.0", (f"sha256:{SHA}",), ("templates/requirements.in.j2",))
+
+
+def test_an_allow_build_package_without_wheels_is_built_on_a_second_try(tmp_path):
+    steps = [(1, (DATA / "no-wheels.txt").read_text(), None), (0, "", sdist_pylock("sdonly", "2.0")), (0, "", requirements("sdonly==2.0"))]
+    run, runner = cell_run(tmp_path, steps, allow_build=("sdonly",))
+    files = resolve_cell(run)
+    assert "--no-binary" not in runner.argvs[0]
+    assert runner.argvs[1][runner.argvs[1].index("--no-binary") + 1] == "sdonly"
+    assert run.builds.names == {"sdonly"}  # the run's other cells build it at once
+    assert files.main.entries[0].hashes == (f"sha256:{SHA}",)
+
+
+def test_without_allow_build_the_failure_says_what_to_do(tmp_path):
+    run, _ = cell_run(tmp_path, [(1, (DATA / "no-wheels.txt").read_text(), None)])
+    with pytest.raises(CellFailed, match="sdonly: no wheel for x86_64-pc-windows-msvc cp312 .* add it to allow-build"):
+        resolve_cell(run)
+
+
+def test_a_yanked_version_kept_by_a_preference_is_resolved_again(tmp_path):
+    yanked = (DATA / "yanked-preference.txt").read_text()
+    steps = [(0, yanked, pylock(("yankme", "1.1", "yankme-1.1-py3-none-any.whl"))),
+             (0, "", pylock(("yankme", "1.0", "yankme-1.0-py3-none-any.whl"))), (0, "", requirements("yankme==1.0"))]  # fmt: skip
+    run, runner = cell_run(tmp_path, steps)
+    files = resolve_cell(run)
+    assert runner.argvs[1][runner.argvs[1].index("--upgrade-package") + 1] == "yankme"
+    assert str(files.main.entries[0].version) == "1.0"
+
+
+@pytest.mark.parametrize(
+    ("step", "outcome"),
+    [
+        ((2, (DATA / "connection-refused.txt").read_text(), None), "source unreachable:"),
+        ((1, (DATA / "not-found.txt").read_text(), None), "No solution found"),  # (then once more without main's pins)
+    ],
+    ids=["unreachable-retries-later", "no-resolution-is-permanent"],
+)
+def test_an_optional_layer_that_cannot_be_had_is_recorded(tmp_path, step, outcome):
+    steps = [(0, "", pylock(APP)), (0, "", requirements("app==1.0")), step, step]
+    run, _ = cell_run(tmp_path, steps, optional=("extra",))
+    run = CellRun(run.root, Plan(**{**run.plan.__dict__, "optional": ("extra",)}), run.options, run.mirrors, run.runner)
+    files = resolve_cell(run)
+    (gap,) = files.main.header.unavailable
+    assert gap.requirement == "extra" and gap.reason.startswith(outcome)
+    assert gap.retry is (outcome == "source unreachable:")
+
+
+def test_a_killed_uv_never_drops_a_layer(tmp_path):
+    steps = [(-9, "", None)]
+    run, _ = cell_run(tmp_path, steps)
+    run = CellRun(run.root, Plan(**{**run.plan.__dict__, "optional": ("extra",)}), run.options, run.mirrors, run.runner)
+    with pytest.raises(CellFailed, match="uv was killed while resolving layer optional-extra"):
+        layers.resolve(run, _resolved(run))
+
+
+def _resolved(run: CellRun):
+    from lockgen.resolve.cellrun import Resolved, read_pylock
+
+    (run.root / ".lockgen/x").mkdir(parents=True, exist_ok=True)
+    (run.root / ".lockgen/x/pylock.toml").write_text(pylock(APP))
+    return Resolved(pylock=read_pylock(run, ".lockgen/x/pylock.toml"), entries=())
