@@ -270,7 +270,7 @@ def local_requirements(text: str) -> list[str]:
             if line.startswith(flag):
                 line = line[len(flag) :].strip()
                 break
-        if line.startswith("-") or not line or line.startswith("#"):
+        if line.startswith(("-", "#")) or not line:
             continue
         url = line.split(";")[0].strip()
         if " @ " in url or url.startswith(("git+", "hg+", "svn+", "bzr+", "http://", "https://")):
