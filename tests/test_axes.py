@@ -146,3 +146,34 @@ def test_matrix_json_and_manifest_carry_the_extra_axes(tmp_path):
     cells = json.loads(project.manifest_text())["cells"]
     assert cells["linux-x86_64-cpu-py3.13-portable"]["axes"] == {"variant": "portable"}
     assert cells["linux-x86_64-cpu-py3.13-portable"]["backend"] == "cpu"
+
+
+def test_a_variant_matrix_locks_and_only_selects_on_the_noop_path(tmp_path, fake_host):
+    """Locks are named by the full cell name; ``--only variant=…`` also works on the no-op path
+    (which reads the stamp's rows, not the config)."""
+    pypi = fake_host("pypi")
+    pypi.index_page("simple", [pypi.wheel("files", "numpy", "2.3.0"), pypi.wheel("files", "requests", "2.32.0")],
+                    upload_time="2026-01-01T00:00:00Z")  # fmt: skip
+    config = f"""
+        [tool.lockgen.mirrors]
+        "https://pypi.org/simple" = "{pypi.url}/simple"
+        "https://files.pythonhosted.org" = "{pypi.url}/files"
+        [tool.lockgen.matrix]
+        os = ["linux"]
+        arch = ["x86_64"]
+        backend = ["cpu"]
+        python = ["3.12"]
+        variant = ["full", "portable"]
+    """
+    write_project(tmp_path, config, {"requirements.in.j2": "requests\n{% if variant == 'full' %}numpy\n{% endif %}"})
+    run = run_cli("all", "-C", str(tmp_path))
+    assert run.code == 0, run.err
+    full = (tmp_path / "locks" / "linux-x86_64-cpu-py3.12-full.txt").read_text()
+    portable = (tmp_path / "locks" / "linux-x86_64-cpu-py3.12-portable.txt").read_text()
+    assert "numpy==2.3.0" in full
+    assert "numpy" not in portable
+    assert "# cell: linux-x86_64-cpu-py3.12-portable\n" in portable
+    again = run_cli("all", "-C", str(tmp_path), "--only", "variant=portable")
+    assert again.code == 0, again.err
+    assert "1 up to date" in again.err
+    assert run_cli("check", "-C", str(tmp_path)).code == 0
