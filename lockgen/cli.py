@@ -88,18 +88,19 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     for cell in cells:
         target = target_for(cell)
         rows.append({
-            "name": cell.name, **cell.axes, "lock": cell.lock_path(project.config), "target": target.platform,
+            "name": cell.name, **cell.values, "lock": cell.lock_path(project.config), "target": target.platform,
             "python_tag": target.python_tag, "skip": cell.settings.skip, "alias": cell.settings.alias,
             "interpreter": cell.settings.interpreter,
         })  # fmt: skip
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
+    width = max((len(str(row["name"])) for row in rows), default=0) + 1
     for row in rows:
         where = f"skipped: {row['skip']}" if row["skip"] else row["lock"]
         if row["alias"]:
             where = f"alias of {row['alias']}" + (f" (interpreter {row['interpreter']})" if row["interpreter"] else "")
-        print(f"{row['name']:<34} {row['target']:<24} {where}")
+        print(f"{row['name']:<{max(width, 34)}} {row['target']:<24} {where}")
     return 0
 
 

@@ -173,9 +173,10 @@ def _plan_all(project: Project, chosen: Sequence[Cell]) -> list[Plan]:
         return project.plans(chosen)  # report only the selected cells' template errors
     config = project.config
     folders = sorted({s.local for s in config.sources.values() if s.local})
-    key = stamp.key(project.root, config.source, config.templates, folders)
+    files = sorted({f for p in everything for f in p.read_files} | project.read_files())  # issue 9
+    key = stamp.key(project.root, config.source, config.templates, folders, files=files)
     memo = stamp.Memo(config.locks, project.rows(everything), project.detect_rules())
-    stamp.write(project.root, key, config.templates, memo, folders)
+    stamp.write(project.root, key, config.templates, memo, folders, files)
     names = {c.name for c in chosen}
     return [p for p in everything if p.cell.name in names]
 

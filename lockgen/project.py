@@ -70,6 +70,12 @@ class Project:
             raise TemplateError(merge_cells(problems))
         return plans
 
+    def read_files(self) -> set[str]:
+        """Project files besides the config and the templates that every plan reads: the
+        pyproject.toml whose ``[project]`` templates see, when it is not the config file."""
+        project = self.config.project
+        return {project.path} if project is not None and project.path != self.config.source else set()
+
     def mirrors(self, cli: Sequence[str] = ()) -> Mirrors:
         """Mirrors from the config, then ``LOCKGEN_MIRRORS``, then ``--mirror`` (later wins), with
         the logins of every URL field expanded from the environment (``UsageError`` when unset)."""
@@ -86,7 +92,7 @@ class Project:
                 manifest.Row(
                     **cell.axes, name=cell.name, lock=cell.lock_path(self.config), skip=cell.settings.skip,
                     alias=cell.settings.alias, target=target.to_dict(), requires=requires(cell, target),
-                    environment=target.env(), input_hash=hashes.get(cell.name),
+                    environment=target.env(), input_hash=hashes.get(cell.name), extra=dict(cell.extra),
                 )  # fmt: skip
             )
         return rows

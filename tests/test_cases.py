@@ -5,6 +5,7 @@ C05, C06 and C11 live in test_lock_e2e.py; C08 in test_example.py.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -174,3 +175,36 @@ def test_c10_relative_folders_and_odd_links(tmp_path, hosts):
     for path in (root / "locks").rglob("*"):
         if path.is_file():
             assert str(tmp_path) not in path.read_text() and "/root" not in path.read_text()
+
+
+def test_c26_the_newest_version_is_sdist_only_the_first_run_locks_the_one_with_a_wheel(tmp_path, hosts):
+    pypi, backend = hosts
+    files = [
+        pypi.sdist("files", "cryptography", "50.0.2"),
+        pypi.wheel("files", "cryptography", "48.0.1", "cp311-abi3-manylinux_2_28_x86_64"),
+        pypi.wheel("files", "cryptography", "48.0.1", "cp311-abi3-macosx_10_9_universal2"),
+    ]
+    pypi.index_page("simple", files, upload_time=TIME)
+    backend.index_page("whl/cpu", [backend.wheel("whl/cpu", "pkg", "1.0+cpu")])
+    root = project(tmp_path / "p", pypi, backend, "cryptography\n")  # nothing in allow-build
+    run_ok("all", "-C", str(root))
+    assert locked_versions(lock_of(root))["cryptography"] == "48.0.1"
+    # allow-build lets a package be built, it does not prefer building: still the wheel
+    root = project(tmp_path / "q", pypi, backend, "cryptography\n", extra='allow-build = ["cryptography"]')
+    run_ok("all", "-C", str(root))
+    assert locked_versions(lock_of(root))["cryptography"] == "48.0.1"
+
+
+def test_c26_an_allow_build_package_with_only_an_sdist_locks_its_sdist(tmp_path, hosts):
+    pypi, backend = hosts
+    sdist = pypi.sdist("files", "lycoris-lora", "3.1.0")
+    pypi.index_page("simple", [sdist, pypi.wheel("files", "numpy", "2.3.0")], upload_time=TIME)
+    backend.index_page("whl/cpu", [backend.wheel("whl/cpu", "pkg", "1.0+cpu")])
+    root = project(tmp_path / "p", pypi, backend, "lycoris-lora\nnumpy\n", extra='allow-build = ["lycoris-lora"]')
+    run_ok("all", "-C", str(root))
+    text = lock_of(root)
+    assert locked_versions(text) == {"lycoris-lora": "3.1.0", "numpy": "2.3.0"}
+    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    assert f"lycoris-lora==3.1.0 \\\n    --hash=sha256:{digest}" in text  # the sdist, hashed
+    assert sdist.name in (root / "locks" / "linux-x86_64-cpu-py3.12" / "pylock.toml").read_text()
+    run_ok("all", "-C", str(root))  # a warm run: nothing to learn again

@@ -73,9 +73,10 @@ def test_backend_build_of_a_flavor(flavor, build):
         ("rocm7.1", [pkg("torch==2.13.0+rocm7.1"), pkg("pytorch-triton-rocm==3.7.0")]),
         ("xpu", PYPI_CU130),  # no family: nothing to check
         ("cpu", [pkg("nvidia-ml-py==13.580.82")]),  # NVML bindings are no CUDA runtime
+        ("rocm7.2", [pkg("torch==2.9.1+rocm7.2.0.lw.git7e1940d4")]),  # repo.radeon.com: a build suffix on the label
     ],
     ids=["cu130-torch-from-pypi", "cu124-labelled", "cu126-labelled-with-runtime", "cu126-labelled-alone", "cpu-pypi",
-         "cpu-labelled", "mps", "rocm", "unknown-flavor", "cpu-nvml"],
+         "cpu-labelled", "mps", "rocm", "unknown-flavor", "cpu-nvml", "rocm-label-with-build-suffix"],
 )  # fmt: skip
 def test_valid_locks_have_no_problems(flavor, packages):
     assert problems(flavor, packages, DEFAULT_BACKENDS) == []

@@ -24,7 +24,7 @@ HEADER = Header(
 ENTRIES = (
     Entry(name="cov", version=Version("7.3.1"), extras=("toml",), hashes=("sha256:aa", "sha256:bb"), via=("pcov",)),
     Entry(name="torch", version=Version("2.13.0+cu130"), hashes=("sha256:cc",), via=("templates/requirements.in.j2", "timm")),
-    Entry(name="gradio-client", url="https://github.com/x/gradio_client-1.0.2+custom.20-py3-none-any.whl", hashes=("sha256:dd",)),
+    Entry(name="gradio-client", version=Version("1.0.2+custom.20"), url="https://github.com/x/gradio_client-1.0.2+custom.20-py3-none-any.whl", hashes=("sha256:dd",)),
 )  # fmt: skip
 LOCK = Lock(header=HEADER, entries=ENTRIES)
 

@@ -159,7 +159,7 @@ def test_source_urls_take_rule_variables_and_unrequired_urls_are_never_fetched(t
     run = run_cli("all", "-C", str(root), *mirrors(pypi, github, backend)[:6])
     assert run.code == 0, run.err
     cuda = locked_versions(lock_of(root, "linux-x86_64-cu128-py3.12"))
-    assert (cuda["llama-cpp-binaries"], cuda["ik-llama-cpp-binaries"]) == ("", "")  # URL entries
+    assert (cuda["llama-cpp-binaries"], cuda["ik-llama-cpp-binaries"]) == ("0.124.0+cu124", "0.124.0+cu124")  # URL entries: the file name says
     assert f"{LLAMA}/llama_cpp_binaries-0.124.0+cu124-py3-none-linux_x86_64.whl" in lock_of(root, "linux-x86_64-cu128-py3.12")
     rocm = lock_of(root, "linux-x86_64-rocm-py3.12")
     assert f"{LLAMA}/llama_cpp_binaries-0.124.0+rocm7.2-py3-none-linux_x86_64.whl" in rocm

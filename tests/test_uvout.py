@@ -46,8 +46,8 @@ def test_unreachable_hosts(name, hosts):
 
 @pytest.mark.parametrize(
     ("name", "needs"),
-    [("no-wheels", ["sdonly"]), ("conflict", []), ("pin-fought", [])],
-    ids=["sdist-only", "conflict", "pin-fought"],
+    [("no-wheels", ["sdonly"]), ("source-tree-build-disabled", ["dyn-pkg"]), ("conflict", []), ("pin-fought", [])],
+    ids=["sdist-only", "vcs-with-dynamic-metadata", "conflict", "pin-fought"],
 )
 def test_needs_wheels(name, needs):
     assert uvout.needs_wheels(recorded(name)) == needs

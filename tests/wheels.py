@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import re
 import tarfile
 import zipfile
 from pathlib import Path
@@ -39,6 +40,8 @@ def make_wheel(
     metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         metadata.append(f"Requires-Python: {requires_python}")
+    extras = sorted({m for r in requires for m in re.findall(r"""extra\s*==\s*['"]([^'"]+)['"]""", r)})
+    metadata += [f"Provides-Extra: {e}" for e in extras]  # as real wheels declare the extras their requires use
     metadata += [f"Requires-Dist: {r}" for r in requires]
     wheel = ["Wheel-Version: 1.0", "Generator: lockgen-tests", "Root-Is-Purelib: true"]
     wheel += [f"Tag: {t}" for t in sorted(str(t) for t in parse_tag(tag))]

@@ -86,6 +86,6 @@ def load_config(path: Path) -> Config:
         table, prefix = doc, ""
     from lockgen.config.validate import Validator
 
-    return Validator(path.name, prefix).config(table, path.parent)
+    return Validator(path.name, prefix, read_toml=parse_toml).config(table, path.parent)
 
 

@@ -27,10 +27,13 @@ DEFAULT_MACOS = "14.0"
 #: Rendered inputs and lockgen's local state, relative to the project root (never committed).
 WORK = ".lockgen"
 
-#: Built-in template variables; rule ``vars`` may not reuse these names.
+#: Built-in template variables; rule ``vars`` and extra matrix axes may not reuse these names.
 RESERVED_NAMES = frozenset(
-    {"os", "arch", "backend", "flavor", "python", "python_tag", "target", "cell", "pins", "vars", "macos", "manylinux"}
-)
+    {"os", "arch", "backend", "flavor", "python", "python_tag", "target", "cell", "pins", "vars", "macos", "manylinux",
+     "project"}
+)  # fmt: skip
+#: uv's ``--prerelease`` strategies (uv 0.13 ``pip compile --help``); uv's default is the last.
+PRERELEASE_MODES = ("disallow", "allow", "if-necessary", "explicit", "if-necessary-or-explicit")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,17 +61,20 @@ class Settings:
     interpreter: str | None = None  # the interpreter arch an install must use, when not the cell's
     allow_mix: Mapping[str, str] = field(default_factory=dict)  # package glob -> why the backend mix is intended
     replace: tuple[str, ...] | None = None  # packages a layer may set to another version than main (C22)
+    prerelease: str | None = None  # uv --prerelease for every package (one of PRERELEASE_MODES)
+    prerelease_package: Mapping[str, str] = field(default_factory=dict)  # canonical name -> mode (uv --prerelease-package)
 
     def merged(self, later: Settings) -> Settings:
         """Return these settings with ``later``'s set values on top.
 
-        Scalars are replaced; ``vars``, ``pins``, ``find-links`` and ``allow-mix`` are merged key by
-        key (a later key wins, an empty list removes a find-links entry).
+        Scalars are replaced; ``vars``, ``pins``, ``find-links``, ``allow-mix`` and
+        ``prerelease-package`` are merged key by key (a later key wins, an empty list removes a
+        find-links entry).
         """
         values: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             mine, theirs = getattr(self, f.name), getattr(later, f.name)
-            if f.name in ("vars", "find_links", "pins", "allow_mix"):
+            if f.name in _KEYED:
                 combined = {**mine, **theirs}
                 values[f.name] = {k: v for k, v in combined.items() if v != ()}
             else:
@@ -76,9 +82,13 @@ class Settings:
         return Settings(**values)
 
 
+#: Settings merged key by key (see :meth:`Settings.merged`).
+_KEYED = ("vars", "find_links", "pins", "allow_mix", "prerelease_package")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Include:
-    """A ``matrix.include`` entry: axis values (all four add a cell) plus variables."""
+    """A ``matrix.include`` entry: axis values (naming every axis adds a cell) plus variables."""
 
     axes: Mapping[str, str]
     vars: Mapping[str, Any]
@@ -168,6 +178,35 @@ DEFAULT_BACKENDS: tuple[BackendFamily, ...] = (
 
 
 @dataclass(frozen=True, kw_only=True)
+class ProjectMetadata:
+    """The ``[project]`` table of the project's ``pyproject.toml`` as templates see it (the
+    ``project`` template variable): the dependency lists live in one place (PEP 621).
+
+    ``path`` is project-relative; ``optional_dependencies`` keeps the group names as written.
+    Only static lists are read: a list named in ``[project].dynamic`` is None, and a template that
+    uses it fails naming it (StrictUndefined), never renders an empty list.
+    """
+
+    path: str
+    name: str | None = None
+    version: str | None = None
+    requires_python: str | None = None
+    dependencies: tuple[str, ...] | None = ()
+    optional_dependencies: Mapping[str, tuple[str, ...]] | None = field(default_factory=dict)
+
+    def context(self) -> dict[str, Any]:
+        """The template variable: ``name``, ``version``, ``requires_python``, ``dependencies``
+        (a list of requirement strings) and ``optional_dependencies`` (group -> list); a dynamic
+        list is left out."""
+        context: dict[str, Any] = {"name": self.name, "version": self.version, "requires_python": self.requires_python}
+        if self.dependencies is not None:
+            context["dependencies"] = list(self.dependencies)
+        if self.optional_dependencies is not None:
+            context["optional_dependencies"] = {group: list(reqs) for group, reqs in self.optional_dependencies.items()}
+        return context
+
+
+@dataclass(frozen=True, kw_only=True)
 class Config:
     """A validated configuration. Paths are relative to ``root`` (the config file's folder)."""
 
@@ -188,6 +227,13 @@ class Config:
     #: Logins split off the URL fields (realm -> ``user:password`` as written, ``${VAR}`` unexpanded):
     #: every URL above is public (lockgen.credentials); never part of an input hash.
     credentials: Mapping[str, str] = field(default_factory=dict)
+    extra_axes: tuple[str, ...] = ()  # matrix axes beyond AXES, in declaration order; values in `axes`
+    project: ProjectMetadata | None = None  # the `project` template variable
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        """Every axis of the matrix: :data:`AXES`, then the extra axes in declaration order."""
+        return (*AXES, *self.extra_axes)
 
     @property
     def pins(self) -> Mapping[str, str]:

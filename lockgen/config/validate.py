@@ -9,13 +9,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockgen.config.model import (
     ARCHES, AXES, DEFAULT_BACKENDS, DEFAULT_INDEX_URL, DEFAULT_MACOS, DEFAULT_MANYLINUX, MANYLINUX_LEVELS, OSES,
-    RESERVED_NAMES, BackendFamily, Config, Include, Rule, Settings, Source,
+    PRERELEASE_MODES, RESERVED_NAMES, BackendFamily, Config, Include, ProjectMetadata, Rule, Settings, Source,
 )  # fmt: skip
 from lockgen.errors import ConfigError
 from lockgen.select import DetectRules, RulesError
@@ -34,9 +34,10 @@ KeyPath = tuple[str | int, ...]
 _SETTING_KEYS = {
     "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
     "manylinux", "macos", "skip", "exclude-newer", "pins", "use", "flavor", "pinned",
-    "optional", "no-deps", "allow-build", "alias", "interpreter", "allow-mix", "replace",
+    "optional", "no-deps", "allow-build", "alias", "interpreter", "allow-mix", "replace", "prerelease", "prerelease-package",
 }  # fmt: skip
-_TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "detect", "backends"} | _SETTING_KEYS
+_TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "detect", "backends", "project"} | _SETTING_KEYS
+_MATRIX_KEYS = ("include", "exclude")
 _SOURCE_KINDS = ("index", "find-links", "urls")
 #: What every cell fills in source URLs (lockgen.plan.sources.placeholders); rule variables too.
 _SOURCE_PLACEHOLDERS = ("backend", "flavor", "python_tag", "os", "arch", "python")
@@ -64,10 +65,16 @@ def _is_python(value: str) -> bool:
 
 
 class Validator:
-    def __init__(self, source: str, prefix: str):
+    def __init__(self, source: str, prefix: str, read_toml: Callable[[str], dict[str, Any]] | None = None):
         self.source = source
         self.prefix = prefix
+        self.read_toml = read_toml  # TOML text -> table, for the project's pyproject.toml (load.parse_toml)
         self.problems: list[str] = []
+        self.extra: tuple[str, ...] = ()  # the matrix's extra axes, once read
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return (*AXES, *self.extra)
 
     def key(self, *parts: str | int) -> str:
         text = self.prefix
@@ -84,8 +91,8 @@ class Validator:
         if not isinstance(matrix, dict):
             self.problem(("matrix",), "must be a table")
             matrix = {}
-        self.unknown(matrix, set(AXES) | {"include", "exclude"}, ("matrix",))
-        axes = {axis: self.axis_values(matrix, axis) for axis in AXES}
+        self.extra = self.extra_axes(matrix)
+        axes = {axis: self.axis_values(matrix, axis) for axis in self.axis_names}
         exclude = tuple(
             self.selector(entry, ("matrix", "exclude", i))
             for i, entry in enumerate(self.table_list(matrix, "exclude", ("matrix",)))
@@ -119,6 +126,8 @@ class Validator:
             mirrors=self.mirrors(table.get("mirrors", {})),
             detect=self.detect(table.get("detect")),
             backends=self.backends(table.get("backends", {})),
+            extra_axes=self.extra,
+            project=self.project(table.get("project"), root),
         )
         config = self.credentials(config)
         self.source_placeholders(config)
@@ -161,6 +170,8 @@ class Validator:
             self.problem(path, f"bad backend label {value!r}; use lower-case letters, digits, '.' or '_'")
         elif axis == "python" and not _is_python(value):
             self.problem(path, f"bad python version {value!r}; write major.minor such as \"3.12\"")
+        elif axis not in AXES and not _LABEL.match(value):
+            self.problem(path, f"bad {axis} value {value!r}; use lower-case letters, digits, '.' or '_' (cell names join values with '-')")
         else:
             return value
         return None
@@ -173,13 +184,14 @@ class Validator:
         values = [self.axis_value(axis, v, ("matrix", axis, i)) for i, v in enumerate(raw)]
         return tuple(dict.fromkeys(v for v in values if v is not None))
 
-    def selector(self, table: dict[str, Any], path: KeyPath, allowed: frozenset[str] = frozenset(AXES), empty_ok: bool = False) -> dict[str, tuple[str, ...]]:
-        """A table of axis -> value or list of values (exclude entries, rule matches)."""
-        self.unknown(table, allowed, path)
-        if not empty_ok and not any(axis in table for axis in AXES):
-            self.problem(path, "names no axis, so it would match every cell; give os, arch, backend and/or python")
+    def selector(self, table: dict[str, Any], path: KeyPath, empty_ok: bool = False) -> dict[str, tuple[str, ...]]:
+        """A table of axis -> value or list of values (exclude entries, rule matches); the axes
+        are the four built-in ones and the matrix's extra axes."""
+        self.unknown(table, frozenset(self.axis_names), path)
+        if not empty_ok and not any(axis in table for axis in self.axis_names):
+            self.problem(path, f"names no axis, so it would match every cell; give {_listed(self.axis_names)}")
         result = {}
-        for axis in AXES:
+        for axis in self.axis_names:
             if axis not in table:
                 continue
             raw = table[axis]
@@ -191,15 +203,15 @@ class Validator:
         return result
 
     def include(self, table: dict[str, Any], path: KeyPath) -> Include:
-        self.unknown(table, set(AXES) | {"vars"}, path)
+        self.unknown(table, set(self.axis_names) | {"vars"}, path)
         axes = {}
-        for axis in AXES:
+        for axis in self.axis_names:
             if axis in table:
                 value = self.axis_value(axis, table[axis], (*path, axis))
                 if value is not None:
                     axes[axis] = value
-        if not any(axis in table for axis in AXES):
-            self.problem(path, "names no axis; give os, arch, backend and/or python")
+        if not any(axis in table for axis in self.axis_names):
+            self.problem(path, f"names no axis; give {_listed(self.axis_names)}")
         return Include(axes=axes, vars=self.vars(table.get("vars", {}), (*path, "vars")))
 
     def rule(self, table: dict[str, Any], path: KeyPath) -> Rule:
@@ -252,6 +264,7 @@ class Validator:
             values["allow_mix"] = self.allow_mix(table["allow-mix"], (*path, "allow-mix"))
         if "replace" in table:
             values["replace"] = self.package_names(table["replace"], (*path, "replace"))
+        values.update(self.prerelease(table, path))
         if values.get("interpreter") is not None and values["interpreter"] not in ARCHES:
             self.problem((*path, "interpreter"), f"unknown arch {values['interpreter']!r}; use one of {', '.join(ARCHES)}")
         return Settings(**values)
@@ -382,26 +395,28 @@ class Validator:
 
     def matrix_values(self, config: Config) -> None:
         """Axis values named by exclude entries, rule matches and includes that only extend cells
-        must be values of their axis (an include naming all four axes may add values): a misspelt
+        must be values of their axis (an include naming every axis may add values): a misspelt
         value would silently add or miss cells (issue "Trust", item 8)."""
-        known = {axis: list(config.axes[axis]) for axis in AXES}
+        names = config.axis_names
+        known = {axis: list(config.axes[axis]) for axis in names}
         for inc in config.include:
-            if len(inc.axes) == len(AXES):
+            if len(inc.axes) == len(names):
                 for axis, value in inc.axes.items():
                     if value not in known[axis]:
                         known[axis].append(value)
         named: list[tuple[tuple[str | int, ...], Mapping[str, Sequence[str]]]] = [
             (("matrix", "exclude", i), sel) for i, sel in enumerate(config.exclude)
         ]
-        named += [(("matrix", "include", i), {a: (v,) for a, v in inc.axes.items()}) for i, inc in enumerate(config.include) if len(inc.axes) < len(AXES)]
+        named += [(("matrix", "include", i), {a: (v,) for a, v in inc.axes.items()}) for i, inc in enumerate(config.include) if len(inc.axes) < len(names)]
         named += [(("rules", i, "match"), rule.match) for i, rule in enumerate(config.rules)]
         for path, selector in named:
             for axis, values in selector.items():
                 for value in values:
                     if value not in known[axis]:
                         listed = ", ".join(known[axis]) or "none"
-                        missing = ", ".join(a for a in AXES if a not in selector)
-                        hint = f"; an include adds a cell only when it names all four axes (missing {missing})" if path[1] == "include" else ""
+                        missing = ", ".join(a for a in names if a not in selector)
+                        every = "all four axes" if not config.extra_axes else f"every axis ({', '.join(names)})"
+                        hint = f"; an include adds a cell only when it names {every} (missing {missing})" if path[1] == "include" else ""
                         self.problem((*path, axis), f"{value!r} is not a value of the {axis} axis ({listed}){hint}")
 
     def mirrors(self, value: Any) -> dict[str, str]:
@@ -483,10 +498,10 @@ class Validator:
         cell lacks is an error when that cell is planned (:func:`lockgen.plan.sources.cell_sources`)."""
         import string
 
-        names = {*_SOURCE_PLACEHOLDERS, *config.defaults.vars}
+        names = {*_SOURCE_PLACEHOLDERS, *config.extra_axes, *config.defaults.vars}
         names.update(v for rule in config.rules for v in rule.settings.vars)
         names.update(v for include in config.include for v in include.vars)
-        listed = ", ".join(f"{{{n}}}" for n in _SOURCE_PLACEHOLDERS)
+        listed = ", ".join(f"{{{n}}}" for n in (*_SOURCE_PLACEHOLDERS, *config.extra_axes))
         for name, source in config.sources.items():
             texts = [(source.kind, u) for u in source.urls] + [("local-if", source.local_if)]
             texts += [(f"labels.{package}", label) for package, label in source.labels.items() if label != "*"]
@@ -541,6 +556,8 @@ class Validator:
                 self.problem((*path, name), "not a valid template variable name (letters, digits, _)")
             elif name in RESERVED_NAMES:
                 self.problem((*path, name), f"{name!r} is a built-in template variable; pick another name")
+            elif name in self.extra:
+                self.problem((*path, name), f"{name!r} is a matrix axis (a template variable of its own); pick another name")
         return dict(value)
 
     def find_links(self, value: Any, path: KeyPath) -> dict[str, tuple[str, ...]]:
@@ -577,11 +594,15 @@ class Validator:
         return text
 
     def pins(self, value: Any, path: KeyPath = ("pins",)) -> dict[str, str]:
+        """``pins``: package -> a version (``"2.13.0"``) or a PEP 440 specifier (``"==2.8.0.*"``,
+        ``">=2.7,<2.8"``; see :func:`lockgen.plan.plan.pin_requirements` for what ``pinned``
+        makes of each)."""
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
         from packaging.utils import InvalidName, canonicalize_name
         from packaging.version import InvalidVersion, Version
 
         if not isinstance(value, dict):
-            self.problem(path, "must be a table of package = \"version\"")
+            self.problem(path, "must be a table of package = \"version\" or \"specifier\"")
             return {}
         pins = {}
         for name, version in value.items():
@@ -596,7 +617,132 @@ class Validator:
             try:
                 Version(version)
             except InvalidVersion:
-                self.problem((*path, name), f"{version!r} is not a valid version (PEP 440)")
-                continue
+                try:
+                    if not str(SpecifierSet(version)):
+                        raise InvalidSpecifier(version)
+                except InvalidSpecifier:
+                    self.problem((*path, name), f"{version!r} is not a valid version or version specifier (PEP 440), such as \"2.8.0\" or \"==2.8.0.*\"")
+                    continue
             pins[name] = version
         return pins
+
+    # -- extra axes, prereleases, the project's metadata (issue 9)
+
+    def extra_axes(self, matrix: dict[str, Any]) -> tuple[str, ...]:
+        """The matrix keys beyond os, arch, backend, python, include and exclude: extra named axes
+        (``variant = ["full", "portable"]``), in declaration order. An axis name must be a template
+        variable name that is not built in; one close to a built-in key is taken for a typo."""
+        import difflib
+
+        extra = []
+        for name in matrix:
+            if name in AXES or name in _MATRIX_KEYS:
+                continue
+            close = difflib.get_close_matches(name, (*AXES, *_MATRIX_KEYS), n=1, cutoff=0.75)
+            if close:
+                self.problem(("matrix", name), f"unknown key; did you mean {close[0]!r}? (another name adds an axis)")
+            elif not _VAR_NAME.match(name) or name in RESERVED_NAMES:
+                self.problem(("matrix", name), "an extra axis needs a template variable name (letters, digits, _) that is not built in")
+            else:
+                extra.append(name)
+        return tuple(extra)
+
+    def prerelease(self, table: dict[str, Any], path: KeyPath) -> dict[str, Any]:
+        """``prerelease`` (uv ``--prerelease``) and ``prerelease-package`` (package -> mode, uv
+        ``--prerelease-package``), as :class:`Settings` fields."""
+        from packaging.utils import InvalidName, canonicalize_name
+
+        values: dict[str, Any] = {}
+        modes = ", ".join(PRERELEASE_MODES)
+        if "prerelease" in table:
+            mode = self.string(table["prerelease"], (*path, "prerelease"))
+            if mode is not None and mode not in PRERELEASE_MODES:
+                self.problem((*path, "prerelease"), f"unknown mode {mode!r}; use one of {modes}")
+            values["prerelease"] = mode
+        if "prerelease-package" in table:
+            raw = table["prerelease-package"]
+            key = (*path, "prerelease-package")
+            if not isinstance(raw, dict):
+                self.problem(key, 'must be a table of package = "mode", such as { torch = "allow" }')
+                return values
+            packages = {}
+            for name, mode in raw.items():
+                try:
+                    canonical = canonicalize_name(name, validate=True)
+                except InvalidName:
+                    self.problem((*key, name), "not a valid package name")
+                    continue
+                if mode not in PRERELEASE_MODES:
+                    self.problem((*key, name), f"unknown mode {mode!r}; use one of {modes}")
+                    continue
+                packages[canonical] = mode
+            values["prerelease_package"] = packages
+        return values
+
+    def project(self, value: Any, root: Path) -> ProjectMetadata | None:
+        """The ``project`` template variable: ``[project]`` of the pyproject.toml that the
+        ``project`` key names (a path inside the project), else of the config's own
+        ``pyproject.toml`` (or the one beside ``lockgen.toml``) when it has a ``[project]`` table."""
+        if value is None:
+            if not (root / "pyproject.toml").is_file():
+                return None
+            return self.project_file(root, "pyproject.toml", required=False)
+        name = self.string(value, ("project",))
+        if name is None:
+            return None
+        if not name.strip() or Path(name).is_absolute() or ".." in Path(name).parts:
+            self.problem(("project",), f"{name!r} must be the path of a pyproject.toml inside the project")
+            return None
+        if not (root / name).is_file():
+            self.problem(("project",), f"{name}: no such file; name the project's pyproject.toml")
+            return None
+        return self.project_file(root, name, required=True)
+
+    def project_file(self, root: Path, name: str, required: bool) -> ProjectMetadata | None:
+        """Read ``[project]`` of ``root/name`` (PEP 621): static dependency lists, each entry a
+        PEP 508 requirement; problems name the file and the key."""
+        if self.read_toml is None:
+            return None
+        try:
+            table = self.read_toml((root / name).read_text(encoding="utf-8")).get("project")
+        except Exception as exc:  # OSError, TOML syntax
+            self.problem(("project",), f"{name}: cannot read it as TOML: {exc}")
+            return None
+        if not isinstance(table, dict):
+            if required:
+                self.problem(("project",), f"{name}: has no [project] table")
+            return None
+        dynamic = table.get("dynamic", [])
+        dynamic = set(dynamic) if isinstance(dynamic, list) else set()
+        deps = None if "dependencies" in dynamic else self.requirement_list(table.get("dependencies", []), name, "project.dependencies")
+        raw = table.get("optional-dependencies", {})
+        if not isinstance(raw, dict):
+            self.problem(("project",), f"{name}: project.optional-dependencies must be a table of lists")
+            raw = {}
+        groups = {group: self.requirement_list(reqs, name, f"project.optional-dependencies.{group}") for group, reqs in raw.items()}
+        strings = {k: table[k] if isinstance(table.get(k), str) else None for k in ("name", "version", "requires-python")}
+        return ProjectMetadata(
+            path=name, name=strings["name"], version=strings["version"], requires_python=strings["requires-python"],
+            dependencies=deps, optional_dependencies=None if "optional-dependencies" in dynamic else groups,
+        )  # fmt: skip
+
+    def requirement_list(self, value: Any, name: str, key: str) -> tuple[str, ...]:
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        if not isinstance(value, list):
+            self.problem(("project",), f"{name}: {key} must be a list of requirement strings")
+            return ()
+        result = []
+        for i, item in enumerate(value):
+            try:
+                Requirement(item if isinstance(item, str) else "")
+            except InvalidRequirement as exc:
+                self.problem(("project",), f"{name}: {key}[{i}]: {item!r} is not a requirement: {exc}")
+                continue
+            result.append(item)
+        return tuple(result)
+
+
+def _listed(names: Sequence[str]) -> str:
+    """``os, arch, backend and/or python`` (every axis, for messages)."""
+    return f"{', '.join(names[:-1])} and/or {names[-1]}"

@@ -39,6 +39,14 @@ the cell's arch (:mod:`lockgen.resolve.newer`): a glibc 2.35 machine of a ``many
 prefers a ``manylinux_2_34`` wheel, and from an index page without hashes pip and uv download it
 and then fail ``--require-hashes`` unless its hash is listed (format 2 listed only up to the
 cell's level).
+
+Requirement forms (issue 9): a registry package is ``name[extras]==version``; a direct archive URL
+``name @ URL``; a VCS checkout ``name @ git+URL@<commit>`` (the commit uv resolved a branch or tag
+to); a local project folder ``file:./sub#egg=name``, ``-e file:./sub#egg=name`` when editable
+(pip 23.2+ and uv read both, relative to the working directory: install from the project root;
+the ``#egg=`` fragment keeps the package name in the line); a local archive its project-relative
+path ``./wheels/pkg-1.0-py3-none-any.whl`` (the name is in the file name). Folders and VCS
+checkouts have no hash pip ``--require-hashes`` could check: they go to the ``unhashed`` layer.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
@@ -58,7 +67,7 @@ from lockgen.errors import LockFormatError
 
 __all__ = [
     "LOCK_FORMAT", "UNREACHABLE", "Entry", "Header", "LayerKind", "LayerRef", "Lock", "Replacement", "Unavailable",
-    "intact", "normalized", "parse_entries", "text_sha256",
+    "intact", "is_local", "normalized", "parse_entries", "text_sha256",
 ]  # fmt: skip
 
 #: Bumped when the lock layout or what a lock lists changes, so every lock is re-resolved once
@@ -221,11 +230,21 @@ _SINGLE = {"cell", "kind", "layer-of", "target", "exclude-newer", "index-url", "
 _MULTI = {"find-links", "layer", "unavailable", "replaces", "skipped-url", "no-upload-time"}
 
 
+#: File names of local archives (a path line that is not a project folder).
+_ARCHIVES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")
+
+
+def is_local(url: str) -> bool:
+    """Whether a direct reference is a project-relative path (``./sub``, ``./wheels/x.whl``)."""
+    return url == "." or url.startswith(("./", "../"))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Entry:
     """One locked requirement. ``version`` is None only for a direct reference without one (a
-    local path). ``url``: a direct reference (wheel URL, ``git+…@<commit>``, a path); ``hashes``
-    are ``sha256:<hex>`` strings, sorted; ``via`` names what asked for it (a committed template,
+    local path). ``url``: a direct reference (wheel URL, ``git+…@<commit>``, or a project-relative
+    path ``./sub``: see the module docstring for the line each gives); ``hashes`` are
+    ``sha256:<hex>`` strings, sorted; ``via`` names what asked for it (a committed template,
     another package)."""
 
     name: NormalizedName
@@ -237,9 +256,21 @@ class Entry:
     via: tuple[str, ...] = ()
 
     @property
+    def unhashed(self) -> bool:
+        """A direct reference without a hash (a project folder, a VCS checkout): the ``unhashed``
+        layer's, never a hashed lock's."""
+        return self.editable or (self.url is not None and not self.hashes)
+
+    @property
     def requirement(self) -> str:
         """The requirement as the lock writes it: ``cov[toml]==7.3.1`` (extras kept: pip 23.2
-        refuses a hashed lock whose extras were dropped, C19), ``pkg @ URL``, ``-e ./sub``."""
+        refuses a hashed lock whose extras were dropped, C19), ``pkg @ URL``,
+        ``-e file:./sub#egg=pkg`` (see the module docstring)."""
+        if self.url is not None and is_local(self.url):
+            if self.url.endswith(_ARCHIVES):
+                return self.url
+            line = f"file:{self.url}#egg={self.name}"
+            return f"-e {line}" if self.editable else line
         if self.editable:
             return f"-e {self.url}"
         extras = f"[{','.join(self.extras)}]" if self.extras else ""
@@ -384,6 +415,10 @@ class _Parser:
             raise self.fail(1, f"the header has no {key!r} field")
         return default
 
+    def optional(self, key: str) -> str | None:
+        values = self.fields.get(key)
+        return values[0] if values else None
+
     def header(self) -> Header:
         get = self.fields.get
         try:
@@ -392,9 +427,9 @@ class _Parser:
                 cell=self.one("cell"), kind=kind, path=self.where, config=self.one("config"), target=self.one("target"), uv=self.one("uv"),
                 input_hash=self.one("input-hash"),
                 input_parts=dict(p.split("=", 1) for p in self.one("input-parts", "").split()),
-                exclude_newer=(get("exclude-newer") or [None])[0],
-                index_url=(get("index-url") or [None])[0], find_links=tuple(get("find-links", [])),
-                layer_of=(get("layer-of") or [None])[0],
+                exclude_newer=self.optional("exclude-newer"),
+                index_url=self.optional("index-url"), find_links=tuple(get("find-links", [])),
+                layer_of=self.optional("layer-of"),
                 layers=tuple(LayerRef.parse(v) for v in get("layer", [])),
                 unavailable=tuple(Unavailable.parse(v) for v in get("unavailable", [])),
                 replaces=tuple(Replacement.parse(v) for v in get("replaces", [])),
@@ -404,7 +439,7 @@ class _Parser:
             raise self.fail(1, f"bad header field: {exc}") from None
 
     def entries(self, body: str, first: int) -> Iterator[Entry]:
-        current: dict | None = None
+        current: dict[str, Any] | None = None
         for number, line in enumerate(body.split("\n"), first):
             stripped = line.strip()
             if not stripped or line.startswith("#"):
@@ -426,16 +461,18 @@ class _Parser:
         if current is not None:
             yield _entry(current)
 
-    def requirement(self, text: str, number: int) -> dict:
-        if text.startswith("-e "):
-            url = text.removeprefix("-e ").strip()
-            name = url.rsplit("#egg=", 1)[-1] if "#egg=" in url else Path(url.rstrip("/")).name
-            return {"name": canonicalize_name(name), "url": url, "editable": True, "hashes": [], "via": []}
+    def requirement(self, text: str, number: int) -> dict[str, Any]:
+        editable = text.startswith(("-e ", "--editable "))
+        if editable:
+            text = text.split(" ", 1)[1].strip()
+        if editable or text.startswith(("file:", "./", "../", "/")) or text == ".":
+            url, name = _direct(text)
+            return {"name": canonicalize_name(name), "url": url, "editable": editable, "hashes": [], "via": []}
         try:
             req = Requirement(text)
         except InvalidRequirement as exc:
             raise self.fail(number, f"not a requirement: {exc}") from None
-        version = None
+        version = _file_version(req.url) if req.url else None
         if not req.url:
             specs = list(req.specifier)
             if len(specs) != 1 or specs[0].operator != "==":
@@ -450,5 +487,44 @@ class _Parser:
         }  # fmt: skip
 
 
-def _entry(data: dict) -> Entry:
+def _file_version(url: str) -> Version | None:
+    """The version a direct URL's wheel or sdist file name carries (``gradio-4.37.2+custom.20-…``),
+    read with ``packaging``; None for a VCS URL or a folder."""
+    from urllib.parse import unquote, urlsplit
+
+    from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+
+    name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    try:
+        return parse_wheel_filename(name)[1] if name.endswith(".whl") else parse_sdist_filename(name)[1]
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return None
+
+
+def _direct(text: str) -> tuple[str, str]:
+    """``(url, name)`` of a path or editable line: ``file:./sub#egg=pkg`` -> ``("./sub", "pkg")``;
+    a VCS URL keeps its form (``git+…@<commit>#egg=pkg``). The name comes from ``#egg=``, else a
+    wheel's or sdist's file name, else (uv's own output for ``-e ./sub``; lockgen rewrites it from
+    the resolution) the folder's name."""
+    from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+
+    target, _, egg = text.partition("#egg=")
+    if "://" not in target and target.startswith("file:"):
+        target = target.removeprefix("file:")
+        target = target if is_local(target) or target.startswith("/") else f"./{target}"
+    url = target if is_local(target) or target.startswith("/") else text
+    if egg:
+        return url, egg.split("&")[0]
+    base = Path(target.split("#")[0].rstrip("/")).name
+    try:
+        if base.endswith(".whl"):
+            return url, parse_wheel_filename(base)[0]
+        if base.endswith(_ARCHIVES):
+            return url, parse_sdist_filename(base)[0]
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        pass
+    return url, base
+
+
+def _entry(data: dict[str, Any]) -> Entry:
     return Entry(**{**data, "hashes": tuple(data["hashes"]), "via": tuple(data["via"])})

@@ -45,6 +45,7 @@ class Row:
     requires: Mapping[str, str] = field(default_factory=dict)
     environment: Mapping[str, str] = field(default_factory=dict)
     input_hash: str | None = None  # None for skipped and alias cells
+    extra: Mapping[str, str] = field(default_factory=dict)  # the matrix's extra axes (variant = "portable")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,6 +74,8 @@ def build(
             "os": row.os, "arch": row.arch, "backend": row.backend, "python": row.python,
             "target": dict(row.target), "requires": dict(row.requires),
         }  # fmt: skip
+        if row.extra:  # extra matrix axes (issue 9): the cell's value of each
+            entry["axes"] = dict(row.extra)
         if row.environment:
             entry["environment"] = dict(row.environment)
         if row.skip:

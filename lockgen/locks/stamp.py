@@ -35,9 +35,13 @@ def _uv_identity() -> str:
     return f"{st.st_size}:{st.st_mtime_ns}" if st else "missing"
 
 
-def key(root: Path, config_name: str, templates: str, folders: Sequence[str] = (), extra: str = "") -> str:
-    """sha256 over lockgen's version, the uv package, the config file, the templates folder and
-    the listings of the project folders sources may read (``local`` wheel folders)."""
+def key(
+    root: Path, config_name: str, templates: str, folders: Sequence[str] = (), extra: str = "", files: Sequence[str] = ()
+) -> str:
+    """sha256 over lockgen's version, the uv package, the config file, the templates folder, the
+    listings of the project folders sources may read (``local`` wheel folders) and the content of
+    other project ``files`` the plans read (the project's pyproject.toml, local requirements'
+    metadata files; a missing one counts as empty)."""
     from lockgen.plan.sources import folder_listing
 
     digest = hashlib.sha256()
@@ -45,6 +49,9 @@ def key(root: Path, config_name: str, templates: str, folders: Sequence[str] = (
         digest.update(part.encode() + b"\0")
     for folder in folders:
         digest.update(json.dumps([folder, folder_listing(root, folder)]).encode())
+    for name in files:
+        path = root / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
     digest.update((root / config_name).read_bytes() + b"\0")
     folder = root / templates
     for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:
@@ -61,12 +68,12 @@ class Memo:
     detect: dict[str, Any] | None
 
 
-def write(root: Path, key_: str, templates: str, memo: Memo, folders: Sequence[str] = ()) -> None:
+def write(root: Path, key_: str, templates: str, memo: Memo, folders: Sequence[str] = (), files: Sequence[str] = ()) -> None:
     """Record ``memo`` under ``key_`` (written by ``all``/``lock`` only; never by readers)."""
     from lockgen.locks.store import write_text
 
     data = {
-        "key": key_, "templates": templates, "locks": memo.locks, "folders": list(folders),
+        "key": key_, "templates": templates, "locks": memo.locks, "folders": list(folders), "files": list(files),
         "cells": [r.to_dict() for r in memo.rows], "detect": memo.detect,
     }  # fmt: skip
     try:
@@ -82,7 +89,7 @@ def read(root: Path, config_name: str, extra: str = "") -> Memo | None:
     """The memo if the stamp's key matches the project as it is now, else None."""
     try:
         data = json.loads((root / STAMP).read_text(encoding="utf-8"))
-        if data["key"] != key(root, config_name, data["templates"], data.get("folders", []), extra):
+        if data["key"] != key(root, config_name, data["templates"], data.get("folders", []), extra, data.get("files", [])):
             return None
         return Memo(data["locks"], [Row.from_dict(row) for row in data["cells"]], data.get("detect"))
     except (OSError, ValueError, KeyError, TypeError):

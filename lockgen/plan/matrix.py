@@ -2,17 +2,23 @@
 
 Semantics follow CI matrices (GitHub Actions ``strategy.matrix``): the cross product of the axes,
 minus every combination an ``exclude`` entry matches, then each ``include`` entry either adds its
-variables to every cell it matches or, when it names all four axes and matches none, adds a cell.
+variables to every cell it matches or, when it names every axis and matches none, adds a cell.
 Ordered ``rules`` then give each cell its settings: the config's top-level settings first, each
 matching rule on top (later rules win), an ``include``'s variables last.
+
+Besides os, arch, backend and python a matrix may have extra named axes (``variant = ["full",
+"portable"]``, issue 9): they multiply the cells like the others, ``exclude``/``include``/rule
+``match``/``--only`` name them like the others, and their values are appended to cell names in
+declaration order (``linux-x86_64-cu128-py3.13-portable``), so a matrix without extra axes keeps
+its names.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from lockgen.config import AXES, Config, Settings, selector_matches
@@ -23,22 +29,31 @@ log = logging.getLogger("lockgen")
 
 @dataclass(frozen=True, kw_only=True)
 class Cell:
-    """One point of the matrix: a target to lock, with its merged settings."""
+    """One point of the matrix: a target to lock, with its merged settings. ``extra``: the values
+    of the matrix's extra axes (axis -> value, in declaration order)."""
 
     os: str
     arch: str
     backend: str
     python: str
     settings: Settings
+    extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
-        """Stable, filesystem-safe name: ``linux-x86_64-cu130-py3.12``."""
-        return f"{self.os}-{self.arch}-{self.backend}-py{self.python}"
+        """Stable, filesystem-safe name: ``linux-x86_64-cu130-py3.12``, then each extra axis's
+        value in declaration order (``linux-x86_64-cu128-py3.13-portable``)."""
+        return "-".join((self.os, self.arch, self.backend, f"py{self.python}", *self.extra.values()))
 
     @property
     def axes(self) -> dict[str, str]:
+        """The four built-in axes (os, arch, backend, python) -> value."""
         return {axis: getattr(self, axis) for axis in AXES}
+
+    @property
+    def values(self) -> dict[str, str]:
+        """Every axis -> value: the built-in ones, then the extra ones."""
+        return {**self.axes, **self.extra}
 
     def lock_path(self, config: Config) -> str:
         """The lock file, relative to the project root (``locks/<cell>.txt``)."""
@@ -69,13 +84,14 @@ def expand_matrix(config: Config) -> Expansion:
     ``match`` matches no cell (issue "Trust", item 8; the values they name are checked against the
     axes by :mod:`lockgen.config.validate`).
 
-    Raises :class:`ConfigError` when an include entry matches no cell and does not name all four
-    axes (it could neither extend a cell nor add one), for bad aliases and pins, and for a matrix
+    Raises :class:`ConfigError` when an include entry matches no cell and does not name every
+    axis (it could neither extend a cell nor add one), for bad aliases and pins, and for a matrix
     without cells.
     """
     prefix = f"{config.key_prefix}." if config.key_prefix else ""
+    names = config.axis_names
     product: list[dict[str, str]] = [
-        dict(zip(AXES, values)) for values in itertools.product(*(config.axes[a] for a in AXES))
+        dict(zip(names, values)) for values in itertools.product(*(config.axes[a] for a in names))
     ]
     warnings = [
         f"{prefix}matrix.exclude[{i}]: matches no combination of the axes, so it excludes nothing; fix or remove it"
@@ -90,11 +106,11 @@ def expand_matrix(config: Config) -> Expansion:
         for j in hits:
             extra_vars[j].update(inc.vars)
         if not hits:
-            if len(inc.axes) == len(AXES):
-                combos.append(dict(inc.axes))
+            if len(inc.axes) == len(names):
+                combos.append({axis: inc.axes[axis] for axis in names})
                 extra_vars.append(dict(inc.vars))
             else:
-                missing = ", ".join(a for a in AXES if a not in inc.axes)
+                missing = ", ".join(a for a in names if a not in inc.axes)
                 problems.append(f"{prefix}matrix.include[{i}]: matches no cell and cannot add one (missing {missing})")
     if problems:
         raise ConfigError(config.source, problems)
@@ -111,7 +127,7 @@ def expand_matrix(config: Config) -> Expansion:
             if rule.matches(combo):
                 settings = settings.merged(rule.settings)
         settings = settings.merged(Settings(vars=inc_vars))
-        cell = Cell(**combo, settings=settings)
+        cell = Cell(**{a: combo[a] for a in AXES}, extra={a: combo[a] for a in config.extra_axes}, settings=settings)
         cells.setdefault(cell.name, cell)
     from packaging.utils import canonicalize_name
 
@@ -135,20 +151,20 @@ def expand_matrix(config: Config) -> Expansion:
     return Expansion(cells=tuple(cells.values()), warnings=tuple(warnings))
 
 
-def parse_selectors(selectors: Iterable[str]) -> dict[str, set[str]]:
+def parse_selectors(selectors: Iterable[str], extra: Sequence[str] = ()) -> dict[str, set[str]]:
     """Parse ``--only KEY=VALUE`` strings into axis -> accepted values.
 
     Repeating a key accepts any of its values; different keys must all match. Besides the four
-    axes, ``name`` selects by cell name. Raises :class:`UsageError` on a malformed selector.
+    axes and the ``extra`` ones, ``name`` selects by cell name. Raises :class:`UsageError` on a
+    malformed selector.
     """
+    keys = (*AXES, *extra, "name")
     result: dict[str, set[str]] = {}
     for text in selectors:
         key, sep, value = text.partition("=")
         key, value = key.strip(), value.strip()
-        if not sep or not value or key not in (*AXES, "name"):
-            raise UsageError(
-                f"--only {text!r}: write KEY=VALUE with KEY one of {', '.join((*AXES, 'name'))}"
-            )
+        if not sep or not value or key not in keys:
+            raise UsageError(f"--only {text!r}: write KEY=VALUE with KEY one of {', '.join(keys)}")
         result.setdefault(key, set()).add(value)
     return result
 
@@ -166,6 +182,8 @@ class Selectable(Protocol):
     def backend(self) -> str: ...
     @property
     def python(self) -> str: ...
+    @property
+    def extra(self) -> Mapping[str, str]: ...
 
 
 _C = TypeVar("_C", bound=Selectable)
@@ -189,7 +207,7 @@ def select(cells: Sequence[_C], names: Sequence[str] = (), only: Iterable[str] =
             hints.append(f"{name}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
         raise UsageError(f"unknown cell(s): {'; '.join(hints)}. `lockgen matrix` lists the cells")
     chosen = [by_name[n] for n in dict.fromkeys(names)] if names else list(cells)
-    selectors = parse_selectors(only)
+    selectors = parse_selectors(only, list(dict.fromkeys(axis for c in cells for axis in c.extra)))
     for key, values in selectors.items():
         have = list(dict.fromkeys(_value(c, key) for c in cells))
         for value in sorted(values):
@@ -207,5 +225,7 @@ def select(cells: Sequence[_C], names: Sequence[str] = (), only: Iterable[str] =
 
 
 def _value(cell: Selectable, key: str) -> str:
+    if key in cell.extra:
+        return cell.extra[key]
     value: str = getattr(cell, key)
     return value

@@ -2,8 +2,10 @@
 
 A :class:`Plan` is pure data built from config, cell, target and rendered inputs. Its
 :attr:`Plan.input_hash` covers exactly what can change a lock: the rendered inputs, the target,
-index URL, sources and find-links, ``exclude-newer``, pins that cannot move, layers, the uv
-version and lockgen's lock format. It contains no absolute path, so the same project gives the
+index URL, sources and find-links, ``exclude-newer``, pins that cannot move (exact, or PEP 440
+specifiers), layers, the uv version and lockgen's lock format; when set, the prerelease settings
+and the metadata files of local project requirements (issue 9; parts added only when used, so
+the hash of every other lock stays the same). It contains no absolute path, so the same project gives the
 same hash on any machine (conda-lock stores such a hash per platform so a staleness check needs
 no solve; so does lockgen, in each lock's header). Mirrors are not part of it: they change where
 lockgen fetches from, never what a lock says.
@@ -15,17 +17,27 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.utils import NormalizedName
 
 from lockgen.config import WORK, Config
 from lockgen.config.model import BackendFamily
-from lockgen.errors import ConfigError
+from lockgen.errors import ConfigError, TemplateError
 from lockgen.locks.lock import LOCK_FORMAT  # part of the input hash
 from lockgen.plan.matrix import Cell
 from lockgen.plan.render import ROLES, Rendered, render, render_strings, variables
 from lockgen.plan.sources import CellSource, cell_sources, local_folder_listing
 from lockgen.plan.target import Target
+
+if TYPE_CHECKING:
+    import jinja2
+
+#: The files of a local project whose content decides its metadata (PEP 517/621 projects).
+PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +52,7 @@ class Plan:
     uv_version: str
     sources: tuple[CellSource, ...] = ()
     pinned: Mapping[str, str] = field(default_factory=dict)  # canonical name -> exact version
+    pinned_specifiers: Mapping[str, str] = field(default_factory=dict)  # canonical name -> specifier ("==2.8.0.*")
     optional: tuple[str, ...] = ()
     no_deps: tuple[str, ...] = ()
     local_files: Mapping[str, list[str]] = field(default_factory=dict)
@@ -47,10 +60,28 @@ class Plan:
     layer_only: frozenset[str] = frozenset()  # sources only optional layers need
     backends: tuple[BackendFamily, ...] = ()  # the backend invariants' families (C27)
     replace: frozenset[str] = frozenset()  # canonical names a layer may set to another version than main (C22)
+    local_projects: Mapping[str, str] = field(default_factory=dict)  # project-relative folder -> digest of its metadata files
+    read_files: tuple[str, ...] = ()  # project files outside config and templates the plan read (the no-op stamp's key)
 
     @property
     def index_url(self) -> str:
-        return self.cell.settings.index_url
+        return self.cell.settings.index_url or ""
+
+    def pin_requirements(self) -> dict[str, str]:
+        """``{name: specifier}`` of every pin that cannot move, as its constraint line writes it:
+        ``==2.13.0+cu130`` for an exact pin, the specifier as written for the others."""
+        exact = {name: f"=={version}" for name, version in self.pinned.items()}
+        return dict(sorted({**exact, **self.pinned_specifiers}.items()))
+
+    @property
+    def prerelease(self) -> str | None:
+        """uv ``--prerelease`` for every package of the cell (None: uv's default)."""
+        return self.cell.settings.prerelease
+
+    @property
+    def prerelease_package(self) -> Mapping[str, str]:
+        """uv ``--prerelease-package``: canonical name -> mode."""
+        return self.cell.settings.prerelease_package
 
     @property
     def find_links(self) -> tuple[str, ...]:
@@ -69,7 +100,7 @@ class Plan:
         sources that serve it."""
         return self._links([s for s in self.sources if s.name not in self.layer_only or package in s.packages])
 
-    def _links(self, sources) -> tuple[str, ...]:
+    def _links(self, sources: Iterable[CellSource]) -> tuple[str, ...]:
         settings = self.cell.settings.find_links
         links = [link for key in sorted(settings) for link in settings[key]]
         links += [link for source in sources for link in source.find_links()]
@@ -85,7 +116,7 @@ class Plan:
         from packaging.requirements import InvalidRequirement, Requirement
         from packaging.utils import canonicalize_name
 
-        names = set()
+        names: set[str] = set()
         for _, text in self.rendered.files.values():
             for line in text.splitlines():
                 try:
@@ -103,7 +134,7 @@ class Plan:
         return self.cell.settings.exclude_newer
 
     @property
-    def allow_build(self) -> frozenset[str]:
+    def allow_build(self) -> frozenset[NormalizedName]:
         from packaging.utils import canonicalize_name
 
         return frozenset(canonicalize_name(n) for n in self.cell.settings.allow_build or ())
@@ -136,6 +167,12 @@ class Plan:
         }
         if self.replace:  # only when set, so that adding the setting left every other hash as it was
             data["replace"] = sorted(self.replace)
+        data["pinned"] = {**self.pinned, **self.pinned_specifiers}
+        # parts added by issue 9 only when used, so the input hash of every other lock stays
+        if self.prerelease or self.prerelease_package:
+            data["prerelease"] = {"mode": self.prerelease, "packages": dict(sorted(self.prerelease_package.items()))}
+        if self.local_projects:
+            data["local_projects"] = dict(self.local_projects)
         for role, (template, text) in sorted(self.rendered.files.items()):
             data[role] = {"template": template, "text": text}
         return data
@@ -159,6 +196,7 @@ PART_NAMES = {
     "pinned": "pins that cannot move (pins, pinned)", "optional": "optional", "no_deps": "no-deps",
     "allow_build": "allow-build", "local_files": "the files of a local wheel folder",
     "backends": "backends (the backend invariants)", "allow_mix": "allow-mix", "replace": "replace",
+    "prerelease": "prerelease, prerelease-package", "local_projects": "the metadata files of a local project requirement",
 }  # fmt: skip
 
 
@@ -167,33 +205,121 @@ def _digest(value: object) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def pinned_versions(cell: Cell, sources: tuple[CellSource, ...]) -> dict[str, str]:
-    """Exact versions of the pins that cannot move, with the local version label the backend
-    ``index`` source gives the package (``2.13.0+cu130``; :meth:`CellSource.pin_label`: none for
-    a package it serves unlabelled, C25) and none where it comes from the default index or a
-    find-links page (the seed's ``torch_constraints``)."""
+def exact_pin(value: str) -> str | None:
+    """The version a ``pins`` value fixes exactly: a bare version (``"2.13.0"``) or a single
+    ``==`` clause without a wildcard (``"==2.13.0"``); None for any other specifier
+    (``"==2.8.0.*"``, ``">=2.7,<2.8"``)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(value)
+        return value
+    except InvalidVersion:
+        pass
+    try:
+        specs = list(SpecifierSet(value))
+    except InvalidSpecifier:
+        return None
+    if len(specs) == 1 and specs[0].operator in ("==", "===") and not specs[0].version.endswith(".*"):
+        return specs[0].version
+    return None
+
+
+def pinned_versions(cell: Cell, sources: Sequence[CellSource]) -> tuple[dict[str, str], dict[str, str]]:
+    """The pins that cannot move: ``(exact, specifiers)``, both canonical name -> text.
+
+    An exact pin (:func:`exact_pin`) gets the backend's local version label (``2.13.0+cu130``)
+    where the package comes from a backend ``index`` source and none where it comes from the
+    default index or a find-links page (the seed's ``torch_constraints``). A PEP 440 specifier
+    (``==2.8.0.*``, issue 9) is kept as written, without a label: the package is required and
+    constrained by it, verify checks the locked version against it, and the source's label rules
+    apply as to any package the source serves.
+    """
+    from packaging.specifiers import SpecifierSet
     from packaging.utils import canonicalize_name
 
     pins = {canonicalize_name(k): v for k, v in cell.settings.pins.items()}
-    result = {}
+    exact: dict[str, str] = {}
+    specifiers: dict[str, str] = {}
     for name in cell.settings.pinned or ():
         key = canonicalize_name(name)
         if key not in pins:
             raise ConfigError("config", [f"pinned: {name!r} (cell {cell.name}) has no version in pins; add it to the pins table"])
+        version = exact_pin(pins[key])
+        if version is None:
+            specifiers[key] = str(SpecifierSet(pins[key]))
+            continue
         source = next((s for s in sources if key in s.packages), None)
         label = source.pin_label(key) if source else ""  # the source's label policy (C25)
-        result[key] = pins[key] + label if "+" not in pins[key] else pins[key]
-    return result
+        exact[key] = version + label if "+" not in version else version
+    return exact, specifiers
 
 
-def make_plan(config: Config, env, cell: Cell, target: Target, uv_version: str) -> Plan:
+def local_requirements(text: str) -> list[str]:
+    """The local paths a rendered requirements file names: ``-e PATH``/``--editable PATH``, a bare
+    path (``./sub``, ``file:./sub``) and ``name @ file:…``, as written (no Jinja, no options)."""
+    from urllib.parse import unquote, urlsplit
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    found = []
+    for raw in text.splitlines():
+        line = raw.split(" #")[0].strip()
+        for flag in ("-e ", "--editable ", "--editable="):
+            if line.startswith(flag):
+                line = line[len(flag) :].strip()
+                break
+        if line.startswith(("-", "#")) or not line:
+            continue
+        url = line.split(";")[0].strip()
+        if " @ " in url or url.startswith(("git+", "hg+", "svn+", "bzr+", "http://", "https://")):
+            try:
+                url = Requirement(line).url or ""
+            except InvalidRequirement:
+                continue
+        if url.startswith("file:"):
+            url = unquote(urlsplit(url).path) if url.startswith("file://") else url.removeprefix("file:")
+        elif "://" in url or not url.startswith((".", "/")):
+            continue
+        found.append(url.split("#")[0].split("[")[0].rstrip("/") or ".")
+    return found
+
+
+def local_projects(root: Path, paths: Iterable[str], where: str, cell: Cell) -> dict[str, str]:
+    """``{project-relative folder: sha256 of its metadata files}`` of local project requirements
+    (:data:`PROJECT_FILES`: a changed ``pyproject.toml`` changes what the cell locks). A local
+    archive (a wheel or sdist file) is digested whole. Raises :class:`TemplateError` for a path
+    outside the project: a lock names local projects relative to the project root."""
+    import posixpath
+
+    result = {}
+    for path in paths:
+        resolved = (root / path).resolve()
+        try:
+            rel = resolved.relative_to(root.resolve()).as_posix()
+        except ValueError:
+            raise TemplateError(
+                f"{where}: the local requirement {path!r} is outside the project folder (cell {cell.name}); "
+                "a lock names local projects relative to the project root: move it inside, or require it from an index"
+            ) from None
+        digest = hashlib.sha256()
+        files = [resolved] if resolved.is_file() else [resolved / name for name in PROJECT_FILES if (resolved / name).is_file()]
+        for file in files:
+            digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+        result[posixpath.normpath(rel)] = digest.hexdigest()[:16]
+    return dict(sorted(result.items()))
+
+
+def make_plan(config: Config, env: jinja2.Environment, cell: Cell, target: Target, uv_version: str) -> Plan:
     """Render the cell's templates and build its plan: its lock under the config's ``locks``
     folder, its rendered inputs under ``.lockgen/<cell>/``. Raises ``TemplateError``/``ConfigError``."""
     sources = cell_sources(config.root, dict(config.sources), cell, target)
-    pinned = pinned_versions(cell, sources)
+    pinned, specifiers = pinned_versions(cell, sources)
     rendered = render(env, config, cell, target)
-    if pinned:  # required (the seed installs them first) and constrained exactly
-        lines = "# pins that cannot move\n" + "".join(f"{p}=={v}\n" for p, v in sorted(pinned.items()))
+    pin_lines = {**{p: f"=={v}" for p, v in pinned.items()}, **specifiers}
+    if pin_lines:  # required (the seed installs them first) and constrained (exactly, or by the specifier)
+        lines = "# pins that cannot move\n" + "".join(f"{p}{v}\n" for p, v in sorted(pin_lines.items()))
         files = dict(rendered.files)
         for role in ("requirements", "constraints"):
             name, text = files.get(role, ("(pinned)", ""))
@@ -201,6 +327,10 @@ def make_plan(config: Config, env, cell: Cell, target: Target, uv_version: str) 
         rendered = Rendered(files=files)
     context = variables(config, cell, target)
     optional = render_strings(env, cell.settings.optional or (), context, cell, "optional")
+    requirements = rendered.files.get("requirements", ("", ""))
+    projects = local_projects(config.root, local_requirements(requirements[1]), f"{config.templates}/{requirements[0]}", cell)
+    read = [f"{folder}/{name}" for folder in projects for name in PROJECT_FILES if (config.root / folder / name).is_file()]
+    read += [folder for folder in projects if (config.root / folder).is_file()]
     return Plan(
         cell=cell,
         target=target,
@@ -210,17 +340,20 @@ def make_plan(config: Config, env, cell: Cell, target: Target, uv_version: str) 
         uv_version=uv_version,
         sources=sources,
         pinned=pinned,
+        pinned_specifiers=specifiers,
         optional=optional,
         no_deps=render_strings(env, cell.settings.no_deps or (), context, cell, "no-deps"),
         local_files=local_folder_listing(config.root, sources),
         templates=config.templates,
-        layer_only=layer_only_sources(sources, optional, pinned),
+        layer_only=layer_only_sources(sources, optional, {**pinned, **specifiers}),
         backends=config.backends,
         replace=frozenset(cell.settings.replace or ()),
+        local_projects=projects,
+        read_files=tuple(sorted(set(read))),
     )
 
 
-def layer_only_sources(sources: tuple[CellSource, ...], optional: tuple[str, ...], pinned) -> frozenset[str]:
+def layer_only_sources(sources: tuple[CellSource, ...], optional: tuple[str, ...], pinned: Mapping[str, str]) -> frozenset[str]:
     """Names of the find-links/index sources whose every package is named only by optional
     entries (and none is pinned): the main resolution does not need them."""
     from packaging.requirements import InvalidRequirement, Requirement

@@ -2,8 +2,11 @@
 
 Templates live in the config's ``templates`` folder and render in a sandboxed jinja2 environment
 with ``StrictUndefined``: a misspelt variable is an error, never an empty string. The variables a
-template sees are listed in :data:`RESERVED_NAMES`, plus the cell's ``vars`` from rules and
-``matrix.include`` entries.
+template sees are listed in :data:`RESERVED_NAMES`, plus each extra matrix axis by its own name
+(``variant``), the cell's ``vars`` from rules and ``matrix.include`` entries, and ``project``: the
+``[project]`` table of the project's pyproject.toml (``project.dependencies``,
+``project.optional_dependencies["cuda"]``: lists of requirement strings, issue 9), so a template
+can take the dependency list from where the project keeps it instead of a copy that drifts.
 """
 
 from __future__ import annotations
@@ -48,8 +51,12 @@ def environment(config: Config) -> jinja2.Environment:
 
 
 def variables(config: Config, cell: Cell, target: Target) -> dict[str, Any]:
-    """The template context of ``cell``: axes, python tag, uv target, pins and rule variables."""
+    """The template context of ``cell``: axes (extra ones by their names), python tag, uv target,
+    pins, rule variables and, when the project has a ``[project]`` table, ``project``."""
     context = dict(cell.settings.vars)
+    context.update(cell.extra)
+    if config.project is not None:
+        context["project"] = config.project.context()
     context.update(
         os=cell.os,
         arch=cell.arch,

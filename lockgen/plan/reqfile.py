@@ -47,7 +47,7 @@ _LONG: dict[str, tuple[str, str] | None] = {
     "--find-links": ("adds find-links, bypassing sources and verify", _SOURCES),
     "--trusted-host": ("trusts a host outside sources and verify", _SOURCES),
     "--hash": ("pins an artifact hash", "remove it: lockgen hashes every artifact of the resolution (C04); pin the version instead"),
-    "--pre": ("is ignored by uv in requirements files", "name the pre-release in the requirement (torch==2.14.0.dev20260727)"),
+    "--pre": ("is ignored by uv in requirements files", "name the pre-release in the requirement (torch==2.14.0.dev20260727), or set prerelease = \"allow\" for the cell (prerelease-package for one package)"),
     "--prefer-binary": ("is ignored by uv in requirements files", "remove it"),
     "--require-hashes": ("is ignored by uv in requirements files", "remove it: every lock has hashes"),
     "--use-feature": ("is ignored by uv in requirements files", "remove it"),

@@ -101,6 +101,7 @@ def placeholders(cell: Cell, target: Target) -> dict[str, str]:
         "os": cell.os,
         "arch": cell.arch,
         "python": cell.python,
+        **cell.extra,  # extra matrix axes by their names (issue 9)
     }
 
 

@@ -21,7 +21,8 @@ def blame(root: Path, plan: Plan, stderr: str) -> str:
     the template, line and text of every requirement whose package uv's explanation mentions
     (CASES C08: ``setuptools<77`` next to torch 2.13)."""
     mentioned = uvout.mentioned(stderr)
-    fought = [name for name in plan.pinned if name in mentioned]
+    pinned = plan.pin_requirements()  # exact pins and pins written as specifiers (issue 9)
+    fought = [name for name in pinned if name in mentioned]
     if not fought:
         return ""
     lines = []
@@ -31,11 +32,11 @@ def blame(root: Path, plan: Plan, stderr: str) -> str:
         template, text = plan.rendered.files[role]
         for line in text.splitlines():
             name = _requirement_name(line)
-            if name and name in mentioned and name not in plan.pinned:
+            if name and name in mentioned and name not in pinned:
                 lines.append((template, line.strip(), name))
     if not lines:
         return ""
-    pins = ", ".join(f"{n}=={plan.pinned[n]}" for n in fought)
+    pins = ", ".join(f"{n}{pinned[n]}" for n in fought)
     out = [f"\nlockgen: the pin(s) {pins} cannot move; requirement(s) that fought them:"]
     for template, line, name in lines:
         out.append(f"  {_template_line(root, plan, template, name, line)}: {line}")

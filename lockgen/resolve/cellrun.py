@@ -5,23 +5,27 @@ A :class:`CellRun` builds and runs a cell's uv commands (through a runner, the s
 :func:`describe` turns a resolution into lock entries: uv renders the same versions, pinned
 exactly and offline, as a requirements file, which adds what PEP 751 data does not carry: the
 extras a package was asked for (pip 23.2 needs them on the locked line, CASES C19) and ``# via``
-annotations; hashes come from the PEP 751 data.
+annotations; hashes come from the PEP 751 data. Direct references (a local project folder,
+editable or not, a local archive, a VCS checkout) are described from the PEP 751 data too: the
+package's own name, its path relative to the project root, a VCS URL at the commit uv resolved
+(issue 9; the lines are those of :mod:`lockgen.locks.lock`).
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from packaging.pylock import Package, Pylock
+from packaging.pylock import Package, PackageArchive, PackageDirectory, Pylock
 
 from lockgen.errors import CellFailed, LockgenError
 from lockgen.locks import pylockfile
-from lockgen.locks.lock import Entry, Header, LayerKind, parse_entries
+from lockgen.locks.lock import Entry, Header, LayerKind, is_local, parse_entries
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import INDEX_PROJECT_NAME, explicit_indexes
@@ -61,8 +65,13 @@ class Builds:
                 pylock = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
             except (OSError, LockgenError):
                 continue
-            builds.add(p.name for p in pylock.packages if p.name in plan.allow_build and p.sdist and not p.wheels)
+            builds.add(p.name for p in pylock.packages if p.name in plan.allow_build and _built(p))
         return builds
+
+
+def _built(package: Package) -> bool:
+    """Whether installing ``package`` builds it: an sdist alone, a VCS checkout, a project folder."""
+    return bool(package.sdist and not package.wheels) or package.vcs is not None or package.directory is not None
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,7 @@ class CellRun:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 
-    def header(self, kind: LayerKind, path: str, **fields) -> Header:
+    def header(self, kind: LayerKind, path: str, **fields: Any) -> Header:
         """The header of one of this cell's lock files."""
         plan = self.plan
         target = plan.target
@@ -129,9 +138,39 @@ def read_pylock(run: CellRun, output: str) -> Pylock:
     plan = run.plan
     pylock = pylockfile.loads(run.read(output), output)
     folder = pylock_path(plan.lock).rsplit("/", 1)[0]
+    pylock = _local_paths(run, pylock, posixpath.dirname(output), folder)
     pylock = pylockfile.relative_files(pylock, run.root, folder)
     return pylockfile.target_only(pylock, plan.target.supported_tags(), plan.allow_build)
 
+
+
+def _local_paths(run: CellRun, pylock: Pylock, written: str, folder: str) -> Pylock:
+    """uv's local paths (project folders, local archives; relative to the folder of the file it
+    ``written``, or absolute for a ``name @ file:`` requirement) as paths relative to the lock's
+    ``folder``, as PEP 751 wants. Raises :class:`CellFailed` for a path outside the project: a
+    committed lock names nothing of one machine."""
+    root = run.root.resolve()
+
+    def move(path: str, name: str) -> str:
+        where = Path(path) if Path(path).is_absolute() else run.root / written / path
+        try:
+            rel = Path(os.path.normpath(where.resolve())).relative_to(root).as_posix()
+        except ValueError:
+            raise CellFailed(
+                f"cell {run.plan.cell.name}: {name}: the local path {path} is outside the project folder; "
+                "a lock names local projects relative to the project root: move it inside the project"
+            ) from None
+        return posixpath.relpath(rel, folder)
+
+    packages = []
+    for package in pylock.packages:
+        changes: dict[str, Any] = {}
+        if package.directory is not None:
+            changes["directory"] = replace(package.directory, path=move(package.directory.path, package.name))
+        if package.archive is not None and package.archive.path is not None:
+            changes["archive"] = replace(package.archive, path=move(package.archive.path, package.name))
+        packages.append(replace(package, **changes) if changes else package)
+    return replace(pylock, packages=packages)
 
 
 def seed_preferences(run: CellRun, output: str, prefer: bool) -> None:
@@ -183,7 +222,7 @@ def describe(run: CellRun, inputs: uv.Inputs, pylock: Pylock, name: str, no_deps
     if result.returncode != 0:
         why = run.mirrors.canonical(uvout.explain(result.stderr))
         raise CellFailed(f"cell {plan.cell.name}: uv could not describe its resolution:\n{why}")
-    entries = parse_entries(run.read(output), output)
+    entries = _direct_entries(run, parse_entries(run.read(output), output), pylock)
     hashes = {p.name: pylockfile.sha256s(p) for p in pylock.packages}
     versions = {p.name: p.version for p in pylock.packages}
     via = _via_names(run, inputs, pins)
@@ -194,6 +233,68 @@ def describe(run: CellRun, inputs: uv.Inputs, pylock: Pylock, name: str, no_deps
         notes = tuple(dict.fromkeys(via.get(v, v) for v in entry.via if via.get(v, v)))
         fixed.append(replace(entry, hashes=tuple(hashes.get(entry.name, ())), via=notes))
     return Resolved(pylock=pylock, entries=tuple(sorted(fixed, key=lambda e: e.name)))
+
+
+def _direct_entries(run: CellRun, entries: Iterable[Entry], pylock: Pylock) -> list[Entry]:
+    """``entries`` with each direct reference uv wrote as requested (``-e ./sub``, ``./sub``,
+    ``pkg @ file:///…``, ``pkg @ git+…@main``) rewritten from its pylock package: its real name,
+    a project-relative path, the VCS commit (issue 9)."""
+    folder = pylock_path(run.plan.lock).rsplit("/", 1)[0]
+    by_name = {p.name: p for p in pylock.packages}
+    by_path = {_project_path(folder, p): p for p in pylock.packages if _local_path(p) is not None}
+    result = []
+    for entry in entries:
+        package = by_name.get(entry.name)
+        if entry.url is not None and (is_local(entry.url) or entry.url.startswith("/")):
+            package = by_path.get(_normalized(run, entry.url))
+        if package is None or not (package.vcs is not None or _local_path(package) is not None):
+            result.append(entry)
+            continue
+        url = _reference(folder, package, entry.url)
+        result.append(replace(entry, name=package.name, version=package.version, url=url,
+                              editable=bool(package.directory is not None and package.directory.editable)))  # fmt: skip
+    return result
+
+
+def _local_path(package: Package) -> str | None:
+    """The lock-relative path of a project folder or local archive package."""
+    if isinstance(package.directory, PackageDirectory):
+        return package.directory.path
+    if isinstance(package.archive, PackageArchive) and package.archive.path is not None:
+        return package.archive.path
+    return None
+
+
+def _project_path(folder: str, package: Package) -> str:
+    return posixpath.normpath(posixpath.join(folder, _local_path(package) or ""))
+
+
+def _normalized(run: CellRun, url: str) -> str:
+    """A path uv wrote as requested (``./sub``, ``/abs/sub``) relative to the project root."""
+    path = Path(url)
+    if path.is_absolute():
+        try:
+            return path.resolve().relative_to(run.root.resolve()).as_posix()
+        except ValueError:
+            return url
+    return posixpath.normpath(url)
+
+
+def _reference(folder: str, package: Package, written: str | None) -> str:
+    """The lock's direct reference of a package: ``./sub`` (a project-relative path) or
+    ``git+<url>@<commit>[#subdirectory=…]``: the repository as uv ``written`` it (the user's
+    spelling; uv's PEP 751 data normalizes it), at the commit of the resolution."""
+    if package.vcs is not None:
+        vcs = package.vcs
+        if written is not None and written.startswith(f"{vcs.type}+"):
+            base, sep, fragment = written.partition("#")
+            if "@" in base.rsplit("/", 1)[-1]:  # a revision after the path (never the user@ of the host)
+                base = base[: base.rindex("@")]
+            return f"{base}@{vcs.commit_id}{sep}{fragment}"
+        url = f"{vcs.type}+{vcs.url or vcs.path}@{vcs.commit_id}"
+        return url + (f"#subdirectory={vcs.subdirectory}" if vcs.subdirectory else "")
+    rel = _project_path(folder, package)
+    return "." if rel == "." else f"./{rel}"
 
 
 def _registry(package: Package) -> bool:

@@ -21,7 +21,10 @@ ONLINE, OFFLINE = "online", "offline"
 
 def _sources(plan: Plan) -> tuple:
     indexes = tuple(url for source in plan.sources if source.kind == "index" for url in source.urls)
-    return (plan.index_url, plan.find_links, plan.exclude_newer, indexes)
+    # the prerelease settings too: uv offline skips a version whose metadata is not cached (a
+    # pre-release another cell's resolution never looked at) instead of failing (issue 9)
+    prereleases = (plan.prerelease, tuple(sorted(plan.prerelease_package.items())))
+    return (plan.index_url, plan.find_links, plan.exclude_newer, indexes, prereleases)
 
 
 class Freshness:

@@ -215,7 +215,7 @@ def _shows(package: Package, rules: Sequence[BackendFamily]) -> Iterator[_Shown]
     if version is not None and version.local:
         for family in rules:
             for pattern in family.flavors:
-                match = _regex(pattern).fullmatch(version.local)
+                match = _label_regex(pattern).fullmatch(version.local)
                 if match:
                     build = Build(family.name, _digits(match.groupdict().get("version")))
                     yield _Shown(build, f"local label +{version.local}", "label")
@@ -331,6 +331,13 @@ def _regex(pattern: str) -> re.Pattern[str]:
     parts = re.split(r"(\*|\?|\{major\}|\{version\})", pattern.lower())
     special = {"*": ".*", "?": ".", "{major}": r"(?P<major>\d+)", "{version}": r"(?P<version>\d+(?:\.\d+)*)"}
     return re.compile("".join(special.get(part, re.escape(part)) for part in parts))
+
+
+@functools.cache
+def _label_regex(pattern: str) -> re.Pattern[str]:
+    """A flavor pattern as a local label may write it: with a build suffix after a dot and a
+    letter (repo.radeon.com's ``+rocm7.2.0.lw.git7e1940d4`` is a rocm 7.2.0 build)."""
+    return re.compile(_regex(pattern).pattern + r"(?:\.[a-z][a-z0-9.]*)?")
 
 
 def _digits(text: str | None) -> tuple[int, ...]:

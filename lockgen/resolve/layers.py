@@ -105,7 +105,7 @@ def resolve(run: CellRun, main: Resolved) -> Built:
             raise CellFailed(
                 f"cell {plan.cell.name}: the no-deps layer cannot be resolved against the main lock's versions: {exc}"
             ) from None
-    unhashed = [e for e in main.entries if e.editable or (e.url is not None and not e.hashes)]
+    unhashed = [e for e in main.entries if e.unhashed]
     if unhashed:
         path = f"{layer_folder(plan.lock)}/unhashed.txt"
         header = run.header(LayerKind.UNHASHED, path, layer_of=plan.lock, find_links=plan.main_find_links)

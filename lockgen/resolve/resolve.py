@@ -72,7 +72,7 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
         raise CellFailed(
             f"cell {plan.cell.name}: the lock would install a broken {plan.flavor} stack (backend invariants, C27):\n"
             + "\n".join(f"  - {p.message}" for p in mixed)
-            + "\n  declare an intended mix with allow-mix = {{ \"<package>\" = \"why\" }} in the cell's settings"
+            + "\n  declare an intended mix with allow-mix = { \"<package>\" = \"why\" } in the cell's settings"
         )
     main = Lock(
         header=run.header(
@@ -83,7 +83,7 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
             no_upload_time=tuple(sorted(set(verify.without_upload_time(plan, pylock)) | built.dateless))
             if plan.exclude_newer else (),
         ),  # fmt: skip
-        entries=tuple(e for e in resolved.entries if e.hashes or not _unhashed(e)),
+        entries=tuple(e for e in resolved.entries if not e.unhashed),
     )
     notes = [f"unavailable: {', '.join(u.requirement for u in built.unavailable)}"] if built.unavailable else []
     notes += [f"uv: {w}" for w in warned]
@@ -104,10 +104,6 @@ def _build_hint(run: CellRun, stderr: str) -> str:
         f"\nlockgen: {listed}: no wheel for {target.platform} {target.python_tag} in any version the "
         f"requirements allow; add {'them' if len(names) > 1 else 'it'} to allow-build to build from source"
     )
-
-
-def _unhashed(entry: Entry) -> bool:
-    return entry.editable or (entry.url is not None and not entry.hashes)
 
 
 def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, str, tuple[str, ...]]:

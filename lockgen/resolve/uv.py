@@ -147,6 +147,10 @@ def compile_argv(
     argv += ["--only-binary", ":all:"]
     for package in sorted(no_binary):
         argv += ["--no-binary", package]
+    if plan.prerelease:  # issue 9: the cell's prerelease setting
+        argv += ["--prerelease", plan.prerelease]
+    for package, mode in sorted(plan.prerelease_package.items()):
+        argv += ["--prerelease-package", f"{package}={mode}"]
     if fmt is Format.REQUIREMENTS:
         argv.append("--no-strip-extras")
     argv += ["--no-header", "--no-config"]

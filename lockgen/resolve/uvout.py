@@ -79,12 +79,14 @@ def unreachable_hosts(stderr: str) -> list[str]:
 
 _WHEELS_REQUIRED = re.compile(r"Wheels are required for `([^`]+)` because building from source is disabled")
 _NO_USABLE = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ has no usable wheels")
+#: A source tree (VCS checkout, local project) whose metadata is not static must be built.
+_BUILD_DISABLED = re.compile(r"Building source distributions for `([^`]+)` is disabled")
 
 
 def needs_wheels(stderr: str) -> list[NormalizedName]:
     """Packages uv could not lock because no allowed version has a wheel for the target and
     lockgen forbids building them (``--only-binary :all:``)."""
-    names = _WHEELS_REQUIRED.findall(stderr) + _NO_USABLE.findall(stderr)
+    names = _WHEELS_REQUIRED.findall(stderr) + _NO_USABLE.findall(stderr) + _BUILD_DISABLED.findall(stderr)
     return sorted({canonicalize_name(n) for n in names})
 
 

@@ -43,7 +43,12 @@ def problems(plan: Plan, pylock: Pylock, mirrors: Mirrors | None = None) -> list
 
 
 def pin_problems(plan: Plan, pylock: Pylock) -> list[str]:
-    """The pins that cannot move must be locked exactly, local version label included."""
+    """The pins that cannot move must be locked exactly, local version label included; a pin
+    written as a specifier (``==2.8.0.*``, issue 9) must be locked at a version it contains (PEP
+    440 matching: a public specifier ignores the local label, so ``2.8.0+cu128`` is in
+    ``==2.8.0.*``; pre-releases count when the specifier names one)."""
+    from packaging.specifiers import SpecifierSet
+
     found: list[str] = []
     packages: dict[str, Package] = {p.name: p for p in pylock.packages}
     for name, expected in sorted(plan.pinned.items()):
@@ -52,6 +57,12 @@ def pin_problems(plan: Plan, pylock: Pylock) -> list[str]:
             found.append(f"{name}: pinned to {expected}, but the resolution has no {name}")
         elif package.version is None or str(package.version) != str(Version(expected)):
             found.append(f"{name}: pinned to {expected}, but {package.version} was locked")
+    for name, specifier in sorted(plan.pinned_specifiers.items()):
+        package = packages.get(name)
+        if package is None:
+            found.append(f"{name}: pinned to {specifier}, but the resolution has no {name}")
+        elif package.version is None or not SpecifierSet(specifier).contains(package.version, prereleases=True):
+            found.append(f"{name}: pinned to {specifier}, but {package.version} was locked")
     return found
 
 
