@@ -1,30 +1,121 @@
-"""The one exception root of lockgen and its user-facing kinds.
+"""The one exception root of lockgen, its kinds, and user errors as records.
 
-Every error a user can cause derives from :class:`LockgenError`; the CLI prints its message as
-``error: …`` (traceback only with ``-v``) and exits with :attr:`LockgenError.exit_code`.
+Every error a user can cause derives from :class:`LockgenError` and carries its problems as
+:class:`Problem` records (file, key path or line, cells, message, hint), formatted in one place
+(:func:`render`). The same problem met in several cells is merged into one record naming every
+cell (:func:`merged`): a config mistake shared by twelve cells is one line, not twelve. The CLI
+prints ``error: …`` (traceback only with ``-v``) and exits with :attr:`LockgenError.exit_code`::
+
+    LockgenError (exit 2)                 usage and config errors, nothing resolved
+    ├── ConfigError                       the configuration (key paths)
+    ├── UsageError                        the command line (an unknown cell, a bad selector)
+    │   └── (lockgen.locks.store.Busy)    another run holds the project
+    ├── TemplateError                     a template, for a cell (template line)
+    │   └── TemplateLinesError            lines uv must not see (an index, -r)
+    ├── UvMissing                         the pinned uv binary is not installed
+    ├── InstallRefused                    lockgen install will not start
+    ├── CellFailed (exit 1)               a cell could not be locked; the others go on
+    ├── LockFormatError (exit 1)          a file in locks/ is not a lock lockgen can read
+    ├── WriteError (exit 1)               a file could not be written (lockgen.writing)
+    ├── InstallFailed (exit 1)            lockgen install failed part way
+    └── Interrupted (exit 130)            Ctrl-C or SIGTERM
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """One user error as data: what is wrong (``message``), where (``file``, a ``key`` path such
+    as ``tool.lockgen.rules[2].use``, a 1-based ``line``), in which ``cells``, and what to do
+    (``hint``)."""
+
+    message: str
+    file: str | None = None
+    key: str | None = None
+    line: int | None = None
+    cells: tuple[str, ...] = ()
+    hint: str | None = None
+
+    def where(self) -> str:
+        """``file:line``, ``file: key``, ``key`` or ``file``; empty when unknown."""
+        place = f"{self.file}:{self.line}" if self.file and self.line else self.file or ""
+        if self.key:
+            place = f"{place}: {self.key}" if place else self.key
+        return place
+
+    def text(self, with_file: bool = True) -> str:
+        """The problem on one line (cells and hint included)."""
+        where = self.where() if with_file else (self.key or "")
+        text = f"{where}: {self.message}" if where else self.message
+        if self.cells:
+            text += f" (cell{'s' if len(self.cells) > 1 else ''} {', '.join(self.cells)})"
+        return f"{text}; {self.hint}" if self.hint else text
+
+    def in_cell(self, cell: str) -> Problem:
+        return replace(self, cells=(*self.cells, cell)) if cell not in self.cells else self
+
+
+def merged(problems: Iterable[Problem]) -> list[Problem]:
+    """The problems with identical ones (all but their cells) merged into one naming every cell,
+    in first-seen order."""
+    out: dict[Problem, Problem] = {}
+    for problem in problems:
+        key = replace(problem, cells=())
+        seen = out.get(key)
+        out[key] = problem if seen is None else replace(seen, cells=(*seen.cells, *(c for c in problem.cells if c not in seen.cells)))
+    return list(out.values())
+
+
+def render(problems: Iterable[Problem], heading: str | None = None) -> str:
+    """Every problem (merged), one line each; under ``heading`` as a list when given."""
+    items = merged(problems)
+    if heading is None:
+        return "\n".join(p.text() for p in items)
+    return "\n".join([heading, *(f"  - {p.text(with_file=False)}" for p in items)])
+
 
 class LockgenError(Exception):
-    """Root of every lockgen error. ``exit_code`` is what the CLI exits with."""
+    """Root of every lockgen error. ``exit_code`` is what the CLI exits with; ``problems`` the
+    records (a plain message becomes one record)."""
 
     exit_code = 2
 
+    def __init__(self, *problems: Problem | str) -> None:
+        self.problems: tuple[Problem, ...] = tuple(p if isinstance(p, Problem) else Problem(message=p) for p in problems)
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return render(self.problems)
+
 
 class ConfigError(LockgenError):
-    """The configuration is invalid. Carries every problem found, each naming its key path.
+    """The configuration is invalid. Carries every problem found, each naming its key path
+    (``tool.lockgen.rules[2].match.backend``); ``source`` is the config file's name. Plain
+    strings ``"key.path: message"`` become records."""
 
-    ``problems`` is a list of strings such as ``"tool.lockgen.rules[2].match.backend: …"``.
-    """
-
-    def __init__(self, source: str, problems: list[str]):
+    def __init__(self, source: str, problems: Iterable[Problem | str]) -> None:
         self.source = source
-        self.problems = list(problems)
-        lines = [f"{source}: {len(self.problems)} configuration problem(s):"]
-        lines += [f"  - {p}" for p in self.problems]
-        super().__init__("\n".join(lines))
+        records = []
+        for problem in problems:
+            if isinstance(problem, str):
+                key, sep, message = problem.partition(": ")
+                dotted = sep and " " not in key.strip() and key[:1].isalpha()
+                problem = Problem(file=source, key=key, message=message) if dotted else Problem(file=source, message=problem)
+            records.append(problem if problem.file else replace(problem, file=source))
+        super().__init__(*records)
+
+    def render(self) -> str:
+        count = len(merged(self.problems))
+        return render(self.problems, f"{self.source}: {count} configuration problem(s):")
+
+    @property
+    def messages(self) -> list[str]:
+        """Each problem as ``key.path: message`` (the form tests and tools read)."""
+        return [p.text(with_file=False) for p in merged(self.problems)]
 
 
 class UsageError(LockgenError):
@@ -37,23 +128,23 @@ class TemplateError(LockgenError):
 
 class TemplateLinesError(TemplateError):
     """A rendered template holds lines uv must not see (an index, find-links, a file include; issue
-    "Trust", item 6). A record: ``where`` (``templates/requirements.in.j2``), the ``cell`` and one
-    ``problems`` string per line (``rendered line 2 '…': … ; <fix>``). The message ends with
-    ``(cell <name>)`` once, so the same problem in many cells merges into one line."""
+    "Trust", item 6): ``where`` (``templates/requirements.in.j2``), the ``cell`` and one string per
+    line in ``lines`` (``rendered line 2 '…': … ; <fix>``). One record, so the same lines in many
+    cells merge into one message naming every cell."""
 
     #: At most this many lines are listed; the rest are counted.
     SHOWN = 5
 
-    def __init__(self, where: str, cell: str, problems: list[str]):
-        self.where, self.cell, self.problems = where, cell, list(problems)
-        shown = self.problems[: self.SHOWN]
-        more = len(self.problems) - len(shown)
-        if len(self.problems) == 1:
-            text = f"{where}: {shown[0]}"
+    def __init__(self, where: str, cell: str, lines: list[str]) -> None:
+        self.where, self.cell, self.lines = where, cell, list(lines)
+        shown = self.lines[: self.SHOWN]
+        more = len(self.lines) - len(shown)
+        if len(self.lines) == 1:
+            text = shown[0]
         else:
-            text = "\n".join([f"{where}: {len(self.problems)} lines uv must not see:", *(f"  {p}" for p in shown)])
+            text = "\n".join([f"{len(self.lines)} lines uv must not see:", *(f"  {line}" for line in shown)])
             text += f"\n  … and {more} more" if more else ""
-        super().__init__(f"{text} (cell {cell})")
+        super().__init__(Problem(file=where, message=text, cells=(cell,)))
 
 
 class CellFailed(LockgenError):
@@ -74,21 +165,6 @@ class Interrupted(LockgenError):
     started, nothing interrupted was recorded. Exit code 130."""
 
     exit_code = 130
-
-
-def merge_cells(problems: list[str]) -> str:
-    """One line per distinct problem, naming every cell it occurs in (``… (cells a, b)``)."""
-    import re
-
-    merged: dict[str, list[str]] = {}
-    for problem in problems:
-        match = re.search(r" \(cell ([^)]+)\)", problem)
-        key = problem.replace(match.group(0), "") if match else problem
-        merged.setdefault(key, []).append(match.group(1) if match else "")
-    return "\n".join(
-        f"{text} (cell{'s' if len(cells) > 1 else ''} {', '.join(c for c in cells if c)})" if any(cells) else text
-        for text, cells in merged.items()
-    )
 
 
 class UvMissing(LockgenError):

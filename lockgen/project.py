@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockgen.config import Config, find_config, load_config
-from lockgen.errors import ConfigError, TemplateError, merge_cells
+from lockgen.errors import ConfigError, Problem, TemplateError, merged
 from lockgen.locks import manifest
 from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, expand
@@ -58,16 +58,22 @@ class Project:
 
         env = environment(self.config)
         version = uv_version()
-        plans, problems = [], []
+        plans: list[Plan] = []
+        config_problems: list[Problem] = []
+        template_problems: list[Problem] = []
         for cell in cells:
             if cell.settings.skip or cell.settings.alias:
                 continue
             try:
                 plans.append(make_plan(self.config, env, cell, target_for(cell), version))
-            except (TemplateError, ConfigError) as exc:
-                problems.append(str(exc))
-        if problems:
-            raise TemplateError(merge_cells(problems))
+            except ConfigError as exc:
+                config_problems += [p.in_cell(cell.name) for p in exc.problems]
+            except TemplateError as exc:
+                template_problems += [p.in_cell(cell.name) for p in exc.problems]
+        if config_problems:  # one record per problem, naming every cell it occurs in
+            raise ConfigError(self.config.source, [*config_problems, *template_problems])
+        if template_problems:
+            raise TemplateError(*merged(template_problems))
         return plans
 
     def read_files(self) -> set[str]:

@@ -91,7 +91,7 @@ def test_extra_axes_are_checked(tmp_path, change, problem):
     config = '[tool.lockgen.matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]\n' + change
     with pytest.raises(ConfigError) as info:
         cells_of(tmp_path, config)
-    assert any(p.startswith(problem) for p in info.value.problems), info.value.problems
+    assert any(p.startswith(problem) for p in info.value.messages), info.value.messages
 
 
 def test_only_selects_by_an_extra_axis(tmp_path):

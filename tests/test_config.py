@@ -70,7 +70,7 @@ def every_problem(tmp_path_factory) -> ConfigError:
 
 
 def test_every_problem_is_reported_at_once(every_problem):
-    assert len(every_problem.problems) == len(PROBLEMS)
+    assert len(every_problem.messages) == len(PROBLEMS)
 
 
 @pytest.mark.parametrize("expected", PROBLEMS, ids=[p.split(":")[0] for p in PROBLEMS])

@@ -98,4 +98,4 @@ def test_problems_name_their_key_path(tmp_path, text, problem):
     write_project(tmp_path, body, {})
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path / "pyproject.toml")
-    assert len(info.value.problems) == 1 and info.value.problems[0].startswith(problem), info.value.problems
+    assert len(info.value.messages) == 1 and info.value.messages[0].startswith(problem), info.value.messages

@@ -20,7 +20,6 @@ from lockgen.project import Project
 from tests.conftest import locked_versions, run_cli
 from tests.invokeai_world import EXAMPLE, build
 
-NEEDS_LABELS = pytest.mark.usefixtures()  # the index label policy (C25) is merged: these must pass
 X86 = [f"{os_}-x86_64-{b}-py{py}" for os_ in ("linux", "windows") for b in ("cu128", "cpu") for py in ("3.11", "3.12")]
 ARM = [f"linux-aarch64-{b}-py{py}" for b in ("cu128", "cpu") for py in ("3.11", "3.12")]
 MAC = ["macos-aarch64-mps-py3.11", "macos-aarch64-mps-py3.12"]
@@ -146,13 +145,11 @@ def test_a_rerun_is_a_noop_for_the_locked_cells(locked):
     assert run.code == 0, run.out
 
 
-@NEEDS_LABELS
 def test_all_cells_lock(locked):
     _, run = locked
     assert run.code == 0, run.err
 
 
-@NEEDS_LABELS
 def test_xpu_and_rocm_cells_lock_their_unlabelled_triton_from_the_index(locked):
     root, _ = locked
     for cell in XPU:

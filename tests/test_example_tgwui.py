@@ -22,8 +22,6 @@ from lockgen.project import Project
 from tests.conftest import locked_versions, run_cli
 from tests.tgwui_world import EXAMPLE, build
 
-NEEDS_URLS = pytest.mark.usefixtures()  # urls sources for main requirements (C23) are merged: these must pass
-NEEDS_RADEON_LABEL = pytest.mark.usefixtures()  # a label's build suffix (+rocm7.2.0.lw.git…) is read as rocm 7.2.0
 FULL = ["linux-x86_64-cu128-py3.13-full", "linux-x86_64-cpu-py3.13-full", "linux-x86_64-xpu-py3.13-full",
         "linux-x86_64-rocm7.2-py3.13-full", "windows-x86_64-cu128-py3.13-full", "windows-x86_64-cpu-py3.13-full",
         "windows-x86_64-xpu-py3.13-full", "macos-aarch64-mps-py3.13-full"]  # fmt: skip
@@ -162,7 +160,6 @@ def test_pypi_variant_c26_and_allow_build(locked_pypi):
     assert mac["markupsafe"] == "2.1.5"
 
 
-@NEEDS_RADEON_LABEL
 def test_pypi_variant_rocm_cell_takes_torch_from_repo_radeon(locked_pypi):
     root, run = locked_pypi
     assert run.code == 0, run.err
@@ -173,7 +170,6 @@ def test_pypi_variant_rocm_cell_takes_torch_from_repo_radeon(locked_pypi):
 # -- the faithful config: needs urls sources for main requirements -------------------------------
 
 
-@NEEDS_URLS
 def test_all_cells_lock(locked):
     root, run = locked
     assert run.code == 0, run.err
@@ -181,7 +177,6 @@ def test_all_cells_lock(locked):
         assert (root / "locks" / f"{cell}.txt").is_file(), cell
 
 
-@NEEDS_URLS
 def test_the_patched_gradio_is_a_main_requirement_of_every_cell(locked):
     root, _ = locked
     for cell in RESOLVED:
@@ -189,7 +184,6 @@ def test_the_patched_gradio_is_a_main_requirement_of_every_cell(locked):
         assert (pins["gradio"], pins["gradio-client"]) == ("4.37.2+custom.20", "1.0.2+custom.20"), cell
 
 
-@NEEDS_URLS
 def test_llama_cpp_binaries_follow_the_variant_and_gpu_choice(locked):
     root, _ = locked
     assert versions(root, "linux-x86_64-cu128-py3.13-full")["llama-cpp-binaries"] == "0.124.0+cu124"
@@ -200,7 +194,6 @@ def test_llama_cpp_binaries_follow_the_variant_and_gpu_choice(locked):
     assert versions(root, "macos-aarch64-mps-py3.13-portable")["llama-cpp-binaries"] == "0.124.0"
 
 
-@NEEDS_URLS
 def test_macos_full_takes_the_unlabelled_torch_of_the_cpu_index(locked):
     root, _ = locked
     assert versions(root, "macos-aarch64-mps-py3.13-full")["torch"] == "2.9.1"

@@ -196,7 +196,7 @@ def test_matrix_values_must_be_on_their_axis(tmp_path, entries, problem):
     config = AXES_2x2 + entries if entries.startswith("[[") else AXES_2x2.replace('python = ["3.12"]', f'python = ["3.12"]\n{entries}')
     with pytest.raises(ConfigError) as info:
         cells_of(tmp_path, config)
-    assert info.value.problems == [problem]
+    assert info.value.messages == [problem]
 
 
 def test_a_full_include_adds_values_that_rules_and_excludes_may_name(tmp_path):

@@ -105,7 +105,7 @@ def test_prerelease_settings_are_checked(tmp_path, settings, problem):
     write_project(tmp_path, head + MATRIX + (sep + rules), {})
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path / "pyproject.toml")
-    assert any(p.startswith(problem) for p in info.value.problems), info.value.problems
+    assert any(p.startswith(problem) for p in info.value.messages), info.value.messages
 
 
 # -- pins written as specifiers
@@ -168,7 +168,7 @@ def test_pin_values_are_checked(tmp_path):
     write_project(tmp_path, 'pins = { torch = "==2.8.0.*", numpy = ">=2,<3", bad = "latest", empty = "" }\n' + MATRIX, {})
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path / "pyproject.toml")
-    problems = info.value.problems
+    problems = info.value.messages
     assert [p.split(":")[0] for p in problems] == ["tool.lockgen.pins.bad", "tool.lockgen.pins.empty"]
     assert "'latest' is not a valid version or version specifier (PEP 440)" in problems[0]
 

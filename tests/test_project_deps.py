@@ -115,7 +115,7 @@ def test_the_project_file_is_checked(tmp_path, project, setting, problem):
         return
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path / "lockgen.toml")
-    assert any(p.startswith(problem) for p in info.value.problems), info.value.problems
+    assert any(p.startswith(problem) for p in info.value.messages), info.value.messages
 
 
 def test_a_changed_separate_project_file_is_not_a_noop(tmp_path, fake_host):

@@ -379,7 +379,7 @@ def test_label_and_placeholder_problems_name_their_keys(tmp_path):
     """
     with pytest.raises(ConfigError) as info:
         Project.load(write_project(tmp_path, config, {"requirements.in.j2": "x\n"}))
-    problems = info.value.problems
+    problems = info.value.messages
     assert "tool.lockgen.sources.llama.urls: bad placeholder 'nope' in 'https://example.org/{wheel_set}/{nope}/x.whl'" in problems[-1]
     assert any(p.startswith("tool.lockgen.sources.llama.labels: only an index source has labels") for p in problems)
     assert any(p.startswith("tool.lockgen.sources.pytorch.labels.torchvision: not one of the source's packages") for p in problems)

@@ -123,7 +123,7 @@ def test_many_refused_lines_are_counted(tmp_path):
     with pytest.raises(TemplateLinesError) as info:
         render(environment(project.config), project.config, cell, target_for(cell))
     assert info.value.where == "templates/requirements.in.j2"
-    assert len(info.value.problems) == 8 and info.value.cell == "linux-x86_64-cu130-py3.12"
+    assert len(info.value.lines) == 8 and info.value.cell == "linux-x86_64-cu130-py3.12"
     assert str(info.value).count("--hash pins an artifact hash") == 5 and "… and 3 more (cell" in str(info.value)
 
 

@@ -235,6 +235,24 @@ class Config:
         """Every axis of the matrix: :data:`AXES`, then the extra axes in declaration order."""
         return (*AXES, *self.extra_axes)
 
+    def key(self, *parts: str | int) -> str:
+        """The key path of a setting as the user wrote it: ``tool.lockgen.rules[2].use`` in a
+        pyproject.toml, ``rules[2].use`` in a lockgen.toml."""
+        text = self.key_prefix
+        for part in parts:
+            text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+        return text
+
+    def setting_key(self, values: Mapping[str, str], field_name: str, key: str) -> str:
+        """Where the value of setting ``field_name`` (``key`` as written, e.g. ``use``) of the
+        cell with axis ``values`` comes from: the last matching rule that sets it, else the
+        top level (for error messages)."""
+        for i in range(len(self.rules) - 1, -1, -1):
+            rule = self.rules[i]
+            if rule.matches(values) and getattr(rule.settings, field_name) not in (None, {}, ()):
+                return self.key("rules", i, key)
+        return self.key(key)
+
     @property
     def pins(self) -> Mapping[str, str]:
         """The top-level ``pins`` table (rules may change pins per cell)."""

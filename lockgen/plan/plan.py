@@ -314,7 +314,7 @@ def local_projects(root: Path, paths: Iterable[str], where: str, cell: Cell) -> 
 def make_plan(config: Config, env: jinja2.Environment, cell: Cell, target: Target, uv_version: str) -> Plan:
     """Render the cell's templates and build its plan: its lock under the config's ``locks``
     folder, its rendered inputs under ``.lockgen/<cell>/``. Raises ``TemplateError``/``ConfigError``."""
-    sources = cell_sources(config.root, dict(config.sources), cell, target)
+    sources = cell_sources(config, cell, target)
     pinned, specifiers = pinned_versions(cell, sources)
     rendered = render(env, config, cell, target)
     pin_lines = {**{p: f"=={v}" for p, v in pinned.items()}, **specifiers}

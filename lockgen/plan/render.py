@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockgen.config import RESERVED_NAMES, Config
-from lockgen.errors import TemplateError, TemplateLinesError
+from lockgen.errors import Problem, TemplateError, TemplateLinesError
 from lockgen.plan.matrix import Cell
 from lockgen.plan.reqfile import refused
 from lockgen.plan.target import Target
@@ -106,23 +106,24 @@ def _render_one(env: jinja2.Environment, config: Config, name: str, context: dic
     except jinja2.TemplateNotFound as exc:
         missing = f"{config.templates}/{exc.name}"
         hint = "create it or fix the setting" if exc.name == name else f"included from {where}; create it or fix the include"
-        raise TemplateError(f"{missing}: template not found (cell {cell.name}); {hint}") from None
+        raise TemplateError(Problem(file=missing, message="template not found", cells=(cell.name,), hint=hint)) from None
     except jinja2.TemplateSyntaxError as exc:
-        raise TemplateError(f"{config.templates}/{exc.name or name}:{exc.lineno}: {exc.message} (cell {cell.name})") from None
+        file = f"{config.templates}/{exc.name or name}"
+        raise TemplateError(Problem(file=file, line=exc.lineno, message=exc.message or "syntax error", cells=(cell.name,))) from None
     except Exception as exc:  # undefined variables, sandbox violations, filter errors
-        at = _template_line(exc, config.root / config.templates) or where
-        raise TemplateError(f"{at}: {exc} (cell {cell.name})") from None
+        file, line = _template_line(exc, config.root / config.templates) or (where, None)
+        raise TemplateError(Problem(file=file, line=line, message=str(exc), cells=(cell.name,))) from None
 
 
-def _template_line(exc: BaseException, folder: Path) -> str | None:
-    """``templates/<file>:<line>`` of the innermost template frame of an exception (jinja maps
-    frames to template lines; an ``{% include %}``d template is the one that failed)."""
+def _template_line(exc: BaseException, folder: Path) -> tuple[str, int | None] | None:
+    """``("templates/<file>", line)`` of the innermost template frame of an exception (jinja
+    maps frames to template lines; an ``{% include %}``d template is the one that failed)."""
     folder = folder.resolve()
     found = None
     for frame in traceback.extract_tb(exc.__traceback__):
         path = Path(frame.filename).resolve()
         if path.is_relative_to(folder):
-            found = f"{folder.name}/{path.relative_to(folder).as_posix()}:{frame.lineno}"
+            found = (f"{folder.name}/{path.relative_to(folder).as_posix()}", frame.lineno)
     return found
 
 
@@ -137,7 +138,7 @@ def render_strings(env: jinja2.Environment, strings: Iterable[str], context: dic
         try:
             result.append(env.from_string(text).render(context).strip())
         except Exception as exc:
-            raise TemplateError(f"{key} entry {text!r}: {exc} (cell {cell.name})") from None
+            raise TemplateError(Problem(key=f"{key} entry {text!r}", message=str(exc), cells=(cell.name,))) from None
         bad = refused(result[-1])
         if bad:
             raise TemplateLinesError(f"{key} entry {text!r}", cell.name, [str(r).replace("rendered line 1 ", "rendered as ") for r in bad])

@@ -33,8 +33,8 @@ from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from lockgen.config import Source
-from lockgen.errors import ConfigError
+from lockgen.config import Config, Source
+from lockgen.errors import ConfigError, Problem
 from lockgen.plan.matrix import Cell
 from lockgen.plan.target import Target
 
@@ -110,14 +110,16 @@ def _variables(cell: Cell) -> dict[str, str]:
     return {k: str(v) for k, v in cell.settings.vars.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
 
 
-def _fill(text: str, values: dict[str, str], source: str, cell: Cell) -> str:
+def _fill(text: str, values: dict[str, str], source: str, cell: Cell, config: Config | None = None) -> str:
     try:
         return text.format_map(values)
     except (KeyError, ValueError, IndexError) as exc:
-        raise ConfigError(
-            "config",
-            [f"sources.{source}: bad placeholder in {text!r} ({exc}) for cell {cell.name}; the cell fills {{{', '.join(values)}}}"],
-        ) from None
+        key = config.key("sources", source) if config else f"sources.{source}"
+        problem = Problem(
+            key=key, message=f"bad placeholder in {text!r} ({exc})", cells=(cell.name,),
+            hint=f"the cell fills {{{', '.join(values)}}}",
+        )  # fmt: skip
+        raise ConfigError(config.source if config else "config", [problem]) from None
 
 
 def _labels(source: Source, values: dict[str, str], cell: Cell) -> dict[str, str]:
@@ -130,7 +132,7 @@ def _labels(source: Source, values: dict[str, str], cell: Cell) -> dict[str, str
     return labels
 
 
-def cell_sources(root: Path, sources: dict[str, Source], cell: Cell, target: Target) -> tuple[CellSource, ...]:
+def cell_sources(config: Config, cell: Cell, target: Target) -> tuple[CellSource, ...]:
     """The cell's sources (``settings.sources``, in order) with placeholders filled.
 
     A find-links source with ``local`` uses that project folder when it holds a file matching
@@ -141,11 +143,11 @@ def cell_sources(root: Path, sources: dict[str, Source], cell: Cell, target: Tar
     values = {**_variables(cell), **placeholders(cell, target)}
     result = []
     for name in cell.settings.sources or ():
-        source = sources[name]
-        urls = tuple(_fill(u, values, name, cell) for u in source.urls)
+        source = config.sources[name]
+        urls = tuple(_fill(u, values, name, cell, config) for u in source.urls)
         if source.local:
-            folder = root / source.local
-            pattern = _fill(source.local_if, values, name, cell)
+            folder = config.root / source.local
+            pattern = _fill(source.local_if, values, name, cell, config)
             if folder.is_dir() and any(fnmatch.fnmatch(p.name, pattern) for p in folder.iterdir()):
                 urls = (source.local,)
         labels = _labels(source, values, cell) if source.kind == "index" else {}
@@ -154,10 +156,12 @@ def cell_sources(root: Path, sources: dict[str, Source], cell: Cell, target: Tar
     for cell_source in result:
         for package in cell_source.packages:
             if package in seen:
-                raise ConfigError("config", [
-                    f"use: cell {cell.name} uses sources {seen[package]!r} and {cell_source.name!r}, which both serve "
-                    f"{package}; a package may have one source per cell"
-                ])  # fmt: skip
+                problem = Problem(
+                    key=config.setting_key(cell.values, "sources", "use"), cells=(cell.name,),
+                    message=f"sources {seen[package]!r} and {cell_source.name!r} both serve {package}",
+                    hint="a package may have one source per cell: drop it from one source's packages, or one source from use",
+                )  # fmt: skip
+                raise ConfigError(config.source, [problem])
             seen[package] = cell_source.name
     return tuple(result)
 
