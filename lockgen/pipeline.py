@@ -29,6 +29,7 @@ from lockgen.plan.matrix import Cell, select
 from lockgen.plan.plan import Plan
 from lockgen.project import Project
 from lockgen.resolve import uv
+from lockgen.resolve.hashcheck import Verified
 from lockgen.states import CellState
 
 __all__ = ["CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "lock", "lock_project", "up_to_date"]
@@ -129,7 +130,7 @@ def lock(
     an upgrade option) and rewrite the manifest. A failed cell keeps all its old files and does
     not stop the others. Raises ``UsageError`` (bad selection, another run holds the project)
     and ``TemplateError`` before anything is resolved."""
-    chosen = select(project.cells, names, only)
+    chosen = with_alias_sources(project.cells, select(project.cells, names, only))
     root = project.root
     mirrors = project.mirrors(options.mirrors)
     with store.ProjectLock(root, wait=options.wait):
@@ -142,7 +143,9 @@ def lock(
         run = RunResult()
         reporter.start([c.name for c in chosen])
         todo = _stale(project, chosen, plans, options, run, reporter)
-        failed = _resolve_all(project, todo, options, mirrors, run, reporter)
+        todo, failed, reach = _unreachable(todo, mirrors, run, reporter)
+        shared = {"reach": reach, "verified": Verified(root, fresh=options.refresh)}  # CellRun fields of the run
+        failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, shared=shared))
         if todo:
             _change_report(project, before, [p.cell.name for p, _ in todo], options, run)
             for prefix in mirrors.never_used() if not run.interrupted else ():
@@ -154,6 +157,22 @@ def lock(
         _write_manifest(project, failed, run)
     reporter.finish(run)
     return run
+
+
+def with_alias_sources(cells: Sequence[Cell], chosen: Sequence[Cell]) -> list[Cell]:
+    """``chosen`` with the cell each chosen alias reuses put before it, when not chosen already:
+    ``lockgen lock <alias>`` locks the cell whose lock the alias installs (issue 8: it reported
+    success while that cell had no lock)."""
+    by_name = {c.name: c for c in cells}
+    names = {c.name for c in chosen}
+    result: list[Cell] = []
+    for cell in chosen:
+        source = cell.settings.alias
+        if source and source not in names and source in by_name:
+            result.append(by_name[source])
+            names.add(source)
+        result.append(cell)
+    return result
 
 
 def _plan_all(project: Project, chosen: Sequence[Cell]) -> list[Plan]:
@@ -218,7 +237,28 @@ def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult,
     return todo
 
 
-def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunResult, reporter: Reporter) -> dict[str, str]:
+def _unreachable(todo, mirrors, run: RunResult, reporter: Reporter):
+    """Probe the hosts the ``todo`` cells need, once (CASES C28): a cell whose main resolution
+    needs a host that is down fails at once, without uv, with one message per host. Returns the
+    cells left to resolve, ``{cell: reason}`` of those failed, and the probe's findings (optional
+    layers whose host is down are unavailable without running uv)."""
+    from lockgen.resolve.probe import Reach, probe
+
+    failed: dict[str, str] = {}
+    if not todo:
+        return todo, failed, Reach()
+    reach = probe([plan for plan, _ in todo], mirrors)
+    left = []
+    for plan, state in todo:
+        why = reach.main_failure(plan)
+        if why is None:
+            left.append((plan, state))
+        else:
+            _finish(run, reporter, CellResult(plan.cell.name, CellState.FAILED, message=why), failed)
+    return left, failed, reach
+
+
+def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunResult, reporter: Reporter, *, shared=None) -> dict[str, str]:
     """Resolve ``todo`` concurrently; returns ``{cell: reason}`` of the failed cells."""
     from lockgen.resolve.cellrun import Builds
     from lockgen.resolve.freshness import Freshness
@@ -238,7 +278,7 @@ def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunR
     def work(plan: Plan) -> CellResult:
         reporter.update(CellResult(plan.cell.name, CellState.RESOLVING))
         start = time.monotonic()
-        cell_run = CellRun(project.root, plan, uv_options, mirrors, runner, project.config.source, builds)
+        cell_run = CellRun(project.root, plan, uv_options, mirrors, runner, project.config.source, builds, **(shared or {}))
         try:
             files = resolve_cell(cell_run, fresh, prefer=states[plan.cell.name] is not CellState.EDITED)
             changed = store.replace_files(project.root, plan.cell.name, files.texts(), _stale_layers(project.root, plan, files))
@@ -337,7 +377,10 @@ def up_to_date(start: Path, config_path: str | None, names: Sequence[str] = (), 
         return None
     root = path.parent
     run = RunResult()
+    locks = {r.name: r.lock for r in memo.rows}
     for row in select(memo.rows, names, only):
+        if row.alias and not (root / locks.get(row.alias, "")).is_file():
+            return None  # the cell it reuses has no lock: the full path locks it
         if row.skip or row.alias:
             state = CellState.SKIPPED if row.skip else CellState.ALIAS
             run.results.append(CellResult(row.name, state, message=row.skip or f"reuses {row.alias}"))

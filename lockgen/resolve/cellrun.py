@@ -25,6 +25,8 @@ from lockgen.locks.lock import Entry, Header, LayerKind, parse_entries
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.resolve import uv, uvout
+from lockgen.resolve.hashcheck import Verified
+from lockgen.resolve.probe import Reach
 
 __all__ = ["Builds", "CellRun", "Resolved", "describe", "pylock_path", "read_pylock"]
 
@@ -75,6 +77,8 @@ class CellRun:
     runner: uv.RunnerLike
     config: str = "pyproject.toml"
     builds: Builds = field(default_factory=Builds)
+    reach: Reach | None = None  # hosts the run's probe found down (C28); None: not probed
+    verified: Verified = field(default_factory=Verified)  # file hashes computed in this run (and kept)
 
     def compile(self, output: str, **kwargs: Any) -> uv.Result:
         build = self.builds.names & self.plan.allow_build

@@ -22,7 +22,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
-from lockgen.resolve import fetch, uv, uvout, verify
+from lockgen.resolve import fetch, hashcheck, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, Resolved, describe, read_pylock
 
 __all__ = ["Built", "layer_folder", "resolve"]
@@ -38,6 +38,7 @@ class Built:
     skipped_urls: list[str] = field(default_factory=list)  # notes on wheel URLs that did not fit
     dateless: set[str] = field(default_factory=set)  # sources that served layer artifacts without upload times
     packages: list[Package] = field(default_factory=list)  # what the layers install (backend invariants)
+    unverified: set[str] = field(default_factory=set)  # sources whose page hashes were not checked
 
     def refs(self) -> tuple[LayerRef, ...]:
         """The main lock's ``layer`` fields: each layer file's path and the sha256 of its text."""
@@ -67,6 +68,10 @@ def resolve(run: CellRun, main: Resolved) -> Built:
     pins = f"{plan.work}/main-pins.txt"
     built = Built()
     for entry in plan.optional:
+        down = run.reach.layer_failure(plan, entry) if run.reach else None
+        if down:  # the probe found its host down: no uv run, retried when a run reaches it (C28)
+            built.unavailable.append(Unavailable(requirement=entry, reason=f"{UNREACHABLE} {down}"))
+            continue
         try:
             name, line, notes = _requirement(run, entry)
             built.skipped_urls += notes
@@ -106,7 +111,9 @@ def _layer(run: CellRun, built: Built, kind: LayerKind, name: str, requirements:
         why = run.mirrors.canonical(uvout.reason(result.stderr))
         raise _Unavailable(f"{UNREACHABLE} {why}" if uvout.unreachable_hosts(result.stderr) else why)
     pylock = read_pylock(run, output)
-    found = verify.artifact_problems(plan, pylock, run.mirrors)
+    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified)
+    built.unverified |= checked.unverified
+    found = verify.artifact_problems(plan, pylock, run.mirrors) + list(checked.problems)
     if found:
         raise CellFailed(f"cell {plan.cell.name}: layer {name}: " + "; ".join(found))
     if plan.exclude_newer:

@@ -23,9 +23,14 @@ _NETWORK = (
 )  # fmt: skip
 
 
+#: uv's retry timing (``Request failed after 3 retries in 7.2s``) differs per run and per cell.
+_TIMING = re.compile(r" in \d+(?:\.\d+)?m?s\b")
+
+
 def explain(stderr: str) -> str:
-    """uv's error text without blank lines and the ``Resolved N packages`` chatter."""
-    lines = [line.rstrip() for line in stderr.strip().splitlines() if line.strip()]
+    """uv's error text without blank lines, the ``Resolved N packages`` chatter and retry timings
+    (so the same failure in many cells reads the same, and the summary prints it once)."""
+    lines = [_TIMING.sub("", line.rstrip()) for line in stderr.strip().splitlines() if line.strip()]
     return "\n".join(line for line in lines if not re.match(r"^(Resolved|Prepared|Audited) \d+ package", line))
 
 
