@@ -157,6 +157,7 @@ class Header:
     replaces: tuple[Replacement, ...] = ()
     skipped_urls: tuple[str, ...] = ()
     no_upload_time: tuple[str, ...] = ()
+    unverified_hashes: tuple[str, ...] = ()  # sources whose page hashes lockgen did not check
 
     def install_commands(self) -> dict[str, list[str]]:
         """``{"uv": argv, "pip": argv}`` that install this file, run from the project root with
@@ -202,10 +203,12 @@ class Header:
             yield "skipped-url", note
         for source in self.no_upload_time:
             yield "no-upload-time", source
+        for source in self.unverified_hashes:
+            yield "unverified-hashes", source
 
 
 _SINGLE = {"cell", "kind", "layer-of", "target", "exclude-newer", "index-url", "uv", "input-hash", "input-parts", _DIGEST}
-_MULTI = {"find-links", "layer", "unavailable", "replaces", "skipped-url", "no-upload-time"}
+_MULTI = {"find-links", "layer", "unavailable", "replaces", "skipped-url", "no-upload-time", "unverified-hashes"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -386,6 +389,7 @@ class _Parser:
                 unavailable=tuple(Unavailable.parse(v) for v in get("unavailable", [])),
                 replaces=tuple(Replacement.parse(v) for v in get("replaces", [])),
                 skipped_urls=tuple(get("skipped-url", [])), no_upload_time=tuple(get("no-upload-time", [])),
+                unverified_hashes=tuple(get("unverified-hashes", [])),
             )  # fmt: skip
         except ValueError as exc:
             raise self.fail(1, f"bad header field: {exc}") from None

@@ -20,7 +20,7 @@ from packaging.pylock import Pylock
 from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry, LayerKind, Lock
-from lockgen.resolve import blame, invariants, layers, uv, uvout, verify
+from lockgen.resolve import blame, hashcheck, invariants, layers, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, describe, pylock_path, read_pylock, seed_preferences
 from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
 
@@ -62,7 +62,8 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
         if fresh is not None:
             fresh.seed_done(plan)
     resolved = describe(run, uv.main_inputs(plan), pylock, "main")
-    found = verify.problems(plan, pylock, run.mirrors)
+    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified)
+    found = verify.problems(plan, pylock, run.mirrors) + list(checked.problems)
     if found:
         raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
     built = layers.resolve(run, resolved)
@@ -71,7 +72,7 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
         raise CellFailed(
             f"cell {plan.cell.name}: the lock would install a broken {plan.flavor} stack (backend invariants, C27):\n"
             + "\n".join(f"  - {p.message}" for p in mixed)
-            + "\n  declare an intended mix with allow-mix = {{ \"<package>\" = \"why\" }} in the cell's settings"
+            + "\n  declare an intended mix with allow-mix = { \"<package>\" = \"why\" } in the cell's settings"
         )
     main = Lock(
         header=run.header(
@@ -80,6 +81,7 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
             skipped_urls=tuple(built.skipped_urls),
             no_upload_time=tuple(sorted(set(verify.without_upload_time(plan, pylock)) | built.dateless))
             if plan.exclude_newer else (),
+            unverified_hashes=hashcheck.merge(checked.unverified, built.unverified),
         ),  # fmt: skip
         entries=tuple(e for e in resolved.entries if e.hashes or not _unhashed(e)),
     )
