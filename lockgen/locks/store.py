@@ -103,10 +103,13 @@ def write_text(path: Path, text: str) -> bool:
     CRLF checkout, C17). Raises a user error naming the file when it cannot be written."""
     if _same(path, text):
         return False
+    tmp = None
     try:
         tmp = _temporary(path, text)
         os.replace(tmp, path)
     except OSError as exc:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise write_error(path, exc) from None
     return True
 
