@@ -350,11 +350,12 @@ def _remove_orphans(project: Project, run: RunResult, reporter: Reporter) -> Non
 def _write_manifest(project: Project, failed: dict[str, str], run: RunResult) -> None:
     """Write the manifest; a failure to write it is reported, not raised: every cell's result
     is still printed (issue 8)."""
-    path = project.root / manifest.manifest_path(project.config.locks)
+    where = manifest.manifest_path(project.config.locks)
+    path = project.root / where
     previous = manifest.failures(manifest.read(path))
     kept = {name: why for name, why in previous.items() if name not in {r.name for r in run.results} or name in failed}
     try:
-        store.write_text(path, project.manifest_text({**kept, **failed}))
+        store.write_text(path, project.manifest_text({**kept, **failed}), where)
     except LockgenError as exc:
         run.manifest_error = str(exc)
 

@@ -57,10 +57,9 @@ class FaultHost:
         self.asked = threading.Event()  # set at the first request
         self.stopping = threading.Event()
         handler = partial(_Handler, self, directory=str(root))
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
+        self._server = _QuietServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def stop(self) -> None:
         self.stopping.set()
@@ -108,6 +107,15 @@ class FaultHost:
         return f"/{folder}/{quote(path.name)}" if folder else f"/{quote(path.name)}"
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    """Clients that hang up (uv cancelling a request, a killed run) are no test output."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass
+
+
 class _Handler(http.server.SimpleHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -115,7 +123,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         self.host = host
         super().__init__(*args, **kwargs)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         self.host.requests.append(self.path)
         self.host.asked.set()
         if self.host.delay and self.host.stopping.wait(self.host.delay):
@@ -131,7 +139,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         else:
             self._truncated(fault.truncate or 0)
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self.host.requests.append("HEAD " + self.path)
         super().do_HEAD()
 
@@ -157,7 +165,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Cache-Control", self.host.cache_control)
         super().end_headers()
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 

@@ -69,14 +69,17 @@ def test_a_failed_cell_keeps_all_its_old_files(tmp_path, pypi):
     assert {f"locks/{CELL}/optional-gamma.txt", f"locks/{CELL}/no-deps.txt", f"locks/{CELL}/pylock.toml"} <= set(before)
     (root / "templates" / "requirements.in.j2").write_text("alpha\nbeta==2.0\n")
     run = run_cli("all", "-C", str(root))
-    assert run.code == 1 and "no-deps layer cannot be resolved" in run.err
+    assert run.code == 1
+    assert "no-deps layer cannot be resolved" in run.err
     after = files(root)
     assert {k: v for k, v in after.items() if not k.endswith("manifest.json")} == {
         k: v for k, v in before.items() if not k.endswith("manifest.json")
     }
     entry = manifest(root)[CELL]
-    assert entry["status"] == "failed" and "no-deps layer" in entry["reason"]
-    assert entry["lock"] == f"locks/{CELL}.txt" and len(entry["layers"]) == 3  # the old files, still described
+    assert entry["status"] == "failed"
+    assert "no-deps layer" in entry["reason"]
+    assert entry["lock"] == f"locks/{CELL}.txt"
+    assert len(entry["layers"]) == 3
     assert run_cli("check", "-C", str(root)).code == 1
 
 
@@ -86,10 +89,12 @@ def test_a_run_whose_only_cell_fails_records_it_in_the_manifest(tmp_path, pypi):
     run = run_cli("all", "-C", str(root))
     assert run.code == 1
     entry = manifest(root)[CELL]
-    assert entry["status"] == "failed" and entry["reason"] == f"cell {CELL}: uv could not resolve it:"
+    assert entry["status"] == "failed"
+    assert entry["reason"] == f"cell {CELL}: uv could not resolve it:"
     assert not (root / "locks" / f"{CELL}.txt").exists()
     check = run_cli("check", "-C", str(root))
-    assert check.code == 1 and f"{CELL}: missing" in check.out
+    assert check.code == 1
+    assert f"{CELL}: missing" in check.out
 
 
 @contextmanager
@@ -112,11 +117,13 @@ def _manifest_error_case(root: Path) -> None:
     (root / "templates" / "requirements.in.j2").write_text("alpha\nbeta\n")  # every lock, so the manifest, changes
     run = run_cli("all", "-C", str(root))
     assert run.code == 1
-    assert "error: cannot write" in run.err and "locks/manifest.json" in run.err
+    assert "error: cannot write" in run.err
+    assert "locks/manifest.json" in run.err
     for cell in ("linux-x86_64-cpu-py3.12", "linux-x86_64-cpu-py3.13"):  # every cell's result is still printed
-        assert f"\n{cell}  locked" in run.err and "beta==1.0" in (root / "locks" / f"{cell}.txt").read_text()
+        assert f"\n{cell}  locked" in run.err
+        assert "beta==1.0" in (root / "locks" / f"{cell}.txt").read_text()
     assert "Traceback" not in run.err
-    assert not [p for p in (root / "locks").rglob(".*.tmp")]  # no temporary file left behind
+    assert not list((root / "locks").rglob(".*.tmp"))  # no temporary file left behind
 
 
 def test_a_manifest_that_cannot_be_written_is_named_and_every_cell_is_reported(tmp_path, pypi):
@@ -172,7 +179,8 @@ def test_an_alias_of_a_cell_without_a_lock_is_reported_and_locked_through_its_ce
     assert cells["windows-aarch64-cpu-py3.12"]["lock"] == "locks/windows-x86_64-cpu-py3.12.txt"
     assert run_cli("check", "-C", str(root)).code == 0
     again = run_cli("lock", "windows-aarch64-cpu-py3.12", "-C", str(root))  # now the no-op path
-    assert again.code == 0 and "windows-aarch64-cpu-py3.12: alias" in again.err
+    assert again.code == 0
+    assert "windows-aarch64-cpu-py3.12: alias" in again.err
 
 
 def test_a_cell_turned_into_skip_loses_its_old_lock(tmp_path, pypi):
@@ -187,7 +195,8 @@ def test_a_cell_turned_into_skip_loses_its_old_lock(tmp_path, pypi):
     assert "locks/linux-x86_64-cpu-py3.13.txt: orphan" in check.out  # a lock the manifest does not vouch for
     assert "locks/linux-x86_64-cpu-py3.13: orphan" in check.out  # and its folder (pylock.toml)
     run = run_cli("all", "-C", str(root))
-    assert run.code == 0 and "locks/linux-x86_64-cpu-py3.13.txt: removed" in run.err
+    assert run.code == 0
+    assert "locks/linux-x86_64-cpu-py3.13.txt: removed" in run.err
     assert not (root / "locks" / "linux-x86_64-cpu-py3.13.txt").exists()
     assert not (root / "locks" / "linux-x86_64-cpu-py3.13").exists()
     assert manifest(root)["linux-x86_64-cpu-py3.13"] | {"status": "skipped"} == manifest(root)["linux-x86_64-cpu-py3.13"]
@@ -241,7 +250,8 @@ def test_c27_broken_gpu_stacks_fail_naming_the_evidence_unless_the_mix_is_declar
         errors = {line.split(": ")[1].removeprefix("cell "): line for line in run.err.split("\n") if line.startswith("error: cell ")}
         assert set(errors) == {"linux-x86_64-cu128-py3.12", "linux-x86_64-cpu-py3.12", "linux-x86_64-cu124-py3.12"}
         # a CPU torch in a cu128 cell, CUDA in a cpu cell, CUDA 13 in a CUDA 12.4 cell: each with its evidence
-        assert "torch 2.10.0: a cu128 cell must lock a torch build of its backend" in run.err and "it is a CPU build" in run.err
+        assert "torch 2.10.0: a cu128 cell must lock a torch build of its backend" in run.err
+        assert "it is a CPU build" in run.err
         assert "nvidia-cublas-cu12 12.8.4.1: name (nvidia-*-cu{major}) shows cuda 12, but the cell's backend cpu is cpu" in run.err
         assert "tensorrt-cu13 10.14.1: name (*-cu{major}) shows cuda 13, but the cell's backend cu124 is cuda 12.4" in run.err
         assert 'allow-mix = { "<package>" = "why" }' in run.err
@@ -294,7 +304,8 @@ def test_c28_a_host_whose_name_does_not_resolve(tmp_path, pypi, monkeypatch):
     assert run.code == 1
     (error,) = [line for line in run.err.splitlines() if line.startswith("error:")]
     assert f"{UNRESOLVABLE} is unreachable (its name does not resolve)" in error
-    assert f"--mirror {UNRESOLVABLE}=<mirror URL>" in error and error.startswith("error: cells linux-x86_64-cpu-py3.11, ")
+    assert f"--mirror {UNRESOLVABLE}=<mirror URL>" in error
+    assert error.startswith("error: cells linux-x86_64-cpu-py3.11, ")
 
 
 def test_c28_an_unreachable_optional_source_is_a_settled_state(tmp_path, pypi, monkeypatch):
@@ -315,7 +326,8 @@ def test_c28_an_unreachable_optional_source_is_a_settled_state(tmp_path, pypi, m
         check = run_cli("check", "-C", str(root))
         assert check.code == 0
         assert "optional vpkg unavailable: source unreachable: https://vendor.example is unreachable" in check.out
-        assert run_cli("all", "-C", str(root)).code == 0 and "unavailable" in manifest(root)[CELL]  # settled: not retried
+        assert run_cli("all", "-C", str(root)).code == 0
+        assert "unavailable" in manifest(root)[CELL]
         run = run_cli("all", "--retry-unavailable", "--mirror", f"https://vendor.example={vendor.url}", "-C", str(root))
         assert run.code == 0, run.err
         assert "unavailable" not in manifest(root)[CELL]
@@ -330,7 +342,8 @@ def test_c28_the_same_uv_error_in_many_cells_prints_once(tmp_path, pypi):
     run = run_cli("all", "-C", str(root))
     assert run.code == 1
     errors = [line for line in run.err.splitlines() if line.startswith("error: cell")]
-    assert len(errors) == 1 and errors[0].startswith("error: cells linux-x86_64-cpu-py3.11, linux-x86_64-cpu-py3.12, ")
+    assert len(errors) == 1
+    assert errors[0].startswith("error: cells linux-x86_64-cpu-py3.11, linux-x86_64-cpu-py3.12, ")
     assert run.err.count("does-not-exist was not found") == 1
 
 
@@ -348,7 +361,8 @@ def test_force_and_upgrade_see_a_version_published_under_a_cached_page(tmp_path,
     publish(pypi, "alpha==1.1")
     (root / "templates" / "requirements.in.j2").write_text("alpha>=1.1\n")
     plain = run_cli("all", "-C", str(root))
-    assert plain.code == 1 and "alpha>=1.1" in plain.err  # without --force uv trusts its cached page, as told
+    assert plain.code == 1
+    assert "alpha>=1.1" in plain.err
     run = run_cli("all", "--force", "-C", str(root))
     assert run.code == 0, run.err
     for py in ("3.12", "3.13"):
@@ -392,3 +406,31 @@ def test_an_index_hash_is_marked_unverified_and_a_local_file_is_checked(tmp_path
     assert "# unverified-hashes: default index\n" in lock
     assert manifest(root)[CELL]["unverified_hashes"] == ["default index"]  # the local file was checked
     assert wheel.name in (root / "locks" / CELL / "pylock.toml").read_text()
+
+
+def test_a_server_error_on_an_optional_source_is_retried_not_recorded_for_good(tmp_path, pypi, monkeypatch):
+    """HTTP 500 is the server's trouble, not the package's: the layer is unavailable with a
+    retry reason (``check`` names it, ``--retry-unavailable`` tries again), like an outage."""
+    from tests.faulthost import Fault
+
+    index = publish(pypi, "app==1.0")
+    vendor = FaultHost(tmp_path / "vendor")
+    try:
+        vendor.flat("wheels", [vendor.wheel("wheels", "vpkg", "1.0")])
+        vendor.faults["/wheels/"] = Fault(status=500)
+        extra = VENDOR.format(mirror=vendor.url).replace('use = ["vendor"]', 'use = ["vendor"]\noptional = ["vpkg"]')
+        root = project(tmp_path / "p", index, "app\n", extra=extra)
+        monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # uv would retry a 500 three times
+        run = run_cli("all", "-C", str(root))
+        assert run.code == 0, run.err
+        (gap,) = manifest(root)[CELL]["unavailable"]
+        assert gap["retry"] is True
+        assert "500" in gap["reason"]
+        assert "https://vendor.example/wheels/" in gap["reason"]
+        assert vendor.url not in gap["reason"]
+        vendor.faults.clear()
+        run = run_cli("all", "--retry-unavailable", "-C", str(root))
+        assert run.code == 0, run.err
+        assert "unavailable" not in manifest(root)[CELL]
+    finally:
+        vendor.stop()

@@ -48,7 +48,7 @@ from packaging.version import InvalidVersion, Version
 from lockgen.errors import LockFormatError
 
 __all__ = [
-    "LOCK_FORMAT", "UNREACHABLE", "Entry", "Header", "LayerKind", "LayerRef", "Lock", "Replacement", "Unavailable",
+    "LOCK_FORMAT", "UNREACHABLE", "Entry", "FileRef", "Header", "LayerKind", "LayerRef", "Lock", "Replacement", "Unavailable",
     "intact", "normalized", "parse_entries", "text_sha256",
 ]  # fmt: skip
 
@@ -94,6 +94,23 @@ class LayerRef:
     def parse(cls, value: str) -> LayerRef:
         kind, name, digest, path = value.split(" ", 3)
         return cls(kind=LayerKind(kind), name=name, sha256=digest.removeprefix("sha256:"), path=path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileRef:
+    """Another file the main lock vouches for (its ``pylock.toml``): the sha256 of its text (LF
+    line endings) and its project-relative path, so ``check`` notices an edited or stray one."""
+
+    sha256: str
+    path: str
+
+    def field(self) -> str:
+        return f"sha256:{self.sha256} {self.path}"
+
+    @classmethod
+    def parse(cls, value: str) -> FileRef:
+        digest, path = value.split(" ", 1)
+        return cls(sha256=digest.removeprefix("sha256:"), path=path)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,6 +170,7 @@ class Header:
     find_links: tuple[str, ...] = ()
     layer_of: str | None = None
     layers: tuple[LayerRef, ...] = ()
+    pylock: FileRef | None = None  # the cell's pylock.toml (main locks only)
     unavailable: tuple[Unavailable, ...] = ()
     replaces: tuple[Replacement, ...] = ()
     skipped_urls: tuple[str, ...] = ()
@@ -193,6 +211,8 @@ class Header:
         yield "input-hash", self.input_hash
         if self.input_parts:
             yield "input-parts", " ".join(f"{k}={v}" for k, v in sorted(self.input_parts.items()))
+        if self.pylock is not None:
+            yield "pylock", self.pylock.field()
         for item in self.layers:
             yield "layer", item.field()
         for gap in self.unavailable:
@@ -207,7 +227,7 @@ class Header:
             yield "unverified-hashes", source
 
 
-_SINGLE = {"cell", "kind", "layer-of", "target", "exclude-newer", "index-url", "uv", "input-hash", "input-parts", _DIGEST}
+_SINGLE = {"cell", "kind", "layer-of", "target", "exclude-newer", "index-url", "uv", "input-hash", "input-parts", "pylock", _DIGEST}
 _MULTI = {"find-links", "layer", "unavailable", "replaces", "skipped-url", "no-upload-time", "unverified-hashes"}
 
 
@@ -386,6 +406,7 @@ class _Parser:
                 index_url=(get("index-url") or [None])[0], find_links=tuple(get("find-links", [])),
                 layer_of=(get("layer-of") or [None])[0],
                 layers=tuple(LayerRef.parse(v) for v in get("layer", [])),
+                pylock=FileRef.parse(self.one("pylock")) if get("pylock") else None,
                 unavailable=tuple(Unavailable.parse(v) for v in get("unavailable", [])),
                 replaces=tuple(Replacement.parse(v) for v in get("replaces", [])),
                 skipped_urls=tuple(get("skipped-url", [])), no_upload_time=tuple(get("no-upload-time", [])),

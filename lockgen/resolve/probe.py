@@ -162,7 +162,7 @@ def _reach(url: str, timeout: float) -> str | None:
     import httpx
 
     try:
-        with httpx.Client(timeout=timeout, verify=False, follow_redirects=False) as client:  # noqa: S501 - only reachability
+        with httpx.Client(timeout=timeout, verify=False, follow_redirects=False) as client:
             client.head(url)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.ProxyError) as exc:
         return _why(exc, timeout)
