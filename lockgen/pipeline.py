@@ -25,11 +25,13 @@ from lockgen.locks import manifest, stamp, store
 from lockgen.locks.lockset import LockSet
 from lockgen.locks.report import change_report, upgrade_outcome
 from lockgen.plan import mirror
+from lockgen.plan.mirror import Mirrors
 from lockgen.plan.matrix import Cell, select
 from lockgen.plan.plan import Plan
 from lockgen.project import Project
 from lockgen.resolve import uv
 from lockgen.resolve.hashcheck import Verified
+from lockgen.resolve.probe import Reach
 from lockgen.states import CellState
 
 __all__ = ["CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "lock", "lock_project", "up_to_date"]
@@ -219,7 +221,7 @@ def _change_report(project: Project, before: LockSet, touched: list[str], option
     run.report += [upgrade_outcome(name, before, after, touched) for name in options.uv.upgrade_packages]
 
 
-def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult, reporter: Reporter) -> list[Plan]:
+def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult, reporter: Reporter) -> list[tuple[Plan, CellState]]:
     """Report the cells that need nothing; return the plans to resolve."""
     for cell in chosen:
         if cell.settings.skip:
@@ -237,18 +239,20 @@ def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult,
     return todo
 
 
-def _unreachable(todo, mirrors, run: RunResult, reporter: Reporter):
+def _unreachable(
+    todo: list[tuple[Plan, CellState]], mirrors: Mirrors, run: RunResult, reporter: Reporter
+) -> tuple[list[tuple[Plan, CellState]], dict[str, str], Reach]:
     """Probe the hosts the ``todo`` cells need, once (CASES C28): a cell whose main resolution
     needs a host that is down fails at once, without uv, with one message per host. Returns the
     cells left to resolve, ``{cell: reason}`` of those failed, and the probe's findings (optional
     layers whose host is down are unavailable without running uv)."""
-    from lockgen.resolve.probe import Reach, probe
+    from lockgen.resolve.probe import probe
 
     failed: dict[str, str] = {}
     if not todo:
         return todo, failed, Reach()
     reach = probe([plan for plan, _ in todo], mirrors)
-    left = []
+    left: list[tuple[Plan, CellState]] = []
     for plan, state in todo:
         why = reach.main_failure(plan)
         if why is None:
