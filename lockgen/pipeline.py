@@ -25,8 +25,8 @@ from lockgen.locks import manifest, stamp, store
 from lockgen.locks.lockset import LockSet
 from lockgen.locks.report import change_report, upgrade_outcome
 from lockgen.plan import mirror
+from lockgen.plan.matrix import Cell, select, with_alias_sources
 from lockgen.plan.mirror import Mirrors
-from lockgen.plan.matrix import Cell, select
 from lockgen.plan.plan import Plan
 from lockgen.project import Project
 from lockgen.resolve import uv
@@ -159,22 +159,6 @@ def lock(
         _write_manifest(project, failed, run)
     reporter.finish(run)
     return run
-
-
-def with_alias_sources(cells: Sequence[Cell], chosen: Sequence[Cell]) -> list[Cell]:
-    """``chosen`` with the cell each chosen alias reuses put before it, when not chosen already:
-    ``lockgen lock <alias>`` locks the cell whose lock the alias installs (issue 8: it reported
-    success while that cell had no lock)."""
-    by_name = {c.name: c for c in cells}
-    names = {c.name for c in chosen}
-    result: list[Cell] = []
-    for cell in chosen:
-        source = cell.settings.alias
-        if source and source not in names and source in by_name:
-            result.append(by_name[source])
-            names.add(source)
-        result.append(cell)
-    return result
 
 
 def _plan_all(project: Project, chosen: Sequence[Cell]) -> list[Plan]:
