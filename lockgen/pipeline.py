@@ -235,7 +235,11 @@ def _unreachable(
     failed: dict[str, str] = {}
     if not todo:
         return todo, failed, Reach()
-    reach = probe([plan for plan, _ in todo], mirrors)
+    try:
+        reach = probe([plan for plan, _ in todo], mirrors)
+    except Exception:  # a bug in a speed-up must not stop the run: uv then meets the host itself
+        log.debug("the host probe failed", exc_info=True)
+        reach = Reach()
     left: list[tuple[Plan, CellState]] = []
     for plan, state in todo:
         why = reach.main_failure(plan)

@@ -3,6 +3,7 @@ lines otherwise, and the summary table at the end."""
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 from collections.abc import Sequence
@@ -88,7 +89,7 @@ def failure_groups(results: Sequence[CellResult]) -> list[tuple[list[str], str]]
     groups: dict[str, list[str]] = {}
     for r in results:
         if r.state is CellState.FAILED:
-            text = r.message.removeprefix(f"cell {r.name}: ").replace(r.name, "<cell>")
+            text = re.sub(rf"(?<![\w.-]){re.escape(r.name)}(?![\w.])", "<cell>", r.message.removeprefix(f"cell {r.name}: "))
             groups.setdefault(text, []).append(r.name)
     return [(cells, text) for text, cells in groups.items()]
 

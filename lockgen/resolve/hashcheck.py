@@ -35,6 +35,7 @@ from pathlib import Path
 from packaging.pylock import Package, Pylock
 
 from lockgen.config import WORK
+from lockgen.errors import Interrupted
 from lockgen.locks.pylockfile import artifacts
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
@@ -132,9 +133,12 @@ class Checked:
     unverified: frozenset[str] = frozenset()
 
 
-def check(plan: Plan, pylock: Pylock, root: Path, mirrors: Mirrors, verified: Verified) -> Checked:
+def check(
+    plan: Plan, pylock: Pylock, root: Path, mirrors: Mirrors, verified: Verified, stop: threading.Event | None = None
+) -> Checked:
     """Verify what is cheap to verify of ``pylock``'s artifacts (see the module docstring).
-    ``pylock`` holds canonical URLs and paths relative to the cell's committed pylock folder."""
+    ``pylock`` holds canonical URLs and paths relative to the cell's committed pylock folder.
+    Raises :class:`~lockgen.errors.Interrupted` when ``stop`` is set during a download (Ctrl-C)."""
     folder = root / plan.lock.removesuffix(".txt")
     problems: list[str] = []
     unverified: set[str] = set()
@@ -154,7 +158,7 @@ def check(plan: Plan, pylock: Pylock, root: Path, mirrors: Mirrors, verified: Ve
             if source.kind == "find-links" and size is not None and size > LIMIT:
                 unverified.add(source.name)
                 continue
-            actual = _local(folder, where) if source.kind == "local" else _remote(where, expected, mirrors, verified)
+            actual = _local(folder, where) if source.kind == "local" else _remote(where, expected, mirrors, verified, stop)
             if actual is None:
                 unverified.add(source.name)
             elif actual != expected:
@@ -183,7 +187,7 @@ def _local(folder: Path, where: str) -> str | None:
     return digest.hexdigest()
 
 
-def _remote(url: str, expected: str, mirrors: Mirrors, verified: Verified) -> str | None:
+def _remote(url: str, expected: str, mirrors: Mirrors, verified: Verified, stop: threading.Event | None) -> str | None:
     """sha256 of the file at ``url`` (downloaded from its mirror, unless an earlier download
     gave ``expected``); None when it is larger than :data:`LIMIT` or cannot be downloaded (then
     it stays unverified: uv has just read it)."""
@@ -197,6 +201,8 @@ def _remote(url: str, expected: str, mirrors: Mirrors, verified: Verified) -> st
         with httpx.stream("GET", mirrors.fetch_url(url), follow_redirects=True, timeout=60) as response:
             response.raise_for_status()
             for chunk in response.iter_bytes():
+                if stop is not None and stop.is_set():
+                    raise Interrupted(f"interrupted while downloading {url}")
                 size += len(chunk)
                 if size > LIMIT:
                     return None

@@ -111,7 +111,7 @@ def _layer(run: CellRun, built: Built, kind: LayerKind, name: str, requirements:
         why = run.mirrors.canonical(uvout.reason(result.stderr))
         raise _Unavailable(f"{UNREACHABLE} {why}" if uvout.unreachable_hosts(result.stderr) else why)
     pylock = read_pylock(run, output)
-    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified)
+    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, getattr(run.runner, "stopped", None))
     built.unverified |= checked.unverified
     found = verify.artifact_problems(plan, pylock, run.mirrors) + list(checked.problems)
     if found:

@@ -63,7 +63,7 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
         if fresh is not None:
             fresh.seed_done(plan)
     resolved = describe(run, uv.main_inputs(plan), pylock, "main")
-    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified)
+    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, getattr(run.runner, "stopped", None))
     found = verify.problems(plan, pylock, run.mirrors) + list(checked.problems)
     if found:
         raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
