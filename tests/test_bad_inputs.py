@@ -225,6 +225,15 @@ CLI_CASES = [
     Case("upgrade-package-typo", lambda ctx: ["all", "--upgrade-package", "alhpa"], 2, ("--upgrade-package alhpa",)),
     Case("no-config-there", lambda ctx: ["all", "-C", str(ctx.tmp / "nowhere")], 2, ("nowhere",)),
     Case("jobs-zero", lambda ctx: ["all", "-j", "0"], 2, ("-j/--jobs",)),
+    Case(
+        "gpu-query-not-utf8",
+        lambda ctx: (
+            ctx.append('[tool.lockgen.detect]\nno-gpu = "cpu"\n[[tool.lockgen.detect.nvidia]]\nmin-cuda = "12.0"\nbackend = "cpu"\n'),
+            (ctx.tmp / "query.txt").write_bytes(b"NVIDIA \xff\xfe, 8000 MiB\n"),
+            ["detect", "--gpu-query", str(ctx.tmp / "query.txt")],
+        )[2],
+        2, ("--gpu-query", "not UTF-8"),
+    ),
 ]
 
 # ------------------------------------------------------------------ templates
