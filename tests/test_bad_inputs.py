@@ -294,7 +294,7 @@ def page_fault(path: str, fault: Fault, *, cold: bool = False) -> Callable[[Ctx]
     def setup(ctx: Ctx) -> list[str]:
         if cold:
             ctx.cold_cache()
-            ctx.monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # a broken file is broken the next time too
+        ctx.monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # the fault is there the next time too: spare uv's backoff
         ctx.fault(path, fault)
         return ["all", "--force"]
 
