@@ -105,6 +105,14 @@ def edited(root: Path, path: str, main: Lock) -> str | None:
     if not intact(text):
         return f"{path} was changed by hand (its content-sha256 does not match)"
     listed = set()
+    ref_pylock = main.header.pylock
+    if ref_pylock is not None:
+        try:
+            pylock_text = (root / ref_pylock.path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return f"{ref_pylock.path} is missing"
+        if text_sha256(pylock_text) != ref_pylock.sha256:
+            return f"{ref_pylock.path} is not the pylock.toml {path} lists (edited, or from another run)"
     for ref in main.header.layers:
         listed.add(ref.path)
         try:

@@ -28,10 +28,13 @@ from lockgen.locks.report import change_report, upgrade_outcome
 from lockgen.locks.shard import Shard, shard_manifest_text
 from lockgen.locks.shard import select as select_shard
 from lockgen.plan import mirror
-from lockgen.plan.matrix import Cell, select
+from lockgen.plan.matrix import Cell, select, with_alias_sources
+from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.project import Project
 from lockgen.resolve import uv
+from lockgen.resolve.hashcheck import Verified
+from lockgen.resolve.probe import Reach
 from lockgen.states import CellState
 
 __all__ = ["CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "lock", "lock_project", "up_to_date"]
@@ -134,7 +137,7 @@ def lock(
     an upgrade option) and rewrite the manifest. A failed cell keeps all its old files and does
     not stop the others. Raises ``UsageError`` (bad selection, another run holds the project)
     and ``TemplateError`` before anything is resolved."""
-    chosen = select(project.cells, names, only)
+    chosen = with_alias_sources(project.cells, select(project.cells, names, only))
     if options.shard is not None:
         chosen = select_shard(chosen, options.shard)
     root = project.root
@@ -149,7 +152,9 @@ def lock(
         run = RunResult()
         reporter.start([c.name for c in chosen])
         todo = _stale(project, chosen, plans, options, run, reporter)
-        failed = _resolve_all(project, todo, options, mirrors, run, reporter)
+        todo, failed, reach = _unreachable(todo, mirrors, run, reporter)
+        shared = {"reach": reach, "verified": Verified(root, fresh=options.refresh)}  # CellRun fields of the run
+        failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, shared=shared))
         if todo:
             _change_report(project, before, [p.cell.name for p, _ in todo], options, run)
             for prefix in mirrors.never_used() if not run.interrupted else ():
@@ -208,7 +213,7 @@ def _change_report(project: Project, before: LockSet, touched: list[str], option
     run.report += [upgrade_outcome(name, before, after, touched) for name in options.uv.upgrade_packages]
 
 
-def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult, reporter: Reporter) -> list[Plan]:
+def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult, reporter: Reporter) -> list[tuple[Plan, CellState]]:
     """Report the cells that need nothing; return the plans to resolve."""
     for cell in chosen:
         if cell.settings.skip:
@@ -226,7 +231,34 @@ def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult,
     return todo
 
 
-def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunResult, reporter: Reporter) -> dict[str, str]:
+def _unreachable(
+    todo: list[tuple[Plan, CellState]], mirrors: Mirrors, run: RunResult, reporter: Reporter
+) -> tuple[list[tuple[Plan, CellState]], dict[str, str], Reach]:
+    """Probe the hosts the ``todo`` cells need, once (CASES C28): a cell whose main resolution
+    needs a host that is down fails at once, without uv, with one message per host. Returns the
+    cells left to resolve, ``{cell: reason}`` of those failed, and the probe's findings (optional
+    layers whose host is down are unavailable without running uv)."""
+    from lockgen.resolve.probe import probe
+
+    failed: dict[str, str] = {}
+    if not todo:
+        return todo, failed, Reach()
+    try:
+        reach = probe([plan for plan, _ in todo], mirrors)
+    except Exception:  # a bug in a speed-up must not stop the run: uv then meets the host itself
+        log.debug("the host probe failed", exc_info=True)
+        reach = Reach()
+    left: list[tuple[Plan, CellState]] = []
+    for plan, state in todo:
+        why = reach.main_failure(plan)
+        if why is None:
+            left.append((plan, state))
+        else:
+            _finish(run, reporter, CellResult(plan.cell.name, CellState.FAILED, message=why), failed)
+    return left, failed, reach
+
+
+def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunResult, reporter: Reporter, *, shared=None) -> dict[str, str]:
     """Resolve ``todo`` concurrently; returns ``{cell: reason}`` of the failed cells."""
     from lockgen.resolve.cellrun import Builds
     from lockgen.resolve.freshness import Freshness
@@ -246,7 +278,7 @@ def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunR
     def work(plan: Plan) -> CellResult:
         reporter.update(CellResult(plan.cell.name, CellState.RESOLVING))
         start = time.monotonic()
-        cell_run = CellRun(project.root, plan, uv_options, mirrors, runner, project.config.source, builds)
+        cell_run = CellRun(project.root, plan, uv_options, mirrors, runner, project.config.source, builds, **(shared or {}))
         try:
             files = resolve_cell(cell_run, fresh, prefer=states[plan.cell.name] is not CellState.EDITED)
             changed = store.replace_files(project.root, plan.cell.name, files.texts(), _stale_layers(project.root, plan, files))
@@ -319,14 +351,15 @@ def _remove_orphans(project: Project, run: RunResult, reporter: Reporter) -> Non
 def _write_manifest(project: Project, failed: dict[str, str], run: RunResult, shard: Shard | None = None, cells: Sequence[str] = ()) -> None:
     """Write the manifest (a shard run: the shard manifest of its ``cells``); a failure to write
     it is reported, not raised: every cell's result is still printed (issue 8)."""
-    path = project.root / manifest.manifest_path(project.config.locks)
+    where = manifest.manifest_path(project.config.locks)
+    path = project.root / where
     previous = manifest.failures(manifest.read(path))
     kept = {name: why for name, why in previous.items() if name not in {r.name for r in run.results} or name in failed}
     try:
         if shard is not None:
-            store.write_text(path, shard_manifest_text(project, cells, {**kept, **failed}, shard))
+            store.write_text(path, shard_manifest_text(project, cells, {**kept, **failed}, shard), where)
             return
-        store.write_text(path, project.manifest_text({**kept, **failed}))
+        store.write_text(path, project.manifest_text({**kept, **failed}), where)
     except LockgenError as exc:
         run.manifest_error = str(exc)
 
@@ -349,7 +382,10 @@ def up_to_date(start: Path, config_path: str | None, names: Sequence[str] = (), 
         return None
     root = path.parent
     run = RunResult()
+    locks = {r.name: r.lock for r in memo.rows}
     for row in select(memo.rows, names, only):
+        if row.alias and not (root / locks.get(row.alias, "")).is_file():
+            return None  # the cell it reuses has no lock: the full path locks it
         if row.skip or row.alias:
             state = CellState.SKIPPED if row.skip else CellState.ALIAS
             run.results.append(CellResult(row.name, state, message=row.skip or f"reuses {row.alias}"))

@@ -3,6 +3,7 @@ lines otherwise, and the summary table at the end."""
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 from collections.abc import Sequence
@@ -81,6 +82,18 @@ class LiveReporter:
         print_summary(run, self.stream)
 
 
+def failure_groups(results: Sequence[CellResult]) -> list[tuple[list[str], str]]:
+    """The failed cells' messages, each distinct one once with the cells it hit, in order
+    (C28: an unreachable host, or the same uv error, in 26 cells is one message). A message's
+    ``cell <name>: `` prefix is dropped and its other mentions of the cell read ``<cell>``."""
+    groups: dict[str, list[str]] = {}
+    for r in results:
+        if r.state is CellState.FAILED:
+            text = re.sub(rf"(?<![\w.-]){re.escape(r.name)}(?![\w.])", "<cell>", r.message.removeprefix(f"cell {r.name}: "))
+            groups.setdefault(text, []).append(r.name)
+    return [(cells, text) for text, cells in groups.items()]
+
+
 def print_summary(run: RunResult, stream: TextIO) -> None:
     """The summary table (cell, status, time), each failure's explanation, then the counts.
 
@@ -91,9 +104,8 @@ def print_summary(run: RunResult, stream: TextIO) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]}".rstrip(), file=stream)
-    for r in run.results:
-        if r.state is CellState.FAILED:
-            print(f"error: {r.message}", file=stream)
+    for cells, text in failure_groups(run.results):
+        print(f"error: cell{'s' if len(cells) > 1 else ''} {', '.join(cells)}: {text}", file=stream)
     if run.manifest_error:
         print(f"error: {run.manifest_error}", file=stream)
     for line in run.report:

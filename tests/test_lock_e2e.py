@@ -198,7 +198,8 @@ def test_failing_cell_keeps_its_lock_and_others_finish(locked_project):
     run = run_cli("all", "-C", str(root))
     assert run.code == 1
     assert "windows-x86_64-cpu-py3.10: failed" in run.err
-    assert "cell windows-x86_64-cpu-py3.10: uv could not resolve it" in run.err
+    # the same uv error in both windows cells is printed once, naming both (C28)
+    assert "error: cells windows-x86_64-cpu-py3.10, windows-x86_64-cpu-py3.13: uv could not resolve it" in run.err
     assert "does-not-exist" in run.err  # uv's explanation is shown
     after = locks(root)
     for name in before:

@@ -11,7 +11,7 @@ import datetime as _dt
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lockgen.config.model import (
     ARCHES, AXES, DEFAULT_BACKENDS, DEFAULT_INDEX_URL, DEFAULT_MACOS, DEFAULT_MANYLINUX, MANYLINUX_LEVELS, OSES,
@@ -25,6 +25,7 @@ _MACOS = re.compile(r"^\d{2}\.\d{1,2}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_URL = re.compile(r"^(https?://[^\s/]|file://)")
 #: Package-name patterns of ``backends`` and ``allow-mix``: name characters, ``*``, ``?``.
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9._*?-]+$")
 _BACKEND_KEYS = {"flavors", "packages", "versioned", "gpu", "builds"}
@@ -115,8 +116,8 @@ class Validator:
             root=root,
             source=self.source,
             key_prefix=self.prefix,
-            templates=self.rel_path(table, "templates", "templates"),
-            locks=self.rel_path(table, "locks", "locks"),
+            templates=self.folder(root, table, "templates"),
+            locks=self.folder(root, table, "locks"),
             defaults=defaults,
             axes=axes,
             exclude=exclude,
@@ -230,7 +231,7 @@ class Validator:
         if "vars" in table:
             values["vars"] = self.vars(table["vars"], (*path, "vars"))
         if "index-url" in table:
-            values["index_url"] = self.string(table["index-url"], (*path, "index-url"))
+            values["index_url"] = self.url(table["index-url"], (*path, "index-url"))
         if "find-links" in table:
             values["find_links"] = self.find_links(table["find-links"], (*path, "find-links"))
         if "manylinux" in table:
@@ -317,6 +318,9 @@ class Validator:
                 self.problem((*path, "local"), f"{local!r} must be a folder inside the project")
             if "local-if" in table and (local is None or not table["local-if"]):
                 self.problem((*path, "local-if"), "needs a non-empty glob and a local folder to look in")
+            for url in (u for u in urls if u):
+                if kind != "find-links" and not _URL.match(url):
+                    self.problem((*path, kind), f"{url!r} is not a URL; write it with its scheme, such as https://{url.split('://')[-1]}")
             result[name] = Source(
                 name=name, kind=kind, urls=tuple(u for u in urls if u), local=local,
                 packages=tuple(canonicalize_name(p) for p in packages),
@@ -423,6 +427,9 @@ class Validator:
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
             self.problem(("mirrors",), 'must be a table of "canonical URL prefix" = "mirror URL prefix"')
             return {}
+        for canonical, mirror in value.items():
+            if not (_URL.match(canonical) and _URL.match(mirror)):
+                self.problem(("mirrors", canonical), f"{canonical!r} = {mirror!r}: both must be URL prefixes, such as \"https://pypi.org/simple\" = \"https://mirror.corp.example/pypi/simple\"")
         return dict(value)
 
     # -- credentials in URL fields (issue 9, item 8)
@@ -537,6 +544,20 @@ class Validator:
         if name is not None and (name.startswith("/") or ".." in Path(name).parts or not name):
             self.problem(path, f"{name!r} must be a path inside the templates folder")
         return name
+
+    def url(self, value: Any, path: KeyPath) -> str | None:
+        """A URL with its scheme (uv would read ``pypi.org/simple`` as a folder)."""
+        text = self.string(value, path)
+        if text is not None and not _URL.match(text):
+            self.problem(path, f"{text!r} is not a URL; write it with its scheme, such as https://{text.split('://')[-1]}")
+        return text
+
+    def folder(self, root: Path, table: dict[str, Any], key: str) -> str:
+        """The ``templates``/``locks`` folder: inside the project, and not a file."""
+        value = self.rel_path(table, key, key)
+        if (root / value).exists() and not (root / value).is_dir():
+            self.problem((key,), f"{value!r} is a file; name a folder")
+        return value
 
     def rel_path(self, table: dict[str, Any], key: str, default: str) -> str:
         value = self.string(table.get(key, default), (key,))

@@ -66,8 +66,8 @@ from packaging.version import InvalidVersion, Version
 from lockgen.errors import LockFormatError
 
 __all__ = [
-    "LOCK_FORMAT", "UNREACHABLE", "Entry", "Header", "LayerKind", "LayerRef", "Lock", "Replacement", "Unavailable",
-    "intact", "is_local", "normalized", "parse_entries", "text_sha256",
+    "LOCK_FORMAT", "UNREACHABLE", "Entry", "FileRef", "Header", "LayerKind", "LayerRef", "Lock", "Replacement",
+    "Unavailable", "intact", "is_local", "normalized", "parse_entries", "text_sha256",
 ]  # fmt: skip
 
 #: Bumped when the lock layout or what a lock lists changes, so every lock is re-resolved once
@@ -113,6 +113,23 @@ class LayerRef:
     def parse(cls, value: str) -> LayerRef:
         kind, name, digest, path = value.split(" ", 3)
         return cls(kind=LayerKind(kind), name=name, sha256=digest.removeprefix("sha256:"), path=path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileRef:
+    """Another file the main lock vouches for (its ``pylock.toml``): the sha256 of its text (LF
+    line endings) and its project-relative path, so ``check`` notices an edited or stray one."""
+
+    sha256: str
+    path: str
+
+    def field(self) -> str:
+        return f"sha256:{self.sha256} {self.path}"
+
+    @classmethod
+    def parse(cls, value: str) -> FileRef:
+        digest, path = value.split(" ", 1)
+        return cls(sha256=digest.removeprefix("sha256:"), path=path)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,10 +192,12 @@ class Header:
     find_links: tuple[str, ...] = ()
     layer_of: str | None = None
     layers: tuple[LayerRef, ...] = ()
+    pylock: FileRef | None = None  # the cell's pylock.toml (main locks only)
     unavailable: tuple[Unavailable, ...] = ()
     replaces: tuple[Replacement, ...] = ()
     skipped_urls: tuple[str, ...] = ()
     no_upload_time: tuple[str, ...] = ()
+    unverified_hashes: tuple[str, ...] = ()  # sources whose page hashes lockgen did not check
 
     def install_commands(self) -> dict[str, list[str]]:
         """``{"uv": argv, "pip": argv}`` that install this file, run from the project root with
@@ -214,6 +233,8 @@ class Header:
         yield "input-hash", self.input_hash
         if self.input_parts:
             yield "input-parts", " ".join(f"{k}={v}" for k, v in sorted(self.input_parts.items()))
+        if self.pylock is not None:
+            yield "pylock", self.pylock.field()
         for item in self.layers:
             yield "layer", item.field()
         for gap in self.unavailable:
@@ -224,10 +245,12 @@ class Header:
             yield "skipped-url", note
         for source in self.no_upload_time:
             yield "no-upload-time", source
+        for source in self.unverified_hashes:
+            yield "unverified-hashes", source
 
 
-_SINGLE = {"cell", "kind", "layer-of", "target", "exclude-newer", "index-url", "uv", "input-hash", "input-parts", _DIGEST}
-_MULTI = {"find-links", "layer", "unavailable", "replaces", "skipped-url", "no-upload-time"}
+_SINGLE = {"cell", "kind", "layer-of", "target", "exclude-newer", "index-url", "uv", "input-hash", "input-parts", "pylock", _DIGEST}
+_MULTI = {"find-links", "layer", "unavailable", "replaces", "skipped-url", "no-upload-time", "unverified-hashes"}
 
 
 #: File names of local archives (a path line that is not a project folder).
@@ -431,9 +454,11 @@ class _Parser:
                 index_url=self.optional("index-url"), find_links=tuple(get("find-links", [])),
                 layer_of=self.optional("layer-of"),
                 layers=tuple(LayerRef.parse(v) for v in get("layer", [])),
+                pylock=FileRef.parse(self.one("pylock")) if get("pylock") else None,
                 unavailable=tuple(Unavailable.parse(v) for v in get("unavailable", [])),
                 replaces=tuple(Replacement.parse(v) for v in get("replaces", [])),
                 skipped_urls=tuple(get("skipped-url", [])), no_upload_time=tuple(get("no-upload-time", [])),
+                unverified_hashes=tuple(get("unverified-hashes", [])),
             )  # fmt: skip
         except ValueError as exc:
             raise self.fail(1, f"bad header field: {exc}") from None

@@ -110,7 +110,7 @@ def build(
 
 _LOCK_KEYS = (
     "lock", "sha256", "pylock", "input_hash", "uv", "index_url", "find_links", "exclude_newer", "layers",
-    "unavailable", "replaces", "skipped_urls", "no_upload_time",
+    "unavailable", "replaces", "skipped_urls", "no_upload_time", "unverified_hashes",
 )  # fmt: skip
 
 
@@ -143,6 +143,8 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
         entry["skipped_urls"] = list(header.skipped_urls)
     if header.no_upload_time:
         entry["no_upload_time"] = list(header.no_upload_time)
+    if header.unverified_hashes:
+        entry["unverified_hashes"] = list(header.unverified_hashes)
     return entry
 
 

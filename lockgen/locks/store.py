@@ -26,8 +26,8 @@ from pathlib import Path
 
 from lockgen.config import WORK
 from lockgen.errors import LockgenError
-from lockgen.writing import write_error
 from lockgen.locks.lock import normalized
+from lockgen.writing import write_error
 
 __all__ = ["Busy", "ProjectLock", "clean_temporaries", "recover", "replace_files", "write_text"]
 
@@ -51,8 +51,11 @@ def ProjectLock(root: Path, wait: bool = False, poll: float = 0.2) -> Iterator[N
     (``fcntl.flock``; ``msvcrt.locking`` on Windows), so a killed run releases it.
     """
     path = root / RUN_LOCK
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(path, "a+")  # noqa: SIM115 - held for the whole block
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a+")  # noqa: SIM115 - held for the whole block
+    except OSError as exc:
+        raise write_error(RUN_LOCK, exc) from None
     try:
         said = False
         while not _try_lock(fh):
@@ -97,17 +100,21 @@ def _holder(path: Path) -> str:
         return "pid unknown"
 
 
-def write_text(path: Path, text: str) -> bool:
+def write_text(path: Path, text: str, where: str | None = None) -> bool:
     """Write ``text`` (UTF-8) to ``path`` through a temporary file and ``os.replace``; False (and
     nothing written) when the file already holds the same text, whatever its line endings (a
-    CRLF checkout, C17). Raises a user error naming the file when it cannot be written."""
+    CRLF checkout, C17). Raises a user error naming the file (as ``where``, the project-relative
+    path, when given) when it cannot be written; no temporary file is left then."""
     if _same(path, text):
         return False
+    tmp = None
     try:
         tmp = _temporary(path, text)
         os.replace(tmp, path)
     except OSError as exc:
-        raise write_error(path, exc) from None
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        raise write_error(where or path, exc) from None
     return True
 
 
@@ -149,11 +156,17 @@ def replace_files(root: Path, name: str, files: Mapping[str, str], remove: Itera
     except OSError as exc:
         for tmp, _ in staged:
             (root / tmp).unlink(missing_ok=True)
-        raise write_error(root / path, exc) from None
-    journal = root / JOURNALS / f"{name}.json"
-    write_text(journal, json.dumps({"replace": staged, "remove": gone}, indent=1) + "\n")
+        raise write_error(path, exc) from None
+    journal = f"{JOURNALS}/{name}.json"
+    try:
+        write_text(root / journal, json.dumps({"replace": staged, "remove": gone}, indent=1) + "\n", journal)
+    except LockgenError:
+        for tmp, _ in staged:
+            (root / tmp).unlink(missing_ok=True)
+        raise
+    journal_path = root / journal
     _apply(root, staged, gone)
-    journal.unlink()
+    journal_path.unlink()
     return True
 
 

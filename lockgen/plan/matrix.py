@@ -229,3 +229,19 @@ def _value(cell: Selectable, key: str) -> str:
         return cell.extra[key]
     value: str = getattr(cell, key)
     return value
+
+
+def with_alias_sources(cells: Sequence[Cell], chosen: Sequence[Cell]) -> list[Cell]:
+    """``chosen`` with the cell each chosen alias reuses put before it, when not chosen already:
+    ``lockgen lock <alias>`` locks the cell whose lock the alias installs (issue 8: it reported
+    success while that cell had no lock)."""
+    by_name = {c.name: c for c in cells}
+    names = {c.name for c in chosen}
+    result: list[Cell] = []
+    for cell in chosen:
+        source = cell.settings.alias
+        if source and source not in names and source in by_name:
+            result.append(by_name[source])
+            names.add(source)
+        result.append(cell)
+    return result

@@ -26,6 +26,11 @@ Allowed, because uv honours them and they change nothing outside the rendered fi
 * ``--pre``, ``--prefer-binary``, ``--require-hashes``, ``--use-feature``: uv ignores them in a
   requirements file, so they would look effective and do nothing;
 * ``-C/--config-settings``, ``--global-option`` and options neither pip nor uv knows: uv rejects them.
+
+A requirement that is not PEP 508 (``beta >= >= 1``) is refused here too, naming its template
+line, rather than by uv at resolve time naming a work file in ``.lockgen/<cell>/``. Paths, URLs
+and archive file names (anything with a ``/``, ``\\`` or ``://``, or ending like an archive)
+are left to uv, which reads more forms than PEP 508.
 """
 
 from __future__ import annotations
@@ -79,7 +84,7 @@ class Refused:
 
     def __str__(self) -> str:
         spelled = self.option if self.option == self.name else f"{self.option} ({self.name})"
-        return f"rendered line {self.line} {self.text.strip()!r}: {spelled} {self.why}; {self.fix}"
+        return f"rendered line {self.line} {self.text.strip()!r}: " + (f"{spelled} " if spelled else "") + f"{self.why}; {self.fix}"
 
 
 def refused(text: str) -> list[Refused]:
@@ -87,6 +92,7 @@ def refused(text: str) -> list[Refused]:
     lines = text.splitlines()
     found = []
     for tokens in _logical_lines(lines):
+        found += _malformed(tokens, lines)
         skip_value = False
         for number, token in tokens:
             if skip_value:
@@ -104,6 +110,34 @@ def refused(text: str) -> list[Refused]:
             found.append(Refused(line=number, text=lines[number - 1], option=written, name=name, why=why, fix=fix))
             skip_value = not attached and name not in _FLAGS
     return found
+
+
+_ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tar")
+
+
+def _malformed(tokens: list[tuple[int, str]], lines: list[str]) -> list[Refused]:
+    """The requirement a logical line starts with, when it is meant as PEP 508 (a name first)
+    and ``packaging`` cannot parse it."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    words = []
+    for _, token in tokens:
+        if token.startswith("-"):
+            break
+        words.append(token)
+    requirement = " ".join(words)
+    if not requirement or any(c in requirement for c in "/\\") or requirement.lower().endswith(_ARCHIVES):
+        return []
+    if not requirement[0].isalnum():
+        return []
+    try:
+        Requirement(requirement)
+    except InvalidRequirement as exc:
+        number = tokens[0][0]
+        why = f"not a requirement ({str(exc).splitlines()[0]})"
+        fix = "write name[extras] specifier ; marker, such as beta>=1.0 ; python_version < '3.13'"
+        return [Refused(line=number, text=lines[number - 1], option="", name="", why=why, fix=fix)]
+    return []
 
 
 def _logical_lines(lines: list[str]) -> Iterator[list[tuple[int, str]]]:

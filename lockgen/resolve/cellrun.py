@@ -31,6 +31,8 @@ from lockgen.plan.plan import Plan
 from lockgen.plan.sources import INDEX_PROJECT_NAME, explicit_indexes
 from lockgen.resolve import uv, uvout
 from lockgen.resolve.inputs import URL_PINS
+from lockgen.resolve.hashcheck import Verified
+from lockgen.resolve.probe import Reach
 
 __all__ = ["Builds", "CellRun", "Resolved", "describe", "pylock_path", "read_pylock"]
 
@@ -86,6 +88,8 @@ class CellRun:
     runner: uv.RunnerLike
     config: str = "pyproject.toml"
     builds: Builds = field(default_factory=Builds)
+    reach: Reach | None = None  # hosts the run's probe found down (C28); None: not probed
+    verified: Verified = field(default_factory=Verified)  # file hashes computed in this run (and kept)
 
     def compile(self, output: str, **kwargs: Any) -> uv.Result:
         build = self.builds.names & self.plan.allow_build

@@ -29,7 +29,7 @@ from packaging.version import Version
 from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
 from lockgen.plan.sources import index_pages
-from lockgen.resolve import fetch, uv, uvout, verify
+from lockgen.resolve import fetch, hashcheck, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, Resolved, describe, read_pylock
 from lockgen.resolve.newer import add_newer_wheels
 from lockgen.resolve.inputs import install_links, layer_index, main_extra
@@ -48,6 +48,7 @@ class Built:
     skipped_urls: list[str] = field(default_factory=list)  # notes on wheel URLs that did not fit
     dateless: set[str] = field(default_factory=set)  # sources that served layer artifacts without upload times
     packages: list[Package] = field(default_factory=list)  # what the layers install (backend invariants)
+    unverified: set[str] = field(default_factory=set)  # sources whose page hashes were not checked
 
     def refs(self) -> tuple[LayerRef, ...]:
         """The main lock's ``layer`` fields: each layer file's path and the sha256 of its text."""
@@ -85,6 +86,10 @@ def resolve(run: CellRun, main: Resolved) -> Built:
     url_pins = main_extra(plan)[1]
     url_names = {pin.name for pin in inputs_url_pins(plan)}
     for entry in plan.optional:
+        down = run.reach.layer_failure(plan, entry) if run.reach else None
+        if down:  # the probe found its host down: no uv run, retried when a run reaches it (C28)
+            built.unavailable.append(Unavailable(requirement=entry, reason=f"{UNREACHABLE} {down}"))
+            continue
         try:
             name, line, notes = _requirement(run, entry)
             built.skipped_urls += notes
@@ -152,7 +157,9 @@ def _layer(
     pylock = add_newer_wheels(run, read_pylock(run, output), f"layer-{name}", inputs.find_links, inputs.extra)
     moved = _refuse_moves(run, name, {p.name: str(p.version) for p in pylock.packages if p.version is not None}, mains or {})
     built.replaces += [Replacement(name=canonicalize_name(p), main=(mains or {})[p], layer=v, by=name) for p, v in moved]
-    found = verify.artifact_problems(plan, pylock, run.mirrors)
+    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, getattr(run.runner, "stopped", None))
+    built.unverified |= checked.unverified
+    found = verify.artifact_problems(plan, pylock, run.mirrors) + list(checked.problems)
     if found:
         raise CellFailed(f"cell {plan.cell.name}: layer {name}: " + "; ".join(found))
     if plan.exclude_newer:

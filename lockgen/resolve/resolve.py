@@ -19,8 +19,9 @@ from packaging.pylock import Pylock
 
 from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
-from lockgen.locks.lock import Entry, LayerKind, Lock
-from lockgen.resolve import blame, inputs, invariants, layers, uv, uvout, verify
+from lockgen.locks.lock import Entry, FileRef, LayerKind, Lock, text_sha256
+from lockgen.plan.plan import Plan
+from lockgen.resolve import blame, hashcheck, inputs, invariants, layers, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, describe, pylock_path, read_pylock, seed_preferences
 from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
 from lockgen.resolve.newer import add_newer_wheels
@@ -63,7 +64,8 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
             fresh.seed_done(plan)
     pylock = add_newer_wheels(run, pylock)
     resolved = describe(run, uv.main_inputs(plan), pylock, "main")
-    found = verify.problems(plan, pylock, run.mirrors)
+    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, getattr(run.runner, "stopped", None))
+    found = verify.problems(plan, pylock, run.mirrors) + list(checked.problems)
     if found:
         raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
     built = layers.resolve(run, resolved)
@@ -74,14 +76,16 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
             + "\n".join(f"  - {p.message}" for p in mixed)
             + "\n  declare an intended mix with allow-mix = { \"<package>\" = \"why\" } in the cell's settings"
         )
+    text = pylockfile.dumps(replace(pylock, created_by="lockgen"))
     main = Lock(
         header=run.header(
             LayerKind.MAIN, plan.lock, find_links=inputs.install_links(plan, plan.main_find_links, pylock.packages),
-            input_parts=plan.input_parts,
+            input_parts=plan.input_parts, pylock=FileRef(sha256=text_sha256(text), path=pylock_path(plan.lock)),
             layers=built.refs(), unavailable=tuple(built.unavailable), replaces=tuple(built.replaces),
             skipped_urls=tuple(built.skipped_urls),
             no_upload_time=tuple(sorted(set(verify.without_upload_time(plan, pylock)) | built.dateless))
             if plan.exclude_newer else (),
+            unverified_hashes=hashcheck.merge(checked.unverified, built.unverified),
         ),  # fmt: skip
         entries=tuple(e for e in resolved.entries if not e.unhashed),
     )
@@ -89,7 +93,6 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
     notes += [f"uv: {w}" for w in warned]
     if not prefer:
         notes.append("the lock had been edited by hand: re-resolved without preferring its pins")
-    text = pylockfile.dumps(replace(pylock, created_by="lockgen"))
     return CellFiles(main=main, pylock=text, layers=tuple(built.locks), notes=tuple(notes), mode=mode)
 
 
@@ -104,6 +107,21 @@ def _build_hint(run: CellRun, stderr: str) -> str:
         f"\nlockgen: {listed}: no wheel for {target.platform} {target.python_tag} in any version the "
         f"requirements allow; add {'them' if len(names) > 1 else 'it'} to allow-build to build from source"
     )
+
+
+def _where_hint(plan: Plan, stderr: str) -> str:
+    """Name the pages uv read for a package it found nowhere (a typo, or a page that lists
+    nothing: an empty or garbled index page), canonical URLs only."""
+    lines = []
+    for name in uvout.not_found(stderr):
+        source = plan.served_by(name)
+        if source is not None:
+            pages = ", ".join(source.find_links() or source.urls)
+            lines.append(f"\nlockgen: {name}: source {source.name!r} lists no usable file of it ({pages}); check the name, or those pages")
+        else:
+            page = f"{plan.index_url.rstrip('/')}/{name}/"
+            lines.append(f"\nlockgen: {name}: the index {plan.index_url} lists no usable file of it ({page}); check the name, or that page")
+    return "".join(lines)
 
 
 def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, str, tuple[str, ...]]:
@@ -130,7 +148,7 @@ def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, 
     if result.returncode != 0:
         why = run.mirrors.canonical(uvout.explain(result.stderr))
         fought = blame.blame(run.root, plan, result.stderr)
-        hint = _build_hint(run, result.stderr) + inputs.failure_hint(plan, result.stderr)
+        hint = _build_hint(run, result.stderr) + (inputs.failure_hint(plan, result.stderr) or _where_hint(plan, result.stderr))
         raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{fought}{hint}")
     pylock = read_pylock(run, output)
     if fresh is not None:

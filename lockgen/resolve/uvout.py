@@ -13,19 +13,25 @@ from urllib.parse import urlsplit
 
 from packaging.utils import InvalidName, NormalizedName, canonicalize_name
 
-__all__ = ["Yank", "explain", "mentioned", "needs_wheels", "reason", "unreachable_hosts", "warnings", "yanked"]
+__all__ = ["Yank", "explain", "mentioned", "needs_wheels", "not_found", "reason", "unreachable_hosts", "warnings", "yanked"]
 
 _YANKED = re.compile(r"^warning: `([^`=\s]+)==([^`\s]+)` is yanked(?: \(reason: \"(.*)\"\))?", re.M)
 _URL = re.compile(r"(?:https?|file)://[^\s`'\")]+")
 _NETWORK = (
     "tcp connect error", "dns error", "Connection refused", "error sending request", "timed out",
     "failed to lookup address", "Network is unreachable", "connection reset", "Connection reset",
+    "status server error", "429 Too Many Requests",  # the server's trouble (5xx, rate limit), not the package's
 )  # fmt: skip
 
 
+#: uv's retry timing (``Request failed after 3 retries in 7.2s``) differs per run and per cell.
+_TIMING = re.compile(r" in \d+(?:\.\d+)?m?s\b")
+
+
 def explain(stderr: str) -> str:
-    """uv's error text without blank lines and the ``Resolved N packages`` chatter."""
-    lines = [line.rstrip() for line in stderr.strip().splitlines() if line.strip()]
+    """uv's error text without blank lines, the ``Resolved N packages`` chatter and retry timings
+    (so the same failure in many cells reads the same, and the summary prints it once)."""
+    lines = [_TIMING.sub("", line.rstrip()) for line in stderr.strip().splitlines() if line.strip()]
     return "\n".join(line for line in lines if not re.match(r"^(Resolved|Prepared|Audited) \d+ package", line))
 
 
@@ -65,7 +71,8 @@ def reason(stderr: str) -> str:
 
 def unreachable_hosts(stderr: str) -> list[str]:
     """``scheme://host[:port]`` of the URLs uv could not reach (DNS failure, refused or reset
-    connection, timeout); empty when the failure was not a network one."""
+    connection, timeout) or whose server failed (HTTP 5xx, 429): a failure the next run may not
+    meet; empty when the failure was not a network one."""
     if not any(marker in stderr for marker in _NETWORK):
         return []
     hosts = []
@@ -88,6 +95,19 @@ def needs_wheels(stderr: str) -> list[NormalizedName]:
     lockgen forbids building them (``--only-binary :all:``)."""
     names = _WHEELS_REQUIRED.findall(stderr) + _NO_USABLE.findall(stderr) + _BUILD_DISABLED.findall(stderr)
     return sorted({canonicalize_name(n) for n in names})
+
+
+_NOT_FOUND = re.compile(
+    r"\b([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the (?:package registry|provided package locations)"
+    r"|there are no versions of ([A-Za-z0-9][A-Za-z0-9._-]*)(?: and|,|\.|$)", re.M,
+)
+
+
+def not_found(stderr: str) -> list[NormalizedName]:
+    """Packages uv found no usable file of (``Because beta was not found in the package
+    registry``, ``there are no versions of beta``): a misspelt name, or a page that lists
+    nothing usable (an empty or garbled index page)."""
+    return sorted({canonicalize_name(a or b) for a, b in _NOT_FOUND.findall(stderr)})
 
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

@@ -1,0 +1,196 @@
+"""Probe the hosts a run needs, once, before any uv process starts (CASES C28, issue 8 item 7).
+
+An unreachable host otherwise costs uv's retries in every cell (26 cells: 107 s) and prints the
+same error chain per cell. :func:`probe` opens one connection per host the run's cells need (the
+default index, find-links pages, backend indexes, direct wheel URLs; through the mirrors) at the
+same time, with a short timeout: a host whose name does not resolve, that refuses or times out
+the connection is *down*. Any answer at all (an HTTP error, a slow body, a TLS certificate uv may
+trust but lockgen does not check) counts as reachable: uv then says what is wrong with it.
+
+:class:`Reach` is the result: which cells cannot resolve at all (a host their main resolution
+needs is down: they fail at once, without uv, with one message per host) and which optional
+layers cannot be had (a host only that layer needs is down: the layer is unavailable with a
+retry reason, as if uv had failed to reach it, without running uv).
+
+Messages name the canonical host only (no mirror address, no credentials): they end up in the
+manifest's failure reasons and in lock headers, which hold no host detail.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import queue
+import socket
+import ssl
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from lockgen.plan.mirror import Mirrors
+from lockgen.plan.plan import Plan
+
+__all__ = ["TIMEOUT", "Down", "Reach", "host_of", "layer_urls", "main_urls", "probe"]
+
+log = logging.getLogger("lockgen")
+
+#: Seconds to wait for a connection (and for a first answer) before a host counts as down. uv
+#: waits 30 s per attempt and tries 4 times; a reachable host connects in well under a second.
+TIMEOUT = 5.0
+
+
+def host_of(url: str) -> str | None:
+    """``scheme://host[:port]`` of an http(s) URL, without credentials; None for anything else
+    (a project folder, ``file://``)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+
+
+def _direct_urls(plan: Plan) -> list[str]:
+    """URLs of direct references in the rendered inputs (``pkg @ https://…``), which uv fetches."""
+    urls = []
+    for _, text in plan.rendered.files.values():
+        for line in text.splitlines():
+            try:
+                url = Requirement(line.split(" #")[0].strip()).url
+            except InvalidRequirement:
+                continue
+            if url:
+                urls.append(url)
+    return urls
+
+
+def main_urls(plan: Plan) -> tuple[str, ...]:
+    """Canonical URLs the main resolution of ``plan`` reads."""
+    return (plan.index_url, *plan.main_find_links, *_direct_urls(plan))
+
+
+def layer_urls(plan: Plan, entry: str) -> tuple[str, ...]:
+    """Canonical URLs the optional layer of ``entry`` reads beyond the main resolution's: the
+    layer-only sources serving it, the wheel URLs of a ``urls`` source, or the entry itself when
+    it is a URL."""
+    if "://" in entry:
+        return (entry,)
+    try:
+        from packaging.utils import canonicalize_name
+
+        name = canonicalize_name(Requirement(entry).name)
+    except InvalidRequirement:
+        return ()
+    served = plan.served_by(name)
+    extra = served.urls if served is not None and served.kind == "urls" else ()
+    return tuple(u for u in (*plan.layer_find_links(name), *extra) if u not in main_urls(plan))
+
+
+@dataclass(frozen=True)
+class Down:
+    """A host the run could not connect to: its canonical ``host``, whether it was fetched
+    through a ``mirror`` and ``why`` (``connection refused``, ``its name does not resolve``)."""
+
+    host: str
+    why: str
+    mirror: bool = False
+
+    def message(self) -> str:
+        """One line, the same for every cell it hits (the summary groups them)."""
+        if self.mirror:
+            return (
+                f"{self.host} is unreachable through its mirror ({self.why}); no uv process was started. "
+                f"Check that the mirror is up, or point it elsewhere: --mirror {self.host}=<mirror URL>"
+            )
+        return (
+            f"{self.host} is unreachable ({self.why}); no uv process was started. Check the network, "
+            f"or fetch it from a mirror: --mirror {self.host}=<mirror URL>"
+        )
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What :func:`probe` found: canonical host -> :class:`Down`, for the hosts that are down."""
+
+    down: Mapping[str, Down] = field(default_factory=dict)
+
+    def blocking(self, urls: Iterable[str]) -> list[Down]:
+        """The down hosts among ``urls`` (canonical), in order, each once."""
+        hosts = dict.fromkeys(h for h in (host_of(u) for u in urls) if h)
+        return [self.down[h] for h in hosts if h in self.down]
+
+    def main_failure(self, plan: Plan) -> str | None:
+        """Why ``plan``'s cell cannot resolve at all (a host its main resolution needs is down),
+        as ``cell <name>: <one line>``; None when every such host answered."""
+        hosts = self.blocking(main_urls(plan))
+        if not hosts:
+            return None
+        return f"cell {plan.cell.name}: " + "; ".join(d.message() for d in hosts)
+
+    def layer_failure(self, plan: Plan, entry: str) -> str | None:
+        """Why the optional layer of ``entry`` cannot be had (a host only it needs is down)."""
+        hosts = self.blocking(layer_urls(plan, entry))
+        return "; ".join(f"{d.host} is unreachable ({d.why})" for d in hosts) or None
+
+
+def probe(plans: Sequence[Plan], mirrors: Mirrors, timeout: float = TIMEOUT) -> Reach:
+    """Connect once to every host ``plans`` need (through ``mirrors``), all at once; returns the
+    hosts that are down. Takes at most about ``timeout`` seconds. The threads are daemons, so a
+    Ctrl-C during the probe is not held up by them."""
+    wanted: dict[str, str] = {}  # canonical host -> the URL to fetch
+    for plan in plans:
+        urls = [*main_urls(plan), *(u for entry in plan.optional for u in layer_urls(plan, entry))]
+        for url in urls:
+            host = host_of(url)
+            if host and host not in wanted:
+                wanted[host] = mirrors.fetch_url(url)
+    results: queue.Queue[tuple[str, str | None]] = queue.Queue()
+    for host, url in wanted.items():
+        threading.Thread(target=lambda h=host, u=url: results.put((h, _reach(u, timeout))), daemon=True).start()
+    down = {}
+    for _ in wanted:
+        host, why = results.get()
+        if why is not None:
+            down[host] = Down(host=host, why=why, mirror=host_of(wanted[host]) != host)
+            log.debug("probe: %s is down (%s)", wanted[host], why)
+    return Reach(down=dict(sorted(down.items())))
+
+
+def _reach(url: str, timeout: float) -> str | None:
+    """Why ``url``'s host cannot be connected to; None when it answered (whatever it said)."""
+    import httpx
+
+    try:
+        with httpx.Client(timeout=timeout, verify=False, follow_redirects=False) as client:
+            client.head(url)
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.ProxyError) as exc:
+        return _why(exc, timeout)
+    except httpx.HTTPError:
+        return None  # it answered, slowly or oddly: uv will say what is wrong
+    return None
+
+
+def _why(exc: BaseException, timeout: float) -> str | None:
+    """A short, stable reason for a failed connection (None: a TLS problem, so it answered)."""
+    import httpx
+
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(chain) < 10:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    if any(isinstance(e, ssl.SSLError) for e in chain):
+        return None
+    if isinstance(exc, httpx.ConnectTimeout) or any(isinstance(e, (TimeoutError, socket.timeout)) for e in chain):
+        return f"no connection within {timeout:g} s"
+    if isinstance(exc, httpx.ProxyError):
+        return f"the proxy failed: {exc}"
+    if any(isinstance(e, socket.gaierror) for e in chain) or "name or service not known" in str(exc).lower():
+        return "its name does not resolve"
+    codes = {getattr(e, "errno", None) for e in chain}
+    if isinstance(exc, ConnectionRefusedError) or errno.ECONNREFUSED in codes or "refused" in str(exc).lower():
+        return "connection refused"
+    if codes & {errno.ENETUNREACH, errno.EHOSTUNREACH}:
+        return "no route to it"
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,438 @@
+"""Trust (issue 8), end to end against fake hosts and the real uv: failed runs leave no lie,
+aliases and skipped cells, backend invariants (C27), unreachable hosts (C28), fresh pages under
+``--force`` and hashes checked against their files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.uv  # these tests lock with the real uv
+
+from lockgen.resolve import uv
+from tests.conftest import locked_versions, run_cli, write_project
+from tests.faulthost import UNRESOLVABLE, FaultHost, refusing_url
+
+ONE = 'os = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]'
+CELL = "linux-x86_64-cpu-py3.12"
+
+
+@pytest.fixture
+def pypi(tmp_path) -> Iterator[FaultHost]:
+    host = FaultHost(tmp_path / "pypi")
+    yield host
+    host.stop()
+
+
+def publish(host: FaultHost, *specs: str | tuple[str, str, tuple[str, ...]]) -> str:
+    """Wheels ``name==version`` (or ``(name, version, requires)``) on ``host``'s index; its URL."""
+    for spec in specs:
+        name, version, requires = (*spec.split("=="), ()) if isinstance(spec, str) else spec
+        host.wheel("files", name, version, requires=requires)
+    return host.index("simple", sorted((host.root / "files").glob("*.whl")))
+
+
+def project(root: Path, index: str, requirements: str, extra: str = "", matrix: str = ONE) -> Path:
+    config = f'index-url = "{index}"\n{extra}\n[tool.lockgen.matrix]\n{matrix}\n'
+    return write_project(root, config, {"requirements.in.j2": requirements})
+
+
+def files(root: Path) -> dict[str, bytes]:
+    """Every file under ``locks/`` (manifest included), by path."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted((root / "locks").rglob("*")) if p.is_file()}
+
+
+def manifest(root: Path) -> dict:
+    return json.loads((root / "locks" / "manifest.json").read_text())["cells"]
+
+
+def no_uv(monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("uv was started")
+
+    monkeypatch.setattr(uv.Runner, "run", refuse)
+
+
+# ------------------------------------------------------------------ failed runs leave no lie
+
+
+def test_a_failed_cell_keeps_all_its_old_files(tmp_path, pypi):
+    """Main, pylock.toml and every layer are replaced together or not at all: here main would
+    change (beta 2.0) but the no-deps layer cannot follow it, so nothing of the cell changes."""
+    index = publish(pypi, "alpha==1.0", "beta==1.0", "beta==2.0", "gamma==1.0")
+    root = project(tmp_path / "p", index, "alpha\n", extra='optional = ["gamma"]\nno-deps = ["beta==1.0"]')
+    assert run_cli("all", "-C", str(root)).code == 0
+    before = files(root)
+    assert {f"locks/{CELL}/optional-gamma.txt", f"locks/{CELL}/no-deps.txt", f"locks/{CELL}/pylock.toml"} <= set(before)
+    (root / "templates" / "requirements.in.j2").write_text("alpha\nbeta==2.0\n")
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 1
+    assert "layer no-deps would set beta" in run.err
+    after = files(root)
+    assert {k: v for k, v in after.items() if not k.endswith("manifest.json")} == {
+        k: v for k, v in before.items() if not k.endswith("manifest.json")
+    }
+    entry = manifest(root)[CELL]
+    assert entry["status"] == "failed"
+    assert "layer no-deps would set beta" in entry["reason"]
+    assert entry["lock"] == f"locks/{CELL}.txt"
+    assert len(entry["layers"]) == 3
+    assert run_cli("check", "-C", str(root)).code == 1
+
+
+def test_a_run_whose_only_cell_fails_records_it_in_the_manifest(tmp_path, pypi):
+    index = publish(pypi, "alpha==1.0")
+    root = project(tmp_path / "p", index, "alpha\ndoes-not-exist\n")
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 1
+    entry = manifest(root)[CELL]
+    assert entry["status"] == "failed"
+    assert entry["reason"] == f"cell {CELL}: uv could not resolve it:"
+    assert not (root / "locks" / f"{CELL}.txt").exists()
+    check = run_cli("check", "-C", str(root))
+    assert check.code == 1
+    assert f"{CELL}: missing" in check.out
+
+
+@contextmanager
+def immutable(path: Path) -> Iterator[None]:
+    """``path`` cannot be replaced or removed, even by root (``chattr +i``); skips the test where
+    the file system or the user cannot do that."""
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root for chattr +i (a plain chmod does not stop a rename over the file)")
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not supported here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def _manifest_error_case(root: Path) -> None:
+    (root / "templates" / "requirements.in.j2").write_text("alpha\nbeta\n")  # every lock, so the manifest, changes
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 1
+    assert "error: cannot write" in run.err
+    assert "locks/manifest.json" in run.err
+    for cell in ("linux-x86_64-cpu-py3.12", "linux-x86_64-cpu-py3.13"):  # every cell's result is still printed
+        assert f"\n{cell}  locked" in run.err
+        assert "beta==1.0" in (root / "locks" / f"{cell}.txt").read_text()
+    assert "Traceback" not in run.err
+    assert not list((root / "locks").rglob(".*.tmp"))  # no temporary file left behind
+
+
+def test_a_manifest_that_cannot_be_written_is_named_and_every_cell_is_reported(tmp_path, pypi):
+    index = publish(pypi, "alpha==1.0", "beta==1.0")
+    matrix = ONE.replace('["3.12"]', '["3.12", "3.13"]')
+    root = project(tmp_path / "p", index, "alpha\n", matrix=matrix)
+    assert run_cli("all", "-C", str(root)).code == 0
+    path = root / "locks" / "manifest.json"
+    with immutable(path):
+        _manifest_error_case(root)
+    assert run_cli("check", "-C", str(root)).code == 1  # the manifest is behind the locks: check says so
+    assert run_cli("all", "-C", str(root)).code == 0
+    assert run_cli("check", "-C", str(root)).code == 0
+
+
+def test_a_folder_where_the_manifest_goes_is_named_and_every_cell_is_reported(tmp_path, pypi):
+    index = publish(pypi, "alpha==1.0", "beta==1.0")
+    matrix = ONE.replace('["3.12"]', '["3.12", "3.13"]')
+    root = project(tmp_path / "p", index, "alpha\n", matrix=matrix)
+    assert run_cli("all", "-C", str(root)).code == 0
+    path = root / "locks" / "manifest.json"
+    path.unlink()
+    (path / "stray").mkdir(parents=True)
+    _manifest_error_case(root)
+    assert "a folder stands where the file should be" in run_cli("all", "-C", str(root)).err
+
+
+# ------------------------------------------------------------------ aliases and skipped cells
+
+ALIAS_MATRIX = """os = ["windows"]
+arch = ["x86_64", "aarch64"]
+backend = ["cpu"]
+python = ["3.12"]
+[[tool.lockgen.rules]]
+match = { arch = "aarch64" }
+alias = "windows-x86_64-cpu-py3.12"
+interpreter = "x86_64"
+"""
+
+
+def test_an_alias_of_a_cell_without_a_lock_is_reported_and_locked_through_its_cell(tmp_path, pypi):
+    index = publish(pypi, "alpha==1.0")
+    root = project(tmp_path / "p", index, "alpha\n", matrix=ALIAS_MATRIX)
+    check = run_cli("check", "-C", str(root))
+    assert check.code == 1
+    assert "windows-aarch64-cpu-py3.12: missing\n  it reuses windows-x86_64-cpu-py3.12, which has no lock" in check.out
+    run = run_cli("lock", "windows-aarch64-cpu-py3.12", "-C", str(root))
+    assert run.code == 0, run.err
+    assert "windows-x86_64-cpu-py3.12: locked" in run.err  # its cell was locked first
+    cells = manifest(root)
+    assert cells["windows-aarch64-cpu-py3.12"]["status"] == "alias"
+    assert cells["windows-aarch64-cpu-py3.12"]["alias_of"] == "windows-x86_64-cpu-py3.12"
+    assert cells["windows-aarch64-cpu-py3.12"]["lock"] == "locks/windows-x86_64-cpu-py3.12.txt"
+    assert run_cli("check", "-C", str(root)).code == 0
+    again = run_cli("lock", "windows-aarch64-cpu-py3.12", "-C", str(root))  # now the no-op path
+    assert again.code == 0
+    assert "windows-aarch64-cpu-py3.12: alias" in again.err
+
+
+def test_a_cell_turned_into_skip_loses_its_old_lock(tmp_path, pypi):
+    index = publish(pypi, "alpha==1.0")
+    matrix = ONE.replace('["3.12"]', '["3.12", "3.13"]')
+    root = project(tmp_path / "p", index, "alpha\n", matrix=matrix)
+    assert run_cli("all", "-C", str(root)).code == 0
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + '[[tool.lockgen.rules]]\nmatch = { python = "3.13" }\nskip = "not yet"\n')
+    check = run_cli("check", "-C", str(root))
+    assert check.code == 1
+    assert "locks/linux-x86_64-cpu-py3.13.txt: orphan" in check.out  # a lock the manifest does not vouch for
+    assert "locks/linux-x86_64-cpu-py3.13: orphan" in check.out  # and its folder (pylock.toml)
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 0
+    assert "locks/linux-x86_64-cpu-py3.13.txt: removed" in run.err
+    assert not (root / "locks" / "linux-x86_64-cpu-py3.13.txt").exists()
+    assert not (root / "locks" / "linux-x86_64-cpu-py3.13").exists()
+    assert manifest(root)["linux-x86_64-cpu-py3.13"] | {"status": "skipped"} == manifest(root)["linux-x86_64-cpu-py3.13"]
+    assert run_cli("check", "-C", str(root)).code == 0
+
+
+# ------------------------------------------------------------------ C27: backend invariants
+
+C27_MATRIX = """os = ["linux"]
+arch = ["x86_64"]
+backend = ["cu128", "cpu", "cu124"]
+python = ["3.12"]
+[tool.lockgen.sources.pytorch]
+index = "https://backend.example/whl/{flavor}"
+packages = ["torch"]
+[[tool.lockgen.rules]]
+match = { backend = "cu124" }
+use = ["pytorch"]
+pinned = ["torch"]
+pins = { torch = "2.6.0" }
+"""
+C27_REQUIREMENTS = """torch
+{% if backend == "cpu" %}gpu-helper{% endif %}
+{% if backend == "cu124" %}tensorrt-cu13{% endif %}
+"""
+C27_ALLOW = """[[tool.lockgen.rules]]
+match = { backend = "cu128" }
+allow-mix = { torch = "this test locks the default index's CPU torch on purpose" }
+[[tool.lockgen.rules]]
+match = { backend = "cpu" }
+allow-mix = { "nvidia-cublas-cu12" = "gpu-helper loads it only when a GPU is there" }
+[[tool.lockgen.rules]]
+match = { backend = "cu124" }
+allow-mix = { "tensorrt-cu13" = "the TensorRT engine runs in its own process" }
+"""
+
+
+def test_c27_broken_gpu_stacks_fail_naming_the_evidence_unless_the_mix_is_declared(tmp_path, pypi):
+    backend = FaultHost(tmp_path / "backend")
+    try:
+        index = publish(
+            pypi, "torch==2.10.0", "nvidia-cublas-cu12==12.8.4.1", "nvidia-cuda-runtime-cu12==12.4.127",
+            ("gpu-helper", "1.0", ("nvidia-cublas-cu12",)), "tensorrt-cu13==10.14.1",
+        )  # fmt: skip
+        torch = backend.wheel("whl/cu124", "torch", "2.6.0+cu124", requires=("nvidia-cuda-runtime-cu12",))
+        backend.index("whl/cu124", [torch])
+        extra = f'[tool.lockgen.mirrors]\n"https://backend.example" = "{backend.url}"'
+        root = project(tmp_path / "p", index, C27_REQUIREMENTS, extra=extra, matrix=C27_MATRIX)
+        run = run_cli("all", "-C", str(root))
+        assert run.code == 1
+        errors = {line.split(": ")[1].removeprefix("cell "): line for line in run.err.split("\n") if line.startswith("error: cell ")}
+        assert set(errors) == {"linux-x86_64-cu128-py3.12", "linux-x86_64-cpu-py3.12", "linux-x86_64-cu124-py3.12"}
+        # a CPU torch in a cu128 cell, CUDA in a cpu cell, CUDA 13 in a CUDA 12.4 cell: each with its evidence
+        assert "torch 2.10.0: a cu128 cell must lock a torch build of its backend" in run.err
+        assert "it is a CPU build" in run.err
+        assert "nvidia-cublas-cu12 12.8.4.1: name (nvidia-*-cu{major}) shows cuda 12, but the cell's backend cpu is cpu" in run.err
+        assert "tensorrt-cu13 10.14.1: name (*-cu{major}) shows cuda 13, but the cell's backend cu124 is cuda 12.4" in run.err
+        assert 'allow-mix = { "<package>" = "why" }' in run.err
+        assert not list((root / "locks").glob("*.txt"))
+        (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text() + C27_ALLOW)
+        run = run_cli("all", "-C", str(root))
+        assert run.code == 0, run.err
+        assert locked_versions((root / "locks" / "linux-x86_64-cu124-py3.12.txt").read_text())["torch"] == "2.6.0+cu124"
+    finally:
+        backend.stop()
+
+
+# ------------------------------------------------------------------ C28: unreachable hosts
+
+SIX = 'os = ["linux", "windows"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.11", "3.12", "3.13"]'
+VENDOR = """use = ["vendor"]
+[tool.lockgen.sources.vendor]
+find-links = "https://vendor.example/wheels/"
+packages = ["vpkg"]
+[tool.lockgen.mirrors]
+"https://vendor.example" = "{mirror}"
+"""
+
+
+def test_c28_a_refused_host_fails_its_cells_at_once_with_one_message(tmp_path, pypi, monkeypatch):
+    index = publish(pypi, ("app", "1.0", ("vpkg",)))
+    no_uv(monkeypatch)  # the probe decides: no uv process, so no retries
+    with refusing_url() as down:
+        root = project(tmp_path / "p", index, "app\n", extra=VENDOR.format(mirror=down), matrix=SIX)
+        run = run_cli("all", "-C", str(root))
+    assert run.code == 1
+    errors = [line for line in run.err.splitlines() if line.startswith("error:")]
+    cells = [f"{os}-x86_64-cpu-py{py}" for os in ("linux", "windows") for py in ("3.11", "3.12", "3.13")]
+    assert errors == [
+        f"error: cells {', '.join(cells)}: https://vendor.example is unreachable through its mirror (connection refused); "
+        "no uv process was started. Check that the mirror is up, or point it elsewhere: --mirror https://vendor.example=<mirror URL>"
+    ]
+    assert "127.0.0.1" not in run.err.replace(pypi.url, "")  # the mirror's address is not a fact about the project
+    reasons = {entry["reason"] for entry in manifest(root).values()}
+    assert reasons == {errors[0].split(": ", 1)[1].replace(", ".join(cells), "cell <cell>")} or len(reasons) == 6
+    assert all("https://vendor.example is unreachable" in r for r in reasons)
+
+
+def test_c28_a_host_whose_name_does_not_resolve(tmp_path, pypi, monkeypatch):
+    index = publish(pypi, ("app", "1.0", ("vpkg",)))
+    no_uv(monkeypatch)
+    extra = VENDOR.replace("https://vendor.example", UNRESOLVABLE).split("[tool.lockgen.mirrors]")[0]
+    root = project(tmp_path / "p", index, "app\n", extra=extra, matrix=SIX)
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 1
+    (error,) = [line for line in run.err.splitlines() if line.startswith("error:")]
+    assert f"{UNRESOLVABLE} is unreachable (its name does not resolve)" in error
+    assert f"--mirror {UNRESOLVABLE}=<mirror URL>" in error
+    assert error.startswith("error: cells linux-x86_64-cpu-py3.11, ")
+
+
+def test_c28_an_unreachable_optional_source_is_a_settled_state(tmp_path, pypi, monkeypatch):
+    index = publish(pypi, "app==1.0")
+    vendor = FaultHost(tmp_path / "vendor")
+    try:
+        vendor.flat("wheels", [vendor.wheel("wheels", "vpkg", "1.0")])
+        with refusing_url() as down:
+            root = project(tmp_path / "p", index, "app\n", extra=VENDOR.format(mirror=down) + 'optional = ["vpkg"]')
+            text = (root / "pyproject.toml").read_text().replace('optional = ["vpkg"]\n', "")
+            (root / "pyproject.toml").write_text(text.replace('use = ["vendor"]', 'use = ["vendor"]\noptional = ["vpkg"]'))
+            run = run_cli("all", "-C", str(root))
+        assert run.code == 0, run.err
+        (gap,) = manifest(root)[CELL]["unavailable"]
+        assert gap == {
+            "requirement": "vpkg", "reason": "source unreachable: https://vendor.example is unreachable (connection refused)", "retry": True,
+        }  # fmt: skip
+        check = run_cli("check", "-C", str(root))
+        assert check.code == 0
+        assert "optional vpkg unavailable: source unreachable: https://vendor.example is unreachable" in check.out
+        assert run_cli("all", "-C", str(root)).code == 0
+        assert "unavailable" in manifest(root)[CELL]
+        run = run_cli("all", "--retry-unavailable", "--mirror", f"https://vendor.example={vendor.url}", "-C", str(root))
+        assert run.code == 0, run.err
+        assert "unavailable" not in manifest(root)[CELL]
+        assert (root / "locks" / CELL / "optional-vpkg.txt").is_file()
+    finally:
+        vendor.stop()
+
+
+def test_c28_the_same_uv_error_in_many_cells_prints_once(tmp_path, pypi):
+    index = publish(pypi, "alpha==1.0")
+    root = project(tmp_path / "p", index, "alpha\ndoes-not-exist\n", matrix=SIX)
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 1
+    errors = [line for line in run.err.splitlines() if line.startswith("error: cell")]
+    assert len(errors) == 1
+    assert errors[0].startswith("error: cells linux-x86_64-cpu-py3.11, linux-x86_64-cpu-py3.12, ")
+    assert run.err.count("does-not-exist was not found") == 1
+
+
+# ------------------------------------------------------------------ fresh truth
+
+
+def test_force_and_upgrade_see_a_version_published_under_a_cached_page(tmp_path, pypi):
+    """The host says pages may be kept an hour (``max-age=3600``); a version published since
+    must not hide behind uv's cache under ``--force``/``--upgrade`` (uv ``--refresh``)."""
+    pypi.cache_control = "max-age=3600"
+    index = publish(pypi, "alpha==1.0")
+    matrix = ONE.replace('["3.12"]', '["3.12", "3.13"]')  # two cells: the second reuses the first's pages
+    root = project(tmp_path / "p", index, "alpha\n", matrix=matrix)
+    assert run_cli("all", "-C", str(root)).code == 0
+    publish(pypi, "alpha==1.1")
+    (root / "templates" / "requirements.in.j2").write_text("alpha>=1.1\n")
+    plain = run_cli("all", "-C", str(root))
+    assert plain.code == 1
+    assert "alpha>=1.1" in plain.err
+    run = run_cli("all", "--force", "-C", str(root))
+    assert run.code == 0, run.err
+    for py in ("3.12", "3.13"):
+        assert locked_versions((root / "locks" / f"linux-x86_64-cpu-py{py}.txt").read_text())["alpha"] == "1.1"
+    publish(pypi, "alpha==1.2")
+    run = run_cli("all", "--upgrade", "-C", str(root))
+    assert run.code == 0, run.err
+    assert locked_versions((root / "locks" / f"{CELL}.txt").read_text())["alpha"] == "1.2"
+
+
+def test_a_wrong_hash_on_a_find_links_page_fails_the_cell(tmp_path, pypi):
+    index = publish(pypi, "alpha==1.0")
+    links = FaultHost(tmp_path / "links")
+    try:
+        wheel = links.wheel("wheels", "beta", "1.0")
+        page = links.flat("wheels", [wheel], wrong_hash=frozenset({wheel.name}))
+        root = project(tmp_path / "p", index, "alpha\nbeta\n", extra=f'find-links = {{ vendor = "{page}" }}')
+        run = run_cli("all", "-C", str(root))
+        assert run.code == 1
+        assert f"beta 1.0: wheel {links.url}/wheels/{wheel.name}: the find-links page of 'vendor' gives sha256 {'0' * 64}" in run.err
+        assert "Fix the page's #sha256" in run.err
+        assert not (root / "locks" / f"{CELL}.txt").exists()
+        page = links.flat("wheels", [wheel])
+        run = run_cli("all", "-C", str(root))
+        assert run.code == 0, run.err
+        entry = manifest(root)[CELL]
+        assert entry["unverified_hashes"] == ["default index"]  # alpha's hash is the index's word
+    finally:
+        links.stop()
+
+
+def test_an_index_hash_is_marked_unverified_and_a_local_file_is_checked(tmp_path, pypi):
+    index = publish(pypi, "alpha==1.0")
+    root = project(tmp_path / "p", index, "alpha\nlocalpkg\n", extra='find-links = { local = "wheels" }')
+    from tests.faulthost import make_wheel
+
+    wheel = make_wheel(root / "wheels", "localpkg", "1.0")
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 0, run.err
+    lock = (root / "locks" / f"{CELL}.txt").read_text()
+    assert "# unverified-hashes: default index\n" in lock
+    assert manifest(root)[CELL]["unverified_hashes"] == ["default index"]  # the local file was checked
+    assert wheel.name in (root / "locks" / CELL / "pylock.toml").read_text()
+
+
+def test_a_server_error_on_an_optional_source_is_retried_not_recorded_for_good(tmp_path, pypi, monkeypatch):
+    """HTTP 500 is the server's trouble, not the package's: the layer is unavailable with a
+    retry reason (``check`` names it, ``--retry-unavailable`` tries again), like an outage."""
+    from tests.faulthost import Fault
+
+    index = publish(pypi, "app==1.0")
+    vendor = FaultHost(tmp_path / "vendor")
+    try:
+        vendor.flat("wheels", [vendor.wheel("wheels", "vpkg", "1.0")])
+        vendor.faults["/wheels/"] = Fault(status=500)
+        extra = VENDOR.format(mirror=vendor.url).replace('use = ["vendor"]', 'use = ["vendor"]\noptional = ["vpkg"]')
+        root = project(tmp_path / "p", index, "app\n", extra=extra)
+        monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # uv would retry a 500 three times
+        run = run_cli("all", "-C", str(root))
+        assert run.code == 0, run.err
+        (gap,) = manifest(root)[CELL]["unavailable"]
+        assert gap["retry"] is True
+        assert "500" in gap["reason"]
+        assert "https://vendor.example/wheels/" in gap["reason"]
+        assert vendor.url not in gap["reason"]
+        vendor.faults.clear()
+        run = run_cli("all", "--retry-unavailable", "-C", str(root))
+        assert run.code == 0, run.err
+        assert "unavailable" not in manifest(root)[CELL]
+    finally:
+        vendor.stop()
