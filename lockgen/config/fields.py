@@ -1,0 +1,87 @@
+"""The shared base of the config validator: the problem list, key paths and the plain field readers.
+
+:class:`Checks` holds the state one validation run collects (the problems, each ``key path: message``)
+and reads the simplest values (a string, an array of strings, a URL). The validator's subjects are
+mixins over it: :mod:`.settings`, :mod:`.sources`, :mod:`.backends`, :mod:`.metadata`, and the matrix
+and rules in :mod:`.validate`, which puts them together as :class:`~lockgen.config.validate.Validator`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from lockgen.config.model import AXES
+
+__all__ = ["NAME_PATTERN", "URL", "VAR_NAME", "Checks", "KeyPath"]
+
+VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+URL = re.compile(r"^(https?://[^\s/]|file://)")
+#: Package-name patterns of ``backends`` and ``allow-mix``: name characters, ``*``, ``?``.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9._*?-]+$")
+#: A key path below the config's prefix: ``("rules", 2, "match", "backend")``.
+KeyPath = tuple[str | int, ...]
+
+
+class Checks:
+    """One validation run over the config ``source`` (``pyproject.toml``) whose table sits at
+    ``prefix`` (``tool.lockgen``, or ``""`` in a ``lockgen.toml``)."""
+
+    def __init__(self, source: str, prefix: str, read_toml: Callable[[str], dict[str, Any]] | None = None):
+        self.source = source
+        self.prefix = prefix
+        self.read_toml = read_toml  # TOML text -> table, for the project's pyproject.toml (load.parse_toml)
+        self.problems: list[str] = []
+        self.extra: tuple[str, ...] = ()  # the matrix's extra axes, once read
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return (*AXES, *self.extra)
+
+    def key(self, *parts: str | int) -> str:
+        text = self.prefix
+        for part in parts:
+            text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+        return text
+
+    def problem(self, path: KeyPath, message: str) -> None:
+        self.problems.append(f"{self.key(*path)}: {message}")
+
+    def unknown(self, table: dict[str, Any], allowed: set[str] | frozenset[str], path: KeyPath) -> None:
+        for key in table:
+            if key not in allowed:
+                self.problem((*path, key), f"unknown key; expected one of {', '.join(sorted(allowed))}")
+
+    def table_list(self, table: dict[str, Any], key: str, path: KeyPath) -> list[dict[str, Any]]:
+        value = table.get(key, [])
+        if not isinstance(value, list):
+            self.problem((*path, key), "must be an array of tables")
+            return []
+        good = []
+        for i, entry in enumerate(value):
+            if isinstance(entry, dict):
+                good.append(entry)
+            else:
+                self.problem((*path, key, i), "must be a table")
+                good.append({})
+        return good
+
+    def string(self, value: Any, path: KeyPath) -> str | None:
+        if isinstance(value, str):
+            return value
+        self.problem(path, f"must be a string, not {type(value).__name__}")
+        return None
+
+    def strings(self, value: Any, path: KeyPath, allow_empty: bool = True) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            self.problem(path, "must be an array of non-empty strings")
+            return ()
+        return tuple(value)
+
+    def url(self, value: Any, path: KeyPath) -> str | None:
+        """A URL with its scheme (uv would read ``pypi.org/simple`` as a folder)."""
+        text = self.string(value, path)
+        if text is not None and not URL.match(text):
+            self.problem(path, f"{text!r} is not a URL; write it with its scheme, such as https://{text.split('://')[-1]}")
+        return text
