@@ -24,17 +24,13 @@ text line by line and refuses to write if anything but the pin values changed. T
 written once, atomically, and only when a pin moved.
 
 :func:`bump` is the whole command minus re-locking; :func:`parse_requirements` and
-:func:`plan_bumps` are its pure halves.
+:func:`plan_bumps` are its pure halves. Finding the pins in the document, checking the edit and
+writing the file are in :mod:`lockgen.bump_toml`.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import sys
-import tempfile
-from collections.abc import Collection, Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,26 +45,12 @@ from tomlkit.items import String
 
 from lockgen import bump_templates
 from lockgen.bump_templates import TemplatePin
+from lockgen.bump_toml import Layout, Site, Where, check_only_pins_changed, find_sites, key_path, loads, write_atomic
 from lockgen.errors import ConfigError, UsageError
 
 __all__ = ["BumpResult", "Edit", "Kept", "Plan", "Site", "bump", "parse_requirements", "plan_bumps"]
 
-#: A key path inside the TOML document: table keys and array indexes.
-Where = tuple[str | int, ...]
-
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _FORM = "write each pin as NAME==VERSION, e.g. torch==2.14.0"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Site:
-    """One place the config pins a package."""
-
-    name: NormalizedName
-    where: Where  # from the document root: ("tool", "lockgen", "rules", 7, "pins", "torch")
-    key_path: str  # as messages write it: "tool.lockgen.rules[7].pins.torch"
-    rule: int | None  # the rule's index, None for the top-level pins table
-    value: str  # the pin as written
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,7 +137,7 @@ def bump(config_path: Path, requirements: Sequence[str], templates: str | None =
     elsewhere = [name for name in wanted if name not in configured]
     found = bump_templates.find(config_path.parent, templates, elsewhere) if templates and elsewhere else {}
     plan = plan_bumps(config_path, text, {n: v for n, v in wanted.items() if n not in found}, templates=templates)
-    written = bool(plan.edits) and _write_atomic(config_path, plan.text)
+    written = bool(plan.edits) and write_atomic(config_path, plan.text)
     pins = [pin for name in found for pin in found[name]]
     bump_templates.apply(config_path.parent, pins, wanted)
     return BumpResult(
@@ -217,13 +199,25 @@ def plan_bumps(path: Path, text: str, wanted: Mapping[NormalizedName, Version], 
     """
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     try:
-        data = _loads(text)  # the parser load_config uses: the file must be valid for it too
+        data = loads(text)  # the parser load_config uses: the file must be valid for it too
         doc = tomlkit.parse(text[len(bom) :])
     except (TOMLKitError, ValueError) as exc:  # ValueError: tomllib.TOMLDecodeError
         raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
-    layout = _Layout.of(path)
-    sites = _find_sites(doc, layout, path.name)
+    layout = Layout.of(path)
+    sites = find_sites(doc, layout, path.name)
+    edits, kept, current = _choose(path, layout, sites, wanted, templates)
+    done: list[Edit] = []
+    new_text = text
+    if edits:
+        done, new_text = _edit(path, text, bom, doc, data, edits)
+    return Plan(edits=tuple(done), kept=tuple(kept), current=tuple(current), text=new_text, configured=frozenset(s.name for s in sites))
 
+
+def _choose(
+    path: Path, layout: Layout, sites: Sequence[Site], wanted: Mapping[NormalizedName, Version], templates: str | None
+) -> tuple[list[tuple[Site, Version]], list[Kept], list[Site]]:
+    """The pins that move (with their new version), the rule pins kept, and the pins already at
+    their wanted version; raises as :func:`plan_bumps` says."""
     edits: list[tuple[Site, Version]] = []
     kept: list[Kept] = []
     current: list[Site] = []
@@ -258,22 +252,27 @@ def plan_bumps(path: Path, text: str, wanted: Mapping[NormalizedName, Version], 
         )
     if usage_problems:
         raise UsageError(_lines(f"{path.name}: cannot bump", usage_problems))
+    return edits, kept, current
 
-    new_text = text
+
+def _edit(
+    path: Path, text: str, bom: str, doc: Any, data: dict[str, Any], edits: Sequence[tuple[Site, Version]]
+) -> tuple[list[Edit], str]:
+    """Set each pin of ``edits`` in ``doc`` (tomlkit, parsed from ``text`` without its ``bom``)
+    and check that nothing else changed; the edits made and the new text."""
+    tokens: set[str] = set()
     done: list[Edit] = []
-    if edits:
-        tokens: set[str] = set()
-        for site, version in edits:
-            old_token, new_token = _replace(doc, site.where, str(version))
-            tokens |= {old_token, new_token}
-            done.append(Edit(name=site.name, key_path=site.key_path, old=site.value, new=str(version)))
-        new_text = bom + doc.as_string()
-        _check_only_pins_changed(path, text, new_text, data, edits, tokens)
-    return Plan(edits=tuple(done), kept=tuple(kept), current=tuple(current), text=new_text, configured=frozenset(s.name for s in sites))
+    for site, version in edits:
+        old_token, new_token = _replace(doc, site.where, str(version))
+        tokens |= {old_token, new_token}
+        done.append(Edit(name=site.name, key_path=site.key_path, old=site.value, new=str(version)))
+    new_text = bom + doc.as_string()
+    check_only_pins_changed(path, text, new_text, data, edits, tokens)
+    return done, new_text
 
 
 def _decide(
-    name: NormalizedName, version: Version, pins: Sequence[tuple[Site, Version]], layout: _Layout
+    name: NormalizedName, version: Version, pins: Sequence[tuple[Site, Version]], layout: Layout
 ) -> tuple[list[tuple[Site, Version]], list[Kept], str | None]:
     """The module's policy for one package: which of its pins move, which are kept, or why
     neither can be decided."""
@@ -289,67 +288,11 @@ def _decide(
         )  # fmt: skip
     default = top[1]
     kept = [
-        Kept(name=name, key_path=s.key_path, rule_path=_key_path(s.where[:-2]), version=s.value,
+        Kept(name=name, key_path=s.key_path, rule_path=key_path(s.where[:-2]), version=s.value,
              reason=f"already {version}" if v == version else f"differs from the top-level {top[0].value}")
         for s, v in rules if v != default
     ]  # fmt: skip
     return [top, *((s, v) for s, v in rules if v == default)], kept, None
-
-
-@dataclass(frozen=True)
-class _Layout:
-    prefix: tuple[str, ...]  # where the lockgen table is in the document
-    pins_table: str  # for messages
-
-    @staticmethod
-    def of(path: Path) -> _Layout:
-        """``pyproject.toml`` keeps the config in ``[tool.lockgen]``; any other name (``lockgen.toml``)
-        at the top level, as :func:`lockgen.config.load_config` reads them."""
-        if path.name == "pyproject.toml":
-            return _Layout(("tool", "lockgen"), "[tool.lockgen.pins]")
-        return _Layout((), "[pins]")
-
-
-def _find_sites(doc: Any, layout: _Layout, file: str) -> list[Site]:
-    """Every pin in the top-level pins table and in the rules' pins tables."""
-    table: Any = doc
-    for key in layout.prefix:
-        table = table.get(key) if isinstance(table, Mapping) else None
-    if not isinstance(table, Mapping):
-        raise ConfigError(file, [f"{'.'.join(layout.prefix)}: missing; add a [{'.'.join(layout.prefix)}] table"])
-    problems: list[str] = []
-    sites = _table_sites(table, (*layout.prefix, "pins"), None, problems)
-    rules = table.get("rules", [])
-    if isinstance(rules, Sequence) and not isinstance(rules, str):
-        for i, rule in enumerate(rules):
-            if isinstance(rule, Mapping):
-                sites += _table_sites(rule, (*layout.prefix, "rules", i, "pins"), i, problems)
-    if problems:
-        raise ConfigError(file, problems)
-    return sites
-
-
-def _table_sites(parent: Mapping[str, Any], where: Where, rule: int | None, problems: list[str]) -> list[Site]:
-    if "pins" not in parent:
-        return []
-    pins = parent["pins"]
-    if not isinstance(pins, Mapping):
-        problems.append(f'{_key_path(where)}: must be a table of package = "version"')
-        return []
-    sites: list[Site] = []
-    seen: dict[NormalizedName, str] = {}
-    for key, value in pins.items():
-        name = canonicalize_name(key)
-        path = _key_path((*where, key))
-        if name in seen:
-            problems.append(f"{path}: {name} is already pinned in this table as {seen[name]}; keep one")
-            continue
-        seen[name] = key
-        if not isinstance(value, str):
-            problems.append(f"{path}: must be a version string")
-            continue
-        sites.append(Site(name=name, where=(*where, key), key_path=path, rule=rule, value=str(value)))
-    return sites
 
 
 def _pin_version(site: Site, problems: list[str]) -> Version | None:
@@ -385,87 +328,9 @@ def _replace(doc: Any, where: Where, version: str) -> tuple[str, str]:
     return old.as_string(), new.as_string()
 
 
-def _check_only_pins_changed(
-    path: Path, old: str, new: str, data: dict[str, Any], edits: Sequence[tuple[Site, Version]], tokens: Collection[str]
-) -> None:
-    """Refuse (rather than write) when the edited text differs from the old one anywhere but in the
-    pin values: the same lines, each equal once the old and new values (``tokens``, as TOML,
-    quotes included) are blanked, and the old ``data`` with the new versions in place. Changes
-    ``data``."""
-    blanked = re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))
-
-    def blank(line: str) -> str:
-        return blanked.sub("\0", line)
-
-    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    same_shape = len(old_lines) == len(new_lines) and all(
-        a == b or blank(a) == blank(b) for a, b in zip(old_lines, new_lines, strict=True)
-    )
-    for site, version in edits:
-        _set(data, site.where, str(version))
-    try:
-        same_data = _loads(new) == data
-    except ValueError:
-        same_data = False
-    if not same_shape or not same_data:
-        keys = ", ".join(site.key_path for site, _ in edits)
-        message = f"{keys}: cannot be moved without changing other parts of the file; edit the pins by hand"
-        raise ConfigError(path.name, [message])
-
-
-def _loads(text: str) -> dict[str, Any]:
-    text = text.removeprefix("\ufeff")
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        return tomllib.loads(text)
-    return tomlkit.parse(text).unwrap()  # pragma: no cover - Python 3.10
-
-
-def _set(data: Any, where: Where, value: str) -> None:
-    for part in where[:-1]:
-        data = data[part]
-    assert isinstance(data, MutableMapping)
-    data[where[-1]] = value
-
-
-def _key_path(where: Where) -> str:
-    """``("tool", "lockgen", "rules", 7, "pins", "zope.interface")`` ->
-    ``tool.lockgen.rules[7].pins."zope.interface"`` (TOML quoting where a key needs it)."""
-    text = ""
-    for part in where:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            key = part if _BARE_KEY.match(part) else json.dumps(part)
-            text += f".{key}" if text else key
-    return text
-
-
 def _lines(head: str, problems: Sequence[str]) -> str:
     if len(problems) == 1:
         return f"{head}: {problems[0]}"
     return "\n".join([f"{head}:", *(f"  - {p}" for p in problems)])
 
 
-def _write_atomic(path: Path, text: str) -> bool:
-    """Replace ``path`` (through a symlink: its target) with ``text`` via a temporary file in
-    the same folder and :func:`os.replace`, keeping the file's permission bits. The bytes are
-    written as they are (no newline translation: a CRLF file stays CRLF)."""
-    target = path.resolve()
-    data = text.encode("utf-8")
-    if target.read_bytes() == data:
-        return False
-    mode = target.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return True
