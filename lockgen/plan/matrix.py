@@ -89,6 +89,25 @@ def expand_matrix(config: Config) -> Expansion:
     without cells.
     """
     prefix = f"{config.key_prefix}." if config.key_prefix else ""
+    combos, extra_vars, warnings = _combinations(config, prefix)
+    warnings += [
+        f"{prefix}rules[{i}].match: matches no cell, so the rule does nothing; fix or remove it"
+        for i, rule in enumerate(config.rules)
+        if combos and not any(rule.matches(c) for c in combos)
+    ]
+    cells = _cells(config, combos, extra_vars)
+    problems = _cell_problems(cells)
+    if not cells:
+        problems.append(f"{prefix}matrix: has no cells; list values for os, arch, backend and python, or add include entries")
+    if problems:
+        raise ConfigError(config.source, problems)
+    return Expansion(cells=tuple(cells.values()), warnings=tuple(warnings))
+
+
+def _combinations(config: Config, prefix: str) -> tuple[list[dict[str, str]], list[dict[str, Any]], list[str]]:
+    """The axis combinations (the product minus the excludes, then the includes that add one),
+    each one's include ``vars``, and the warnings for excludes that match nothing. Raises
+    :class:`ConfigError` for an include that matches no combination and cannot add one."""
     names = config.axis_names
     product: list[dict[str, str]] = [
         dict(zip(names, values)) for values in itertools.product(*(config.axes[a] for a in names))
@@ -114,12 +133,12 @@ def expand_matrix(config: Config) -> Expansion:
                 problems.append(f"{prefix}matrix.include[{i}]: matches no cell and cannot add one (missing {missing})")
     if problems:
         raise ConfigError(config.source, problems)
-    warnings += [
-        f"{prefix}rules[{i}].match: matches no cell, so the rule does nothing; fix or remove it"
-        for i, rule in enumerate(config.rules)
-        if combos and not any(rule.matches(c) for c in combos)
-    ]
+    return combos, extra_vars, warnings
 
+
+def _cells(config: Config, combos: Sequence[dict[str, str]], extra_vars: Sequence[dict[str, Any]]) -> dict[str, Cell]:
+    """Cell name -> cell, each with the defaults, then every rule that matches it, then its
+    include ``vars`` merged in; the first of two combinations with one name wins."""
     cells: dict[str, Cell] = {}
     for combo, inc_vars in zip(combos, extra_vars):
         settings = config.defaults
@@ -129,8 +148,15 @@ def expand_matrix(config: Config) -> Expansion:
         settings = settings.merged(Settings(vars=inc_vars))
         cell = Cell(**{a: combo[a] for a in AXES}, extra={a: combo[a] for a in config.extra_axes}, settings=settings)
         cells.setdefault(cell.name, cell)
+    return cells
+
+
+def _cell_problems(cells: Mapping[str, Cell]) -> list[str]:
+    """What is wrong with the cells' merged settings: an alias naming no cell, a skipped cell or
+    another alias, or a cell of another Python; a ``pinned`` name without a version in ``pins``."""
     from packaging.utils import canonicalize_name
 
+    problems = []
     for cell in cells.values():
         alias, settings = cell.settings.alias, cell.settings
         target = cells.get(alias) if alias else None
@@ -144,11 +170,7 @@ def expand_matrix(config: Config) -> Expansion:
         for name in settings.pinned or ():
             if canonicalize_name(name) not in pins:
                 problems.append(f"cell {cell.name}: pinned {name!r} has no version in pins; add it to the pins table")
-    if not cells:
-        problems.append(f"{prefix}matrix: has no cells; list values for os, arch, backend and python, or add include entries")
-    if problems:
-        raise ConfigError(config.source, problems)
-    return Expansion(cells=tuple(cells.values()), warnings=tuple(warnings))
+    return problems
 
 
 def parse_selectors(selectors: Iterable[str], extra: Sequence[str] = ()) -> dict[str, set[str]]:
