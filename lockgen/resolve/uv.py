@@ -105,7 +105,7 @@ def compile_argv(
     python: str = sys.executable,
     *,
     offline: bool = False,
-    mirrors: Mirrors = Mirrors(),
+    mirrors: Mirrors | None = None,
     inputs: Inputs | None = None,
     fmt: Format = Format.PYLOCK,
     no_deps: bool = False,
@@ -123,6 +123,7 @@ def compile_argv(
     newer sdist-only one (CASES C26).
     """
     inputs = inputs or main_inputs(plan)
+    mirrors = Mirrors() if mirrors is None else mirrors  # a fresh one: Mirrors records what it served
     argv = ["pip", "compile", inputs.requirements, *inputs.extra]
     for constraints in inputs.constraints:
         argv += ["--constraint", constraints]
@@ -136,6 +137,17 @@ def compile_argv(
         "--python-platform", plan.target.platform,
         "--index-url", mirrors.fetch_url(plan.index_url),
     ]  # fmt: skip
+    argv += _source_args(plan, inputs, mirrors)
+    argv += _resolution_args(plan, no_binary)
+    if fmt is Format.REQUIREMENTS:
+        argv.append("--no-strip-extras")
+    argv += ["--no-header", "--no-config"]
+    return argv + _run_args(options, offline=offline, no_deps=no_deps)
+
+
+def _source_args(plan: Plan, inputs: Inputs, mirrors: Mirrors) -> list[str]:
+    """``--find-links`` (through ``mirrors``) and the ``--exclude-newer`` cutoff."""
+    argv: list[str] = []
     for link in plan.main_find_links if inputs.find_links is None else inputs.find_links:
         argv += ["--find-links", mirrors.fetch_url(link)]
     if plan.exclude_newer:
@@ -144,16 +156,24 @@ def compile_argv(
         # without one under a cutoff: the cutoff applies to what the default index serves.
         for package in sorted({p for source in plan.sources for p in source.packages}):
             argv += ["--exclude-newer-package", f"{package}=false"]
-    argv += ["--only-binary", ":all:"]
+    return argv
+
+
+def _resolution_args(plan: Plan, no_binary: Iterable[str]) -> list[str]:
+    """Wheels only (but ``no_binary``) and the cell's prerelease settings (issue 9)."""
+    argv = ["--only-binary", ":all:"]
     for package in sorted(no_binary):
         argv += ["--no-binary", package]
-    if plan.prerelease:  # issue 9: the cell's prerelease setting
+    if plan.prerelease:
         argv += ["--prerelease", plan.prerelease]
     for package, mode in sorted(plan.prerelease_package.items()):
         argv += ["--prerelease-package", f"{package}={mode}"]
-    if fmt is Format.REQUIREMENTS:
-        argv.append("--no-strip-extras")
-    argv += ["--no-header", "--no-config"]
+    return argv
+
+
+def _run_args(options: Options, *, offline: bool, no_deps: bool) -> list[str]:
+    """``--no-deps``, ``--offline`` or ``--refresh``, and the upgrades of ``options``."""
+    argv: list[str] = []
     if no_deps:
         argv.append("--no-deps")
     if offline:
