@@ -11,11 +11,11 @@ import logging
 import signal
 import sys
 import traceback
-from pathlib import Path
-
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from lockgen import __version__
 from lockgen.credentials import redact
@@ -23,17 +23,19 @@ from lockgen.errors import LockgenError
 
 if TYPE_CHECKING:
     from lockgen.locks.shard import Shard
+    from lockgen.pipeline import Reporter, RunOptions
+    from lockgen.project import Project
 
 __all__ = ["OPTIONS", "build_parser", "main", "parse"]
 
 
-def _project(args: argparse.Namespace):
+def _project(args: argparse.Namespace) -> Project:
     from lockgen.project import Project
 
     return Project.load(Path.cwd(), args.config)
 
 
-def _reporter(args: argparse.Namespace):
+def _reporter(args: argparse.Namespace) -> Reporter:
     from lockgen.progress import LiveReporter, PlainReporter
 
     return LiveReporter() if sys.stderr.isatty() and not args.verbose else PlainReporter()
@@ -45,7 +47,7 @@ def _shard(args: argparse.Namespace) -> Shard | None:
     return Shard.parse(args.shard) if args.shard is not None else None
 
 
-def _run_options(args: argparse.Namespace):
+def _run_options(args: argparse.Namespace) -> RunOptions:
     from lockgen import pipeline
     from lockgen.resolve import uv
 
@@ -56,7 +58,7 @@ def _run_options(args: argparse.Namespace):
     )  # fmt: skip
 
 
-def _lock(args: argparse.Namespace, names) -> int:
+def _lock(args: argparse.Namespace, names: Sequence[str]) -> int:
     from lockgen import pipeline
 
     run = pipeline.lock_project(Path.cwd(), args.config, names, args.only, _run_options(args), _reporter(args))
@@ -176,7 +178,13 @@ def cmd_merge(args: argparse.Namespace) -> int:
 class _Version(argparse.Action):
     """``--version``, looked up only when asked for (reading uv's metadata costs a no-op run)."""
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> NoReturn:
         from lockgen.resolve.uv import uv_version
 
         print(f"lockgen {__version__} (uv {uv_version()})")
@@ -322,7 +330,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _interrupt(signum, frame):  # SIGTERM behaves like Ctrl-C: stop, clean up, exit 130
+def _interrupt(signum: int, frame: FrameType | None) -> NoReturn:  # SIGTERM behaves like Ctrl-C: stop, clean up, exit 130
     raise KeyboardInterrupt
 
 
@@ -350,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:  # not the main thread (tests may call main from one)
         previous = None
     try:
-        return args.func(args)
+        command: Callable[[argparse.Namespace], int] = args.func
+        return command(args)
     except LockgenError as exc:
         if args.verbose:
             traceback.print_exc()

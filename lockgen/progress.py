@@ -7,10 +7,14 @@ import re
 import sys
 import threading
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from lockgen.pipeline import CellResult, RunResult
 from lockgen.states import CellState
+
+if TYPE_CHECKING:
+    from rich.live import Live
+    from rich.table import Table
 
 _STYLE = {
     CellState.FAILED: "red", CellState.INTERRUPTED: "red", CellState.LOCKED: "green", CellState.UNCHANGED: "green",
@@ -52,9 +56,9 @@ class LiveReporter:
         self.console = Console(file=stream)
         self.rows: dict[str, CellResult] = {}
         self.lock = threading.Lock()
-        self.live = None
+        self.live: Live | None = None
 
-    def _table(self):
+    def _table(self) -> Table:
         from rich.table import Table
 
         table = Table(box=None, show_header=False)

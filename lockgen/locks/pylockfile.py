@@ -20,8 +20,9 @@ from urllib.parse import unquote, urlsplit
 
 import tomlkit
 from packaging.pylock import Package, PackageWheel, Pylock, PylockValidationError
-from packaging.utils import InvalidWheelFilename, NormalizedName, parse_wheel_filename
 from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, NormalizedName, parse_wheel_filename
+from tomlkit.items import Item
 
 from lockgen.errors import LockFormatError
 
@@ -58,7 +59,7 @@ def relative_files(pylock: Pylock, root: Path, folder: str) -> Pylock:
     entries relative to ``folder`` (the pylock's own project-relative folder), as PEP 751 wants:
     nothing machine-specific in a committed lock."""
 
-    def fix(artifact):
+    def fix(artifact: Any) -> Any:
         url = getattr(artifact, "url", None)
         if not url or not url.startswith("file://"):
             return artifact
@@ -143,7 +144,7 @@ def by_name(pylock: Pylock) -> dict[NormalizedName, Package]:
 def dumps(pylock: Pylock) -> str:
     """Stable TOML for ``pylock``: top-level keys, then one ``[[packages]]`` table per package
     (sorted by name) with inline tables for its artifacts, one wheel per line."""
-    data = pylock.to_dict()
+    data = dict(pylock.to_dict())
     packages = sorted(data.pop("packages", []), key=lambda p: (p["name"], str(p.get("version", ""))))
     lines = [f"{key} = {_value(value)}" for key, value in data.items()]
     for package in packages:
@@ -165,5 +166,6 @@ def _value(value: Any) -> str:
         return table.as_string()
     if isinstance(value, str) and '"' in value and "'" not in value and "\n" not in value:
         return tomlkit.string(value, literal=True).as_string()  # markers read better unescaped
-    return tomlkit.item(value).as_string()
+    item: Item = tomlkit.item(value)  # value: Any, so tomlkit's overloads give Any
+    return item.as_string()
 

@@ -53,9 +53,9 @@ def key(
         path = root / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
     digest.update((root / config_name).read_bytes() + b"\0")
-    folder = root / templates
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:
-        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    templates_folder = root / templates
+    for path in sorted(p for p in templates_folder.rglob("*") if p.is_file()) if templates_folder.is_dir() else []:
+        digest.update(path.relative_to(templates_folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

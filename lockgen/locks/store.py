@@ -19,10 +19,12 @@ import json
 import logging
 import os
 import secrets
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from lockgen.config import WORK
 from lockgen.errors import LockgenError
@@ -77,9 +79,9 @@ def ProjectLock(root: Path, wait: bool = False, poll: float = 0.2) -> Iterator[N
         fh.close()  # closing releases the lock
 
 
-def _try_lock(fh) -> bool:
+def _try_lock(fh: IO[str]) -> bool:
     try:
-        if os.name == "nt":  # pragma: no cover - Windows
+        if sys.platform == "win32":  # pragma: no cover - Windows
             import msvcrt
 
             fh.seek(0)

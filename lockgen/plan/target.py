@@ -9,8 +9,12 @@ defaults to 13.0; torch 2.13 ships only ``macosx_14_0`` wheels, so lockgen's def
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lockgen.plan.matrix import Cell
+
+if TYPE_CHECKING:
+    from packaging.tags import Tag
 
 _TRIPLES = {
     ("windows", "x86_64"): "x86_64-pc-windows-msvc",
@@ -62,7 +66,7 @@ class Target:
         major, minor = Version(self.macos or "14.0").release[:2]
         return list(mac_platforms((major, minor), "arm64" if arch == "aarch64" else "x86_64"))
 
-    def supported_tags(self) -> frozenset:
+    def supported_tags(self) -> frozenset[Tag]:
         """Every :class:`packaging.tags.Tag` a CPython ``python`` on this target installs."""
         from packaging import tags
         from packaging.version import Version
