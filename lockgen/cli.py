@@ -114,7 +114,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), indent=2))
         return result.exit_code
     for cell in result.cells:
-        if cell.state.bad or cell.reasons and cell.state.value == "up to date":
+        if cell.state.bad or (cell.reasons and cell.state.value == "up to date"):
             print(f"{cell.name}: {cell.state}" + "".join(f"\n  {r}" for r in cell.reasons))
     if result.manifest:
         print(f"manifest: {result.manifest}")
@@ -220,13 +220,13 @@ OPTIONS = (
     _Option(
         ("--only",), {"action": "append", "metavar": "KEY=VALUE", "help": "select cells by os, arch, backend, python or name; repeat a key to accept several values"},
         [], _SELECTING,
-    ),  # fmt: skip
+    ),
     _Option(("-j", "--jobs"), {"type": int, "metavar": "N", "help": "cells resolved at once (default: CPU cores, 2 to 8)"}, None, _RESOLVING),
     _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
     _Option(
         ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
         [], (*_RESOLVING, "install"),
-    ),  # fmt: skip
+    ),
     _Option(("--online",), {"action": "store_true", "help": "resolve every cell online (no reuse of pages fetched in this run)"}, False, _RESOLVING),
     _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
     _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),

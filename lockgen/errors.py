@@ -183,13 +183,13 @@ class WriteError(LockgenError):
         super().__init__(f"cannot write {path}: {reason}; {hint}")
 
 
-class InstallRefused(LockgenError):  # noqa: N818 - a kind named like CellFailed (what happened), as the others
+class InstallRefused(LockgenError):
     """``lockgen install`` will not start: the cell does not fit this machine (another Python
     minor or interpreter arch, an older glibc or macOS, another OS), its lock files do not match
     the manifest, or no interpreter was found. Nothing was installed. Exit code 2."""
 
 
-class InstallFailed(LockgenError):  # noqa: N818 - a kind named like CellFailed (what happened), as the others
+class InstallFailed(LockgenError):
     """``lockgen install`` started and a required layer (main, no-deps, unhashed) failed, a
     rollback failed, or the installed versions do not match the lock. Exit code 1."""
 

@@ -94,13 +94,12 @@ class Project:
         rows = []
         for cell in self.cells:
             target = target_for(cell)
-            rows.append(
-                manifest.Row(
-                    **cell.axes, name=cell.name, lock=cell.lock_path(self.config), skip=cell.settings.skip,
-                    alias=cell.settings.alias, target=target.to_dict(), requires=requires(cell, target),
-                    environment=target.env(), input_hash=hashes.get(cell.name), extra=dict(cell.extra),
-                )  # fmt: skip
-            )
+            row = manifest.Row(
+                **cell.axes, name=cell.name, lock=cell.lock_path(self.config), skip=cell.settings.skip,
+                alias=cell.settings.alias, target=target.to_dict(), requires=requires(cell, target),
+                environment=target.env(), input_hash=hashes.get(cell.name), extra=dict(cell.extra),
+            )  # fmt: skip
+            rows.append(row)
         return rows
 
     def detect_rules(self) -> dict[str, Any] | None:

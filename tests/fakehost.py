@@ -25,6 +25,7 @@ keep-alive connections still open are closed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import http.server
@@ -250,7 +251,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
 
-    def log_message(self, format, *args):  # noqa: A002
+    def log_message(self, format, *args):
         pass
 
 
@@ -299,10 +300,8 @@ class _Server(http.server.ThreadingHTTPServer):
         with self._lock:
             still_open, self._open = self._open, set()
         for connection in still_open:  # idle keep-alive connections: their handlers see EOF and end
-            try:
+            with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         self._wake_r.close()
         self._wake_w.close()
 

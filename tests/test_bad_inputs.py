@@ -27,12 +27,12 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.uv  # these tests lock with the real uv
-
 from lockgen import pipeline
 from lockgen.resolve import probe
 from tests.conftest import run_cli
 from tests.faulthost import UNRESOLVABLE, Fault, FaultHost, refusing_url
+
+pytestmark = pytest.mark.uv  # these tests lock with the real uv
 
 CELLS = ("linux-x86_64-cpu-py3.12", "windows-x86_64-cpu-py3.12")
 CONFIG = """\

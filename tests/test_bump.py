@@ -474,5 +474,5 @@ def test_a_name_pinned_only_in_a_template_is_bumped_there(tmp_path):
 def test_a_name_pinned_nowhere_names_the_templates_too(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.lockgen]\npins = { torch = "2.13.0" }\n')
     (tmp_path / "templates").mkdir()
-    with pytest.raises(UsageError, match="numpy: pinned nowhere in pyproject.toml nor as a NAME==VERSION line in templates/"):
+    with pytest.raises(UsageError, match=r"numpy: pinned nowhere in pyproject.toml nor as a NAME==VERSION line in templates/"):
         bump(tmp_path / "pyproject.toml", ["numpy==2.0"], templates="templates")

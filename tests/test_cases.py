@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lockgen.resolve.fetch import fitting
-from tests.conftest import locked_versions
 from lockgen.plan.target import Target
-from tests.conftest import run_cli, run_ok, write_project
+from lockgen.resolve.fetch import fitting
+from tests.conftest import locked_versions, run_cli, run_ok, write_project
 from tests.wheels import make_wheel
 
 TIME = "2026-01-01T00:00:00Z"

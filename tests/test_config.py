@@ -144,7 +144,7 @@ def test_config_errors(tmp_path, name, text, expected, unexpected):
 
 def test_bad_toml_names_the_file(tmp_path):
     (tmp_path / "lockgen.toml").write_text("matrix = [\n")
-    with pytest.raises(ConfigError, match="(?s)lockgen.toml: .*cannot read TOML"):
+    with pytest.raises(ConfigError, match=r"(?s)lockgen.toml: .*cannot read TOML"):
         load_config(tmp_path / "lockgen.toml")
 
 
@@ -162,7 +162,7 @@ def test_discovery_walks_upward_and_honours_explicit_paths(tmp_path):
 
 def test_pyproject_without_table_is_not_a_config(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    with pytest.raises(UsageError, match="no lockgen.toml"):
+    with pytest.raises(UsageError, match=r"no lockgen.toml"):
         find_config(tmp_path)
 
 

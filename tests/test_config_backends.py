@@ -91,7 +91,7 @@ def test_allow_mix_merges_per_cell(tmp_path):
          "allow-mix-no-reason", "allow-mix-bad-name", "allow-mix-in-rule"],
 )  # fmt: skip
 def test_problems_name_their_key_path(tmp_path, text, problem):
-    if text.startswith("[[") or text.startswith("[tool"):
+    if text.startswith(("[[", "[tool")):
         body = MATRIX + text
     else:
         body = text + "\n" + MATRIX

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.uv  # every test here locks with the real uv
-
 from lockgen.credentials import realm, redact, resolve, split
 from lockgen.errors import ConfigError, UsageError
 from lockgen.plan.mirror import build
 from tests.conftest import locked_versions, run_cli, write_project
 from tests.fakehost import AuthHost
 from tests.test_real_sources import stop_all
+
+pytestmark = pytest.mark.uv  # every test here locks with the real uv
 
 TIME = "2026-01-01T00:00:00Z"
 SECRETS = {

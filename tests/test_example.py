@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import locked_versions
 from tests.aitoolkit_world import EXAMPLE, build
-from tests.conftest import assert_locked, forbid_processes, lock_files, run_cli, run_ok, uv_environment
+from tests.conftest import assert_locked, forbid_processes, lock_files, locked_versions, run_cli, run_ok, uv_environment
 
 CUDA_LINUX = ["linux-x86_64-cu126-py3.12", "linux-x86_64-cu130-py3.12", "linux-aarch64-cu126-py3.12", "linux-aarch64-cu130-py3.12"]
 DGX = ["linux-aarch64-cu126_dgx-py3.12", "linux-aarch64-cu130_dgx-py3.12"]

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.uv  # every test here locks or installs with the real uv
-
 from lockgen.resolve import uv
 from tests.conftest import locked_versions, run_cli, write_project
 from tests.localproject import local_project
+
+pytestmark = pytest.mark.uv  # every test here locks or installs with the real uv
 
 HOST = f"{sys.version_info.major}.{sys.version_info.minor}"
 CELL = f"linux-x86_64-cpu-py{HOST}"

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.uv  # every test here locks with the real uv
-
 from tests.conftest import locked_versions, run_cli, write_project
 from tests.fakehost import FakeHost
 from tests.wheels import make_wheel
+
+pytestmark = pytest.mark.uv  # every test here locks with the real uv
 
 TIME = "2026-01-01T00:00:00Z"
 REL = "oobabooga/gradio/releases/download/4.37.2-custom.20"

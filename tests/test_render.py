@@ -64,7 +64,7 @@ def test_template_errors_name_the_place(tmp_path, template, patterns):
 def test_missing_template(tmp_path):
     write_project(tmp_path, 'constraints = "nope.j2"\n' + CONFIG, {"requirements.in.j2": "x\n"})
     project = Project.load(tmp_path)
-    with pytest.raises(TemplateError, match="templates/nope.j2: template not found"):
+    with pytest.raises(TemplateError, match=r"templates/nope.j2: template not found"):
         project.plans(project.cells)
 
 

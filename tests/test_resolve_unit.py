@@ -65,11 +65,10 @@ def plan(tmp_path: Path, **settings) -> Plan:
     # a windows cell: no newer OS levels, so no extra pass for their wheels (lockgen/resolve/newer.py)
     cell = Cell(os="windows", arch="x86_64", backend="cpu", python="3.12", settings=base.merged(Settings(**settings)))
     rendered = Rendered(files={"requirements": ("requirements.in.j2", "app\n")})
-    the_plan = Plan(
+    return Plan(
         cell=cell, target=target_for(cell), rendered=rendered, lock=f"locks/{cell.name}.txt",
         work=f".lockgen/{cell.name}", uv_version="0.13.9",
     )  # fmt: skip
-    return the_plan
 
 
 def cell_run(tmp_path: Path, steps, **settings) -> tuple[CellRun, Replay]:
@@ -101,7 +100,7 @@ def test_an_allow_build_package_without_wheels_is_built_on_a_second_try(tmp_path
 
 def test_without_allow_build_the_failure_says_what_to_do(tmp_path):
     run, _ = cell_run(tmp_path, [(1, (DATA / "no-wheels.txt").read_text(), None)])
-    with pytest.raises(CellFailed, match="sdonly: no wheel for x86_64-pc-windows-msvc cp312 .* add it to allow-build"):
+    with pytest.raises(CellFailed, match=r"sdonly: no wheel for x86_64-pc-windows-msvc cp312 .* add it to allow-build"):
         resolve_cell(run)
 
 

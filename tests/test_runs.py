@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-pytestmark = pytest.mark.uv  # these tests lock with the real uv
-
 from tests.faulthost import FaultHost
 from tests.trials import TWELVE, TWO, World, copy_project, kill_mid_write, lockgen, signal_mid_layer, snapshot
+
+pytestmark = pytest.mark.uv  # these tests lock with the real uv
 
 
 @pytest.fixture

@@ -546,7 +546,7 @@ def test_rules_problems_have_key_paths() -> None:
                      "detect.nvidia[1].min-cuda", "detect.nvidia[1].refuse", "detect.nvidia[2].backend",
                      "detect.nvidia[2].min-cuda", "detect.nvidia[2].refuse-compute-capability"]  # fmt: skip
     assert "a number loses zeros" in dict(error.value.problems)["detect.nvidia[1].min-cuda"]
-    with pytest.raises(RulesError, match="^tool.lockgen.detect: must be a table"):
+    with pytest.raises(RulesError, match=r"^tool.lockgen.detect: must be a table"):
         DetectRules.from_dict([], "tool.lockgen.detect")
 
 

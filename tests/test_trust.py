@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.uv  # these tests lock with the real uv
-
 from lockgen.resolve import uv
 from tests.conftest import locked_versions, run_cli, write_project
 from tests.faulthost import UNRESOLVABLE, FaultHost, refusing_url
+
+pytestmark = pytest.mark.uv  # these tests lock with the real uv
 
 ONE = 'os = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]'
 CELL = "linux-x86_64-cpu-py3.12"

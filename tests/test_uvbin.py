@@ -113,9 +113,8 @@ def test_the_real_install():
     ids=["read-only", "access", "permission", "disk-full", "quota", "name-too-long", "other"],
 )
 def test_write_errors_name_the_path_and_what_to_do(code, hint):
-    with pytest.raises(WriteError) as info:
-        with writing("locks/manifest.json"):
-            raise OSError(code, os.strerror(code), "/abs/locks/.manifest.json.x1.tmp")
+    with pytest.raises(WriteError) as info, writing("locks/manifest.json"):
+        raise OSError(code, os.strerror(code), "/abs/locks/.manifest.json.x1.tmp")
     error = info.value
     assert str(error) == f"cannot write locks/manifest.json: {os.strerror(code)}; {error.hint}"
     assert hint in error.hint and error.exit_code == 1 and error.path == "locks/manifest.json"
@@ -124,9 +123,11 @@ def test_write_errors_name_the_path_and_what_to_do(code, hint):
 
 def test_a_real_write_into_a_folder_that_is_a_file(tmp_path):
     (tmp_path / "locks").write_text("not a folder")
-    with pytest.raises(WriteError, match=r"cannot write locks/a\.txt: Not a directory; a file stands where a folder"):
-        with writing("locks/a.txt"):
-            (tmp_path / "locks" / "a.txt").write_text("x")
+    with (
+        pytest.raises(WriteError, match=r"cannot write locks/a\.txt: Not a directory; a file stands where a folder"),
+        writing("locks/a.txt"),
+    ):
+        (tmp_path / "locks" / "a.txt").write_text("x")
     (tmp_path / "b").mkdir()
     assert "a folder stands where the file should be" in str(write_error("b", IsADirectoryError(errno.EISDIR, "Is a directory")))
 
@@ -137,8 +138,7 @@ def test_a_real_read_only_folder(tmp_path):
     folder.mkdir()
     folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
     try:
-        with pytest.raises(WriteError, match="no permission to write there"):
-            with writing("locks/a.txt"):
-                (folder / "a.txt").write_text("x")
+        with pytest.raises(WriteError, match="no permission to write there"), writing("locks/a.txt"):
+            (folder / "a.txt").write_text("x")
     finally:
         folder.chmod(0o755)

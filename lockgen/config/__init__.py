@@ -4,7 +4,17 @@ validation into frozen dataclasses with key-path errors (:mod:`.validate` and it
 
 from lockgen.config.load import find_config, load_config, parse_toml
 from lockgen.config.model import (
-    ARCHES, AXES, DEFAULT_INDEX_URL, OSES, RESERVED_NAMES, WORK, Config, Include, Rule, Settings, Source,
+    ARCHES,
+    AXES,
+    DEFAULT_INDEX_URL,
+    OSES,
+    RESERVED_NAMES,
+    WORK,
+    Config,
+    Include,
+    Rule,
+    Settings,
+    Source,
     selector_matches,
 )  # fmt: skip
 

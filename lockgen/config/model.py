@@ -19,7 +19,7 @@ AXES = ("os", "arch", "backend", "python")
 OSES = ("linux", "windows", "macos")
 ARCHES = ("x86_64", "aarch64")
 #: manylinux levels uv's ``--python-platform`` accepts (uv 0.13 ``--help``).
-MANYLINUX_LEVELS = ("2_17", "2_28") + tuple(f"2_{n}" for n in range(31, 41))
+MANYLINUX_LEVELS = ("2_17", "2_28", *(f"2_{n}" for n in range(31, 41)))
 DEFAULT_INDEX_URL = "https://pypi.org/simple"
 DEFAULT_MANYLINUX = "2_28"
 #: torch 2.13 ships only ``macosx_14_0_arm64`` wheels; uv's own default is 13.0.
@@ -164,17 +164,17 @@ DEFAULT_BACKENDS: tuple[BackendFamily, ...] = (
         packages=(
             "nvidia-*-cu{major}", "*-cu{major}", "*-cu{major}-*", "cupy-cuda{major}x", "jax-cuda{major}-*",
             *(f"nvidia-{lib}" for lib in _NVIDIA_LIBS), "cuda-toolkit", "cuda-bindings", "cuda-python",
-        ),  # fmt: skip
+        ),
         versioned=(
             "nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cuda-cupti", "nvidia-cuda-nvcc", "nvidia-cublas",
             "nvidia-nvjitlink", "nvidia-nvtx", "cuda-toolkit", "cuda-bindings", "cuda-python",
-        ),  # fmt: skip
+        ),
         gpu=True,
     ),
     BackendFamily(name="rocm", flavors=("rocm{version}",), packages=("pytorch-triton-rocm", "rocm", "rocm-*"), gpu=True),
     BackendFamily(name="cpu", flavors=("cpu",)),
     BackendFamily(name="mps", flavors=("mps",)),
-)
+)  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,16 @@ from lockgen.config.backends import BackendChecks
 from lockgen.config.fields import VAR_NAME, KeyPath
 from lockgen.config.metadata import MetadataChecks
 from lockgen.config.model import (
-    ARCHES, AXES, DEFAULT_INDEX_URL, DEFAULT_MACOS, DEFAULT_MANYLINUX, OSES, RESERVED_NAMES, Config, Include, Rule,
+    ARCHES,
+    AXES,
+    DEFAULT_INDEX_URL,
+    DEFAULT_MACOS,
+    DEFAULT_MANYLINUX,
+    OSES,
+    RESERVED_NAMES,
+    Config,
+    Include,
+    Rule,
     Settings,
 )  # fmt: skip
 from lockgen.config.settings import SETTING_KEYS, SettingsChecks

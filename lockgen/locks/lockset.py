@@ -169,7 +169,7 @@ def _clean(locks: str) -> str:
 
 
 def _interesting(path: str) -> bool:
-    return path.endswith((".txt", ".toml")) or path.endswith(f"/{MANIFEST}")
+    return path.endswith((".txt", ".toml", f"/{MANIFEST}"))
 
 
 @dataclass

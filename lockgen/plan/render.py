@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lockgen.config import RESERVED_NAMES, Config
+from lockgen.config import Config
 from lockgen.errors import Problem, TemplateError, TemplateLinesError
 from lockgen.plan.matrix import Cell
 from lockgen.plan.reqfile import refused

@@ -56,11 +56,10 @@ class Target:
             tags = [f"manylinux_2_{n}_{arch}" for n in range(level, floor - 1, -1)]
             legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
             tags += [f"{alias}_{arch}" for n, alias in legacy.items() if n <= level and n >= floor]
-            return tags + [f"linux_{arch}"]
+            return [*tags, f"linux_{arch}"]
         if rest.endswith("windows-msvc"):
             return ["win_amd64" if arch == "x86_64" else "win_arm64"]
         from packaging.tags import mac_platforms
-
         from packaging.version import Version
 
         major, minor = Version(self.macos or "14.0").release[:2]

@@ -57,7 +57,7 @@ def _template_line(root: Path, plan: Plan, template: str, name: str, line: str) 
     """``templates/<file>:<line>`` of the template line that rendered ``line``: the cell's
     template first, then every other template (it may have been ``{% include %}``d)."""
     folder = root / plan.templates
-    paths = [folder / template] + sorted(p for p in folder.rglob("*") if p.is_file() and p != folder / template)
+    paths = [folder / template, *sorted(p for p in folder.rglob("*") if p.is_file() and p != folder / template)]
     for match in (lambda text: text.strip() == line, lambda text: _requirement_name(text) == name):
         for path in paths:
             try:

@@ -57,7 +57,11 @@ from urllib.parse import unquote, urlsplit
 
 from packaging.pylock import Package, PackageArchive, PackageSdist, PackageWheel
 from packaging.utils import (
-    InvalidSdistFilename, InvalidWheelFilename, canonicalize_name, parse_sdist_filename, parse_wheel_filename,
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
 )  # fmt: skip
 from packaging.version import InvalidVersion, Version
 

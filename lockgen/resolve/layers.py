@@ -31,9 +31,9 @@ from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replaceme
 from lockgen.plan.sources import index_pages
 from lockgen.resolve import fetch, hashcheck, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, Resolved, describe, read_pylock
-from lockgen.resolve.newer import add_newer_wheels
 from lockgen.resolve.inputs import install_links, layer_index, main_extra
 from lockgen.resolve.inputs import url_pins as inputs_url_pins
+from lockgen.resolve.newer import add_newer_wheels
 
 __all__ = ["Built", "layer_folder", "resolve"]
 
