@@ -7,4 +7,6 @@ The pipeline, one module per stage::
 ``pipeline`` drives the stages for a set of cells; ``cli`` turns arguments into one pipeline call.
 """
 
+__all__ = ["__version__"]
+
 __version__ = "0.1.0"

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+__all__ = ["CellFailed", "ConfigError", "InstallFailed", "InstallRefused", "Interrupted", "LockFormatError", "LockgenError", "Problem", "TemplateError", "TemplateLinesError", "UsageError", "UvMissing", "WriteError", "merged", "render"]
+
 
 @dataclass(frozen=True, kw_only=True)
 class Problem:

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from rich.live import Live
     from rich.table import Table
 
+__all__ = ["LiveReporter", "PlainReporter", "failure_groups", "print_summary"]
+
 _STYLE = {
     CellState.FAILED: "red", CellState.INTERRUPTED: "red", CellState.LOCKED: "green", CellState.UNCHANGED: "green",
     CellState.UP_TO_DATE: "dim", CellState.RESOLVING: "yellow", CellState.SKIPPED: "dim",

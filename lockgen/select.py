@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+__all__ = ["ARCHES", "DEFAULT_NO_GPU", "DEFAULT_REFUSE", "DEFAULT_TOO_OLD", "GPU_KINDS", "MANIFEST_FORMAT", "NOT_FOUND", "OSES", "QUERY_EXAMPLE", "QUERY_FIELDS", "TIMED_OUT", "TIMEOUT", "DetectRules", "Facts", "Gpu", "InputError", "NoCell", "NvidiaRule", "Problems", "QueryError", "Refused", "RulesError", "Runner", "SelectError", "Selection", "arches", "build_parser", "check_cuda", "choose_backend", "gather", "load_manifest", "mac_arches", "main", "manifest_rules", "normalize_arch", "nvidia_smi_failure", "parse_cuda_version", "parse_gpu_list", "parse_gpu_query", "parse_rocminfo", "parse_sysctl_flag", "pretend", "probe_amd", "probe_nvidia", "read_gpu_query", "rejected_query_field", "rocminfo_failure", "run_cli", "run_program", "select_cell", "version_key"]
+
 MANIFEST_FORMAT = 2  # the manifest format this selector reads
 OSES = ("linux", "windows", "macos")
 ARCHES = ("x86_64", "aarch64")

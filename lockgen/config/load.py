@@ -14,6 +14,8 @@ from typing import Any
 from lockgen.config.model import Config
 from lockgen.errors import ConfigError, UsageError
 
+__all__ = ["find_config", "load_config", "parse_toml"]
+
 
 def find_config(start: Path, explicit: str | None = None) -> Path:
     """Return the config file to use.

@@ -15,6 +15,8 @@ from typing import Any
 
 from lockgen.select import DetectRules
 
+__all__ = ["ARCHES", "AXES", "DEFAULT_BACKENDS", "DEFAULT_INDEX_URL", "DEFAULT_MACOS", "DEFAULT_MANYLINUX", "MANYLINUX_LEVELS", "OSES", "PRERELEASE_MODES", "RESERVED_NAMES", "WORK", "BackendFamily", "Config", "Include", "ProjectMetadata", "Rule", "Settings", "Source", "selector_matches"]
+
 AXES = ("os", "arch", "backend", "python")
 OSES = ("linux", "windows", "macos")
 ARCHES = ("x86_64", "aarch64")

@@ -23,6 +23,8 @@ from lockgen.config import WORK
 from lockgen.errors import LockgenError
 from lockgen.locks.manifest import Row
 
+__all__ = ["STAMP", "Memo", "key", "read", "write"]
+
 STAMP = f"{WORK}/stamp.json"
 
 

@@ -24,6 +24,8 @@ from typing import Any, Protocol, TypeVar
 from lockgen.config import AXES, Config, Settings, selector_matches
 from lockgen.errors import ConfigError, UsageError
 
+__all__ = ["Cell", "Expansion", "Selectable", "expand", "expand_matrix", "parse_selectors", "select", "with_alias_sources"]
+
 log = logging.getLogger("lockgen")
 
 

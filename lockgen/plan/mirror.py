@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from lockgen.credentials import Logins, realm, resolve, split
 from lockgen.errors import UsageError
 
+__all__ = ["ENV_VAR", "Mirrors", "build", "from_env", "parse"]
+
 ENV_VAR = "LOCKGEN_MIRRORS"
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s;'\"<>`\\]+")
 

@@ -36,6 +36,8 @@ from lockgen.plan.target import Target
 if TYPE_CHECKING:
     import jinja2
 
+__all__ = ["PART_NAMES", "PROJECT_FILES", "Plan", "exact_pin", "layer_only_sources", "local_projects", "local_requirements", "make_plan", "pinned_versions"]
+
 #: The files of a local project whose content decides its metadata (PEP 517/621 projects).
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 

@@ -26,6 +26,8 @@ from lockgen.plan.target import Target
 if TYPE_CHECKING:
     import jinja2
 
+__all__ = ["ROLES", "Rendered", "environment", "render", "render_strings", "variables"]
+
 #: Input roles in the order uv receives them, with the file name each renders to.
 ROLES = {"requirements": "requirements.in", "constraints": "constraints.txt", "overrides": "overrides.txt"}
 

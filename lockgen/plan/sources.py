@@ -41,6 +41,8 @@ from lockgen.plan.target import Target
 if TYPE_CHECKING:
     from lockgen.plan.plan import Plan
 
+__all__ = ["ANY_LABEL", "DEFAULT_LABELLED", "INDEX_PROJECT", "INDEX_PROJECT_NAME", "CellSource", "applies", "cell_sources", "explicit_indexes", "folder_listing", "index_name", "index_pages", "index_pins", "index_project", "local_folder_listing", "marker_environment", "placeholders", "required", "requirement_lines"]
+
 #: Packages an index source labels with ``+{flavor}`` unless its ``labels`` table says otherwise.
 DEFAULT_LABELLED = ("torch", "torchvision", "torchaudio")
 #: A label value that means "as the index serves it" (not checked, not pinned).

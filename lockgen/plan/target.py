@@ -16,6 +16,8 @@ from lockgen.plan.matrix import Cell
 if TYPE_CHECKING:
     from packaging.tags import Tag
 
+__all__ = ["Target", "target_for"]
+
 _TRIPLES = {
     ("windows", "x86_64"): "x86_64-pc-windows-msvc",
     ("windows", "aarch64"): "aarch64-pc-windows-msvc",

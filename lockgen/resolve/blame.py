@@ -15,6 +15,8 @@ from packaging.utils import canonicalize_name
 from lockgen.plan.plan import Plan
 from lockgen.resolve import uvout
 
+__all__ = ["blame"]
+
 
 def blame(root: Path, plan: Plan, stderr: str) -> str:
     """When uv's error names a pin that cannot move, name the requirement lines that fought it:

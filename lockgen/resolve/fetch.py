@@ -31,6 +31,8 @@ from lockgen.errors import LockgenError
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.target import Target
 
+__all__ = ["LOGIN_HINT", "FetchError", "best", "fitting", "sha256_of", "version_of", "wheel_name"]
+
 _CACHE = f"{WORK}/downloads.json"
 _lock = threading.Lock()
 log = logging.getLogger("lockgen.fetch")

@@ -30,6 +30,8 @@ from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import CellSource, index_pins
 
+__all__ = ["artifact_problems", "location", "pin_problems", "problems", "without_upload_time"]
+
 
 def location(artifact: Any) -> str:
     """Canonical URL (or lock-relative path) of an artifact."""
