@@ -210,7 +210,13 @@ def plan_bumps(path: Path, text: str, wanted: Mapping[NormalizedName, Version], 
     new_text = text
     if edits:
         done, new_text = _edit(path, text, bom, doc, data, edits)
-    return Plan(edits=tuple(done), kept=tuple(kept), current=tuple(current), text=new_text, configured=frozenset(s.name for s in sites))
+    return Plan(
+        edits=tuple(done),
+        kept=tuple(kept),
+        current=tuple(current),
+        text=new_text,
+        configured=frozenset(s.name for s in sites),
+    )
 
 
 def _choose(
@@ -308,7 +314,7 @@ def _pin_version(site: Site, problems: list[str]) -> Version | None:
     else:
         problems.append(
             f"{site.key_path}: {site.value!r} is a version specifier; lockgen bump only moves pins written "
-            "as a bare version (\"2.13.0\") for now: edit it by hand"
+            'as a bare version ("2.13.0") for now: edit it by hand'
         )
     return None
 
@@ -332,5 +338,3 @@ def _lines(head: str, problems: Sequence[str]) -> str:
     if len(problems) == 1:
         return f"{head}: {problems[0]}"
     return "\n".join([f"{head}:", *(f"  - {p}" for p in problems)])
-
-

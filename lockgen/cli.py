@@ -258,15 +258,22 @@ def build_parser() -> argparse.ArgumentParser:
     from the help of commands that do not take it), all with ``SUPPRESS`` defaults so that
     :func:`parse` sees what was given where."""
     parser = argparse.ArgumentParser(
-        prog="lockgen", description="Per-target lock files from a build matrix. Options go before or after the command.",
+        prog="lockgen",
+        description="Per-target lock files from a build matrix. Options go before or after the command.",
     )
     parser.add_argument("--version", action=_Version, nargs=0, help="show lockgen's and uv's versions")
     groups: dict[tuple[str, ...], argparse._ArgumentGroup] = {}
     for option in OPTIONS:
         if option.commands not in groups:
-            which = "every command" if option.commands == _EVERY else " and ".join(option.commands).replace(" and ", ", ", len(option.commands) - 2)
+            which = (
+                "every command"
+                if option.commands == _EVERY
+                else " and ".join(option.commands).replace(" and ", ", ", len(option.commands) - 2)
+            )
             groups[option.commands] = parser.add_argument_group(f"options of {which}")
-        groups[option.commands].add_argument(*option.flags, dest=option.dest, default=argparse.SUPPRESS, **option.kwargs)
+        groups[option.commands].add_argument(
+            *option.flags, dest=option.dest, default=argparse.SUPPRESS, **option.kwargs
+        )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands = {
         "all": (cmd_all, "lock every stale cell of the matrix"),
@@ -300,7 +307,9 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
 
         p.add_argument("old", nargs="?", metavar="OLD", help="git revision or folder (default: HEAD)")
         p.add_argument("new", nargs="?", metavar="NEW", help="git revision or folder (default: the work tree)")
-        p.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown (a PR comment) or json")
+        p.add_argument(
+            "--format", choices=FORMATS, default="text", help="text (default), markdown (a PR comment) or json"
+        )
         p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
     elif command == "install":
         p.add_argument("cell", nargs="?", metavar="CELL", help="the cell to install (or --detect)")
@@ -330,7 +339,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> NoReturn:  # SIGTERM behaves like Ctrl-C: stop, clean up, exit 130
+def _interrupt(
+    signum: int, frame: FrameType | None
+) -> NoReturn:  # SIGTERM behaves like Ctrl-C: stop, clean up, exit 130
     raise KeyboardInterrupt
 
 

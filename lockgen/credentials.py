@@ -43,7 +43,9 @@ MASK = "****"
 ENV_PREFIX = "LOCKGEN_CREDENTIALS_"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: ``scheme://userinfo@`` in free text (uv's messages mask passwords as ``****``, which still counts).
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s/@'\"<>`]+)@(?P<host>[^\s/'\"<>`?#@]*)")
+_USERINFO = re.compile(
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s/@'\"<>`]+)@(?P<host>[^\s/'\"<>`?#@]*)"
+)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 _known: set[str] = set()
@@ -138,7 +140,7 @@ class Logins:
         found: set[str] = set()
         for login in self.by_realm.values():
             user, colon, password = login.partition(":")
-            for value in ((password,) if colon else (user,)):
+            for value in (password,) if colon else (user,):
                 found.update(v for v in (value, unquote(value)) if len(v) >= 3)
         return found
 
@@ -154,6 +156,7 @@ def resolve(table: Mapping[str, str], environ: Mapping[str, str]) -> Logins:
     missing: list[str] = []
     logins = {}
     for name, userinfo in sorted(table.items()):
+
         def value(match: re.Match[str], where: str = name) -> str:
             var = match.group(1)
             if var not in environ:

@@ -26,7 +26,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-__all__ = ["CellFailed", "ConfigError", "InstallFailed", "InstallRefused", "Interrupted", "LockFormatError", "LockgenError", "Problem", "TemplateError", "TemplateLinesError", "UsageError", "UvMissing", "WriteError", "merged", "render"]
+__all__ = [
+    "CellFailed",
+    "ConfigError",
+    "InstallFailed",
+    "InstallRefused",
+    "Interrupted",
+    "LockFormatError",
+    "LockgenError",
+    "Problem",
+    "TemplateError",
+    "TemplateLinesError",
+    "UsageError",
+    "UvMissing",
+    "WriteError",
+    "merged",
+    "render",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,7 +84,11 @@ def merged(problems: Iterable[Problem]) -> list[Problem]:
     for problem in problems:
         key = replace(problem, cells=())
         seen = out.get(key)
-        out[key] = problem if seen is None else replace(seen, cells=(*seen.cells, *(c for c in problem.cells if c not in seen.cells)))
+        out[key] = (
+            problem
+            if seen is None
+            else replace(seen, cells=(*seen.cells, *(c for c in problem.cells if c not in seen.cells)))
+        )
     return list(out.values())
 
 
@@ -87,7 +107,9 @@ class LockgenError(Exception):
     exit_code = 2
 
     def __init__(self, *problems: Problem | str) -> None:
-        self.problems: tuple[Problem, ...] = tuple(p if isinstance(p, Problem) else Problem(message=p) for p in problems)
+        self.problems: tuple[Problem, ...] = tuple(
+            p if isinstance(p, Problem) else Problem(message=p) for p in problems
+        )
         super().__init__(self.render())
 
     def render(self) -> str:
@@ -106,7 +128,9 @@ class ConfigError(LockgenError):
             if isinstance(problem, str):
                 key, sep, message = problem.partition(": ")
                 dotted = sep and " " not in key.strip() and key[:1].isalpha()
-                problem = Problem(file=source, key=key, message=message) if dotted else Problem(file=source, message=problem)
+                problem = (
+                    Problem(file=source, key=key, message=message) if dotted else Problem(file=source, message=problem)
+                )
             records.append(problem if problem.file else replace(problem, file=source))
         super().__init__(*records)
 

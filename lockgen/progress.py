@@ -95,7 +95,9 @@ def failure_groups(results: Sequence[CellResult]) -> list[tuple[list[str], str]]
     groups: dict[str, list[str]] = {}
     for r in results:
         if r.state is CellState.FAILED:
-            text = re.sub(rf"(?<![\w.-]){re.escape(r.name)}(?![\w.])", "<cell>", r.message.removeprefix(f"cell {r.name}: "))
+            text = re.sub(
+                rf"(?<![\w.-]){re.escape(r.name)}(?![\w.])", "<cell>", r.message.removeprefix(f"cell {r.name}: ")
+            )
             groups.setdefault(text, []).append(r.name)
     return [(cells, text) for text, cells in groups.items()]
 

@@ -28,7 +28,59 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["ARCHES", "DEFAULT_NO_GPU", "DEFAULT_REFUSE", "DEFAULT_TOO_OLD", "GPU_KINDS", "MANIFEST_FORMAT", "NOT_FOUND", "OSES", "QUERY_EXAMPLE", "QUERY_FIELDS", "TIMED_OUT", "TIMEOUT", "DetectRules", "Facts", "Gpu", "InputError", "NoCell", "NvidiaRule", "Problems", "QueryError", "Refused", "RulesError", "Runner", "SelectError", "Selection", "arches", "build_parser", "check_cuda", "choose_backend", "gather", "load_manifest", "mac_arches", "main", "manifest_rules", "normalize_arch", "nvidia_smi_failure", "parse_cuda_version", "parse_gpu_list", "parse_gpu_query", "parse_rocminfo", "parse_sysctl_flag", "pretend", "probe_amd", "probe_nvidia", "read_gpu_query", "rejected_query_field", "rocminfo_failure", "run_cli", "run_program", "select_cell", "version_key"]
+__all__ = [
+    "ARCHES",
+    "DEFAULT_NO_GPU",
+    "DEFAULT_REFUSE",
+    "DEFAULT_TOO_OLD",
+    "GPU_KINDS",
+    "MANIFEST_FORMAT",
+    "NOT_FOUND",
+    "OSES",
+    "QUERY_EXAMPLE",
+    "QUERY_FIELDS",
+    "TIMED_OUT",
+    "TIMEOUT",
+    "DetectRules",
+    "Facts",
+    "Gpu",
+    "InputError",
+    "NoCell",
+    "NvidiaRule",
+    "Problems",
+    "QueryError",
+    "Refused",
+    "RulesError",
+    "Runner",
+    "SelectError",
+    "Selection",
+    "arches",
+    "build_parser",
+    "check_cuda",
+    "choose_backend",
+    "gather",
+    "load_manifest",
+    "mac_arches",
+    "main",
+    "manifest_rules",
+    "normalize_arch",
+    "nvidia_smi_failure",
+    "parse_cuda_version",
+    "parse_gpu_list",
+    "parse_gpu_query",
+    "parse_rocminfo",
+    "parse_sysctl_flag",
+    "pretend",
+    "probe_amd",
+    "probe_nvidia",
+    "read_gpu_query",
+    "rejected_query_field",
+    "rocminfo_failure",
+    "run_cli",
+    "run_program",
+    "select_cell",
+    "version_key",
+]
 
 MANIFEST_FORMAT = 2  # the manifest format this selector reads
 OSES = ("linux", "windows", "macos")
@@ -251,7 +303,9 @@ def _query_row(values: list[str], fields: Sequence[str], number: int) -> Gpu:
 def parse_gpu_list(text: str) -> list[str]:
     """GPU names from ``nvidia-smi -L`` (``GPU 0: NAME (UUID: …)``); the indented ``MIG …
     Device N:`` lines under a GPU are slices of it, not extra GPUs."""
-    return [m.group(1) for line in text.splitlines() if (m := _LISTED.fullmatch(line.strip())) and not line[:1].isspace()]
+    return [
+        m.group(1) for line in text.splitlines() if (m := _LISTED.fullmatch(line.strip())) and not line[:1].isspace()
+    ]
 
 
 def parse_rocminfo(text: str) -> tuple[str, ...]:
@@ -349,7 +403,8 @@ def gather(env: Mapping[str, str] | None = None, run: Runner | None = None, *, s
     env = os.environ if env is None else env
     run = run_program if run is None else run
     os_name = {"linux": "linux", "win32": "windows", "cygwin": "windows", "darwin": "macos"}.get(
-        system or sys.platform, system or sys.platform)
+        system or sys.platform, system or sys.platform
+    )
     machine = machine or platform.machine()
     if os_name == "macos":
         host, interpreter, rosetta = mac_arches(machine, *_sysctl_flags(machine, run))
@@ -681,7 +736,9 @@ def _check_capability(facts: Facts, rule: NvidiaRule, where: str) -> list[str]:
         raise Refused(f"{message} ({why})", [*notes, f"conservative refusal by {where}: {why}"])
     if not facts.gpus:
         return [f"no GPU list: compute capability not checked against {limit} ({where})"]
-    skipped = [f"{gpu.name}: compute capability [N/A], not counted" for gpu in facts.gpus if gpu.compute_capability is None]
+    skipped = [
+        f"{gpu.name}: compute capability [N/A], not counted" for gpu in facts.gpus if gpu.compute_capability is None
+    ]
     return [*skipped, f"no GPU at or above compute capability {limit} ({where}.refuse-compute-capability)"]
 
 
@@ -729,7 +786,9 @@ def pretend(facts: Facts, *, os: str | None = None, arch: str | None = None, int
     said = " ".join(f"--{key} {value}" for key, value in given.items() if value) + (" --gpu-query" if gpus else "")
     if gpu is None and (cuda is not None or gpus is not None):
         gpu = "nvidia"
-    new = replace(facts, os=os or facts.os, arch=arch or facts.arch, interpreter=interpreter or arch or facts.interpreter)
+    new = replace(
+        facts, os=os or facts.os, arch=arch or facts.arch, interpreter=interpreter or arch or facts.interpreter
+    )
     if gpu is None and (os or arch):
         gpu = "apple" if (new.os, new.arch) == ("macos", "aarch64") else "none"
     if gpu is not None:
@@ -786,7 +845,9 @@ def manifest_rules(manifest: Mapping[str, Any]) -> DetectRules:
         raise InputError(f'no integer "format" (expected {MANIFEST_FORMAT}); is this a lockgen manifest?')
     if fmt != MANIFEST_FORMAT:
         fix = "rewrite it with a newer lockgen (lockgen all)" if fmt < MANIFEST_FORMAT else "use a newer select.py"
-        raise InputError(f"manifest format {fmt} is not supported (this selector reads format {MANIFEST_FORMAT}); {fix}")
+        raise InputError(
+            f"manifest format {fmt} is not supported (this selector reads format {MANIFEST_FORMAT}); {fix}"
+        )
     if manifest.get("detect") is None:
         raise InputError("the manifest has no detect rules; add a [detect] table to the lockgen config")
     return DetectRules.from_dict(manifest["detect"], "detect")
@@ -858,7 +919,9 @@ def _lock_and_layers(name: str, entry: Mapping[str, Any]) -> tuple[str, list[dic
     if not isinstance(layers, list):
         raise InputError(f"cells.{name}.layers: must be a list of objects with name, kind, lock")
     for index, layer in enumerate(layers):
-        if not isinstance(layer, Mapping) or not all(isinstance(layer.get(key), str) for key in ("name", "kind", "lock")):
+        if not isinstance(layer, Mapping) or not all(
+            isinstance(layer.get(key), str) for key in ("name", "kind", "lock")
+        ):
             raise InputError(f"cells.{name}.layers[{index}]: must be an object with the strings name, kind, lock")
     if entry.get("requires") is not None and not isinstance(entry["requires"], Mapping):
         raise InputError(f"cells.{name}.requires: must be an object")
@@ -917,7 +980,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     (``lockgen detect`` takes the same ones, with the project's manifest)."""
     if parser is None:
         parser = argparse.ArgumentParser(description="Print the lock of the manifest's cell for this machine.")
-        parser.add_argument("--manifest", default="locks/manifest.json", help="lockgen's manifest (default: %(default)s)")
+        parser.add_argument(
+            "--manifest", default="locks/manifest.json", help="lockgen's manifest (default: %(default)s)"
+        )
     parser.add_argument("--json", action="store_true", help="print the choice as JSON")
     parser.add_argument("--cpu", action="store_true", help="without a supported GPU, use the no-gpu backend")
     parser.add_argument("--python", help="target Python X.Y (default: the matrix's only one, else this one's)")
@@ -942,8 +1007,13 @@ def main(argv: Sequence[str] | None = None, *, run: Runner | None = None, env: M
     return run_cli(args, run=run, env=env)
 
 
-def run_cli(args: argparse.Namespace, *, run: Runner | None = None, env: Mapping[str, str] | None = None,
-            manifest: Mapping[str, Any] | None = None) -> int:
+def run_cli(
+    args: argparse.Namespace,
+    *,
+    run: Runner | None = None,
+    env: Mapping[str, str] | None = None,
+    manifest: Mapping[str, Any] | None = None,
+) -> int:
     """Select and print (see :func:`main`); ``manifest`` instead of reading ``args.manifest``."""
     try:
         selection = _select(args, run, env, manifest)
@@ -965,8 +1035,9 @@ def run_cli(args: argparse.Namespace, *, run: Runner | None = None, env: Mapping
     return 0
 
 
-def _select(args: argparse.Namespace, run: Runner | None, env: Mapping[str, str] | None,
-            given: Mapping[str, Any] | None = None) -> Selection:
+def _select(
+    args: argparse.Namespace, run: Runner | None, env: Mapping[str, str] | None, given: Mapping[str, Any] | None = None
+) -> Selection:
     manifest = given if given is not None else load_manifest(args.manifest)
     query = read_gpu_query(args.gpu_query) if args.gpu_query else None
     pretended_gpu = args.gpu or args.cuda is not None or query is not None or args.os or args.arch

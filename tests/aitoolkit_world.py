@@ -91,13 +91,23 @@ def build(make_host: Callable[[str], FakeHost]) -> World:
                           ("poetry-core", "2.2.1"), ("hf-xet", "1.2.0"), ("flash-linear-attention", "0.5.2"),
                           ("torchcodec", "0.9.1"), ("numpy", "2.3.0"), ("filelock", "3.20.0")]:  # fmt: skip
         files.append(pypi.wheel("files", name, version))
-    for tag in (f"{CP}-{CP}-{LINUX_X86}", f"{CP}-{CP}-{LINUX_ARM}", f"{CP}-{CP}-win_amd64", f"{CP}-{CP}-macosx_11_0_arm64"):
+    for tag in (
+        f"{CP}-{CP}-{LINUX_X86}",
+        f"{CP}-{CP}-{LINUX_ARM}",
+        f"{CP}-{CP}-win_amd64",
+        f"{CP}-{CP}-macosx_11_0_arm64",
+    ):
         files.append(pypi.wheel("files", "grpcio", "1.76.0", tag))
     files.append(pypi.wheel("files", "triton-windows", "3.7.1.post21", f"{CP}-{CP}-win_amd64"))
     for tag in (LINUX_X86, LINUX_ARM, "win_amd64", "macosx_14_0_arm64"):  # no win_arm64 build on PyPI
         files.append(pypi.wheel("files", "torchcodec", "0.15.0", f"{CP}-{CP}-{tag}"))
     # PyPI's own torch builds (macOS: only macosx_14_0 wheels, as torch 2.13 ships)
-    for tag in (f"{CP}-{CP}-macosx_14_0_arm64", f"{CP}-{CP}-{LINUX_X86}", f"{CP}-{CP}-{LINUX_ARM}", f"{CP}-{CP}-win_amd64"):
+    for tag in (
+        f"{CP}-{CP}-macosx_14_0_arm64",
+        f"{CP}-{CP}-{LINUX_X86}",
+        f"{CP}-{CP}-{LINUX_ARM}",
+        f"{CP}-{CP}-win_amd64",
+    ):
         files.append(pypi.wheel("files", "torch", "2.13.0", tag, requires=("setuptools>=77.0.3", "filelock")))
         files.append(pypi.wheel("files", "torchvision", "0.28.0", tag, requires=("torch==2.13.0", "numpy")))
         files.append(pypi.wheel("files", "torchaudio", "2.11.0", tag))
@@ -108,8 +118,16 @@ def build(make_host: Callable[[str], FakeHost]) -> World:
         wheels = []
         for platform in tags:
             tag = f"{CP}-{CP}-{platform}"
-            wheels.append(pytorch.wheel(f"whl/{flavor}", "torch", f"2.13.0+{flavor}", tag, requires=("setuptools>=77.0.3", "filelock")))
-            wheels.append(pytorch.wheel(f"whl/{flavor}", "torchvision", f"0.28.0+{flavor}", tag, requires=("torch==2.13.0", "numpy")))
+            wheels.append(
+                pytorch.wheel(
+                    f"whl/{flavor}", "torch", f"2.13.0+{flavor}", tag, requires=("setuptools>=77.0.3", "filelock")
+                )
+            )
+            wheels.append(
+                pytorch.wheel(
+                    f"whl/{flavor}", "torchvision", f"0.28.0+{flavor}", tag, requires=("torch==2.13.0", "numpy")
+                )
+            )
             wheels.append(pytorch.wheel(f"whl/{flavor}", "torchaudio", f"2.11.0+{flavor}", tag))
         # the stale mirror copies a backend index also carries
         wheels.append(pytorch.wheel(f"whl/{flavor}", "numpy", "1.26.0"))
@@ -119,19 +137,41 @@ def build(make_host: Callable[[str], FakeHost]) -> World:
     natten_files = []
     for flavor in ("cu126", "cu130"):
         for platform in (LINUX_X86, LINUX_ARM):
-            natten_files.append(natten.wheel("", "natten", f"0.21.7+torch2130{flavor}", f"{CP}-{CP}-{platform}", requires=("torch",)))
+            natten_files.append(
+                natten.wheel("", "natten", f"0.21.7+torch2130{flavor}", f"{CP}-{CP}-{platform}", requires=("torch",))
+            )
     natten.flat_page("", natten_files, hashed=False, mixed_case=True)
 
     base = "mjun0812/flash-attention-prebuild-wheels/releases/download"
     for flavor in ("cu126", "cu130"):
-        github.wheel(f"{base}/v0.9.47", "flash_attn", f"2.8.3+{flavor}torch2.13", f"{CP}-{CP}-manylinux_2_24_x86_64.manylinux_2_28_x86_64", requires=("torch", "einops"))
-        github.wheel(f"{base}/v0.9.52", "flash_attn", f"2.8.3+{flavor}torch2.13", f"{CP}-{CP}-win_amd64", requires=("torch", "einops"))
-    github.wheel(f"{base}/v0.9.48", "flash_attn", "2.8.3+cu130torch2.13", f"{CP}-{CP}-manylinux_2_34_aarch64", requires=("torch", "einops"))
+        github.wheel(
+            f"{base}/v0.9.47",
+            "flash_attn",
+            f"2.8.3+{flavor}torch2.13",
+            f"{CP}-{CP}-manylinux_2_24_x86_64.manylinux_2_28_x86_64",
+            requires=("torch", "einops"),
+        )
+        github.wheel(
+            f"{base}/v0.9.52",
+            "flash_attn",
+            f"2.8.3+{flavor}torch2.13",
+            f"{CP}-{CP}-win_amd64",
+            requires=("torch", "einops"),
+        )
+    github.wheel(
+        f"{base}/v0.9.48",
+        "flash_attn",
+        "2.8.3+cu130torch2.13",
+        f"{CP}-{CP}-manylinux_2_34_aarch64",
+        requires=("torch", "einops"),
+    )
 
     assets = "ostris/ai-toolkit-spark-wheels/releases/download/cu134-20260727"
     spark = [
         github.wheel(assets, "torch", "2.14.0.dev20260727", SPARK_TAG, requires=("setuptools>=77.0.3", "filelock")),
-        github.wheel(assets, "torchvision", "0.29.0.dev20260727", SPARK_TAG, requires=("torch==2.14.0.dev20260727", "numpy")),
+        github.wheel(
+            assets, "torchvision", "0.29.0.dev20260727", SPARK_TAG, requires=("torch==2.14.0.dev20260727", "numpy")
+        ),
         github.wheel(assets, "torchaudio", "2.11.0.dev20260727", SPARK_TAG),
         github.wheel(assets, "torchcodec", "0.15.0", SPARK_TAG),
         github.wheel(assets, "triton", "3.8.0+git8743423b", SPARK_TAG),

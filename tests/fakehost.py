@@ -105,7 +105,13 @@ class FakeHost:
         return self.url + self._absolute(path)
 
     def index_page(
-        self, folder: str, files: list[Path], *, upload_time: str | None = None, hashed: bool = True, links: str = "absolute"
+        self,
+        folder: str,
+        files: list[Path],
+        *,
+        upload_time: str | None = None,
+        hashed: bool = True,
+        links: str = "absolute",
     ) -> str:
         """PEP 503 project pages ``<folder>/<project>/`` for ``files``; returns the index URL.
 
@@ -117,7 +123,9 @@ class FakeHost:
         self._project_pages(folder, [(path, hashed) for path in files], upload_time, links)
         return f"{self.url}/{folder.strip('/')}"
 
-    def flat_page(self, folder: str, files: list[Path], *, hashed: bool = False, links: str = "auto", mixed_case: bool = False) -> str:
+    def flat_page(
+        self, folder: str, files: list[Path], *, hashed: bool = False, links: str = "auto", mixed_case: bool = False
+    ) -> str:
         """A flat find-links page ``<folder>/index.html`` linking ``files``; returns its URL.
 
         ``links="auto"``: the bare (``%2B``-encoded) file name for files in ``folder``, an
@@ -197,7 +205,9 @@ class FakeHost:
         attrs = f' data-requires-python="{html.escape(requires_python)}"' if requires_python else ""
         return f'<a href="{html.escape(href)}"{attrs}>{html.escape(path.name)}</a>'
 
-    def _project_pages(self, folder: str, files: list[tuple[Path, bool]], upload_time: str | None, links: str) -> list[str]:
+    def _project_pages(
+        self, folder: str, files: list[tuple[Path, bool]], upload_time: str | None, links: str
+    ) -> list[str]:
         """Write ``<folder>/<project>/index.html`` (and ``index.json`` with ``upload_time``) for
         every project in ``files``; returns the projects."""
         by_project: dict[str, list[tuple[Path, bool]]] = {}
@@ -207,7 +217,9 @@ class FakeHost:
         for project, items in by_project.items():
             page = self._folder(f"{folder}/{project}")
             anchors = [self._anchor(path, self._href(path, page, links), hashed) + "<br/>" for path, hashed in items]
-            (page / "index.html").write_text("<!DOCTYPE html><html><body>\n" + "\n".join(anchors) + "\n</body></html>\n")
+            (page / "index.html").write_text(
+                "<!DOCTYPE html><html><body>\n" + "\n".join(anchors) + "\n</body></html>\n"
+            )
             if upload_time:
                 entries = []
                 for path, hashed in items:

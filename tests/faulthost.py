@@ -66,11 +66,16 @@ class FaultHost:
         self._server.shutdown()
         self._server.server_close()
 
-    def wheel(self, folder: str, name: str, version: str, tag: str = "py3-none-any", requires: tuple[str, ...] = ()) -> Path:
+    def wheel(
+        self, folder: str, name: str, version: str, tag: str = "py3-none-any", requires: tuple[str, ...] = ()
+    ) -> Path:
         return make_wheel(self.root / folder.strip("/"), name, version, tag, tuple(requires))
 
     def fault(self, path: str) -> Fault | None:
-        return next((f for prefix, f in sorted(self.faults.items(), key=lambda kv: -len(kv[0])) if path.startswith(prefix)), None)
+        return next(
+            (f for prefix, f in sorted(self.faults.items(), key=lambda kv: -len(kv[0])) if path.startswith(prefix)),
+            None,
+        )
 
     def _anchor(self, path: Path, href: str, digest: str | None) -> str:
         if digest is None:
@@ -88,15 +93,20 @@ class FaultHost:
             page = self.root / folder.strip("/") / project
             page.mkdir(parents=True, exist_ok=True)
             anchors = [self._anchor(p, self._absolute(p), "0" * 64 if p.name in wrong_hash else None) for p in paths]
-            (page / "index.html").write_text("<!DOCTYPE html><html><body>\n" + "\n".join(anchors) + "\n</body></html>\n")
+            (page / "index.html").write_text(
+                "<!DOCTYPE html><html><body>\n" + "\n".join(anchors) + "\n</body></html>\n"
+            )
         return f"{self.url}/{folder.strip('/')}"
 
-    def flat(self, folder: str, files: list[Path], wrong_hash: frozenset[str] = frozenset(), hashed: bool = True) -> str:
+    def flat(
+        self, folder: str, files: list[Path], wrong_hash: frozenset[str] = frozenset(), hashed: bool = True
+    ) -> str:
         """A flat find-links page ``<folder>/`` linking ``files`` by absolute path; returns its URL."""
         page = self.root / folder.strip("/")
         page.mkdir(parents=True, exist_ok=True)
         anchors = [
-            self._anchor(p, self._absolute(p), "0" * 64 if p.name in wrong_hash else (None if hashed else "")) for p in files
+            self._anchor(p, self._absolute(p), "0" * 64 if p.name in wrong_hash else (None if hashed else ""))
+            for p in files
         ]
         (page / "index.html").write_text("<html><body>\n" + "\n".join(anchors) + "\n</body></html>\n")
         return f"{self.url}/{folder.strip('/')}/"

@@ -65,7 +65,9 @@ def build(make_host: Callable[[str], FakeHost]) -> Hosts:
             more.append(pypi.wheel("files", "torchvision", "0.22.1", tag, requires=("torch==2.7.1",)))
     for platform in (LINUX_X86, WINDOWS):
         more.append(pypi.wheel("files", "xformers", "0.0.31", f"cp39-abi3-{platform}", requires=("torch==2.7.1",)))
-        more.append(pypi.wheel("files", "xformers", "0.0.32.post1", f"cp39-abi3-{platform}", requires=("torch==2.8.0",)))
+        more.append(
+            pypi.wheel("files", "xformers", "0.0.32.post1", f"cp39-abi3-{platform}", requires=("torch==2.8.0",))
+        )
     more.append(pypi.sdist("files", "xformers", "0.0.31"))
     for platform in (LINUX_X86, LINUX_ARM, WINDOWS):  # cryptography 50: no macOS wheel (C26)
         more.append(pypi.wheel("files", "cryptography", "50.0.2", f"cp311-abi3-{platform}"))
@@ -87,11 +89,15 @@ def build(make_host: Callable[[str], FakeHost]) -> Hosts:
             for platform in platforms:
                 tag = f"{py}-{py}-{platform}"
                 files.append(pytorch.wheel(folder, "torch", f"{torch}+{flavor}", tag))
-                files.append(pytorch.wheel(folder, "torchvision", f"{vision}+{flavor}", tag, requires=(f"torch=={torch}",)))
+                files.append(
+                    pytorch.wheel(folder, "torchvision", f"{vision}+{flavor}", tag, requires=(f"torch=={torch}",))
+                )
                 files += [pytorch.wheel(folder, name, version, tag) for name, version in unlabelled]
             if flavor == "cpu":  # the cpu index's macOS wheels carry no label (CASES C25)
                 files.append(pytorch.wheel(folder, "torch", torch, f"{py}-{py}-{MAC}"))
-                files.append(pytorch.wheel(folder, "torchvision", vision, f"{py}-{py}-{MAC}", requires=(f"torch=={torch}",)))
+                files.append(
+                    pytorch.wheel(folder, "torchvision", vision, f"{py}-{py}-{MAC}", requires=(f"torch=={torch}",))
+                )
         files.append(pytorch.wheel(folder, "numpy", "1.26.3"))  # a stale mirror copy (C03)
         pytorch.index_page(folder, files)
     return hosts

@@ -65,7 +65,8 @@ def local_project(folder: Path, name: str = "sub", version: str = "0.1.0") -> Pa
     module = folder / f"{name.replace('-', '_')}_pkg"
     module.mkdir(parents=True, exist_ok=True)
     (module / "__init__.py").write_text(f'WHERE = "{name}"\n')
-    (folder / "pyproject.toml").write_text(textwrap.dedent(f"""\
+    (folder / "pyproject.toml").write_text(
+        textwrap.dedent(f"""\
         [build-system]
         requires = []
         build-backend = "backend"
@@ -74,6 +75,7 @@ def local_project(folder: Path, name: str = "sub", version: str = "0.1.0") -> Pa
         [project]
         name = "{name}"
         version = "{version}"
-    """))
+    """)
+    )
     (folder / "backend.py").write_text(_BACKEND.format(name=name, version=version))
     return folder

@@ -53,14 +53,17 @@ def build_sdist(sdist_directory, config_settings=None):
 '''
 
 
-def local_project(folder: Path, name: str, version: str, requires: tuple[str, ...] = (), dynamic_version: bool = False) -> Path:
+def local_project(
+    folder: Path, name: str, version: str, requires: tuple[str, ...] = (), dynamic_version: bool = False
+) -> Path:
     """Write a project into ``folder`` (its module is ``name`` with ``_``) and return ``folder``."""
     module = folder / name.replace("-", "_")
     module.mkdir(parents=True, exist_ok=True)
     (module / "__init__.py").write_text(f"VERSION = {version!r}\n")
     deps = ", ".join(f'"{r}"' for r in requires)
     version_line = 'dynamic = ["version"]' if dynamic_version else f'version = "{version}"'
-    (folder / "pyproject.toml").write_text(textwrap.dedent(f"""\
+    (folder / "pyproject.toml").write_text(
+        textwrap.dedent(f"""\
         [project]
         name = "{name}"
         {version_line}
@@ -70,7 +73,8 @@ def local_project(folder: Path, name: str, version: str, requires: tuple[str, ..
         requires = []
         build-backend = "backend"
         backend-path = ["."]
-    """))
+    """)
+    )
     (folder / "backend.py").write_text(_BACKEND.format(name=name, version=version, requires=tuple(requires)))
     return folder
 

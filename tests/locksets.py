@@ -44,9 +44,19 @@ class Pin:
         return self.digest or digest_of(name, str(self.version), self.url or "")
 
     def entry(self, name: str) -> Entry:
-        hashes = () if self.url and self.url.startswith("git+") else tuple(sorted(f"sha256:{h}" for h in (self.sha256(name), *self.extra)))
+        hashes = (
+            ()
+            if self.url and self.url.startswith("git+")
+            else tuple(sorted(f"sha256:{h}" for h in (self.sha256(name), *self.extra)))
+        )
         version = Version(self.version) if self.version and not self.url else None
-        return Entry(name=canonicalize_name(name), version=version, url=self.url, hashes=hashes, via=("templates/requirements.in.j2",))
+        return Entry(
+            name=canonicalize_name(name),
+            version=version,
+            url=self.url,
+            hashes=hashes,
+            via=("templates/requirements.in.j2",),
+        )
 
     def package(self, name: str) -> Package:
         sha = self.sha256(name)
@@ -87,7 +97,10 @@ def write_locks(folder: Path, cells: dict[str, CellSpec], manifest: dict[str, ob
         for name, layer in spec.layers.items():
             path = f"locks/{cell}/{name}.txt"
             entries = tuple(pin.entry(n) for n, pin in sorted(layer.pins.items()))
-            lock = Lock(header=header(cell, layer.kind, path, layer_of=f"locks/{cell}.txt", find_links=layer.find_links), entries=entries)
+            lock = Lock(
+                header=header(cell, layer.kind, path, layer_of=f"locks/{cell}.txt", find_links=layer.find_links),
+                entries=entries,
+            )
             text = lock.render()
             (folder / cell).mkdir(exist_ok=True)
             (folder / cell / f"{name}.txt").write_text(text, newline="\n")
@@ -127,7 +140,9 @@ def base_cells(names: tuple[str, ...] = NAMES) -> dict[str, CellSpec]:
                 "torch": Pin("2.13.0+cu126", where=CU.format(flavor="cu126")),
             },
             layers={
-                "optional-flash-attn": LayerSpec(LayerKind.OPTIONAL, {"flash-attn": Pin("2.8.2")}, ("https://wheels.example.org/fa/",)),
+                "optional-flash-attn": LayerSpec(
+                    LayerKind.OPTIONAL, {"flash-attn": Pin("2.8.2")}, ("https://wheels.example.org/fa/",)
+                ),
                 "unhashed": LayerSpec(LayerKind.UNHASHED, {"mylib": Pin(None, url=MYLIB + "a" * 40)}),
             },
         )

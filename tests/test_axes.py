@@ -59,13 +59,18 @@ def test_an_extra_axis_multiplies_cells_and_is_appended_to_their_names(tmp_path)
 
 
 def test_names_of_a_matrix_without_extra_axes_do_not_change(tmp_path):
-    cells = cells_of(tmp_path, '[tool.lockgen.matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]')
+    cells = cells_of(
+        tmp_path, '[tool.lockgen.matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]'
+    )
     assert [(c.name, dict(c.extra)) for c in cells] == [("linux-x86_64-cpu-py3.12", {})]
 
 
 def test_two_extra_axes_in_declaration_order(tmp_path):
     config = '[tool.lockgen.matrix]\nos = ["linux"]\narch = ["x86_64"]\nengine = ["llama", "ik"]\nbackend = ["cpu"]\npython = ["3.12"]\nvariant = ["portable"]'
-    assert [c.name for c in cells_of(tmp_path, config)] == ["linux-x86_64-cpu-py3.12-llama-portable", "linux-x86_64-cpu-py3.12-ik-portable"]
+    assert [c.name for c in cells_of(tmp_path, config)] == [
+        "linux-x86_64-cpu-py3.12-llama-portable",
+        "linux-x86_64-cpu-py3.12-ik-portable",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -100,14 +105,18 @@ def test_only_selects_by_an_extra_axis(tmp_path):
     assert [c.name for c in chosen] == [
         "linux-x86_64-cu128-py3.13-portable", "linux-x86_64-cpu-py3.13-portable", "linux-x86_64-vulkan-py3.13-portable",
     ]  # fmt: skip
-    with pytest.raises(UsageError, match=r"--only variant=portabel: 'portabel' is not a value of the variant axis \(full, portable\)"):
+    with pytest.raises(
+        UsageError, match=r"--only variant=portabel: 'portabel' is not a value of the variant axis \(full, portable\)"
+    ):
         select(cells, only=["variant=portabel"])
     with pytest.raises(UsageError, match="KEY one of os, arch, backend, python, variant, name"):
         select(cells, only=["flavour=x"])
 
 
 def test_templates_and_source_urls_see_the_axis_by_its_name(tmp_path):
-    config = VARIANT + """
+    config = (
+        VARIANT
+        + """
         [tool.lockgen.sources.llama]
         urls = ["https://github.com/o/llama/releases/download/v1/llama-1.0+{variant}-py3-none-any.whl"]
         packages = ["llama"]
@@ -115,6 +124,7 @@ def test_templates_and_source_urls_see_the_axis_by_its_name(tmp_path):
         match = {}
         use = ["llama"]
     """
+    )
     templates = {
         "requirements.in.j2": "# {{ variant }} {{ cell }}\nnumpy\n",
         "portable.in.j2": "# {{ variant }} {{ llama }}\nrequests\n",

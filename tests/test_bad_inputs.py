@@ -169,60 +169,123 @@ def template_case(id: str, text: str, *names: str, code: int = 2, extra: dict[st
 
 CONFIG_CASES = [
     config_case("toml-syntax", "", "[tool.lockgen.rules\n", "line"),
-    config_case("unknown-top-key", 'use = ["vendor"]', 'use = ["vendor"]\nmatrx = {}', "tool.lockgen.matrx: unknown key"),
     config_case(
-        "unknown-rule-key", "", '[[tool.lockgen.rules]]\nmatches = { os = "linux" }\n', "tool.lockgen.rules[0].matches: unknown key"
+        "unknown-top-key", 'use = ["vendor"]', 'use = ["vendor"]\nmatrx = {}', "tool.lockgen.matrx: unknown key"
     ),
-    config_case("python-not-a-string", 'python = ["3.12"]', "python = [3.12]", "tool.lockgen.matrix.python[0]: must be a string"),
-    config_case("bad-backend-label", 'backend = ["cpu"]', 'backend = ["CPU"]', "tool.lockgen.matrix.backend[0]", "'CPU'"),
-    config_case("unknown-os", 'os = ["linux", "windows"]', 'os = ["linux", "windwos"]', "tool.lockgen.matrix.os[1]", "windwos"),
     config_case(
-        "exclude-value-not-on-axis", 'python = ["3.12"]', 'python = ["3.12"]\nexclude = [{ backend = "cpuu" }]',
-        "tool.lockgen.matrix.exclude[0].backend", "'cpuu' is not a value of the backend axis (cpu)",
+        "unknown-rule-key",
+        "",
+        '[[tool.lockgen.rules]]\nmatches = { os = "linux" }\n',
+        "tool.lockgen.rules[0].matches: unknown key",
     ),
-    config_case("exclude-names-no-axis", 'python = ["3.12"]', 'python = ["3.12"]\nexclude = [{}]', "tool.lockgen.matrix.exclude[0]"),
-    config_case("rule-unknown-axis", "", '[[tool.lockgen.rules]]\nmatch = { gpu = "x" }\n', "tool.lockgen.rules[0].match.gpu"),
-    config_case("rule-use-not-a-list", "", '[[tool.lockgen.rules]]\nmatch = {}\nuse = "vendor"\n', "tool.lockgen.rules[0].use"),
-    config_case("rule-matches-no-value", "", '[[tool.lockgen.rules]]\nmatch = { os = "macos" }\nskip = "x"\n', "tool.lockgen.rules[0].match.os", "'macos'"),
+    config_case(
+        "python-not-a-string", 'python = ["3.12"]', "python = [3.12]", "tool.lockgen.matrix.python[0]: must be a string"
+    ),
+    config_case(
+        "bad-backend-label", 'backend = ["cpu"]', 'backend = ["CPU"]', "tool.lockgen.matrix.backend[0]", "'CPU'"
+    ),
+    config_case(
+        "unknown-os", 'os = ["linux", "windows"]', 'os = ["linux", "windwos"]', "tool.lockgen.matrix.os[1]", "windwos"
+    ),
+    config_case(
+        "exclude-value-not-on-axis",
+        'python = ["3.12"]',
+        'python = ["3.12"]\nexclude = [{ backend = "cpuu" }]',
+        "tool.lockgen.matrix.exclude[0].backend",
+        "'cpuu' is not a value of the backend axis (cpu)",
+    ),
+    config_case(
+        "exclude-names-no-axis",
+        'python = ["3.12"]',
+        'python = ["3.12"]\nexclude = [{}]',
+        "tool.lockgen.matrix.exclude[0]",
+    ),
+    config_case(
+        "rule-unknown-axis", "", '[[tool.lockgen.rules]]\nmatch = { gpu = "x" }\n', "tool.lockgen.rules[0].match.gpu"
+    ),
+    config_case(
+        "rule-use-not-a-list", "", '[[tool.lockgen.rules]]\nmatch = {}\nuse = "vendor"\n', "tool.lockgen.rules[0].use"
+    ),
+    config_case(
+        "rule-matches-no-value",
+        "",
+        '[[tool.lockgen.rules]]\nmatch = { os = "macos" }\nskip = "x"\n',
+        "tool.lockgen.rules[0].match.os",
+        "'macos'",
+    ),
     Case(
-        "missing-template", lambda ctx: (ctx.edit('use = ["vendor"]', 'use = ["vendor"]\nrequirements = "nope.in.j2"'), ["all"])[1],
-        2, ("templates/nope.in.j2: template not found", CELLS[0]),
+        "missing-template",
+        lambda ctx: (ctx.edit('use = ["vendor"]', 'use = ["vendor"]\nrequirements = "nope.in.j2"'), ["all"])[1],
+        2,
+        ("templates/nope.in.j2: template not found", CELLS[0]),
     ),
     config_case("pinned-without-a-pin", 'use = ["vendor"]', 'use = ["vendor"]\npinned = ["gamma"]', "gamma", "pins"),
     config_case("pin-not-a-version", 'alpha = "1.0"', 'alpha = "one"', "tool.lockgen.pins.alpha", "'one'"),
     config_case("use-unknown-source", 'use = ["vendor"]', 'use = ["vendr"]', "tool.lockgen.use", "'vendr'"),
-    config_case("alias-of-no-cell", "", '[[tool.lockgen.rules]]\nmatch = { os = "windows" }\nalias = "nope"\n', "alias 'nope'"),
-    config_case("bad-exclude-newer", 'use = ["vendor"]', 'use = ["vendor"]\nexclude-newer = "yesterday"', "tool.lockgen.exclude-newer", "yesterday"),
-    config_case("index-url-without-scheme", "https://pypi.example/simple", "pypi.example/simple", "tool.lockgen.index-url"),
     config_case(
-        "source-with-two-kinds", 'find-links = "https://vendor.example/vendor/"',
-        'find-links = "https://vendor.example/vendor/"\nindex = "https://vendor.example/whl"', "tool.lockgen.sources.vendor",
+        "alias-of-no-cell", "", '[[tool.lockgen.rules]]\nmatch = { os = "windows" }\nalias = "nope"\n', "alias 'nope'"
     ),
-    config_case("source-bad-placeholder", "vendor.example/vendor/", "vendor.example/{flavour}/", "tool.lockgen.sources.vendor", "{flavour}"),
+    config_case(
+        "bad-exclude-newer",
+        'use = ["vendor"]',
+        'use = ["vendor"]\nexclude-newer = "yesterday"',
+        "tool.lockgen.exclude-newer",
+        "yesterday",
+    ),
+    config_case(
+        "index-url-without-scheme", "https://pypi.example/simple", "pypi.example/simple", "tool.lockgen.index-url"
+    ),
+    config_case(
+        "source-with-two-kinds",
+        'find-links = "https://vendor.example/vendor/"',
+        'find-links = "https://vendor.example/vendor/"\nindex = "https://vendor.example/whl"',
+        "tool.lockgen.sources.vendor",
+    ),
+    config_case(
+        "source-bad-placeholder",
+        "vendor.example/vendor/",
+        "vendor.example/{flavour}/",
+        "tool.lockgen.sources.vendor",
+        "{flavour}",
+    ),
     config_case("empty-axis", 'python = ["3.12"]', "python = []", "tool.lockgen.matrix: has no cells"),
     config_case("mirror-not-a-url", '"https://pypi.example" =', '"pypi" =', "tool.lockgen.mirrors"),
     Case(
         "config-not-utf8",
         lambda ctx: (ctx.config.write_bytes(ctx.config.read_bytes() + b"# \xff\xfe\n"), ["all"])[1],
-        2, ("pyproject.toml", "utf-8"),
+        2,
+        ("pyproject.toml", "utf-8"),
     ),
     Case(
         "two-sources-serve-one-package",
-        lambda ctx: (ctx.edit('use = ["vendor"]', 'use = ["vendor", "other"]'),
-                     ctx.append('[tool.lockgen.sources.other]\nfind-links = "https://other.example/"\npackages = ["extra"]\n'), ["all"])[2],
-        2, ("'vendor'", "'other'", "extra"),
+        lambda ctx: (
+            ctx.edit('use = ["vendor"]', 'use = ["vendor", "other"]'),
+            ctx.append('[tool.lockgen.sources.other]\nfind-links = "https://other.example/"\npackages = ["extra"]\n'),
+            ["all"],
+        )[2],
+        2,
+        ("'vendor'", "'other'", "extra"),
     ),
 ]
 
 # ------------------------------------------------------------------ command line
 
 CLI_CASES = [
-    Case("unknown-cell", lambda ctx: ["lock", "linux-x86_64-cpu-py3.21"], 2, ("linux-x86_64-cpu-py3.21", "did you mean")),
+    Case(
+        "unknown-cell", lambda ctx: ["lock", "linux-x86_64-cpu-py3.21"], 2, ("linux-x86_64-cpu-py3.21", "did you mean")
+    ),
     Case("only-bad-value", lambda ctx: ["all", "--only", "os=linx"], 2, ("os=linx", "linux, windows")),
-    Case("mirror-without-equals", lambda ctx: ["all", "--force", "--mirror", "https://pypi.example"], 2, ("--mirror", "CANONICAL=MIRROR")),
+    Case(
+        "mirror-without-equals",
+        lambda ctx: ["all", "--force", "--mirror", "https://pypi.example"],
+        2,
+        ("--mirror", "CANONICAL=MIRROR"),
+    ),
     Case(
         "bad-mirrors-variable",
-        lambda ctx: (ctx.monkeypatch.setenv("LOCKGEN_MIRRORS", "nonsense"), ["all"])[1], 2, ("LOCKGEN_MIRRORS", "nonsense"),
+        lambda ctx: (ctx.monkeypatch.setenv("LOCKGEN_MIRRORS", "nonsense"), ["all"])[1],
+        2,
+        ("LOCKGEN_MIRRORS", "nonsense"),
     ),
     Case("upgrade-package-typo", lambda ctx: ["all", "--upgrade-package", "alhpa"], 2, ("--upgrade-package alhpa",)),
     Case("no-config-there", lambda ctx: ["all", "-C", str(ctx.tmp / "nowhere")], 2, ("nowhere",)),
@@ -230,11 +293,14 @@ CLI_CASES = [
     Case(
         "gpu-query-not-utf8",
         lambda ctx: (
-            ctx.append('[tool.lockgen.detect]\nno-gpu = "cpu"\n[[tool.lockgen.detect.nvidia]]\nmin-cuda = "12.0"\nbackend = "cpu"\n'),
+            ctx.append(
+                '[tool.lockgen.detect]\nno-gpu = "cpu"\n[[tool.lockgen.detect.nvidia]]\nmin-cuda = "12.0"\nbackend = "cpu"\n'
+            ),
             (ctx.tmp / "query.txt").write_bytes(b"NVIDIA \xff\xfe, 8000 MiB\n"),
             ["detect", "--gpu-query", str(ctx.tmp / "query.txt")],
         )[2],
-        2, ("--gpu-query", "not UTF-8"),
+        2,
+        ("--gpu-query", "not UTF-8"),
     ),
 ]
 
@@ -245,23 +311,40 @@ TEMPLATE_CASES = [
     template_case("undefined-variable", "alpha\n{{ nope }}\n", "templates/requirements.in.j2:2", "'nope' is undefined"),
     template_case("include-missing", '{% include "nope.j2" %}\n', "nope.j2", "templates/requirements.in.j2"),
     template_case(
-        "error-in-included-template", 'alpha\n{% include "common.j2" %}\n', "templates/common.j2:2", "'nope' is undefined",
+        "error-in-included-template",
+        'alpha\n{% include "common.j2" %}\n',
+        "templates/common.j2:2",
+        "'nope' is undefined",
         extra={"common.j2": "beta\n{{ nope }}\n"},
     ),
     template_case("dash-r", "alpha\n-r other.txt\n", "templates/requirements.in.j2", "-r other.txt", "include"),
-    template_case("requirement-equals", "alpha\n--requirement=other.txt\n", "templates/requirements.in.j2", "--requirement=other.txt"),
-    template_case("extra-index-url", "alpha\n--extra-index-url https://evil.example/simple\n", "--extra-index-url", "sources"),
+    template_case(
+        "requirement-equals",
+        "alpha\n--requirement=other.txt\n",
+        "templates/requirements.in.j2",
+        "--requirement=other.txt",
+    ),
+    template_case(
+        "extra-index-url", "alpha\n--extra-index-url https://evil.example/simple\n", "--extra-index-url", "sources"
+    ),
     template_case("find-links-line", "alpha\n-f ./wheels\n", "-f ./wheels", "sources"),
-    template_case("indented-index-url", "alpha\n   --index-url=https://evil.example/simple\n", "--index-url", "sources"),
-    template_case("bad-requirement-line", "alpha\nbeta >= >= 1\n", "beta >= >= 1", "templates/requirements.in.j2", code=2),
+    template_case(
+        "indented-index-url", "alpha\n   --index-url=https://evil.example/simple\n", "--index-url", "sources"
+    ),
+    template_case(
+        "bad-requirement-line", "alpha\nbeta >= >= 1\n", "beta >= >= 1", "templates/requirements.in.j2", code=2
+    ),
     Case(
         "template-not-utf8",
         lambda ctx: ((ctx.root / "templates" / "requirements.in.j2").write_bytes(b"alpha\n\xff\n"), ["all"])[1],
-        2, ("templates/requirements.in.j2", "utf-8"),
+        2,
+        ("templates/requirements.in.j2", "utf-8"),
     ),
     Case(
-        "optional-not-a-requirement", lambda ctx: (ctx.edit('optional = ["extra"]', 'optional = ["extra >= >="]'), ["all"])[1],
-        2, ("optional entry 'extra >= >='", "not a requirement", CELLS[0]),
+        "optional-not-a-requirement",
+        lambda ctx: (ctx.edit('optional = ["extra"]', 'optional = ["extra >= >="]'), ["all"])[1],
+        2,
+        ("optional entry 'extra >= >='", "not a requirement", CELLS[0]),
     ),
 ]
 
@@ -286,7 +369,10 @@ def unresolvable_index(ctx: Ctx) -> list[str]:
 
 
 def missing_find_links_page(ctx: Ctx) -> list[str]:
-    ctx.edit('packages = ["extra"]', 'packages = ["extra"]\n[tool.lockgen.sources.more]\nfind-links = "https://vendor.example/missing/"\npackages = ["gamma"]')
+    ctx.edit(
+        'packages = ["extra"]',
+        'packages = ["extra"]\n[tool.lockgen.sources.more]\nfind-links = "https://vendor.example/missing/"\npackages = ["gamma"]',
+    )
     ctx.edit('use = ["vendor"]', 'use = ["vendor", "more"]')
     ctx.template(TEMPLATE + "gamma\n")
     return ["all"]
@@ -313,16 +399,49 @@ def wrong_find_links_hash(ctx: Ctx) -> list[str]:
 
 
 NETWORK_CASES = [
-    Case("refused-index-host", refused_index, 1, ("https://pypi.example is unreachable", "connection refused", "--mirror"), CELLS),
-    Case("index-host-does-not-resolve", unresolvable_index, 1, ("https://pypi.example is unreachable", "does not resolve"), CELLS),
-    Case("find-links-page-404", missing_find_links_page, 1, ("https://vendor.example/missing/", "404"), CELLS),
-    Case("index-page-500", page_fault("/simple/beta/", Fault(status=500)), 1, ("https://pypi.example/simple/beta/", "500"), CELLS),
-    Case("index-page-garbage", page_fault("/simple/beta/", Fault(body=b"\x00\x9f<<garbage>>\xff" * 50)), 1, ("beta", "https://pypi.example/simple"), CELLS),
     Case(
-        "truncated-wheel", page_fault("/files/beta-1.0-py3-none-any.whl", Fault(truncate=50), cold=True), 1,
-        ("beta==1.0 has an invalid package format", "Failed to read from zip file"), CELLS,
+        "refused-index-host",
+        refused_index,
+        1,
+        ("https://pypi.example is unreachable", "connection refused", "--mirror"),
+        CELLS,
     ),
-    Case("wrong-hash-on-find-links-page", wrong_find_links_hash, 1, ("extra 1.0", "https://vendor.example/vendor/extra-1.0-py3-none-any.whl", "sha256"), CELLS),
+    Case(
+        "index-host-does-not-resolve",
+        unresolvable_index,
+        1,
+        ("https://pypi.example is unreachable", "does not resolve"),
+        CELLS,
+    ),
+    Case("find-links-page-404", missing_find_links_page, 1, ("https://vendor.example/missing/", "404"), CELLS),
+    Case(
+        "index-page-500",
+        page_fault("/simple/beta/", Fault(status=500)),
+        1,
+        ("https://pypi.example/simple/beta/", "500"),
+        CELLS,
+    ),
+    Case(
+        "index-page-garbage",
+        page_fault("/simple/beta/", Fault(body=b"\x00\x9f<<garbage>>\xff" * 50)),
+        1,
+        ("beta", "https://pypi.example/simple"),
+        CELLS,
+    ),
+    Case(
+        "truncated-wheel",
+        page_fault("/files/beta-1.0-py3-none-any.whl", Fault(truncate=50), cold=True),
+        1,
+        ("beta==1.0 has an invalid package format", "Failed to read from zip file"),
+        CELLS,
+    ),
+    Case(
+        "wrong-hash-on-find-links-page",
+        wrong_find_links_hash,
+        1,
+        ("extra 1.0", "https://vendor.example/vendor/extra-1.0-py3-none-any.whl", "sha256"),
+        CELLS,
+    ),
 ]
 
 # ------------------------------------------------------------------ disk
@@ -347,26 +466,39 @@ def locks_is_a_file(ctx: Ctx) -> list[str]:
 
 
 DISK_CASES = [
-    Case("read-only-locks-folder", lambda ctx: stale_then(ctx, "locks"), 1, ("cannot write locks/", CELLS[0], CELLS[1]), CELLS),
+    Case(
+        "read-only-locks-folder",
+        lambda ctx: stale_then(ctx, "locks"),
+        1,
+        ("cannot write locks/", CELLS[0], CELLS[1]),
+        CELLS,
+    ),
     Case("read-only-work-folder", lambda ctx: stale_then(ctx, ".lockgen"), 1, ("cannot write .lockgen/run.lock",)),
     Case(
-        "read-only-manifest", outdated_read_only_manifest, 1, ("cannot write locks/manifest.json", f"{CELLS[0]}: up to date"),
+        "read-only-manifest",
+        outdated_read_only_manifest,
+        1,
+        ("cannot write locks/manifest.json", f"{CELLS[0]}: up to date"),
         changes_in_setup=True,
     ),
     Case("locks-is-a-file", locks_is_a_file, 2, ("tool.lockgen.locks", "pyproject.toml")),
     Case(
         "garbage-lock-check",
         lambda ctx: ((ctx.root / "locks" / f"{CELLS[0]}.txt").write_text("# not a lock\nalpha\n"), ["check"])[1],
-        1, (f"locks/{CELLS[0]}.txt",),
+        1,
+        (f"locks/{CELLS[0]}.txt",),
     ),
     Case(
         "garbage-manifest-check",
-        lambda ctx: ((ctx.root / "locks" / "manifest.json").write_text("{not json"), ["check"])[1], 1, ("locks/manifest.json",),
+        lambda ctx: ((ctx.root / "locks" / "manifest.json").write_text("{not json"), ["check"])[1],
+        1,
+        ("locks/manifest.json",),
     ),
     Case(
         "edited-pylock-check",
         lambda ctx: ((ctx.root / "locks" / CELLS[0] / "pylock.toml").write_text("garbage = \n"), ["check"])[1],
-        1, (f"locks/{CELLS[0]}/pylock.toml",),
+        1,
+        (f"locks/{CELLS[0]}/pylock.toml",),
     ),
 ]
 
@@ -449,4 +581,6 @@ def test_bad_input(case: Case, golden, tmp_path, monkeypatch):
     assert "Traceback" not in output
     manifest = "locks/manifest.json"
     assert {k: v for k, v in after.items() if k != manifest} == {k: v for k, v in snapshot.items() if k != manifest}
-    assert _without_failures(after.get(manifest, b""), case.failed) == _without_failures(snapshot.get(manifest, b""), ())
+    assert _without_failures(after.get(manifest, b""), case.failed) == _without_failures(
+        snapshot.get(manifest, b""), ()
+    )

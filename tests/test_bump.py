@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 # A pyproject.toml that exercises everything tomlkit must leave alone: comments above, beside and
 # inside tables, odd spacing, quote styles, inline tables, arrays of tables with sub-tables, other
 # tools' tables between lockgen's, a key spelt non-canonically and a quoted key.
-COMMENTED = '''\
+COMMENTED = """\
 # ---- header comment ----
 [build-system]
 requires = ["setuptools>=69"]   # build
@@ -59,7 +59,7 @@ os = ["linux"]   # trailing
 arch = ["x86_64"]
 backend = ["cpu"]
 python = ["3.12"]
-'''
+"""
 
 COMMENTED_BUMPED = (
     COMMENTED.replace('torch   =   "2.13.0"', 'torch   =   "2.14.0"')
@@ -194,7 +194,13 @@ SHAPES = [
     ("before", "after"),
     SHAPES,
     ids=[
-        "root-dotted-inline", "inline", "dotted", "all-inline", "out-of-order", "multiline-string", "literal-no-eol",
+        "root-dotted-inline",
+        "inline",
+        "dotted",
+        "all-inline",
+        "out-of-order",
+        "multiline-string",
+        "literal-no-eol",
         "bom",
     ],
 )
@@ -237,7 +243,7 @@ def test_ai_toolkit_example_keeps_the_spark_dev_pins(tmp_path):
         'flash-attn = "2.8.3"', 'flash-attn = "2.8.4"'
     )
     assert path.read_text() == expected != before
-    assert "torch = \"2.14.0.dev20260727\"" in expected
+    assert 'torch = "2.14.0.dev20260727"' in expected
     assert result.lines() == [
         "lockgen.toml: pins.torch: 2.13.0 -> 2.14.0",
         "lockgen.toml: pins.flash-attn: 2.8.3 -> 2.8.4",
@@ -466,7 +472,9 @@ def test_a_name_pinned_only_in_a_template_is_bumped_there(tmp_path):
     original = "torch=={{ pins.torch }}\r\nmatplotlib==3.10.1  # plots\r\n{% if os == 'linux' %}matplotlib==3.10.1{% endif %}\r\n"
     template.write_bytes(original.encode())
     result = bump(tmp_path / "pyproject.toml", ["matplotlib==3.10.3"], templates="templates")
-    assert template.read_bytes() == original.replace("matplotlib==3.10.1  # plots", "matplotlib==3.10.3  # plots").encode()
+    assert (
+        template.read_bytes() == original.replace("matplotlib==3.10.1  # plots", "matplotlib==3.10.3  # plots").encode()
+    )
     assert result.lines() == ["templates/requirements.in.j2:2: matplotlib 3.10.1 -> 3.10.3"]
     assert result.changed and not result.written and result.names == {"matplotlib"}
 
@@ -474,5 +482,7 @@ def test_a_name_pinned_only_in_a_template_is_bumped_there(tmp_path):
 def test_a_name_pinned_nowhere_names_the_templates_too(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.lockgen]\npins = { torch = "2.13.0" }\n')
     (tmp_path / "templates").mkdir()
-    with pytest.raises(UsageError, match=r"numpy: pinned nowhere in pyproject.toml nor as a NAME==VERSION line in templates/"):
+    with pytest.raises(
+        UsageError, match=r"numpy: pinned nowhere in pyproject.toml nor as a NAME==VERSION line in templates/"
+    ):
         bump(tmp_path / "pyproject.toml", ["numpy==2.0"], templates="templates")

@@ -38,7 +38,9 @@ def locked(tmp_path, index) -> Path:
     for name in ("alpha", "beta"):
         index.add(name, "1.0")
     index.publish()
-    root = write_project(tmp_path / "proj", CONFIG.format(index=index.index_url()), {"requirements.in.j2": REQUIREMENTS})
+    root = write_project(
+        tmp_path / "proj", CONFIG.format(index=index.index_url()), {"requirements.in.j2": REQUIREMENTS}
+    )
     assert run_cli("all", "-C", str(root)).code == 0
     for version in ("1.1", "1.2"):
         index.add("alpha", version)

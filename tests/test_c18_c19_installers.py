@@ -84,7 +84,17 @@ def commands(root: Path) -> dict[str, list[str]]:
 def pip_install(python: Path, root: Path, target: Path) -> subprocess.CompletedProcess[str]:
     """The manifest's pip command, run from the project root by ``python``'s pip."""
     args = commands(root)["pip"][1:]  # "pip", then its arguments
-    argv = [str(python), "-m", "pip", *args, "--isolated", "--no-cache-dir", "--disable-pip-version-check", "--target", str(target)]
+    argv = [
+        str(python),
+        "-m",
+        "pip",
+        *args,
+        "--isolated",
+        "--no-cache-dir",
+        "--disable-pip-version-check",
+        "--target",
+        str(target),
+    ]
     return subprocess.run(argv, capture_output=True, text=True, env=clean_env(), cwd=root)
 
 
@@ -94,8 +104,15 @@ def uv_install(root: Path, venv: Path, which: str = "sync") -> subprocess.Comple
     if which == "install":
         args = ["pip", "install", *args[2:-1], "-r", args[-1]]
     env = clean_env()
-    subprocess.run([uv.uv_binary(), "venv", str(venv), "--python", sys.executable, "--no-config"], check=True, capture_output=True, env=env)
-    return subprocess.run([uv.uv_binary(), *args, "--python", str(venv), "--no-config"], capture_output=True, text=True, env=env, cwd=root)
+    subprocess.run(
+        [uv.uv_binary(), "venv", str(venv), "--python", sys.executable, "--no-config"],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    return subprocess.run(
+        [uv.uv_binary(), *args, "--python", str(venv), "--no-config"], capture_output=True, text=True, env=env, cwd=root
+    )
 
 
 def installed(venv: Path) -> set[str]:

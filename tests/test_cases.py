@@ -25,7 +25,9 @@ def hosts(fake_host):
     return fake_host("pypi"), fake_host("backend")
 
 
-def project(root, pypi, backend, requirements: str, extra: str = "", backend_label="cpu", packages=("pkg",), use=True) -> Path:
+def project(
+    root, pypi, backend, requirements: str, extra: str = "", backend_label="cpu", packages=("pkg",), use=True
+) -> Path:
     config = f"""
         index-url = "https://pypi.org/simple"
         use = {'["backend"]' if use else "[]"}
@@ -91,7 +93,11 @@ def test_c02_gpu_cell_never_silently_gets_a_cpu_build(tmp_path, hosts):
     assert run.code == 0, run.err
     assert locked_versions(lock_of(root))["torch"] == "2.6.0+cu124"
     # only a dependency (of a PyPI package): the default index's 2.10.0 fills in -> verify fails
-    pypi.index_page("simple", [pypi.wheel("files", "torch", "2.10.0"), pypi.wheel("files", "vision", "1.0", requires=("torch",))], upload_time=TIME)
+    pypi.index_page(
+        "simple",
+        [pypi.wheel("files", "torch", "2.10.0"), pypi.wheel("files", "vision", "1.0", requires=("torch",))],
+        upload_time=TIME,
+    )
     root = project(tmp_path / "r", pypi, backend, "vision\n", backend_label="cu124", packages=["torch"])
     run = run_cli("all", "-C", str(root))
     assert run.code == 1
@@ -105,8 +111,14 @@ def test_c02_gpu_cell_never_silently_gets_a_cpu_build(tmp_path, hosts):
 
 def test_c03_stale_mirror_packages_never_come_from_the_backend(tmp_path, hosts):
     pypi, backend = hosts
-    pypi.index_page("simple", [pypi.wheel("files", "filelock", "3.20.0"), pypi.wheel("files", "numpy", "2.3.0")], upload_time=TIME)
-    stale = [backend.wheel("whl/cpu", "filelock", "3.0.0"), backend.wheel("whl/cpu", "numpy", "1.26.0"), backend.wheel("whl/cpu", "pkg", "1.0+cpu")]
+    pypi.index_page(
+        "simple", [pypi.wheel("files", "filelock", "3.20.0"), pypi.wheel("files", "numpy", "2.3.0")], upload_time=TIME
+    )
+    stale = [
+        backend.wheel("whl/cpu", "filelock", "3.0.0"),
+        backend.wheel("whl/cpu", "numpy", "1.26.0"),
+        backend.wheel("whl/cpu", "pkg", "1.0+cpu"),
+    ]
     backend.index_page("whl/cpu", stale)
     root = project(tmp_path / "p", pypi, backend, "filelock>=3.10\nnumpy\npkg\n")
     run_ok("all", "-C", str(root))
@@ -123,7 +135,9 @@ def test_c03_stale_mirror_packages_never_come_from_the_backend(tmp_path, hosts):
 def test_c04_artifacts_without_hashes_are_hashed(tmp_path, hosts):
     pypi, backend = hosts
     pypi.index_page("simple", [pypi.wheel("files", "plain", "1.0")], upload_time=TIME, hashed=False)
-    flat = backend.flat_page("flat", [backend.wheel("flat", "pkg", "1.0+cpu"), backend.wheel("flat", "torch", "2.13.0+cpu")], hashed=False)
+    flat = backend.flat_page(
+        "flat", [backend.wheel("flat", "pkg", "1.0+cpu"), backend.wheel("flat", "torch", "2.13.0+cpu")], hashed=False
+    )
     extra = f'find-links = {{ flat = "{flat}" }}'
     root = project(tmp_path / "p", pypi, backend, "plain\npkg\ntorch\n", extra=extra, use=False)
     run_ok("all", "-C", str(root))
@@ -165,7 +179,14 @@ def test_c10_relative_folders_and_odd_links(tmp_path, hosts):
     pypi.index_page("simple", [pypi.wheel("files", "other", "1.0")], upload_time=TIME)
     files = [backend.wheel("page", "pkg", "1.0+cpu"), backend.wheel("page", "torch", "2.13.0+cpu")]
     page = backend.flat_page("page", files, mixed_case=True)  # relative, %2B-encoded, mixed-case names
-    root = project(tmp_path / "p", pypi, backend, "pkg\ntorch\nlocalonly\n", extra=f'find-links = {{ page = "{page}", local = "wheels" }}', use=False)
+    root = project(
+        tmp_path / "p",
+        pypi,
+        backend,
+        "pkg\ntorch\nlocalonly\n",
+        extra=f'find-links = {{ page = "{page}", local = "wheels" }}',
+        use=False,
+    )
     make_wheel(root / "wheels", "Localonly", "1.0+cpu")
     run_ok("all", "-C", str(root))
     text = lock_of(root)

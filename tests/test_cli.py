@@ -100,7 +100,10 @@ def test_options_go_before_or_after_the_command(before, after, expected):
     ("argv", "expected"),
     [
         (["--json", "matrix"], {"command": "matrix", "json": True}),
-        (["--os", "linux", "--cpu", "detect", "--gpu", "none"], {"command": "detect", "os": "linux", "cpu": True, "gpu": "none"}),
+        (
+            ["--os", "linux", "--cpu", "detect", "--gpu", "none"],
+            {"command": "detect", "os": "linux", "cpu": True, "gpu": "none"},
+        ),
         (["-C", "x", "lock", "a", "b"], {"command": "lock", "config": "x", "cells": ["a", "b"]}),
         (["--only", "os=linux", "check"], {"command": "check", "only": ["os=linux"], "cells": []}),
     ],
@@ -122,7 +125,15 @@ def test_command_options_before_the_command(argv, expected):
         (["detect", "--only", "os=linux"], "--only does not apply to detect (only to all, lock, matrix, check)"),
         (["all", "--gpu", "none"], "--gpu does not apply to all (only to detect)"),
     ],
-    ids=["force-matrix", "jobs-check", "only-detect", "json-diff", "after-jobs-check", "after-only-detect", "after-gpu-all"],
+    ids=[
+        "force-matrix",
+        "jobs-check",
+        "only-detect",
+        "json-diff",
+        "after-jobs-check",
+        "after-only-detect",
+        "after-gpu-all",
+    ],
 )
 def test_an_option_for_a_command_that_does_not_take_it_is_a_usage_error(argv, message):
     run = run_cli(*argv)

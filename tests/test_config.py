@@ -80,7 +80,12 @@ def test_every_problem_is_reported_with_its_key_path(every_problem, expected):
 
 #: id -> (config file name, its text, what the error says, what it must not say)
 CONFIG_ERRORS = {
-    "lockgen.toml-has-no-prefix": ("lockgen.toml", "[matrix]\nos = ['solaris']\n", ["matrix.os[0]: unknown os"], ["tool.lockgen"]),
+    "lockgen.toml-has-no-prefix": (
+        "lockgen.toml",
+        "[matrix]\nos = ['solaris']\n",
+        ["matrix.os[0]: unknown os"],
+        ["tool.lockgen"],
+    ),
     "timestamp-needs-a-zone": ("pyproject.toml", 'exclude-newer = "2026-11-25T00:00:00"', ["needs a time zone"], []),
     "odd-forms": (
         "pyproject.toml",

@@ -57,14 +57,20 @@ def test_logins_expand_at_run_time_and_never_show():
 
 
 def test_mirrors_carry_their_logins():
-    mirrors = build([{"https://pypi.org/simple": "https://m:${M}@mirror.example/simple"}], {"https://corp.example": "u:pw1"}, {"M": "mpw2"})
+    mirrors = build(
+        [{"https://pypi.org/simple": "https://m:${M}@mirror.example/simple"}],
+        {"https://corp.example": "u:pw1"},
+        {"M": "mpw2"},
+    )
     assert mirrors.table == {"https://pypi.org/simple": "https://mirror.example/simple"}
     assert mirrors.fetch_url("https://pypi.org/simple/torch/") == "https://m:mpw2@mirror.example/simple/torch/"
     assert mirrors.file_url("https://pypi.org/simple/x.whl").startswith("https://${LOCKGEN_CREDENTIALS_")
     assert mirrors.rewrite("x @ https://pypi.org/simple/x.whl ; os_name == 'nt'\n") == (
         f"x @ {mirrors.file_url('https://pypi.org/simple/x.whl')} ; os_name == 'nt'\n"
     )
-    assert mirrors.canonical("url = https://m:mpw2@mirror.example/simple/a.whl") == "url = https://pypi.org/simple/a.whl"
+    assert (
+        mirrors.canonical("url = https://m:mpw2@mirror.example/simple/a.whl") == "url = https://pypi.org/simple/a.whl"
+    )
     with pytest.raises(UsageError, match=r"two different logins for https://mirror\.example"):
         build([{"https://a": "https://x:1@mirror.example"}, {"https://b": "https://x:2@mirror.example"}])
 
@@ -128,7 +134,9 @@ def world(tmp_path):
     pypi = hosts["pypi"]
     pypi.index_page("simple", [pypi.wheel("files", "numpy", "2.3.0")], upload_time=TIME)
     hosts["flat"].flat_page("flat", [hosts["flat"].wheel("flat", "flatpkg", "1.0")])
-    hosts["backend"].index_page("whl/cpu", [hosts["backend"].wheel("whl/cpu", "torch", "2.7.0+cpu", requires=("numpy",))])
+    hosts["backend"].index_page(
+        "whl/cpu", [hosts["backend"].wheel("whl/cpu", "torch", "2.7.0+cpu", requires=("numpy",))]
+    )
     hosts["gh"].wheel("rel", "gradio_client", "1.0.2+custom.20", requires=("numpy",))
     hosts["gh"].wheel("rel", "opt", "1.0")
     hosts["rel"].wheel("x", "direct", "1.0")
@@ -142,8 +150,8 @@ def project(root: Path, hosts: dict[str, AuthHost]) -> Path:
         return hosts[name].url.replace("http://", f"http://{login}@")
 
     config = f"""
-        index-url = "{at('pypi', 'alice:${PYPI_TOKEN}')}/simple"
-        find-links = {{ flat = "{at('flat', 'bob:' + FLAT_PASSWORD)}/flat/" }}
+        index-url = "{at("pypi", "alice:${PYPI_TOKEN}")}/simple"
+        find-links = {{ flat = "{at("flat", "bob:" + FLAT_PASSWORD)}/flat/" }}
         use = ["backend", "gh", "nrc"]
         pinned = ["torch"]
         pins = {{ torch = "2.7.0" }}
@@ -154,15 +162,15 @@ def project(root: Path, hosts: dict[str, AuthHost]) -> Path:
         packages = ["torch"]
 
         [sources.gh]
-        urls = ["{at('gh', 'dave:${GH_TOKEN}')}/rel/gradio_client-1.0.2+custom.20-py3-none-any.whl", "{at('gh', 'dave:${GH_TOKEN}')}/rel/opt-1.0-py3-none-any.whl"]
+        urls = ["{at("gh", "dave:${GH_TOKEN}")}/rel/gradio_client-1.0.2+custom.20-py3-none-any.whl", "{at("gh", "dave:${GH_TOKEN}")}/rel/opt-1.0-py3-none-any.whl"]
         packages = ["gradio-client", "opt"]
 
         [sources.nrc]
-        urls = ["{hosts['nrc'].url}/rel/nrc-1.0-py3-none-any.whl"]
+        urls = ["{hosts["nrc"].url}/rel/nrc-1.0-py3-none-any.whl"]
         packages = ["nrc"]
 
         [mirrors]
-        "https://backend.example" = "{at('backend', 'carol:${BACKEND_TOKEN}')}"
+        "https://backend.example" = "{at("backend", "carol:${BACKEND_TOKEN}")}"
 
         [matrix]
         os = ["linux"]
@@ -179,17 +187,25 @@ def project(root: Path, hosts: dict[str, AuthHost]) -> Path:
 def run(root: Path, hosts: dict[str, AuthHost], *args: str, **env_changes: str) -> subprocess.CompletedProcess[str]:
     """``python -m lockgen -v ARGS`` in ``root``: the real stdout and stderr, log lines included."""
     env = {**os.environ, **SECRETS, "NETRC": str(root / "netrc"), **env_changes}
-    env["LOCKGEN_MIRRORS"] = f"https://release.example={hosts['rel'].url.replace('http://', 'http://erin:${REL_TOKEN}@')}"
-    return subprocess.run([sys.executable, "-m", "lockgen", "-v", *args], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    env["LOCKGEN_MIRRORS"] = (
+        f"https://release.example={hosts['rel'].url.replace('http://', 'http://erin:${REL_TOKEN}@')}"
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "lockgen", "-v", *args], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
-def leaks(root: Path, *outputs: str, secrets: tuple[str, ...] = (*SECRETS.values(), FLAT_PASSWORD, NETRC_PASSWORD)) -> list[str]:
+def leaks(
+    root: Path, *outputs: str, secrets: tuple[str, ...] = (*SECRETS.values(), FLAT_PASSWORD, NETRC_PASSWORD)
+) -> list[str]:
     """``where: secret`` for every secret found in ``outputs`` or a file of the locks folder or
     ``.lockgen/`` (manifest, pylock and rendered files included)."""
     found = []
     texts = {f"output {i}": text for i, text in enumerate(outputs)}
     for folder in (root / "locks", root / ".lockgen"):
-        texts.update({str(p.relative_to(root)): p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file()})
+        texts.update(
+            {str(p.relative_to(root)): p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file()}
+        )
     for where, text in texts.items():
         found += [f"{where}: {secret}" for secret in secrets if secret in text]
     return found
@@ -223,9 +239,15 @@ def test_a_refused_login_is_unauthorized_and_shows_nowhere(tmp_path, world):
     failed = run(root, world, "all", GH_TOKEN=WRONG)
     assert failed.returncode == 1
     gh = world["gh"].url
-    assert f"unauthorized: {gh} answered HTTP 401 for {gh}/rel/gradio_client-1.0.2+custom.20-py3-none-any.whl" in failed.stderr
+    assert (
+        f"unauthorized: {gh} answered HTTP 401 for {gh}/rel/gradio_client-1.0.2+custom.20-py3-none-any.whl"
+        in failed.stderr
+    )
     assert "give a login as user:password@ or ${ENV_VAR}" in failed.stderr
-    assert leaks(root, failed.stdout, failed.stderr, secrets=(*SECRETS.values(), FLAT_PASSWORD, NETRC_PASSWORD, WRONG)) == []
+    assert (
+        leaks(root, failed.stdout, failed.stderr, secrets=(*SECRETS.values(), FLAT_PASSWORD, NETRC_PASSWORD, WRONG))
+        == []
+    )
     refused = run(root, world, "all", "--force", PYPI_TOKEN=WRONG, BACKEND_TOKEN=WRONG + "b")  # uv's turn to be refused
     assert refused.returncode == 1
     assert "lockgen: torch is taken only from index source 'backend'" in refused.stderr

@@ -87,7 +87,9 @@ def test_python_from_the_matrix_and_bad_input(tmp_path):
     assert json.loads(mac.out)["cell"] == "macos-aarch64-mps-py3.12"  # the matrix has one Python
     bad = detect(*LINUX, "--cuda", "abc")
     assert bad.code == 2 and "abc" in bad.err and "Traceback" not in bad.err
-    (tmp_path / "lockgen.toml").write_text('[matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]\n')
+    (tmp_path / "lockgen.toml").write_text(
+        '[matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]\n'
+    )
     none = run_cli("detect", "-C", str(tmp_path), "--cpu")
     assert none.code == 2 and "no detect rules; add a [detect] table" in none.err
 

@@ -267,7 +267,11 @@ def test_change_report_counts_the_cells_the_run_touched(tmp_path: Path) -> None:
     [
         ((A, B, C), "numpy", "numpy 2.4.5 → 2.4.6 in 3 cells"),
         ((), "NumPy", "numpy: already the newest allowed under the exclude-newer cutoff (2.4.5) in 3 cells"),
-        ((A,), "numpy", "numpy 2.4.5 → 2.4.6 in 1 cell; already the newest allowed under the exclude-newer cutoff (2.4.5) in 2 cells"),
+        (
+            (A,),
+            "numpy",
+            "numpy 2.4.5 → 2.4.6 in 1 cell; already the newest allowed under the exclude-newer cutoff (2.4.5) in 2 cells",
+        ),
         ((), "flash-attn", "flash-attn: already the newest allowed under the exclude-newer cutoff (2.8.2) in 3 cells"),
         ((), "scipy", "scipy: not in any selected cell"),
     ],
@@ -336,7 +340,10 @@ def test_folder_against_revision_and_markdown(repo: Path, tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(
     ("old", "new", "message"),
-    [("no-such-rev", None, "no git revision 'no-such-rev'"), ("HEAD", "--output=x", "'--output=x' is not a git revision")],
+    [
+        ("no-such-rev", None, "no git revision 'no-such-rev'"),
+        ("HEAD", "--output=x", "'--output=x' is not a git revision"),
+    ],
     ids=["unknown-revision", "option-like"],
 )
 def test_bad_revision(repo: Path, old: str, new: str | None, message: str) -> None:

@@ -13,7 +13,12 @@ import pytest
 from tests.aitoolkit_world import EXAMPLE, build
 from tests.conftest import assert_locked, forbid_processes, lock_files, locked_versions, run_cli, run_ok, uv_environment
 
-CUDA_LINUX = ["linux-x86_64-cu126-py3.12", "linux-x86_64-cu130-py3.12", "linux-aarch64-cu126-py3.12", "linux-aarch64-cu130-py3.12"]
+CUDA_LINUX = [
+    "linux-x86_64-cu126-py3.12",
+    "linux-x86_64-cu130-py3.12",
+    "linux-aarch64-cu126-py3.12",
+    "linux-aarch64-cu130-py3.12",
+]
 DGX = ["linux-aarch64-cu126_dgx-py3.12", "linux-aarch64-cu130_dgx-py3.12"]
 WINDOWS = ["windows-x86_64-cu126-py3.12", "windows-x86_64-cu130-py3.12"]
 ALIASES = ["windows-aarch64-cu126-py3.12", "windows-aarch64-cu130-py3.12"]
@@ -125,11 +130,22 @@ def test_optional_packages_are_layers_and_unavailable_ones_are_recorded(locked):
     root = locked
     cells = manifest(root)["cells"]
     layers = {name: [layer["name"] for layer in entry["layers"]] for name, entry in cells.items()}
-    assert layers["linux-x86_64-cu130-py3.12"] == ["main", "optional-flash-linear-attention", "optional-flash-attn", "optional-natten"]
+    assert layers["linux-x86_64-cu130-py3.12"] == [
+        "main",
+        "optional-flash-linear-attention",
+        "optional-flash-attn",
+        "optional-natten",
+    ]
     assert layers["windows-x86_64-cu130-py3.12"] == ["main", "optional-flash-linear-attention", "optional-flash-attn"]
     assert layers[ROCM] == ["main", "optional-flash-linear-attention"]
     assert layers[MAC] == ["main"] and layers["linux-x86_64-cpu-py3.12"] == ["main"]
-    assert layers[SPARK] == ["main", "optional-flash-attn", "optional-natten", "optional-flash-linear-attention", "no-deps"]
+    assert layers[SPARK] == [
+        "main",
+        "optional-flash-attn",
+        "optional-natten",
+        "optional-flash-linear-attention",
+        "no-deps",
+    ]
     # linux aarch64 cells target manylinux_2_34, where the v0.9.48 flash-attn build fits
     assert "optional-flash-attn" in layers["linux-aarch64-cu130-py3.12"]
     # the release has no cu126 aarch64 asset (404): that layer is unavailable for good, the cell is fine
@@ -153,7 +169,10 @@ def test_layers_cannot_move_the_main_pins(locked):
     natten = locked_versions(lock(root, cell, "optional-natten"))
     assert natten["natten"] == "0.21.7+torch2130cu130"  # from the flat page with a local label (C10)
     flash = lock(root, cell, "optional-flash-attn")
-    assert "flash-attn @ https://github.com/mjun0812/flash-attention-prebuild-wheels/releases/download/v0.9.47/flash_attn-2.8.3+cu130torch2.13-cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl" in flash
+    assert (
+        "flash-attn @ https://github.com/mjun0812/flash-attention-prebuild-wheels/releases/download/v0.9.47/flash_attn-2.8.3+cu130torch2.13-cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl"
+        in flash
+    )
     assert "--hash=sha256:" in flash
     skipped = manifest(root)["cells"][cell]["skipped_urls"]  # the other (os, arch) builds, with a note each
     assert len(skipped) == 2 and all("do not fit x86_64-manylinux_2_28 cp312" in note for note in skipped)
@@ -241,8 +260,14 @@ def test_an_unreachable_optional_source_makes_only_its_layer_unavailable(world, 
     (missing,) = entry["unavailable"]
     assert missing["requirement"] == "natten==0.21.7+torch2130cu130"
     assert "https://whl.natten.org" in missing["reason"] and "127.0.0.1" not in missing["reason"]
-    assert [layer["name"] for layer in entry["layers"]] == ["main", "optional-flash-linear-attention", "optional-flash-attn"]
-    assert "# find-links: https://whl.natten.org" not in lock(root, "linux-x86_64-cu130-py3.12")  # main does not need it
+    assert [layer["name"] for layer in entry["layers"]] == [
+        "main",
+        "optional-flash-linear-attention",
+        "optional-flash-attn",
+    ]
+    assert "# find-links: https://whl.natten.org" not in lock(
+        root, "linux-x86_64-cu130-py3.12"
+    )  # main does not need it
     # an outage must not drop the layer for good, nor keep every run re-resolving: check names the
     # layer and its host, and a run asked to retry brings it back once the source answers
     run = run_cli("check", "linux-x86_64-cu130-py3.12", "-C", str(root))
@@ -252,7 +277,9 @@ def test_an_unreachable_optional_source_makes_only_its_layer_unavailable(world, 
     assert settled.code == 0 and "resolving" not in settled.err and "1 up to date" in settled.err
     again = run_cli("lock", "linux-x86_64-cu130-py3.12", "--retry-unavailable", "-C", str(root), *world.mirror_args())
     assert again.code == 0, again.err
-    assert "optional-natten" in [layer["name"] for layer in manifest(root)["cells"]["linux-x86_64-cu130-py3.12"]["layers"]]
+    assert "optional-natten" in [
+        layer["name"] for layer in manifest(root)["cells"]["linux-x86_64-cu130-py3.12"]["layers"]
+    ]
 
 
 def test_the_fighting_requirement_is_found_in_an_included_template(world, tmp_path):

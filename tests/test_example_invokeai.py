@@ -157,4 +157,8 @@ def test_xpu_and_rocm_cells_lock_their_unlabelled_triton_from_the_index(locked):
         assert (pins["torch"], pins["triton-xpu"]) == ("2.13.0+xpu", "3.7.2"), cell
     for cell in ROCM:
         pins = versions(root, cell)
-        assert (pins["torch"], pins["torchvision"], pins["triton-rocm"]) == ("2.10.0+rocm7.1", "0.25.0+rocm7.1", "3.6.0")
+        assert (pins["torch"], pins["torchvision"], pins["triton-rocm"]) == (
+            "2.10.0+rocm7.1",
+            "0.25.0+rocm7.1",
+            "3.6.0",
+        )

@@ -26,7 +26,11 @@ FULL = ["linux-x86_64-cu128-py3.13-full", "linux-x86_64-cpu-py3.13-full", "linux
         "linux-x86_64-rocm7.2-py3.13-full", "windows-x86_64-cu128-py3.13-full", "windows-x86_64-cpu-py3.13-full",
         "windows-x86_64-xpu-py3.13-full", "macos-aarch64-mps-py3.13-full"]  # fmt: skip
 SKIPPED = "macos-x86_64-cpu-py3.13-full"
-PORTABLE = [f"{os_}-x86_64-{b}-py3.13-portable" for os_ in ("linux", "windows") for b in ("cpu", "rocm7.2", "cu124", "cu131", "vulkan")]
+PORTABLE = [
+    f"{os_}-x86_64-{b}-py3.13-portable"
+    for os_ in ("linux", "windows")
+    for b in ("cpu", "rocm7.2", "cu124", "cu131", "vulkan")
+]
 PORTABLE += ["macos-aarch64-mps-py3.13-portable", "macos-x86_64-cpu-py3.13-portable"]
 IK = [f"{os_}-x86_64-{b}-py3.13-portable_ik" for os_ in ("linux", "windows") for b in ("cpu", "cu124", "cu131")]
 RESOLVED = FULL + PORTABLE + IK
@@ -91,7 +95,9 @@ def test_templates_see_the_variant_and_the_gpu_choice():
         return [line for line in text.splitlines() if line and not line.startswith("#")]
 
     full = lines("linux-x86_64-cu128-py3.13-full")  # cu128 torch with the cu124 llama.cpp wheels
-    assert {"llama-cpp-binaries==0.124.0+cu124", "ik-llama-cpp-binaries==0.124.0+cu124", "exllamav3==0.0.30"} <= set(full)
+    assert {"llama-cpp-binaries==0.124.0+cu124", "ik-llama-cpp-binaries==0.124.0+cu124", "exllamav3==0.0.30"} <= set(
+        full
+    )
     assert "torch==2.9.1+cu128" in full
     portable = lines("windows-x86_64-cu131-py3.13-portable")
     assert "llama-cpp-binaries==0.124.0+cu131" in portable
@@ -140,12 +146,17 @@ def test_pypi_variant_llama_layers_follow_the_gpu_choice(locked_pypi):
     ]  # fmt: skip
     assert names["linux-x86_64-vulkan-py3.13-portable"] == ["main", "optional-llama-cpp-binaries"]
     assert names["windows-x86_64-cu131-py3.13-portable_ik"] == ["main", "optional-ik-llama-cpp-binaries"]
+
     def layer(cell: str) -> str:
         return (root / "locks-pypi" / cell / "optional-llama-cpp-binaries.txt").read_text()
 
     # cu128 torch with the cu124 llama.cpp build (allow-mix says why); a portable cell's own flavour
-    assert "/llama_cpp_binaries-0.124.0+cu124-py3-none-linux_x86_64.whl \\\n    --hash=sha256:" in layer("linux-x86_64-cu128-py3.13-full")
-    assert "/llama_cpp_binaries-0.124.0+cu131-py3-none-win_amd64.whl \\\n    --hash=sha256:" in layer("windows-x86_64-cu131-py3.13-portable")
+    assert "/llama_cpp_binaries-0.124.0+cu124-py3-none-linux_x86_64.whl \\\n    --hash=sha256:" in layer(
+        "linux-x86_64-cu128-py3.13-full"
+    )
+    assert "/llama_cpp_binaries-0.124.0+cu131-py3-none-win_amd64.whl \\\n    --hash=sha256:" in layer(
+        "windows-x86_64-cu131-py3.13-portable"
+    )
 
 
 def test_pypi_variant_c26_and_allow_build(locked_pypi):
@@ -197,4 +208,7 @@ def test_llama_cpp_binaries_follow_the_variant_and_gpu_choice(locked):
 def test_macos_full_takes_the_unlabelled_torch_of_the_cpu_index(locked):
     root, _ = locked
     assert versions(root, "macos-aarch64-mps-py3.13-full")["torch"] == "2.9.1"
-    assert "# find-links: https://download.pytorch.org/whl/cpu/torch/" in (root / "locks" / "macos-aarch64-mps-py3.13-full.txt").read_text()
+    assert (
+        "# find-links: https://download.pytorch.org/whl/cpu/torch/"
+        in (root / "locks" / "macos-aarch64-mps-py3.13-full.txt").read_text()
+    )

@@ -66,10 +66,15 @@ def test_flat_page_link_styles(host):
     local = host.wheel("page", "torch", "2.13.0+cpu")
     elsewhere = host.wheel("files", "pkg", "1.0")
     host.flat_page("page", [local, elsewhere])
-    assert hrefs((host.root / "page" / "index.html").read_bytes()) == ["torch-2.13.0%2Bcpu-py3-none-any.whl", "/files/pkg-1.0-py3-none-any.whl"]
+    assert hrefs((host.root / "page" / "index.html").read_bytes()) == [
+        "torch-2.13.0%2Bcpu-py3-none-any.whl",
+        "/files/pkg-1.0-py3-none-any.whl",
+    ]
     host.flat_page("page", [local, elsewhere], links="relative", hashed=True)
     relative, other = hrefs((host.root / "page" / "index.html").read_bytes())
-    assert relative.startswith("torch-2.13.0%2Bcpu-py3-none-any.whl#sha256=") and other.startswith("../files/pkg-1.0-py3-none-any.whl#sha256=")
+    assert relative.startswith("torch-2.13.0%2Bcpu-py3-none-any.whl#sha256=") and other.startswith(
+        "../files/pkg-1.0-py3-none-any.whl#sha256="
+    )
     url = host.flat_page("page", [local], links="absolute", mixed_case=True)
     assert url == f"{host.url}/page/"
     assert hrefs((host.root / "page" / "index.html").read_bytes()) == ["/page/Torch-2.13.0%2Bcpu-py3-none-any.whl"]
@@ -80,7 +85,10 @@ def test_an_index_described_as_data(host):
     url = host.add("alpha", "1.0")
     host.add("beta", "2.0", source="extra", hashed=False)
     host.publish()
-    assert url == f"{host.url}/files/alpha-1.0-py3-none-any.whl" and get(host, "/files/alpha-1.0-py3-none-any.whl")[0] == 200
+    assert (
+        url == f"{host.url}/files/alpha-1.0-py3-none-any.whl"
+        and get(host, "/files/alpha-1.0-py3-none-any.whl")[0] == 200
+    )
     assert host.index_url() == f"{host.url}/pypi/simple" and host.flat_url("extra") == f"{host.url}/extra/"
     (link,) = hrefs(get(host, "/pypi/simple/alpha/")[2])
     assert link.startswith("../../../files/alpha-1.0-py3-none-any.whl#sha256=")

@@ -88,7 +88,9 @@ DRIVER = textwrap.dedent(
 def _import_alone(name: str) -> str:
     """Without fork: import ``name`` in a ``python -c`` of its own; "" or the error."""
     if name.endswith(".__main__"):
-        run = subprocess.run([sys.executable, "-m", name.removesuffix(".__main__"), *MAIN_ARGS[1:]], capture_output=True, text=True)
+        run = subprocess.run(
+            [sys.executable, "-m", name.removesuffix(".__main__"), *MAIN_ARGS[1:]], capture_output=True, text=True
+        )
     else:
         run = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True)
     return "" if run.returncode == 0 else run.stderr or f"exit {run.returncode}"
@@ -139,7 +141,9 @@ def test_a_broken_import_order_is_caught(tmp_path):
     (package / "a.py").write_text("from pkg import b\nVALUE = 1\n")
     (package / "b.py").write_text("from pkg.a import VALUE\n")  # a <-> b at module level
     (package / "c.py").write_text("import json\n")
-    run = subprocess.run([sys.executable, "-c", DRIVER, "pkg.c", "pkg.a", "pkg.b"], capture_output=True, text=True, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-c", DRIVER, "pkg.c", "pkg.a", "pkg.b"], capture_output=True, text=True, cwd=tmp_path
+    )
     assert run.returncode == 0, run.stderr
     results = json.loads(run.stdout)
     assert results["pkg.c"] == ""
@@ -164,7 +168,10 @@ def test_find_cycles_reports_each_kind_of_cycle(tmp_path):
         (package / name).write_text(text)
     cycles = find_cycles(package)
     assert [c.modules for c in cycles] == [("pkg.a", "pkg.b")]
-    assert [(e.source, e.target, e.kind) for e in cycles[0].path] == [("pkg.a", "pkg.b", "at module level"), ("pkg.b", "pkg.a", "in a function")]
+    assert [(e.source, e.target, e.kind) for e in cycles[0].path] == [
+        ("pkg.a", "pkg.b", "at module level"),
+        ("pkg.b", "pkg.a", "in a function"),
+    ]
     assert "pkg/b.py:2, in a function" in str(cycles[0])
     assert [c.modules for c in find_cycles(package, type_checking=True)] == [("pkg.a", "pkg.b"), ("pkg.c", "pkg.d")]
     edges = {(e.source, e.target) for e in import_graph(package)}

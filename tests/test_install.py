@@ -28,7 +28,10 @@ from tests.localproject import local_project
 HOST = f"{sys.version_info.major}.{sys.version_info.minor}"
 pytestmark = [
     pytest.mark.uv,  # every test here locks or installs with the real uv
-    pytest.mark.skipif(sys.platform != "linux" or platform.machine() != "x86_64", reason="installs the linux x86_64 cells into this machine"),
+    pytest.mark.skipif(
+        sys.platform != "linux" or platform.machine() != "x86_64",
+        reason="installs the linux x86_64 cells into this machine",
+    ),
 ]
 FULL = f"linux-x86_64-cpu-py{HOST}"  # main, optional-epsilon (a wheel URL), optional-gamma (broken), no-deps, unhashed
 LITE = f"linux-x86_64-lite-py{HOST}"  # main, optional-zeta (broken; it moves typer, declared)
@@ -144,7 +147,10 @@ def test_install_with_uv_through_a_mirror_then_a_rerun_is_a_noop(locked, fake, t
     assert f"verified: 6 packages in {venv}" in run.out
     assert "main: uv pip sync --require-hashes --index-url https://pypi.example/simple" not in run.out  # the mirror
     assert f"main: uv pip sync --require-hashes --index-url {fake.url}/pypi/simple locks/{FULL}.txt" in run.out
-    assert f"optional-epsilon: uv pip install --require-hashes --index-url {fake.url}/pypi/simple -r .lockgen/install/{FULL}/optional-epsilon.txt" in run.out
+    assert (
+        f"optional-epsilon: uv pip install --require-hashes --index-url {fake.url}/pypi/simple -r .lockgen/install/{FULL}/optional-epsilon.txt"
+        in run.out
+    )
     calls = Recorder(monkeypatch)
     again = run_cli("install", FULL, "-C", str(locked), "--venv", str(venv), *mirror_args(fake))
     assert again.code == 0, again.err
@@ -163,7 +169,10 @@ def test_install_with_pip_through_lockgen_mirrors_rolls_back_a_broken_layer(lock
     run = run_cli("install", LITE, "-C", str(locked), "--venv", str(venv), "--installer", "pip")
     assert run.code == 0, run.err
     assert installed(venv) == {"alpha": "1.0", "beta": "1.0", "torch": "2.13.0+cpu", "typer": "0.27.1"}
-    assert "optional layer optional-zeta failed and was rolled back to the state before it (removed delta; restored typer)" in run.err
+    assert (
+        "optional layer optional-zeta failed and was rolled back to the state before it (removed delta; restored typer)"
+        in run.err
+    )
     assert f"main: pip install --require-hashes --index-url {fake.url}/pypi/simple -r locks/{LITE}.txt" in run.out
     assert "replaces:" not in run.out  # the layer that replaces typer is not installed
     calls = Recorder(monkeypatch)
@@ -173,7 +182,11 @@ def test_install_with_pip_through_lockgen_mirrors_rolls_back_a_broken_layer(lock
 
 def test_a_wrong_python_minor_is_refused_before_anything_is_installed(locked, fake, tmp_path):
     venv = tmp_path / "venv"
-    subprocess.run([uv.uv_binary(), "venv", "-q", "--no-config", "--python", sys.executable, str(venv)], check=True, env=base_env({}))
+    subprocess.run(
+        [uv.uv_binary(), "venv", "-q", "--no-config", "--python", sys.executable, str(venv)],
+        check=True,
+        env=base_env({}),
+    )
     before = sorted(p.relative_to(venv) for p in venv.rglob("*"))
     run = run_cli("install", OTHER, "-C", str(locked), "--venv", str(venv), *mirror_args(fake))
     assert run.code == 2
@@ -183,7 +196,11 @@ def test_a_wrong_python_minor_is_refused_before_anything_is_installed(locked, fa
 
 
 def test_no_interpreter_of_the_minor_is_refused_without_creating_a_venv(locked, fake, tmp_path):
-    found = subprocess.run([uv.uv_binary(), "python", "find", "--system", "3.14"], capture_output=True, env=base_env({"PATH": "/usr/bin:/bin"}))
+    found = subprocess.run(
+        [uv.uv_binary(), "python", "find", "--system", "3.14"],
+        capture_output=True,
+        env=base_env({"PATH": "/usr/bin:/bin"}),
+    )
     if found.returncode == 0:
         pytest.skip("this machine has a Python 3.14")
     run = run_cli("install", OTHER, "-C", str(locked), "--venv", str(tmp_path / "new"), *mirror_args(fake))
@@ -193,9 +210,22 @@ def test_no_interpreter_of_the_minor_is_refused_without_creating_a_venv(locked, 
 
 
 def test_dry_run_shows_the_commands_and_changes_nothing(locked, tmp_path):
-    run = run_cli("install", LITE, "-C", str(locked), "--venv", str(tmp_path / "v"), "--dry-run", "--index-url", "http://mirror.invalid/simple")
+    run = run_cli(
+        "install",
+        LITE,
+        "-C",
+        str(locked),
+        "--venv",
+        str(tmp_path / "v"),
+        "--dry-run",
+        "--index-url",
+        "http://mirror.invalid/simple",
+    )
     assert run.code == 0, run.err
-    assert f"would run for main: uv pip sync --require-hashes --index-url http://mirror.invalid/simple locks/{LITE}.txt" in run.out
+    assert (
+        f"would run for main: uv pip sync --require-hashes --index-url http://mirror.invalid/simple locks/{LITE}.txt"
+        in run.out
+    )
     assert "dry run: nothing was changed" in run.out
     assert not (tmp_path / "v").exists()
 
@@ -231,7 +261,10 @@ def test_requests_that_are_refused(locked, args, message):
 def test_detect_picks_the_cell_from_the_manifest(locked, tmp_path, monkeypatch):
     bin_ = tmp_path / "bin"  # the probes find no GPU (CASES C20, C21)
     bin_.mkdir()
-    for program, text, code in (("nvidia-smi", "No devices were found", 6), ("rocminfo", "ROCk module is NOT loaded", 1)):
+    for program, text, code in (
+        ("nvidia-smi", "No devices were found", 6),
+        ("rocminfo", "ROCk module is NOT loaded", 1),
+    ):
         (bin_ / program).write_text(f"#!/bin/sh\necho '{text}'\nexit {code}\n")
         (bin_ / program).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
@@ -255,7 +288,12 @@ def _entry(version: str | None, layer: str = "main") -> tuple[str | None, Entry,
 @pytest.mark.parametrize(
     ("expected", "have", "allowed", "problem"),
     [
-        ({"torch": _entry("2.13.0+cu130")}, {"torch": ["2.13.0"]}, (), "torch 2.13.0 is installed; main locks torch==2.13.0+cu130"),
+        (
+            {"torch": _entry("2.13.0+cu130")},
+            {"torch": ["2.13.0"]},
+            (),
+            "torch 2.13.0 is installed; main locks torch==2.13.0+cu130",
+        ),
         ({"torch": _entry("2.13.0+cu130")}, {"torch": ["2.13.0+cu130"]}, (), None),
         ({"sub": _entry(None, "unhashed")}, {"sub": ["0.1.0"]}, (), None),
         ({"numpy": _entry("2.3.0")}, {}, (), "numpy is not installed (main locks numpy==2.3.0)"),
@@ -274,9 +312,21 @@ def test_installed_problems(expected, have, allowed, problem):
     ("entry", "os_name", "glibc", "macos", "problem"),
     [
         ({"os": "linux", "requires": {"glibc": "2.28"}}, "linux", "2.36", None, None),
-        ({"os": "linux", "requires": {"glibc": "2.28"}}, "linux", "2.17", None, "need glibc 2.28 or newer (manylinux); this system has 2.17"),
+        (
+            {"os": "linux", "requires": {"glibc": "2.28"}},
+            "linux",
+            "2.17",
+            None,
+            "need glibc 2.28 or newer (manylinux); this system has 2.17",
+        ),
         ({"os": "linux", "requires": {"glibc": "2.28"}}, "linux", None, None, "this system has no glibc"),
-        ({"os": "macos", "requires": {"macos": "14.0"}}, "macos", None, "13.6", "need macOS 14.0 or newer; this is macOS 13.6"),
+        (
+            {"os": "macos", "requires": {"macos": "14.0"}},
+            "macos",
+            None,
+            "13.6",
+            "need macOS 14.0 or newer; this is macOS 13.6",
+        ),
         ({"os": "macos", "requires": {"macos": "14.0"}}, "macos", None, "15.1", None),
         ({"os": "windows", "requires": {}}, "linux", "2.36", None, "the cell is for windows; this machine runs linux"),
     ],

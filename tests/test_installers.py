@@ -56,7 +56,12 @@ def fresh_pip(tmp_path_factory) -> list[str]:
 
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
-    return {**env, "PIP_CONFIG_FILE": os.devnull, "UV_PYTHON_DOWNLOADS": "never", "UV_CACHE_DIR": str(tmp_path / "install-cache")}
+    return {
+        **env,
+        "PIP_CONFIG_FILE": os.devnull,
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_CACHE_DIR": str(tmp_path / "install-cache"),
+    }
 
 
 @pytest.fixture(params=[True, False], ids=["hashed-page", "page-without-hashes"])
@@ -64,7 +69,11 @@ def locked(request, tmp_path, index) -> Path:
     """One version of ``pkg`` with wheels for manylinux_2_17, manylinux_2_34 and win_amd64 (and a
     pure dependency), locked for the linux cell at the default manylinux_2_28."""
     hashed = request.param
-    for tag in ("py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64", "py3-none-manylinux_2_34_x86_64", "py3-none-win_amd64"):
+    for tag in (
+        "py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64",
+        "py3-none-manylinux_2_34_x86_64",
+        "py3-none-win_amd64",
+    ):
         index.add("pkg", "1.0", tag=tag, requires=("dep",), hashed=hashed)
     index.add("dep", "1.0", hashed=hashed)
     index.publish()
@@ -91,7 +100,9 @@ def _commands(root: Path) -> dict[str, list[str]]:
 def test_the_lock_lists_newer_levels_of_the_arch_only(locked):
     lock = (locked / "locks" / f"{CELL}.txt").read_text()
     pylock = (locked / "locks" / CELL / "pylock.toml").read_text()
-    wheels = [w["url"].rsplit("/", 1)[1] for p in tomllib.loads(pylock)["packages"] if p["name"] == "pkg" for w in p["wheels"]]
+    wheels = [
+        w["url"].rsplit("/", 1)[1] for p in tomllib.loads(pylock)["packages"] if p["name"] == "pkg" for w in p["wheels"]
+    ]
     assert wheels == [OLD, NEW]  # the cell's own wheel first; never the Windows one
     entry = next(e for e in Lock.parse(lock, "lock").entries if e.name == "pkg")
     assert len(entry.hashes) == 2
@@ -102,7 +113,11 @@ def test_pip_on_a_newer_host_takes_its_wheel(locked, fresh_pip, tmp_path):
     widen ``manylinux_2_35`` to older levels), so it gets the tags such a host accepts."""
     command = _commands(locked)["pip"]
     assert command[:2] == ["pip", "install"]
-    platforms = [arg for tag in Target(platform="x86_64-manylinux_2_35", python=HOST).platform_tags() for arg in ("--platform", tag)]
+    platforms = [
+        arg
+        for tag in Target(platform="x86_64-manylinux_2_35", python=HOST).platform_tags()
+        for arg in ("--platform", tag)
+    ]
     argv = [
         *fresh_pip, "download", *command[2:], "--isolated", "--disable-pip-version-check", "--no-cache-dir", "-d", str(tmp_path / "dl"),
         "--only-binary", ":all:", "--python-version", HOST, *platforms,
@@ -134,8 +149,23 @@ def test_uv_pip_sync_installs_the_pylock(locked, tmp_path):
     Pylock.from_dict(tomllib.loads(path.read_text())).validate()
     env = _env(tmp_path)
     venv = tmp_path / "venv"
-    subprocess.run([uv.uv_binary(), "venv", str(venv), "--python", sys.executable, "--no-config"], check=True, env=env, capture_output=True)
-    argv = [uv.uv_binary(), "pip", "sync", f"locks/{CELL}/pylock.toml", "--python", str(venv), "--python-platform", "x86_64-manylinux_2_28", "--no-config"]
+    subprocess.run(
+        [uv.uv_binary(), "venv", str(venv), "--python", sys.executable, "--no-config"],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+    argv = [
+        uv.uv_binary(),
+        "pip",
+        "sync",
+        f"locks/{CELL}/pylock.toml",
+        "--python",
+        str(venv),
+        "--python-platform",
+        "x86_64-manylinux_2_28",
+        "--no-config",
+    ]
     run = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=locked)
     assert run.returncode == 0, run.stderr
     assert "+ dep==1.0" in run.stderr

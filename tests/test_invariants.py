@@ -16,7 +16,9 @@ from lockgen.resolve.invariants import Build, backend_build, problems
 def pkg(spec: str, wheel: str | None = None, url: str | None = None) -> Package:
     """``"name==version"`` as a pylock package, with a wheel file name or a direct URL archive."""
     name, _, version = spec.partition("==")
-    wheels = [PackageWheel(name=wheel, url=f"https://files.example/{wheel}", hashes={"sha256": "0" * 64})] if wheel else None
+    wheels = (
+        [PackageWheel(name=wheel, url=f"https://files.example/{wheel}", hashes={"sha256": "0" * 64})] if wheel else None
+    )
     archive = PackageArchive(url=url, hashes={"sha256": "0" * 64}) if url else None
     return Package(name=canonicalize_name(name), version=Version(version), wheels=wheels, archive=archive)
 
@@ -84,7 +86,9 @@ def test_valid_locks_have_no_problems(flavor, packages):
 
 def test_c27_gpu_cell_with_a_cpu_torch():
     """A cu128 cell whose torch comes bare from the default index with no CUDA runtime packages."""
-    (problem,) = problems("cu128", [pkg("torch==2.10.0"), pkg("numpy==2.5.5"), pkg("filelock==3.20.0")], DEFAULT_BACKENDS)
+    (problem,) = problems(
+        "cu128", [pkg("torch==2.10.0"), pkg("numpy==2.5.5"), pkg("filelock==3.20.0")], DEFAULT_BACKENDS
+    )
     assert problem.package == "torch"
     assert "torch 2.10.0 has no local label" in problem.evidence and "cuda 12.8" in problem.evidence
     assert "CPU build" in problem.message and "allow-mix" in problem.message
@@ -98,7 +102,9 @@ def test_c27_cpu_cell_with_cuda_runtime():
 
 
 def test_c27_cu124_cell_mixing_cuda_12_and_13():
-    found = problems("cu124", [*INDEX_CU124, pkg("tensorrt-cu13==10.14.1"), pkg("nvidia-cuda-runtime==13.0.96")], DEFAULT_BACKENDS)
+    found = problems(
+        "cu124", [*INDEX_CU124, pkg("tensorrt-cu13==10.14.1"), pkg("nvidia-cuda-runtime==13.0.96")], DEFAULT_BACKENDS
+    )
     assert names(found) == ["nvidia-cuda-runtime", "tensorrt-cu13"]
     assert "version 13.0.96 (nvidia-cuda-runtime) shows cuda 13" in found[0].evidence
     assert "name (*-cu{major}) shows cuda 13" in found[1].evidence
@@ -179,7 +185,9 @@ def test_extension_abi(flavor, torch, extension, ok):
     assert names(found) == ([] if ok else [extension.name])
     if not ok:
         assert "undefined symbol" in found[0].message
-        assert f"{flavor} cell" in found[0].message and ("no torch" in found[0].message or f"torch {torch}" in found[0].message)
+        assert f"{flavor} cell" in found[0].message and (
+            "no torch" in found[0].message or f"torch {torch}" in found[0].message
+        )
 
 
 def test_abi_problem_names_both_builds():
@@ -193,7 +201,9 @@ def test_rules_are_data():
     xpu = BackendFamily(name="xpu", flavors=("xpu",), packages=("pytorch-triton-xpu", "intel-sycl-rt"), gpu=True)
     rules = (*DEFAULT_BACKENDS, xpu)
     assert names(problems("xpu", [pkg("torch==2.13.0+xpu"), pkg("intel-sycl-rt==2025.2.1")], rules)) == []
-    assert names(problems("cpu", [pkg("torch==2.13.0"), pkg("pytorch-triton-xpu==3.7.0")], rules)) == ["pytorch-triton-xpu"]
+    assert names(problems("cpu", [pkg("torch==2.13.0"), pkg("pytorch-triton-xpu==3.7.0")], rules)) == [
+        "pytorch-triton-xpu"
+    ]
     assert names(problems("xpu", [pkg("torch==2.13.0")], rules)) == ["torch"]
     no_cuda_names = tuple(BackendFamily(name=f.name, flavors=f.flavors, gpu=f.gpu) for f in DEFAULT_BACKENDS)
     assert problems("cpu", [pkg("torch==2.13.0"), pkg("nvidia-cublas-cu12==12.8.4.1")], no_cuda_names) == []
@@ -234,4 +244,6 @@ def test_the_module_docstring_tables_the_defaults():
     doc = module.__doc__ or ""
     for family in DEFAULT_BACKENDS:
         assert f"\n{family.name} " in doc and all(f"``{pattern}``" in doc for pattern in family.flavors)
-        assert all(pattern.removeprefix("nvidia-").split("-")[0] in doc for pattern in (*family.packages, *family.versioned))
+        assert all(
+            pattern.removeprefix("nvidia-").split("-")[0] in doc for pattern in (*family.packages, *family.versioned)
+        )

@@ -116,17 +116,26 @@ def test_c24_every_recorded_command_installs_as_written_with_uv_and_pip(tmp_path
     """The unhashed layer holds ``-e file:./sub#egg=sub`` (the requirement ``-e ./sub``, with its
     package name, issue 9): the path is relative to the project root, where pip and uv both read it
     (run from there, as the manifest says)."""
-    root = project(tmp_path / "p", typer_index, "alpha\ntyper==0.27.1\n-e ./sub\n", 'optional = ["tool"]\nreplace = ["torchao"]\nno-deps = ["typer"]')
+    root = project(
+        tmp_path / "p",
+        typer_index,
+        "alpha\ntyper==0.27.1\n-e ./sub\n",
+        'optional = ["tool"]\nreplace = ["torchao"]\nno-deps = ["typer"]',
+    )
     local_project(root / "sub")
     run = run_cli("all", "-C", str(root))
     assert run.code == 0, run.err
     layers = cell_entry(root)["layers"]
     assert [layer["kind"] for layer in layers] == ["main", "optional", "no-deps", "unhashed"]
-    assert (root / "locks" / CELL / "unhashed.txt").read_text().split("\n\n", 1)[1].startswith("-e file:./sub#egg=sub\n")
+    assert (
+        (root / "locks" / CELL / "unhashed.txt").read_text().split("\n\n", 1)[1].startswith("-e file:./sub#egg=sub\n")
+    )
     env = _env()
     for installer in ("uv", "pip"):
         venv = tmp_path / f"venv-{installer}"
-        subprocess.run([uv.uv_binary(), "venv", "-q", "--no-config", "--python", sys.executable, str(venv)], check=True, env=env)
+        subprocess.run(
+            [uv.uv_binary(), "venv", "-q", "--no-config", "--python", sys.executable, str(venv)], check=True, env=env
+        )
         python = str(venv / "bin" / "python")
         for layer in layers:
             argv = layer["commands"][installer]

@@ -26,7 +26,11 @@ special
 
 
 #: The cells of :func:`project`.
-CELLS = [f"{p}-cpu-py{v}" for p in ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-aarch64") for v in ("3.10", "3.13")]
+CELLS = [
+    f"{p}-cpu-py{v}"
+    for p in ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-aarch64")
+    for v in ("3.10", "3.13")
+]
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +50,7 @@ def packages(shared_fake_host):
 def project(root: Path, index, requirements=REQUIREMENTS, extra="") -> Path:
     config = f"""
         index-url = "{index.index_url()}"
-        find-links = {{ special = "{index.flat_url('flat')}" }}
+        find-links = {{ special = "{index.flat_url("flat")}" }}
         {extra}
         [tool.lockgen.matrix]
         os = ["linux", "windows", "macos"]
@@ -142,7 +146,10 @@ def test_lock_all(locked_once, packages):
     assert "# input-hash: sha256:" in lock
     assert f"# index-url: {packages.index_url()}\n" in lock  # a header field, not an option line (C18, issue 7)
     assert f"# find-links: {packages.flat_url('flat')}\n" in lock
-    assert f"--index-url {packages.index_url()} --find-links {packages.flat_url('flat')} -r locks/linux-aarch64-cpu-py3.10.txt" in lock
+    assert (
+        f"--index-url {packages.index_url()} --find-links {packages.flat_url('flat')} -r locks/linux-aarch64-cpu-py3.10.txt"
+        in lock
+    )
     assert "\n--" not in lock
     assert "--hash=sha256:" in lock
     assert "# via templates/requirements.in.j2" in lock and ".lockgen" not in lock
@@ -154,7 +161,13 @@ def test_lock_all(locked_once, packages):
     entry = manifest["cells"]["macos-aarch64-cpu-py3.13"]
     assert entry["lock"] == "locks/macos-aarch64-cpu-py3.13.txt"
     assert entry["target"] == {"platform": "aarch64-apple-darwin", "python": "3.13", "macos": "14.0"}
-    assert (entry["os"], entry["arch"], entry["backend"], entry["python"], entry["status"]) == ("macos", "aarch64", "cpu", "3.13", "locked")
+    assert (entry["os"], entry["arch"], entry["backend"], entry["python"], entry["status"]) == (
+        "macos",
+        "aarch64",
+        "cpu",
+        "3.13",
+        "locked",
+    )
     assert entry["requires"] == {"python": "3.13", "interpreter": "aarch64", "macos": "14.0"}
     assert entry["environment"] == {"MACOSX_DEPLOYMENT_TARGET": "14.0"}
     assert entry["uv"] == uv.uv_version() and entry["input_hash"].startswith("sha256:")
@@ -240,7 +253,9 @@ def test_installers_accept_the_lock(tmp_path, index):
     host = f"{sys.version_info.major}.{sys.version_info.minor}"
     root = one_cell(tmp_path / "proj", index, "alpha\n", python=host)
     run_ok("all", "-C", str(root))
-    (layer,) = json.loads((root / "locks" / "manifest.json").read_text())["cells"][f"linux-x86_64-cpu-py{host}"]["layers"]
+    (layer,) = json.loads((root / "locks" / "manifest.json").read_text())["cells"][f"linux-x86_64-cpu-py{host}"][
+        "layers"
+    ]
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "UV_PYTHON_DOWNLOADS": "never"}
     env = {k: v for k, v in env.items() if not k.startswith("PIP_") or k == "PIP_CONFIG_FILE"}
     pip_args = layer["commands"]["pip"][1:]  # the recorded command, run from the project root
@@ -251,7 +266,12 @@ def test_installers_accept_the_lock(tmp_path, index):
     assert pip.returncode == 0, pip.stderr
     assert (tmp_path / "pip-target" / "beta").is_dir()
     venv = tmp_path / "venv"
-    subprocess.run([uv.uv_binary(), "venv", str(venv), "--python", sys.executable, "--no-config"], check=True, env=env, capture_output=True)
+    subprocess.run(
+        [uv.uv_binary(), "venv", str(venv), "--python", sys.executable, "--no-config"],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
     sync = subprocess.run(
         [uv.uv_binary(), *layer["commands"]["uv"][1:], "--python", str(venv), "--no-config"],
         capture_output=True, text=True, env=env, cwd=root,
@@ -286,11 +306,14 @@ def test_check_reports_stale_locks_and_edited_files(tmp_path, packages, locked_p
 def test_skipped_cells_are_listed_not_resolved(tmp_path, packages):
     root = project(tmp_path / "proj", packages, extra="")
     pyproject = root / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + textwrap.dedent("""
+    pyproject.write_text(
+        pyproject.read_text()
+        + textwrap.dedent("""
         [[tool.lockgen.rules]]
         match = { os = "windows" }
         skip = "no windows build of app yet"
-    """))
+    """)
+    )
     run = run_ok("all", "-C", str(root))
     assert "windows-x86_64-cpu-py3.10: skipped: no windows build of app yet" in run.err
     assert not (root / "locks" / "windows-x86_64-cpu-py3.10.txt").exists()

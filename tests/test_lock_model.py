@@ -71,7 +71,15 @@ def test_uv_output_bodies_parse_with_the_same_reader():
 
 
 def test_layer_install_commands():
-    layer = Header(**{**HEADER.__dict__, "kind": LayerKind.NO_DEPS, "layer_of": HEADER.path, "layers": (), "path": "locks/c/no-deps.txt"})
+    layer = Header(
+        **{
+            **HEADER.__dict__,
+            "kind": LayerKind.NO_DEPS,
+            "layer_of": HEADER.path,
+            "layers": (),
+            "path": "locks/c/no-deps.txt",
+        }
+    )
     commands = layer.install_commands()
     assert commands["pip"][:4] == ["pip", "install", "--require-hashes", "--no-deps"]
     assert commands["uv"][:5] == ["uv", "pip", "install", "--require-hashes", "--no-deps"]

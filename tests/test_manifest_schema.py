@@ -73,7 +73,10 @@ def _python_patch(data: dict) -> None:
 
 
 def _skipped_without_reason(data: dict) -> None:
-    data["cells"]["x"] = {**{k: _cell(data)[k] for k in ("os", "arch", "backend", "python", "target", "requires")}, "status": "skipped"}
+    data["cells"]["x"] = {
+        **{k: _cell(data)[k] for k in ("os", "arch", "backend", "python", "target", "requires")},
+        "status": "skipped",
+    }
 
 
 def _alias_without_target(data: dict) -> None:
@@ -104,10 +107,16 @@ def test_the_documentation_names_every_field_of_the_schema():
     """docs/manifest.md describes each key the schema allows (a new field needs its row)."""
     schema = json.loads(SCHEMA.read_text())
     text = (REPO / "docs" / "manifest.md").read_text()
-    keys = set(schema["properties"]) | set(schema["$defs"]["cell"]["properties"]) | set(schema["$defs"]["layer"]["properties"])
+    keys = (
+        set(schema["properties"])
+        | set(schema["$defs"]["cell"]["properties"])
+        | set(schema["$defs"]["layer"]["properties"])
+    )
     for nested in ("target", "requires"):
         keys |= set(schema["$defs"]["cell"]["properties"][nested]["properties"])
-    missing = sorted(key for key in keys if not re.search(rf"`[^`\n]*(?<![\w-]){re.escape(key)}(?![\w-])[^`\n]*`", text))
+    missing = sorted(
+        key for key in keys if not re.search(rf"`[^`\n]*(?<![\w-]){re.escape(key)}(?![\w-])[^`\n]*`", text)
+    )
     assert missing == []
 
 
@@ -116,7 +125,11 @@ def test_the_documentation_names_every_field_of_the_schema():
     [
         ("main", "uv pip sync --require-hashes SOURCES L", "pip install --require-hashes SOURCES -r L"),
         ("optional", "uv pip install --require-hashes SOURCES -r L", "pip install --require-hashes SOURCES -r L"),
-        ("no-deps", "uv pip install --require-hashes --no-deps SOURCES -r L", "pip install --require-hashes --no-deps SOURCES -r L"),
+        (
+            "no-deps",
+            "uv pip install --require-hashes --no-deps SOURCES -r L",
+            "pip install --require-hashes --no-deps SOURCES -r L",
+        ),
         ("unhashed", "uv pip install --no-deps SOURCES -r L", "pip install --no-deps SOURCES -r L"),
     ],
     ids=["main", "optional", "no-deps", "unhashed"],
@@ -131,7 +144,10 @@ def test_the_recorded_commands_are_the_documented_ones(kind, uv, pip):
     commands = header.install_commands()
     assert " ".join(commands["uv"]) == uv.replace("SOURCES", sources)
     assert " ".join(commands["pip"]) == pip.replace("SOURCES", sources)
-    assert f"| {kind} | `{uv.replace('L', '<lock>')}` | `{pip.replace('L', '<lock>')}` |" in (REPO / "docs" / "manifest.md").read_text()
+    assert (
+        f"| {kind} | `{uv.replace('L', '<lock>')}` | `{pip.replace('L', '<lock>')}` |"
+        in (REPO / "docs" / "manifest.md").read_text()
+    )
 
 
 def test_an_alias_installs_its_cells_lock_with_its_own_interpreter(tmp_path):

@@ -46,7 +46,10 @@ def test_product_minus_exclude_plus_include(tmp_path):
 
 
 def test_include_that_matches_nothing_and_is_partial_is_an_error(tmp_path):
-    with pytest.raises(ConfigError, match=r"tool\.lockgen\.matrix\.include\[0\]\.os: 'macos' is not a value of the os axis \(linux\); .*missing arch"):
+    with pytest.raises(
+        ConfigError,
+        match=r"tool\.lockgen\.matrix\.include\[0\]\.os: 'macos' is not a value of the os axis \(linux\); .*missing arch",
+    ):
         cells_of(
             tmp_path,
             """
@@ -112,7 +115,9 @@ def eight_cells(tmp_path_factory):
 SELECTIONS = {
     "only-narrows": ([], ["backend=cu130", "python=3.12"], ["linux-x86_64-cu130-py3.12", "linux-aarch64-cu130-py3.12"]),
     "only-repeated-axis-widens": (
-        [], ["python=3.11", "python=3.12", "arch=aarch64", "backend=cpu"], ["linux-aarch64-cpu-py3.11", "linux-aarch64-cpu-py3.12"],
+        [],
+        ["python=3.11", "python=3.12", "arch=aarch64", "backend=cpu"],
+        ["linux-aarch64-cpu-py3.11", "linux-aarch64-cpu-py3.12"],
     ),
     "by-name": (["linux-aarch64-cpu-py3.11"], [], ["linux-aarch64-cpu-py3.11"]),
 }
@@ -127,7 +132,11 @@ def test_select_by_name_and_only(eight_cells, names, only, chosen):
 BAD_SELECTIONS = {
     "misspelt-name": (["linux-x86_64-cpu-py312"], [], "did you mean linux-x86_64-cpu-py3.12"),
     "unknown-axis": ([], ["gpu=yes"], "KEY=VALUE"),
-    "unknown-value": ([], ["python=3.9"], "--only python=3.9: '3.9' is not a value of the python axis \\(3.11, 3.12\\)"),
+    "unknown-value": (
+        [],
+        ["python=3.9"],
+        "--only python=3.9: '3.9' is not a value of the python axis \\(3.11, 3.12\\)",
+    ),
     "no-match": (["linux-x86_64-cpu-py3.11"], ["arch=aarch64"], "no cell matches"),
 }
 
@@ -193,7 +202,11 @@ python = ["3.12"]
     ids=["exclude", "exclude-list", "exclude-os", "exclude-python", "partial-include", "rule", "rule-list"],
 )  # fmt: skip
 def test_matrix_values_must_be_on_their_axis(tmp_path, entries, problem):
-    config = AXES_2x2 + entries if entries.startswith("[[") else AXES_2x2.replace('python = ["3.12"]', f'python = ["3.12"]\n{entries}')
+    config = (
+        AXES_2x2 + entries
+        if entries.startswith("[[")
+        else AXES_2x2.replace('python = ["3.12"]', f'python = ["3.12"]\n{entries}')
+    )
     with pytest.raises(ConfigError) as info:
         cells_of(tmp_path, config)
     assert info.value.messages == [problem]
@@ -210,8 +223,16 @@ def test_a_full_include_adds_values_that_rules_and_excludes_may_name(tmp_path):
 
 
 def test_a_partial_include_of_an_excluded_combination_is_still_an_error(tmp_path):
-    with pytest.raises(ConfigError, match=r"matrix\.include\[0\]: matches no cell and cannot add one \(missing arch, python\)"):
-        cells_of(tmp_path, AXES_2x2.replace('python = ["3.12"]', 'python = ["3.12"]\nexclude = [{ os = "windows", backend = "mps" }]\ninclude = [{ os = "windows", backend = "mps", vars = { a = 1 } }]'))
+    with pytest.raises(
+        ConfigError, match=r"matrix\.include\[0\]: matches no cell and cannot add one \(missing arch, python\)"
+    ):
+        cells_of(
+            tmp_path,
+            AXES_2x2.replace(
+                'python = ["3.12"]',
+                'python = ["3.12"]\nexclude = [{ os = "windows", backend = "mps" }]\ninclude = [{ os = "windows", backend = "mps", vars = { a = 1 } }]',
+            ),
+        )
 
 
 @pytest.mark.parametrize(
@@ -242,15 +263,23 @@ def test_entries_that_do_nothing_warn(tmp_path, caplog, entries, warnings):
     ("only", "message"),
     [
         (["os=linx"], "--only os=linx: 'linx' is not a value of the os axis (linux, windows)"),
-        (["backend=cu130", "backend=mpss"], "--only backend=mpss: 'mpss' is not a value of the backend axis (cpu, cu130, mps)"),
+        (
+            ["backend=cu130", "backend=mpss"],
+            "--only backend=mpss: 'mpss' is not a value of the backend axis (cpu, cu130, mps)",
+        ),
         (["python=3.9"], "--only python=3.9: '3.9' is not a value of the python axis (3.12)"),
-        (["name=linux-x86_64-cpu-py312"], "--only name=linux-x86_64-cpu-py312: no such cell; did you mean linux-x86_64-cpu-py3.12"),
+        (
+            ["name=linux-x86_64-cpu-py312"],
+            "--only name=linux-x86_64-cpu-py312: no such cell; did you mean linux-x86_64-cpu-py3.12",
+        ),
         (["os=windows", "backend=mps"], "no cell matches the selection"),
     ],
     ids=["os", "one-of-two", "python", "name", "valid-values-no-cell"],
 )
 def test_only_values_must_exist(tmp_path, only, message):
-    cells = cells_of(tmp_path, AXES_2x2 + '[[tool.lockgen.rules]]\nmatch = { os = "windows", backend = "mps" }\nskip = "x"')
+    cells = cells_of(
+        tmp_path, AXES_2x2 + '[[tool.lockgen.rules]]\nmatch = { os = "windows", backend = "mps" }\nskip = "x"'
+    )
     cells = [c for c in cells if c.name != "windows-x86_64-mps-py3.12"]
     with pytest.raises(UsageError) as info:
         select(cells, only=only)

@@ -19,7 +19,9 @@ def test_longest_prefix_wins_both_ways():
 
 def test_sources_merge_later_wins_and_bad_pairs_say_how():
     config = Mirrors({"https://a.example": "http://config"})
-    merged = config.merged(from_env("https://a.example=http://env, https://b.example=http://b"), parse(["https://a.example=http://cli"]))
+    merged = config.merged(
+        from_env("https://a.example=http://env, https://b.example=http://b"), parse(["https://a.example=http://cli"])
+    )
     assert merged.table == {"https://a.example": "http://cli", "https://b.example": "http://b"}
     with pytest.raises(UsageError, match="--mirror 'nonsense': write CANONICAL=MIRROR"):
         parse(["nonsense"])
@@ -35,7 +37,9 @@ def test_trailing_slashes_and_unused_prefixes():
 
 
 def test_a_mirror_nothing_went_through_is_reported():
-    mirrors = Mirrors(parse(["https://pypi.org/simple=http://m/simple", "https://files.pythonhosted.org=http://m/files"]))
+    mirrors = Mirrors(
+        parse(["https://pypi.org/simple=http://m/simple", "https://files.pythonhosted.org=http://m/files"])
+    )
     mirrors.fetch_url("https://pypi.org/simple/torch/")
     assert mirrors.never_used() == ["https://files.pythonhosted.org"]
     mirrors.canonical("url = http://m/files/torch.whl")  # a file URL read back from uv's output

@@ -30,7 +30,6 @@ def test_small_real_matrix(tmp_path):
     assert {p.name: p.read_bytes() for p in (root / "locks").iterdir()} == first
 
 
-
 def _copy(example: str, tmp_path):
     import shutil
     from pathlib import Path
@@ -56,6 +55,8 @@ def test_text_generation_webui_pypi_only_cells(tmp_path):
     cells = ["linux-x86_64-cu128-py3.13-full", "windows-x86_64-cpu-py3.13-full", "macos-aarch64-mps-py3.13-full"]
     run = run_cli("lock", *cells, "-C", str(root / "lockgen.pypi.toml"))
     assert run.code == 0, run.err
-    run = run_cli("all", "-C", str(root / "lockgen.pypi.toml"), "--only", "variant=portable", "--only", "variant=portable_ik")
+    run = run_cli(
+        "all", "-C", str(root / "lockgen.pypi.toml"), "--only", "variant=portable", "--only", "variant=portable_ik"
+    )
     assert run.code == 0, run.err
     assert len(list((root / "locks-pypi").glob("*.txt"))) == len(cells) + 18

@@ -41,7 +41,8 @@ def hosts(shared_fake_host):
 
 def project(root: Path, hosts, settings: str, requirements: str) -> Path:
     pypi, backend = hosts
-    config = f"""
+    config = (
+        f"""
         {settings}
         [tool.lockgen.mirrors]
         "https://pypi.org/simple" = "{pypi.url}/simple"
@@ -50,7 +51,9 @@ def project(root: Path, hosts, settings: str, requirements: str) -> Path:
         [tool.lockgen.sources.pytorch]
         index = "https://backend.example/whl/{{flavor}}"
         packages = ["torch"]
-    """ + MATRIX
+    """
+        + MATRIX
+    )
     return write_project(root, config, {"requirements.in.j2": requirements})
 
 
@@ -80,7 +83,9 @@ def test_prerelease_is_part_of_the_input_hash_and_of_the_uv_command(tmp_path, ho
     root = project(tmp_path, hosts, "", "pkg\n")
     before = {p.cell.name: p for p in Project.load(root).plans(Project.load(root).cells)}
     assert "prerelease" not in before["linux-x86_64-cpu-py3.12"].input_data  # unchanged hashes without the setting
-    root = project(tmp_path, hosts, 'prerelease = "if-necessary"\nprerelease-package = { Pkg_Name = "explicit" }', "pkg\n")
+    root = project(
+        tmp_path, hosts, 'prerelease = "if-necessary"\nprerelease-package = { Pkg_Name = "explicit" }', "pkg\n"
+    )
     loaded = Project.load(root)
     plan = loaded.plans(loaded.cells)[0]
     assert plan.input_data["prerelease"] == {"mode": "if-necessary", "packages": {"pkg-name": "explicit"}}
@@ -93,10 +98,19 @@ def test_prerelease_is_part_of_the_input_hash_and_of_the_uv_command(tmp_path, ho
 @pytest.mark.parametrize(
     ("settings", "problem"),
     [
-        ('prerelease = "yes"', "tool.lockgen.prerelease: unknown mode 'yes'; use one of disallow, allow, if-necessary, explicit, if-necessary-or-explicit"),
-        ('prerelease-package = { torch = "sometimes" }', "tool.lockgen.prerelease-package.torch: unknown mode 'sometimes'"),
-        ('prerelease-package = ["torch"]', "tool.lockgen.prerelease-package: must be a table of package = \"mode\""),
-        ('[[tool.lockgen.rules]]\nmatch = {}\nprerelease = 1', "tool.lockgen.rules[0].prerelease: must be a string, not int"),
+        (
+            'prerelease = "yes"',
+            "tool.lockgen.prerelease: unknown mode 'yes'; use one of disallow, allow, if-necessary, explicit, if-necessary-or-explicit",
+        ),
+        (
+            'prerelease-package = { torch = "sometimes" }',
+            "tool.lockgen.prerelease-package.torch: unknown mode 'sometimes'",
+        ),
+        ('prerelease-package = ["torch"]', 'tool.lockgen.prerelease-package: must be a table of package = "mode"'),
+        (
+            "[[tool.lockgen.rules]]\nmatch = {}\nprerelease = 1",
+            "tool.lockgen.rules[0].prerelease: must be a string, not int",
+        ),
     ],
     ids=["mode", "package-mode", "not-a-table", "rule"],
 )
@@ -147,7 +161,9 @@ def test_an_exact_pin_keeps_its_label_and_its_input_hash(tmp_path, hosts):
 
 
 def _pylock(name: str, version: str) -> Pylock:
-    return Pylock(lock_version=Version("1.0"), created_by="test", packages=[Package(name=name, version=Version(version))])
+    return Pylock(
+        lock_version=Version("1.0"), created_by="test", packages=[Package(name=name, version=Version(version))]
+    )
 
 
 @pytest.mark.parametrize(
@@ -165,7 +181,9 @@ def test_verify_checks_the_specifier_instead_of_equality(tmp_path, hosts, locked
 
 
 def test_pin_values_are_checked(tmp_path):
-    write_project(tmp_path, 'pins = { torch = "==2.8.0.*", numpy = ">=2,<3", bad = "latest", empty = "" }\n' + MATRIX, {})
+    write_project(
+        tmp_path, 'pins = { torch = "==2.8.0.*", numpy = ">=2,<3", bad = "latest", empty = "" }\n' + MATRIX, {}
+    )
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path / "pyproject.toml")
     problems = info.value.messages

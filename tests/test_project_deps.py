@@ -64,7 +64,10 @@ def rendered(root: Path, config: str | None = None) -> dict[str, str]:
 
 def test_templates_see_dependencies_and_optional_groups_of_the_configs_own_pyproject(tmp_path):
     texts = rendered(pyproject(tmp_path))
-    assert texts["linux-x86_64-cu128-py3.12"] == "numpy<2\npillow; sys_platform != 'darwin'\ntorch==2.7.1+cu128\n# app 1.0 >=3.11\n"
+    assert (
+        texts["linux-x86_64-cu128-py3.12"]
+        == "numpy<2\npillow; sys_platform != 'darwin'\ntorch==2.7.1+cu128\n# app 1.0 >=3.11\n"
+    )
     assert "torch==2.7.1+cpu" in texts["linux-x86_64-cpu-py3.12"]
 
 
@@ -74,7 +77,9 @@ def test_a_lockgen_toml_reads_the_pyproject_beside_it_or_the_one_it_names(tmp_pa
     assert "numpy<2" in rendered(tmp_path)["linux-x86_64-cpu-py3.12"]
     (tmp_path / "app").mkdir()
     (tmp_path / "pyproject.toml").rename(tmp_path / "app" / "pyproject.toml")
-    write_project(tmp_path, 'project = "app/pyproject.toml"\n' + MATRIX.replace("tool.lockgen.", ""), {}, name="lockgen.toml")
+    write_project(
+        tmp_path, 'project = "app/pyproject.toml"\n' + MATRIX.replace("tool.lockgen.", ""), {}, name="lockgen.toml"
+    )
     assert "numpy<2" in rendered(tmp_path)["linux-x86_64-cpu-py3.12"]
 
 
@@ -121,7 +126,10 @@ def test_the_project_file_is_checked(tmp_path, project, setting, problem):
 def test_a_changed_separate_project_file_is_not_a_noop(tmp_path, fake_host):
     """The no-op stamp covers the project file when it is not the config file."""
     pypi = fake_host("pypi")
-    files = [pypi.wheel("files", n, v) for n, v in [("numpy", "1.26.0"), ("numpy", "2.0.0"), ("pillow", "11.0"), ("torch", "2.7.1+cpu")]]
+    files = [
+        pypi.wheel("files", n, v)
+        for n, v in [("numpy", "1.26.0"), ("numpy", "2.0.0"), ("pillow", "11.0"), ("torch", "2.7.1+cpu")]
+    ]
     pypi.index_page("simple", files, upload_time="2026-01-01T00:00:00Z")
     mirrors = f'[mirrors]\n"https://pypi.org/simple" = "{pypi.url}/simple"\n"https://files.pythonhosted.org" = "{pypi.url}/files"\n'
     root = tmp_path / "p"

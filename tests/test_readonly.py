@@ -87,7 +87,11 @@ def snapshot(root: Path) -> dict[str, tuple[str, int, bytes | None]]:
     for path in sorted(root.rglob("*")):
         stat = path.lstat()
         kind = "dir" if path.is_dir() and not path.is_symlink() else "file"
-        found[path.relative_to(root).as_posix()] = (kind, stat.st_mtime_ns, path.read_bytes() if kind == "file" else None)
+        found[path.relative_to(root).as_posix()] = (
+            kind,
+            stat.st_mtime_ns,
+            path.read_bytes() if kind == "file" else None,
+        )
     return found
 
 

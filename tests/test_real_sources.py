@@ -78,7 +78,11 @@ def entry_block(lock: str, start: str) -> str:
 def release_world(pypi: FakeHost, github: FakeHost) -> dict[str, Path]:
     """PyPI with numpy and the upstream gradio-client 1.0.2; the patched build on a GitHub
     release page."""
-    pypi.index_page("simple", [pypi.wheel("files", "numpy", "2.3.0"), pypi.wheel("files", "gradio_client", "1.0.2")], upload_time=TIME)
+    pypi.index_page(
+        "simple",
+        [pypi.wheel("files", "numpy", "2.3.0"), pypi.wheel("files", "gradio_client", "1.0.2")],
+        upload_time=TIME,
+    )
     client = github.wheel(REL, "gradio_client", "1.0.2+custom.20", requires=("numpy",))
     gradio = github.wheel(REL, "gradio", "4.37.2+custom.20", requires=("gradio-client==1.0.2+custom.20",))
     return {"client": client, "gradio": gradio}
@@ -107,7 +111,9 @@ def test_c23_release_page_wheel_as_a_main_requirement(tmp_path, hosts, template)
     assert "127.0.0.1" not in pylock + lock
     assert "served nothing" not in run.err
     if template == "gradio-client\n":  # named: lockgen hashed it itself (cached for later runs)
-        assert json.loads((root / ".lockgen" / "downloads.json").read_text()) == {GRADIO_CLIENT: sha256(files["client"])}
+        assert json.loads((root / ".lockgen" / "downloads.json").read_text()) == {
+            GRADIO_CLIENT: sha256(files["client"])
+        }
 
 
 def test_c23_raw_url_in_a_template_goes_through_the_mirror(tmp_path, hosts):
@@ -159,8 +165,13 @@ def test_source_urls_take_rule_variables_and_unrequired_urls_are_never_fetched(t
     run = run_cli("all", "-C", str(root), *mirrors(pypi, github, backend)[:6])
     assert run.code == 0, run.err
     cuda = locked_versions(lock_of(root, "linux-x86_64-cu128-py3.12"))
-    assert (cuda["llama-cpp-binaries"], cuda["ik-llama-cpp-binaries"]) == ("0.124.0+cu124", "0.124.0+cu124")  # URL entries: the file name says
-    assert f"{LLAMA}/llama_cpp_binaries-0.124.0+cu124-py3-none-linux_x86_64.whl" in lock_of(root, "linux-x86_64-cu128-py3.12")
+    assert (cuda["llama-cpp-binaries"], cuda["ik-llama-cpp-binaries"]) == (
+        "0.124.0+cu124",
+        "0.124.0+cu124",
+    )  # URL entries: the file name says
+    assert f"{LLAMA}/llama_cpp_binaries-0.124.0+cu124-py3-none-linux_x86_64.whl" in lock_of(
+        root, "linux-x86_64-cu128-py3.12"
+    )
     rocm = lock_of(root, "linux-x86_64-rocm-py3.12")
     assert f"{LLAMA}/llama_cpp_binaries-0.124.0+rocm7.2-py3-none-linux_x86_64.whl" in rocm
     assert "ik-llama-cpp-binaries" not in rocm  # its rocm URL is a 404, and nothing requires it there
@@ -194,16 +205,22 @@ def test_force_rehashes_a_replaced_file(tmp_path, hosts, where):
         urls = ["{GRADIO_CLIENT}"]
         packages = ["gradio-client"]
     """ + MATRIX.format(backend="cpu")
-    root = write_project(tmp_path / "p", config, {"requirements.in.j2": "gradio-client\n" if where == "main" else "numpy\n"})
+    root = write_project(
+        tmp_path / "p", config, {"requirements.in.j2": "gradio-client\n" if where == "main" else "numpy\n"}
+    )
     args = ["-C", str(root), *mirrors(pypi, github, backend)[:6]]
     assert run_cli("all", *args).code == 0
     layer = None if where == "main" else "optional-gradio-client"
     old = sha256(files["client"])
     assert f"--hash=sha256:{old}" in lock_of(root, layer=layer)
-    make_wheel(files["client"].parent, "gradio_client", "1.0.2+custom.20", requires=("numpy", "requests"))  # replaced upstream
+    make_wheel(
+        files["client"].parent, "gradio_client", "1.0.2+custom.20", requires=("numpy", "requests")
+    )  # replaced upstream
     new = sha256(files["client"])
     assert new != old
-    pypi.index_page("simple", [pypi.wheel("files", "numpy", "2.3.0"), pypi.wheel("files", "requests", "2.32.0")], upload_time=TIME)
+    pypi.index_page(
+        "simple", [pypi.wheel("files", "numpy", "2.3.0"), pypi.wheel("files", "requests", "2.32.0")], upload_time=TIME
+    )
     run = run_cli("all", "--force", *args)
     assert run.code == 0, run.err
     text = lock_of(root, layer=layer)
@@ -283,7 +300,9 @@ def test_c25_a_label_policy_is_checked(tmp_path, hosts):
     pypi, github, backend = hosts
     pytorch_world(pypi, backend)
     labels = '[tool.lockgen.sources.pytorch.labels]\nxformers = "{flavor}"'
-    root = write_project(tmp_path / "p", PYTORCH.format(extra="", labels=labels), {"requirements.in.j2": "torch\nxformers\n"})
+    root = write_project(
+        tmp_path / "p", PYTORCH.format(extra="", labels=labels), {"requirements.in.j2": "torch\nxformers\n"}
+    )
     run = run_cli("lock", "linux-x86_64-cu128-py3.12", "-C", str(root), *mirrors(pypi, github, backend))
     assert run.code == 1
     assert "xformers 0.0.30: source 'pytorch' serves it for this cell, so its version must carry +cu128" in run.err
@@ -298,11 +317,16 @@ def test_c25_a_dependency_named_for_an_index_is_pinned_only_where_required(tmp_p
          pypi.wheel("files", "torch", "2.7.0", "py3-none-manylinux_2_28_x86_64"), pypi.wheel("files", "addon", "1.0", requires=("xformers",))],
         upload_time=TIME,
     )  # fmt: skip
-    config = PYTORCH.format(extra="", labels="").replace("include = [{ os = \"macos\", arch = \"aarch64\", backend = \"cpu\", python = \"3.12\" }]", "")
+    config = PYTORCH.format(extra="", labels="").replace(
+        'include = [{ os = "macos", arch = "aarch64", backend = "cpu", python = "3.12" }]', ""
+    )
     root = write_project(tmp_path / "p", config, {"requirements.in.j2": "torch\naddon\n"})
     run = run_cli("all", "-C", str(root), *mirrors(pypi, github, backend))
     assert run.code == 1
-    assert "xformers 0.0.30: source 'pytorch' serves it for this cell, but it came from https://files.pythonhosted.org/" in run.err
+    assert (
+        "xformers 0.0.30: source 'pytorch' serves it for this cell, but it came from https://files.pythonhosted.org/"
+        in run.err
+    )
     assert "add a line for xformers to the requirements template" in run.err
 
 
@@ -321,7 +345,9 @@ def test_c25_an_optional_layer_takes_its_package_from_the_index_too(tmp_path, ho
 def test_c25_a_package_missing_from_the_cells_index_is_named(tmp_path, hosts):
     pypi, github, backend = hosts
     pytorch_world(pypi, backend)
-    root = write_project(tmp_path / "p", PYTORCH.format(extra="", labels=""), {"requirements.in.j2": "torch\ntriton-rocm\n"})
+    root = write_project(
+        tmp_path / "p", PYTORCH.format(extra="", labels=""), {"requirements.in.j2": "torch\ntriton-rocm\n"}
+    )
     run = run_cli("lock", "linux-x86_64-cu128-py3.12", "-C", str(root), *mirrors(pypi, github, backend))
     assert run.code == 1
     assert (
@@ -380,9 +406,15 @@ def test_label_and_placeholder_problems_name_their_keys(tmp_path):
     with pytest.raises(ConfigError) as info:
         Project.load(write_project(tmp_path, config, {"requirements.in.j2": "x\n"}))
     problems = info.value.messages
-    assert "tool.lockgen.sources.llama.urls: bad placeholder 'nope' in 'https://example.org/{wheel_set}/{nope}/x.whl'" in problems[-1]
+    assert (
+        "tool.lockgen.sources.llama.urls: bad placeholder 'nope' in 'https://example.org/{wheel_set}/{nope}/x.whl'"
+        in problems[-1]
+    )
     assert any(p.startswith("tool.lockgen.sources.llama.labels: only an index source has labels") for p in problems)
-    assert any(p.startswith("tool.lockgen.sources.pytorch.labels.torchvision: not one of the source's packages") for p in problems)
+    assert any(
+        p.startswith("tool.lockgen.sources.pytorch.labels.torchvision: not one of the source's packages")
+        for p in problems
+    )
     assert any(p.startswith("tool.lockgen.sources.pytorch.labels.torch: must be a label") for p in problems)
 
 
@@ -404,7 +436,11 @@ def test_a_layer_keeps_mains_release_page_wheel(tmp_path, hosts):
     pypi, github, backend = hosts
     files = release_world(pypi, github)
     addon = pypi.wheel("files", "addon", "1.0", requires=("gradio-client",))
-    pypi.index_page("simple", [pypi.wheel("files", "numpy", "2.3.0"), pypi.wheel("files", "gradio_client", "1.0.2"), addon], upload_time=TIME)
+    pypi.index_page(
+        "simple",
+        [pypi.wheel("files", "numpy", "2.3.0"), pypi.wheel("files", "gradio_client", "1.0.2"), addon],
+        upload_time=TIME,
+    )
     config = f"""
         use = ["gradio"]
         optional = ["addon"]

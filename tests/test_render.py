@@ -49,7 +49,10 @@ TEMPLATE_ERRORS = {
     ),
     "syntax-error": ("numpy\n{% if %}\n", [r"templates/requirements.in.j2:2: .*cell linux-x86_64-cu130-py3.12"]),
     "sandbox-blocks-attribute-escapes": ("{{ pins.__class__.__mro__ }}\n", ["unsafe|not safely"]),
-    "file-includes-are-refused-with-a-hint": ("numpy\n-r common.txt\n", [r"rendered line 2 '-r common.txt': -r \(--requirement\) includes a file; use \{% include"]),
+    "file-includes-are-refused-with-a-hint": (
+        "numpy\n-r common.txt\n",
+        [r"rendered line 2 '-r common.txt': -r \(--requirement\) includes a file; use \{% include"],
+    ),
 }
 
 
@@ -69,17 +72,23 @@ def test_missing_template(tmp_path):
 
 
 def test_errors_in_included_templates_name_the_included_file(tmp_path):
-    write_project(tmp_path, CONFIG, {"requirements.in.j2": "numpy\n{% include 'extra.j2' %}\n", "extra.j2": "a\nb=={{ nope }}\n"})
+    write_project(
+        tmp_path, CONFIG, {"requirements.in.j2": "numpy\n{% include 'extra.j2' %}\n", "extra.j2": "a\nb=={{ nope }}\n"}
+    )
     project = Project.load(tmp_path)
     with pytest.raises(TemplateError, match=r"templates/extra\.j2:2: 'nope' is undefined"):
         project.plans(project.cells)
     (tmp_path / "templates" / "extra.j2").unlink()
-    with pytest.raises(TemplateError, match=r"templates/extra\.j2: template not found.*included from templates/requirements\.in\.j2"):
+    with pytest.raises(
+        TemplateError, match=r"templates/extra\.j2: template not found.*included from templates/requirements\.in\.j2"
+    ):
         project.plans(project.cells)
 
 
 def test_file_includes_are_refused_with_a_hint(tmp_path):
-    with pytest.raises(TemplateError, match=r"rendered line 2 '-r common.txt': -r \(--requirement\) includes a file; use \{% include"):
+    with pytest.raises(
+        TemplateError, match=r"rendered line 2 '-r common.txt': -r \(--requirement\) includes a file; use \{% include"
+    ):
         plans(tmp_path, "numpy\n-r common.txt\n")
 
 
@@ -88,7 +97,11 @@ TWO_CELLS = CONFIG.replace('backend = ["cu130"]', 'backend = ["cu130", "cu126"]'
 
 def test_index_lines_are_refused_once_for_every_cell(tmp_path):
     """The same refused line in two cells is one message naming both (the error is a record)."""
-    write_project(tmp_path, TWO_CELLS, {"requirements.in.j2": "numpy\n  --extra-index-url https://download.pytorch.org/whl/{{ backend }}  # torch\n"})
+    write_project(
+        tmp_path,
+        TWO_CELLS,
+        {"requirements.in.j2": "numpy\n  --extra-index-url https://download.pytorch.org/whl/{{ backend }}  # torch\n"},
+    )
     project = Project.load(tmp_path)
     with pytest.raises(TemplateError) as info:
         project.plans(project.cells)
@@ -129,16 +142,27 @@ def test_many_refused_lines_are_counted(tmp_path):
 
 @pytest.mark.parametrize("setting", ["constraints", "overrides"])
 def test_constraints_and_overrides_are_checked_too(tmp_path, setting):
-    write_project(tmp_path, f'{setting} = "extra.txt.j2"\n' + CONFIG, {"requirements.in.j2": "numpy\n", "extra.txt.j2": "--index-url=https://x/simple\n"})
+    write_project(
+        tmp_path,
+        f'{setting} = "extra.txt.j2"\n' + CONFIG,
+        {"requirements.in.j2": "numpy\n", "extra.txt.j2": "--index-url=https://x/simple\n"},
+    )
     project = Project.load(tmp_path)
     with pytest.raises(TemplateError, match=r"templates/extra\.txt\.j2: rendered line 1 .*set index-url in the config"):
         project.plans(project.cells)
 
 
 def test_optional_entries_are_checked(tmp_path):
-    write_project(tmp_path, 'optional = ["--extra-index-url https://x/{{ backend }}"]\n' + CONFIG, {"requirements.in.j2": "numpy\n"})
+    write_project(
+        tmp_path,
+        'optional = ["--extra-index-url https://x/{{ backend }}"]\n' + CONFIG,
+        {"requirements.in.j2": "numpy\n"},
+    )
     project = Project.load(tmp_path)
-    with pytest.raises(TemplateError, match=r"optional entry '--extra-index-url https://x/\{\{ backend \}\}': rendered as '--extra-index-url https://x/cu130': "):
+    with pytest.raises(
+        TemplateError,
+        match=r"optional entry '--extra-index-url https://x/\{\{ backend \}\}': rendered as '--extra-index-url https://x/cu130': ",
+    ):
         project.plans(project.cells)
 
 

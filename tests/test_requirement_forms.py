@@ -159,7 +159,9 @@ def test_the_lock_model_reads_and_writes_each_form(line, name, url, editable):
 def _header():
     from lockgen.locks.lock import Header
 
-    return Header(cell="c", kind=LayerKind.UNHASHED, path="locks/c/unhashed.txt", target="t", uv="0", input_hash="sha256:0")
+    return Header(
+        cell="c", kind=LayerKind.UNHASHED, path="locks/c/unhashed.txt", target="t", uv="0", input_hash="sha256:0"
+    )
 
 
 def test_the_recorded_install_commands_work_from_the_project_root(tmp_path, index):
@@ -179,12 +181,23 @@ def test_the_recorded_install_commands_work_from_the_project_root(tmp_path, inde
     env.update(PIP_CONFIG_FILE=os.devnull, UV_PYTHON_DOWNLOADS="never", PIP_DISABLE_PIP_VERSION_CHECK="1")
     for tool in ("pip", "uv"):
         venv = tmp_path / f"venv-{tool}"
-        subprocess.run([uv.uv_binary(), "venv", str(venv), "--python", sys.executable, "--no-config", "-q"], check=True, env=env)
+        subprocess.run(
+            [uv.uv_binary(), "venv", str(venv), "--python", sys.executable, "--no-config", "-q"], check=True, env=env
+        )
         python = venv / "bin" / "python"
         for layer in layers:
             argv = layer["commands"][tool]
             if tool == "pip":
-                argv = [sys.executable, "-m", "pip", "--python", str(python), *argv[1:], "--no-cache-dir", "--no-build-isolation"]
+                argv = [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "--python",
+                    str(python),
+                    *argv[1:],
+                    "--no-cache-dir",
+                    "--no-build-isolation",
+                ]
             else:
                 argv = [uv.uv_binary(), *argv[1:], "--python", str(python), "--no-config"]
             done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=root)

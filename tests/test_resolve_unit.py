@@ -85,11 +85,20 @@ def test_one_resolution_and_one_offline_describe_pass(tmp_path):
     assert [a[a.index("--format") + 1] for a in runner.argvs] == ["pylock.toml", "requirements.txt"]
     assert "--offline" in runner.argvs[1] and "--offline" not in runner.argvs[0]
     (entry,) = files.main.entries
-    assert (entry.name, str(entry.version), entry.hashes, entry.via) == ("app", "1.0", (f"sha256:{SHA}",), ("templates/requirements.in.j2",))
+    assert (entry.name, str(entry.version), entry.hashes, entry.via) == (
+        "app",
+        "1.0",
+        (f"sha256:{SHA}",),
+        ("templates/requirements.in.j2",),
+    )
 
 
 def test_an_allow_build_package_without_wheels_is_built_on_a_second_try(tmp_path):
-    steps = [(1, (DATA / "no-wheels.txt").read_text(), None), (0, "", sdist_pylock("sdonly", "2.0")), (0, "", requirements("sdonly==2.0"))]
+    steps = [
+        (1, (DATA / "no-wheels.txt").read_text(), None),
+        (0, "", sdist_pylock("sdonly", "2.0")),
+        (0, "", requirements("sdonly==2.0")),
+    ]
     run, runner = cell_run(tmp_path, steps, allow_build=("sdonly",))
     files = resolve_cell(run)
     assert "--no-binary" not in runner.argvs[0]

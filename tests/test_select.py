@@ -68,7 +68,10 @@ def entry(os_: str, arch: str, backend: str, alias_of: str | None = None, **extr
     name = f"{os_}-{arch}-{backend}-py3.12"
     lock = f"locks/{alias_of or name}.txt"
     layers = [{"name": "main", "kind": "main", "lock": lock, "sha256": "0" * 64}]
-    layers += [{"name": layer, "kind": kind, "lock": lock.replace(".txt", f"/{layer}.txt")} for kind, layer in extra.pop("layers", [])]
+    layers += [
+        {"name": layer, "kind": kind, "lock": lock.replace(".txt", f"/{layer}.txt")}
+        for kind, layer in extra.pop("layers", [])
+    ]
     data = {"os": os_, "arch": arch, "backend": backend, "python": "3.12", "status": "alias" if alias_of else "locked",
             "lock": lock, "layers": layers, "requires": {}, **extra}  # fmt: skip
     if alias_of:
@@ -103,7 +106,9 @@ def plain(os_: str = "linux", arch: str = "x86_64", **kw: Any) -> Facts:
     return Facts(os=os_, arch=arch, interpreter=kw.pop("interpreter", arch), **kw)
 
 
-def fake_run(outputs: Mapping[tuple[str, ...], tuple[int, str, str]]) -> Callable[[Sequence[str]], tuple[int, str, str]]:
+def fake_run(
+    outputs: Mapping[tuple[str, ...], tuple[int, str, str]],
+) -> Callable[[Sequence[str]], tuple[int, str, str]]:
     """A runner answering from canned outputs; any other program is "not found"."""
 
     def run(argv: Sequence[str]) -> tuple[int, str, str]:
@@ -216,9 +221,21 @@ def test_rocminfo(sample: str, code: int, agents: tuple[str, ...], failed: bool)
     ("machine", "env", "expected"),
     [
         ("AMD64", {"PROCESSOR_ARCHITEW6432": "ARM64"}, ("aarch64", "x86_64")),
-        ("AMD64", {"PROCESSOR_IDENTIFIER": "ARMv8 (64-bit) Family 8 Model 1 Revision 201, Qualcomm"}, ("aarch64", "x86_64")),
-        ("ARM64", {"PROCESSOR_IDENTIFIER": "ARMv8 (64-bit) Family 8 Model 1 Revision 201, Qualcomm"}, ("aarch64", "aarch64")),
-        ("AMD64", {"PROCESSOR_IDENTIFIER": "Intel64 Family 6 Model 183 Stepping 1, GenuineIntel"}, ("x86_64", "x86_64")),
+        (
+            "AMD64",
+            {"PROCESSOR_IDENTIFIER": "ARMv8 (64-bit) Family 8 Model 1 Revision 201, Qualcomm"},
+            ("aarch64", "x86_64"),
+        ),
+        (
+            "ARM64",
+            {"PROCESSOR_IDENTIFIER": "ARMv8 (64-bit) Family 8 Model 1 Revision 201, Qualcomm"},
+            ("aarch64", "aarch64"),
+        ),
+        (
+            "AMD64",
+            {"PROCESSOR_IDENTIFIER": "Intel64 Family 6 Model 183 Stepping 1, GenuineIntel"},
+            ("x86_64", "x86_64"),
+        ),
         ("x86_64", {}, ("x86_64", "x86_64")),
     ],
     ids=["C15-architew6432", "C15-identifier", "native-arm64", "intel", "linux"],
@@ -240,7 +257,9 @@ def test_versions_compare_numerically(left: str, right: str, order: int) -> None
 # ---- gather: programs through the runner seam -----------------------------------------------
 
 
-def nvidia_outputs(banner: str, query: str | None = None, **extra: tuple[int, str, str]) -> dict[tuple[str, ...], tuple[int, str, str]]:
+def nvidia_outputs(
+    banner: str, query: str | None = None, **extra: tuple[int, str, str]
+) -> dict[tuple[str, ...], tuple[int, str, str]]:
     outputs = {BANNER: ok(f"nvidia-smi/{banner}")}
     if query:
         outputs[QUERY] = ok(f"nvidia-smi/{query}")
@@ -248,12 +267,16 @@ def nvidia_outputs(banner: str, query: str | None = None, **extra: tuple[int, st
 
 
 def test_gather_nvidia_two_gpus_c12() -> None:
-    facts = gather({}, fake_run(nvidia_outputs("banner-two-gpus-12.6.txt", "query-two-gpus.csv")), system="linux", machine="x86_64")
+    facts = gather(
+        {}, fake_run(nvidia_outputs("banner-two-gpus-12.6.txt", "query-two-gpus.csv")), system="linux", machine="x86_64"
+    )
     assert facts.nvidia and facts.cuda == "12.6" and [g.compute_capability for g in facts.gpus] == [8.6, 12.0]
     assert facts.amd_agents == () and "rocminfo: not found" in facts.notes
 
 
-@pytest.mark.parametrize("sample", ["no-devices.txt", "no-driver.txt", "nvml-mismatch.txt"], ids=["exit6", "exit9", "nvml"])
+@pytest.mark.parametrize(
+    "sample", ["no-devices.txt", "no-driver.txt", "nvml-mismatch.txt"], ids=["exit6", "exit9", "nvml"]
+)
 def test_gather_c20_no_usable_nvidia_gpu(sample: str) -> None:
     code = {"no-devices.txt": 6, "no-driver.txt": 9, "nvml-mismatch.txt": 18}[sample]
     run = fake_run({BANNER: (code, text(f"nvidia-smi/{sample}"), ""), QUERY: (code, text(f"nvidia-smi/{sample}"), "")})
@@ -277,7 +300,9 @@ def test_gather_retries_a_rejected_query_field() -> None:
      ((0, "garbage\n", ""), (select.NOT_FOUND, "", ""), ["NVIDIA GPU"])],
     ids=["query-fails-mig-list", "query-garbage-no-list"],
 )  # fmt: skip
-def test_gather_never_an_empty_gpu_list(query: tuple[int, str, str], listed: tuple[int, str, str], names: list[str]) -> None:
+def test_gather_never_an_empty_gpu_list(
+    query: tuple[int, str, str], listed: tuple[int, str, str], names: list[str]
+) -> None:
     run = fake_run({BANNER: ok("nvidia-smi/banner-mig-12.8.txt"), QUERY: query, LIST: listed})
     facts = gather({}, run, system="linux", machine="x86_64")
     assert facts.nvidia and facts.cuda == "12.8"
@@ -285,7 +310,9 @@ def test_gather_never_an_empty_gpu_list(query: tuple[int, str, str], listed: tup
 
 
 def test_gather_mig_query_counts_one_gpu() -> None:
-    facts = gather({}, fake_run(nvidia_outputs("banner-mig-12.8.txt", "query-a100.csv")), system="linux", machine="x86_64")
+    facts = gather(
+        {}, fake_run(nvidia_outputs("banner-mig-12.8.txt", "query-a100.csv")), system="linux", machine="x86_64"
+    )
     assert len(facts.gpus) == 1 and facts.gpus[0].compute_capability == 8.0
 
 
@@ -342,7 +369,9 @@ def test_gather_macos(machine: str, sysctl: dict[str, str], expected: tuple[str,
 
 def test_gather_windows_arm_x64_python_c15() -> None:
     env = {"PROCESSOR_ARCHITEW6432": "ARM64"}
-    facts = gather(env, fake_run(nvidia_outputs("banner-umd-13.0.txt", "query-4090.csv")), system="win32", machine="AMD64")
+    facts = gather(
+        env, fake_run(nvidia_outputs("banner-umd-13.0.txt", "query-4090.csv")), system="win32", machine="AMD64"
+    )
     assert (facts.os, facts.arch, facts.interpreter, facts.cuda) == ("windows", "aarch64", "x86_64", "13.0")
 
 
@@ -442,7 +471,9 @@ def test_rejected_field_end_to_end_from_canned_outputs() -> None:
     assert any("query field compute_cap was rejected" in note for note in refused.value.notes)
 
 
-@pytest.mark.parametrize("sample", ["no-devices.txt", "no-driver.txt", "nvml-mismatch.txt"], ids=["exit6", "exit9", "nvml"])
+@pytest.mark.parametrize(
+    "sample", ["no-devices.txt", "no-driver.txt", "nvml-mismatch.txt"], ids=["exit6", "exit9", "nvml"]
+)
 def test_c20_no_usable_gpu_never_gets_a_cuda_cell(sample: str) -> None:
     failing = (6, text(f"nvidia-smi/{sample}"), "")
     facts = gather({}, fake_run({BANNER: failing, QUERY: failing}), system="linux", machine="x86_64")
@@ -578,7 +609,11 @@ def test_cli_text_and_json(manifest_file: Path) -> None:
     assert out.splitlines()[0] == "linux-x86_64-cu130-py3.12: locks/linux-x86_64-cu130-py3.12.txt"
     code, out, _ = cli("--manifest", str(manifest_file), "--json", "--os", "macos", "--arch", "aarch64")
     data = json.loads(out)
-    assert code == 0 and data["cell"] == "macos-aarch64-mps-py3.12" and data["lock"] == "locks/macos-aarch64-mps-py3.12.txt"
+    assert (
+        code == 0
+        and data["cell"] == "macos-aarch64-mps-py3.12"
+        and data["lock"] == "locks/macos-aarch64-mps-py3.12.txt"
+    )
     assert {"cell", "os", "arch", "backend", "python", "lock", "layers", "reasons", "facts"} <= set(data)
     assert data["facts"]["apple_silicon"] is True
 
@@ -648,7 +683,9 @@ def test_cli_gpu_query_with_a_header_is_read_right(manifest_file: Path) -> None:
     ],
     ids=["bad-cuda", "bad-python", "bad-json", "no-detect", "bad-rules"],
 )
-def test_cli_bad_input_exit_2(tmp_path: Path, manifest_file: Path, args: list[str], content: str | None, message: str) -> None:
+def test_cli_bad_input_exit_2(
+    tmp_path: Path, manifest_file: Path, args: list[str], content: str | None, message: str
+) -> None:
     path = manifest_file
     if content is not None:
         path = tmp_path / "other.json"
@@ -681,7 +718,9 @@ def test_a_copy_runs_on_a_bare_python(tmp_path: Path, manifest_file: Path) -> No
     code = (f"import sys; sys.path.insert(0, {str(vendored)!r}); import lockgen_select as s; "
             f"raise SystemExit(s.main(['--manifest', {str(manifest_file)!r}, '--json', '--os', 'windows', "
             "'--arch', 'aarch64', '--interpreter', 'x86_64', '--cuda', '13.0']))")  # fmt: skip
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["lock"] == "locks/windows-x86_64-cu130-py3.12.txt"
 
@@ -702,4 +741,6 @@ def test_the_copy_runs_as_a_script_named_select_py(tmp_path: Path, manifest_file
 def test_runs_as_a_module(manifest_file: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "lockgen.select", "--manifest", str(manifest_file), "--os", "macos",
                            "--arch", "aarch64"], check=False, capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert done.returncode == 0 and done.stdout.startswith("macos-aarch64-mps-py3.12: locks/macos-aarch64-mps-py3.12.txt")
+    assert done.returncode == 0 and done.stdout.startswith(
+        "macos-aarch64-mps-py3.12: locks/macos-aarch64-mps-py3.12.txt"
+    )

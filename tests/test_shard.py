@@ -65,7 +65,13 @@ def test_contiguous_blocks_of_even_size(resolved, total, sizes):
 
 
 def test_an_alias_goes_with_its_cell():
-    cells = [_Cell("a"), _Cell("b"), _Cell("c"), _Cell("alias-c", _Settings(alias="c")), _Cell("alias-x", _Settings(alias="x"))]
+    cells = [
+        _Cell("a"),
+        _Cell("b"),
+        _Cell("c"),
+        _Cell("alias-c", _Settings(alias="c")),
+        _Cell("alias-x", _Settings(alias="x")),
+    ]
     shards = assign(cells, 3)
     assert (shards["a"], shards["b"], shards["c"], shards["alias-c"]) == (1, 2, 3, 3)
     assert shards["alias-x"] == 1  # its cell is not among the selected ones
@@ -92,7 +98,9 @@ REQUIREMENTS = "alpha=={{ pins.alpha }}\nbeta\n"
 
 
 def _project(root: Path, index, alpha: str) -> Path:
-    return write_project(root, CONFIG.format(index=index.index_url(), alpha=alpha), {"requirements.in.j2": REQUIREMENTS})
+    return write_project(
+        root, CONFIG.format(index=index.index_url(), alpha=alpha), {"requirements.in.j2": REQUIREMENTS}
+    )
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -168,7 +176,10 @@ def test_merge_refuses_a_cell_no_shard_holds(tmp_path, released, shards):
     before = _files(merged / "locks")
     run = run_cli("merge", str(shards[0]), "-C", str(merged))
     assert run.code == 2
-    assert "no shard holds cells linux-aarch64-cpu-py3.13, windows-x86_64-cpu-py3.12, windows-x86_64-cpu-py3.13;" in run.err
+    assert (
+        "no shard holds cells linux-aarch64-cpu-py3.13, windows-x86_64-cpu-py3.12, windows-x86_64-cpu-py3.13;"
+        in run.err
+    )
     assert _files(merged / "locks") == before  # nothing written
 
 

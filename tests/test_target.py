@@ -34,14 +34,25 @@ def test_platform_mapping(os_, arch, settings, platform):
 
 def test_target_environment_and_python_tag():
     mac = target_for(cell("macos", "aarch64"))
-    assert (mac.platform, mac.macos, mac.env()) == ("aarch64-apple-darwin", "14.0", {"MACOSX_DEPLOYMENT_TARGET": "14.0"})
+    assert (mac.platform, mac.macos, mac.env()) == (
+        "aarch64-apple-darwin",
+        "14.0",
+        {"MACOSX_DEPLOYMENT_TARGET": "14.0"},
+    )
     assert target_for(cell("linux", "x86_64")).env() == {}
     assert target_for(cell("linux", "x86_64", python="3.13")).python_tag == "cp313"
 
 
 def plan_for(c, files=None):
     rendered = Rendered(files=files or {"requirements": ("r.j2", "x\n")})
-    return Plan(cell=c, target=target_for(c), rendered=rendered, lock=f"locks/{c.name}.txt", work=f".lockgen/{c.name}", uv_version="0.13.9")
+    return Plan(
+        cell=c,
+        target=target_for(c),
+        rendered=rendered,
+        lock=f"locks/{c.name}.txt",
+        work=f".lockgen/{c.name}",
+        uv_version="0.13.9",
+    )
 
 
 def test_compile_argv_targets_the_cell_and_never_the_host():
@@ -53,18 +64,35 @@ def test_compile_argv_targets_the_cell_and_never_the_host():
     for part in [
         "--constraint .lockgen/macos-aarch64-cpu-py3.12/constraints.txt",
         "--override .lockgen/macos-aarch64-cpu-py3.12/overrides.txt",
-        "--python /py", "--python-version 3.12", "--python-platform aarch64-apple-darwin",
-        "--index-url https://pypi.org/simple", "--find-links wheels --find-links https://x/b/",
-        "--exclude-newer 2026-01-01", "--format pylock.toml", "--only-binary :all:", "--no-config", "--no-header",
-        "--upgrade-package numpy", "--output-file out.txt",
+        "--python /py",
+        "--python-version 3.12",
+        "--python-platform aarch64-apple-darwin",
+        "--index-url https://pypi.org/simple",
+        "--find-links wheels --find-links https://x/b/",
+        "--exclude-newer 2026-01-01",
+        "--format pylock.toml",
+        "--only-binary :all:",
+        "--no-config",
+        "--no-header",
+        "--upgrade-package numpy",
+        "--output-file out.txt",
     ]:
         assert part in joined
 
 
 def test_compile_env_drops_user_uv_settings():
     c = cell("macos", "aarch64")
-    env = compile_env({"UV_INDEX_URL": "https://evil", "UV_CACHE_DIR": "/c", "MACOSX_DEPLOYMENT_TARGET": "11.0", "PATH": "/bin"}, plan_for(c))
-    assert env == {"UV_CACHE_DIR": "/c", "PATH": "/bin", "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1", "MACOSX_DEPLOYMENT_TARGET": "14.0"}
+    env = compile_env(
+        {"UV_INDEX_URL": "https://evil", "UV_CACHE_DIR": "/c", "MACOSX_DEPLOYMENT_TARGET": "11.0", "PATH": "/bin"},
+        plan_for(c),
+    )
+    assert env == {
+        "UV_CACHE_DIR": "/c",
+        "PATH": "/bin",
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_NO_PROGRESS": "1",
+        "MACOSX_DEPLOYMENT_TARGET": "14.0",
+    }
     linux = compile_env({"MACOSX_DEPLOYMENT_TARGET": "11.0"}, plan_for(cell("linux", "x86_64")))
     assert "MACOSX_DEPLOYMENT_TARGET" not in linux
 

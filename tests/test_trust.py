@@ -191,7 +191,9 @@ def test_a_cell_turned_into_skip_loses_its_old_lock(tmp_path, pypi):
     root = project(tmp_path / "p", index, "alpha\n", matrix=matrix)
     assert run_cli("all", "-C", str(root)).code == 0
     pyproject = root / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + '[[tool.lockgen.rules]]\nmatch = { python = "3.13" }\nskip = "not yet"\n')
+    pyproject.write_text(
+        pyproject.read_text() + '[[tool.lockgen.rules]]\nmatch = { python = "3.13" }\nskip = "not yet"\n'
+    )
     check = run_cli("check", "-C", str(root))
     assert check.code == 1
     assert "locks/linux-x86_64-cpu-py3.13.txt: orphan" in check.out  # a lock the manifest does not vouch for
@@ -201,7 +203,9 @@ def test_a_cell_turned_into_skip_loses_its_old_lock(tmp_path, pypi):
     assert "locks/linux-x86_64-cpu-py3.13.txt: removed" in run.err
     assert not (root / "locks" / "linux-x86_64-cpu-py3.13.txt").exists()
     assert not (root / "locks" / "linux-x86_64-cpu-py3.13").exists()
-    assert manifest(root)["linux-x86_64-cpu-py3.13"] | {"status": "skipped"} == manifest(root)["linux-x86_64-cpu-py3.13"]
+    assert (
+        manifest(root)["linux-x86_64-cpu-py3.13"] | {"status": "skipped"} == manifest(root)["linux-x86_64-cpu-py3.13"]
+    )
     assert run_cli("check", "-C", str(root)).code == 0
 
 
@@ -249,13 +253,23 @@ def test_c27_broken_gpu_stacks_fail_naming_the_evidence_unless_the_mix_is_declar
         root = project(tmp_path / "p", index, C27_REQUIREMENTS, extra=extra, matrix=C27_MATRIX)
         run = run_cli("all", "-C", str(root))
         assert run.code == 1
-        errors = {line.split(": ")[1].removeprefix("cell "): line for line in run.err.split("\n") if line.startswith("error: cell ")}
+        errors = {
+            line.split(": ")[1].removeprefix("cell "): line
+            for line in run.err.split("\n")
+            if line.startswith("error: cell ")
+        }
         assert set(errors) == {"linux-x86_64-cu128-py3.12", "linux-x86_64-cpu-py3.12", "linux-x86_64-cu124-py3.12"}
         # a CPU torch in a cu128 cell, CUDA in a cpu cell, CUDA 13 in a CUDA 12.4 cell: each with its evidence
         assert "torch 2.10.0: a cu128 cell must lock a torch build of its backend" in run.err
         assert "it is a CPU build" in run.err
-        assert "nvidia-cublas-cu12 12.8.4.1: name (nvidia-*-cu{major}) shows cuda 12, but the cell's backend cpu is cpu" in run.err
-        assert "tensorrt-cu13 10.14.1: name (*-cu{major}) shows cuda 13, but the cell's backend cu124 is cuda 12.4" in run.err
+        assert (
+            "nvidia-cublas-cu12 12.8.4.1: name (nvidia-*-cu{major}) shows cuda 12, but the cell's backend cpu is cpu"
+            in run.err
+        )
+        assert (
+            "tensorrt-cu13 10.14.1: name (*-cu{major}) shows cuda 13, but the cell's backend cu124 is cuda 12.4"
+            in run.err
+        )
         assert 'allow-mix = { "<package>" = "why" }' in run.err
         assert not list((root / "locks").glob("*.txt"))
         (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text() + C27_ALLOW)
@@ -318,7 +332,9 @@ def test_c28_an_unreachable_optional_source_is_a_settled_state(tmp_path, pypi, m
         with refusing_url() as down:
             root = project(tmp_path / "p", index, "app\n", extra=VENDOR.format(mirror=down) + 'optional = ["vpkg"]')
             text = (root / "pyproject.toml").read_text().replace('optional = ["vpkg"]\n', "")
-            (root / "pyproject.toml").write_text(text.replace('use = ["vendor"]', 'use = ["vendor"]\noptional = ["vpkg"]'))
+            (root / "pyproject.toml").write_text(
+                text.replace('use = ["vendor"]', 'use = ["vendor"]\noptional = ["vpkg"]')
+            )
             run = run_cli("all", "-C", str(root))
         assert run.code == 0, run.err
         (gap,) = manifest(root)[CELL]["unavailable"]
@@ -384,7 +400,10 @@ def test_a_wrong_hash_on_a_find_links_page_fails_the_cell(tmp_path, pypi):
         root = project(tmp_path / "p", index, "alpha\nbeta\n", extra=f'find-links = {{ vendor = "{page}" }}')
         run = run_cli("all", "-C", str(root))
         assert run.code == 1
-        assert f"beta 1.0: wheel {links.url}/wheels/{wheel.name}: the find-links page of 'vendor' gives sha256 {'0' * 64}" in run.err
+        assert (
+            f"beta 1.0: wheel {links.url}/wheels/{wheel.name}: the find-links page of 'vendor' gives sha256 {'0' * 64}"
+            in run.err
+        )
         assert "Fix the page's #sha256" in run.err
         assert not (root / "locks" / f"{CELL}.txt").exists()
         page = links.flat("wheels", [wheel])

@@ -71,7 +71,12 @@ def test_the_binary_listed_in_the_record(monkeypatch, tmp_path):
     [
         (RECORD, False, True, "the pinned uv package's binary is missing (expected at "),
         (RECORD, True, False, "the pinned uv package's binary is missing (expected at "),
-        (RECORD.replace("../../../bin/uv,", "../../../bin/uv-other,"), True, True, "the pinned uv package's binary is missing: "),
+        (
+            RECORD.replace("../../../bin/uv,", "../../../bin/uv-other,"),
+            True,
+            True,
+            "the pinned uv package's binary is missing: ",
+        ),
         (None, True, True, "the installed uv package lists no files (no RECORD)"),
     ],
     ids=["binary-deleted", "not-executable", "not-in-record", "no-record"],
@@ -90,7 +95,10 @@ def test_uv_not_installed(monkeypatch):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(uvbin.metadata, "files", missing)
-    with pytest.raises(UvMissing, match=r"the pinned uv package is not installed: reinstall lockgen \(pip install --force-reinstall 'uv==\d"):
+    with pytest.raises(
+        UvMissing,
+        match=r"the pinned uv package is not installed: reinstall lockgen \(pip install --force-reinstall 'uv==\d",
+    ):
         uvbin.pinned_uv_binary()
 
 
@@ -129,7 +137,9 @@ def test_a_real_write_into_a_folder_that_is_a_file(tmp_path):
     ):
         (tmp_path / "locks" / "a.txt").write_text("x")
     (tmp_path / "b").mkdir()
-    assert "a folder stands where the file should be" in str(write_error("b", IsADirectoryError(errno.EISDIR, "Is a directory")))
+    assert "a folder stands where the file should be" in str(
+        write_error("b", IsADirectoryError(errno.EISDIR, "Is a directory"))
+    )
 
 
 @pytest.mark.skipif(os.name == "nt" or os.geteuid() == 0, reason="root writes anywhere")

@@ -77,6 +77,6 @@ def test_mentioned_names_the_packages_of_a_conflict():
 
 
 def test_warnings_and_explain_drop_chatter():
-    text = "Resolved 2 packages in 56ms\nwarning: `yankme==1.1` is yanked (reason: \"broken build\")\n"
+    text = 'Resolved 2 packages in 56ms\nwarning: `yankme==1.1` is yanked (reason: "broken build")\n'
     assert uvout.warnings(text) == ['`yankme==1.1` is yanked (reason: "broken build")']
     assert uvout.explain(text).startswith("warning:")

@@ -144,7 +144,14 @@ def test_run_scripts_are_found_by_indentation():
         ("lockgen-release.yml", "gh pr comment"),
     ],
     ids=[
-        "check-json", "bump-no-lock", "matrix-shard", "all-shard", "shard-of-total", "merge", "diff-markdown", "comment",
+        "check-json",
+        "bump-no-lock",
+        "matrix-shard",
+        "all-shard",
+        "shard-of-total",
+        "merge",
+        "diff-markdown",
+        "comment",
     ],
 )
 def test_the_lockgen_commands_are_spelt_as_the_cli_has_them(workflow, command):

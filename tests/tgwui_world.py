@@ -62,7 +62,11 @@ def build(make_host: Callable[[str], FakeHost]) -> Hosts:
         more.append(pypi.wheel("files", "cryptography", "48.0.1", f"cp311-abi3-{platform}"))
     publish_pypi(pypi, versions, REQUIRES, more)
 
-    for flavor, platforms in (("cu128", (LINUX_X86, WINDOWS)), ("cpu", (LINUX_X86, WINDOWS)), ("xpu", (LINUX_X86, WINDOWS))):
+    for flavor, platforms in (
+        ("cu128", (LINUX_X86, WINDOWS)),
+        ("cpu", (LINUX_X86, WINDOWS)),
+        ("xpu", (LINUX_X86, WINDOWS)),
+    ):
         files = [pytorch.wheel(f"whl/{flavor}", "torch", f"2.9.1+{flavor}", f"{CP}-{CP}-{p}") for p in platforms]
         if flavor == "cpu":  # the cpu index's macOS wheel carries no label (CASES C25)
             files.append(pytorch.wheel("whl/cpu", "torch", "2.9.1", f"{CP}-{CP}-{MAC_ARM}"))

@@ -40,7 +40,11 @@ def lockgen(root: Path, *args: str, env: dict[str, str] | None = None) -> subpro
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file under ``locks/``, by project-relative path."""
     folder = root / "locks"
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()} if folder.is_dir() else {}
+    return (
+        {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+        if folder.is_dir()
+        else {}
+    )
 
 
 def uv_processes(root: Path) -> list[int]:

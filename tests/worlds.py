@@ -102,7 +102,10 @@ def publish_pypi(pypi: FakeHost, versions: Mapping[str, str], requires: Mapping[
     """One pure wheel per ``versions`` entry (with ``requires``), plus ``more`` files, published
     as PyPI's simple pages with upload times. Returns every file."""
     requires = dict(requires)
-    files = [pypi.wheel("files", name, version, requires=requires.get(name, ())) for name, version in sorted(versions.items())]
+    files = [
+        pypi.wheel("files", name, version, requires=requires.get(name, ()))
+        for name, version in sorted(versions.items())
+    ]
     files += list(more)
     pypi.index_page("simple", files, upload_time=PYPI_TIME)
     return files

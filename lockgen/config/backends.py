@@ -42,7 +42,12 @@ class BackendChecks(Checks):
                 continue
             self.unknown(table, _BACKEND_KEYS, path)
             changes: dict[str, Any] = {}
-            for key, placeholder in (("flavors", "{version}"), ("packages", "{major}"), ("versioned", None), ("builds", None)):
+            for key, placeholder in (
+                ("flavors", "{version}"),
+                ("packages", "{major}"),
+                ("versioned", None),
+                ("builds", None),
+            ):
                 if key in table:
                     changes[key] = self.patterns(table[key], (*path, key), placeholder, globs=key != "builds")
             if "gpu" in table:
@@ -53,12 +58,16 @@ class BackendChecks(Checks):
             if name in families:
                 families[name] = dataclasses.replace(families[name], **changes)
             elif not changes.get("flavors"):
-                self.problem((*path, "flavors"), 'a new backend family needs flavors, such as ["xpu"] or ["cu{version}"]')
+                self.problem(
+                    (*path, "flavors"), 'a new backend family needs flavors, such as ["xpu"] or ["cu{version}"]'
+                )
             else:
                 families[name] = BackendFamily(name=name, **changes)
         return tuple(families.values())
 
-    def patterns(self, value: Any, path: tuple[str | int, ...], placeholder: str | None, globs: bool = True) -> tuple[str, ...]:
+    def patterns(
+        self, value: Any, path: tuple[str | int, ...], placeholder: str | None, globs: bool = True
+    ) -> tuple[str, ...]:
         """An array of package-name (or flavor) patterns; ``placeholder`` may appear once in each."""
         items = self.strings(value, path)
         for item in items:

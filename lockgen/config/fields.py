@@ -83,5 +83,7 @@ class Checks:
         """A URL with its scheme (uv would read ``pypi.org/simple`` as a folder)."""
         text = self.string(value, path)
         if text is not None and not URL.match(text):
-            self.problem(path, f"{text!r} is not a URL; write it with its scheme, such as https://{text.split('://')[-1]}")
+            self.problem(
+                path, f"{text!r} is not a URL; write it with its scheme, such as https://{text.split('://')[-1]}"
+            )
         return text

@@ -39,8 +39,7 @@ def find_config(start: Path, explicit: str | None = None) -> Path:
         if found is not None:
             return found
     raise UsageError(
-        f"no lockgen.toml or pyproject.toml with [tool.lockgen] in {start} or above; "
-        "create one or pass -C PATH"
+        f"no lockgen.toml or pyproject.toml with [tool.lockgen] in {start} or above; create one or pass -C PATH"
     )
 
 
@@ -89,5 +88,3 @@ def load_config(path: Path) -> Config:
     from lockgen.config.validate import Validator
 
     return Validator(path.name, prefix, read_toml=parse_toml).config(table, path.parent)
-
-

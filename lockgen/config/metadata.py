@@ -48,13 +48,22 @@ class MetadataChecks(Checks):
             return None
         dynamic = table.get("dynamic", [])
         dynamic = set(dynamic) if isinstance(dynamic, list) else set()
-        deps = None if "dependencies" in dynamic else self.requirement_list(table.get("dependencies", []), name, "project.dependencies")
+        deps = (
+            None
+            if "dependencies" in dynamic
+            else self.requirement_list(table.get("dependencies", []), name, "project.dependencies")
+        )
         raw = table.get("optional-dependencies", {})
         if not isinstance(raw, dict):
             self.problem(("project",), f"{name}: project.optional-dependencies must be a table of lists")
             raw = {}
-        groups = {group: self.requirement_list(reqs, name, f"project.optional-dependencies.{group}") for group, reqs in raw.items()}
-        strings = {k: table[k] if isinstance(table.get(k), str) else None for k in ("name", "version", "requires-python")}
+        groups = {
+            group: self.requirement_list(reqs, name, f"project.optional-dependencies.{group}")
+            for group, reqs in raw.items()
+        }
+        strings = {
+            k: table[k] if isinstance(table.get(k), str) else None for k in ("name", "version", "requires-python")
+        }
         return ProjectMetadata(
             path=name, name=strings["name"], version=strings["version"], requires_python=strings["requires-python"],
             dependencies=deps, optional_dependencies=None if "optional-dependencies" in dynamic else groups,

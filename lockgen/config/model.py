@@ -15,7 +15,27 @@ from typing import Any
 
 from lockgen.select import DetectRules
 
-__all__ = ["ARCHES", "AXES", "DEFAULT_BACKENDS", "DEFAULT_INDEX_URL", "DEFAULT_MACOS", "DEFAULT_MANYLINUX", "MANYLINUX_LEVELS", "OSES", "PRERELEASE_MODES", "RESERVED_NAMES", "WORK", "BackendFamily", "Config", "Include", "ProjectMetadata", "Rule", "Settings", "Source", "selector_matches"]
+__all__ = [
+    "ARCHES",
+    "AXES",
+    "DEFAULT_BACKENDS",
+    "DEFAULT_INDEX_URL",
+    "DEFAULT_MACOS",
+    "DEFAULT_MANYLINUX",
+    "MANYLINUX_LEVELS",
+    "OSES",
+    "PRERELEASE_MODES",
+    "RESERVED_NAMES",
+    "WORK",
+    "BackendFamily",
+    "Config",
+    "Include",
+    "ProjectMetadata",
+    "Rule",
+    "Settings",
+    "Source",
+    "selector_matches",
+]
 
 AXES = ("os", "arch", "backend", "python")
 OSES = ("linux", "windows", "macos")
@@ -64,7 +84,9 @@ class Settings:
     allow_mix: Mapping[str, str] = field(default_factory=dict)  # package glob -> why the backend mix is intended
     replace: tuple[str, ...] | None = None  # packages a layer may set to another version than main (C22)
     prerelease: str | None = None  # uv --prerelease for every package (one of PRERELEASE_MODES)
-    prerelease_package: Mapping[str, str] = field(default_factory=dict)  # canonical name -> mode (uv --prerelease-package)
+    prerelease_package: Mapping[str, str] = field(
+        default_factory=dict
+    )  # canonical name -> mode (uv --prerelease-package)
 
     def merged(self, later: Settings) -> Settings:
         """Return these settings with ``later``'s set values on top.
@@ -259,5 +281,3 @@ class Config:
     def pins(self) -> Mapping[str, str]:
         """The top-level ``pins`` table (rules may change pins per cell)."""
         return self.defaults.pins
-
-

@@ -42,12 +42,14 @@ class SettingsChecks(Checks):
         if "manylinux" in table:
             level = self.string(table["manylinux"], (*path, "manylinux"))
             if level is not None and level not in MANYLINUX_LEVELS:
-                self.problem((*path, "manylinux"), f"unsupported level {level!r}; use one of {', '.join(MANYLINUX_LEVELS)}")
+                self.problem(
+                    (*path, "manylinux"), f"unsupported level {level!r}; use one of {', '.join(MANYLINUX_LEVELS)}"
+                )
             values["manylinux"] = level
         if "macos" in table:
             macos = self.string(table["macos"], (*path, "macos"))
             if macos is not None and not _MACOS.match(macos):
-                self.problem((*path, "macos"), f"bad macOS version {macos!r}; write it like \"14.0\" or \"10.15\"")
+                self.problem((*path, "macos"), f'bad macOS version {macos!r}; write it like "14.0" or "10.15"')
             values["macos"] = macos
         if "skip" in table:
             reason = self.string(table["skip"], (*path, "skip"))
@@ -72,7 +74,9 @@ class SettingsChecks(Checks):
             values["replace"] = self.package_names(table["replace"], (*path, "replace"))
         values.update(self.prerelease(table, path))
         if values.get("interpreter") is not None and values["interpreter"] not in ARCHES:
-            self.problem((*path, "interpreter"), f"unknown arch {values['interpreter']!r}; use one of {', '.join(ARCHES)}")
+            self.problem(
+                (*path, "interpreter"), f"unknown arch {values['interpreter']!r}; use one of {', '.join(ARCHES)}"
+            )
         return Settings(**values)
 
     def package_names(self, value: Any, path: KeyPath) -> tuple[str, ...]:
@@ -118,7 +122,9 @@ class SettingsChecks(Checks):
             elif name in RESERVED_NAMES:
                 self.problem((*path, name), f"{name!r} is a built-in template variable; pick another name")
             elif name in self.extra:
-                self.problem((*path, name), f"{name!r} is a matrix axis (a template variable of its own); pick another name")
+                self.problem(
+                    (*path, name), f"{name!r} is a matrix axis (a template variable of its own); pick another name"
+                )
         return dict(value)
 
     def find_links(self, value: Any, path: KeyPath) -> dict[str, tuple[str, ...]]:
@@ -163,7 +169,7 @@ class SettingsChecks(Checks):
         from packaging.version import InvalidVersion, Version
 
         if not isinstance(value, dict):
-            self.problem(path, "must be a table of package = \"version\" or \"specifier\"")
+            self.problem(path, 'must be a table of package = "version" or "specifier"')
             return {}
         pins = {}
         for name, version in value.items():
@@ -182,7 +188,10 @@ class SettingsChecks(Checks):
                     if not str(SpecifierSet(version)):
                         raise InvalidSpecifier(version)
                 except InvalidSpecifier:
-                    self.problem((*path, name), f"{version!r} is not a valid version or version specifier (PEP 440), such as \"2.8.0\" or \"==2.8.0.*\"")
+                    self.problem(
+                        (*path, name),
+                        f'{version!r} is not a valid version or version specifier (PEP 440), such as "2.8.0" or "==2.8.0.*"',
+                    )
                     continue
             pins[name] = version
         return pins

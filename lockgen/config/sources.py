@@ -54,7 +54,10 @@ class SourceChecks(Checks):
                 self.problem((*path, "local-if"), "needs a non-empty glob and a local folder to look in")
             for url in (u for u in urls if u):
                 if kind != "find-links" and not URL.match(url):
-                    self.problem((*path, kind), f"{url!r} is not a URL; write it with its scheme, such as https://{url.split('://')[-1]}")
+                    self.problem(
+                        (*path, kind),
+                        f"{url!r} is not a URL; write it with its scheme, such as https://{url.split('://')[-1]}",
+                    )
             result[name] = Source(
                 name=name, kind=kind, urls=tuple(u for u in urls if u), local=local,
                 packages=tuple(canonicalize_name(p) for p in packages),
@@ -69,7 +72,10 @@ class SourceChecks(Checks):
             return {}
         for canonical, mirror in value.items():
             if not (URL.match(canonical) and URL.match(mirror)):
-                self.problem(("mirrors", canonical), f"{canonical!r} = {mirror!r}: both must be URL prefixes, such as \"https://pypi.org/simple\" = \"https://mirror.corp.example/pypi/simple\"")
+                self.problem(
+                    ("mirrors", canonical),
+                    f'{canonical!r} = {mirror!r}: both must be URL prefixes, such as "https://pypi.org/simple" = "https://mirror.corp.example/pypi/simple"',
+                )
         return dict(value)
 
     def credentials(self, config: Config) -> Config:
@@ -84,7 +90,9 @@ class SourceChecks(Checks):
 
             bare, userinfo = split(url)
             if env_references(bare):
-                self.problem(path, "${VAR} references are expanded only in the user:password@ part of a URL; move it there")
+                self.problem(
+                    path, "${VAR} references are expanded only in the user:password@ part of a URL; move it there"
+                )
             if userinfo is None:
                 return url
             where = realm(bare)
@@ -100,7 +108,9 @@ class SourceChecks(Checks):
             return dataclasses.replace(value, index_url=index, find_links=links)
 
         defaults = settings(config.defaults, ())
-        rules = tuple(dataclasses.replace(r, settings=settings(r.settings, ("rules", i))) for i, r in enumerate(config.rules))
+        rules = tuple(
+            dataclasses.replace(r, settings=settings(r.settings, ("rules", i))) for i, r in enumerate(config.rules)
+        )
         sources = {
             name: dataclasses.replace(s, urls=tuple(public(u, ("sources", name, s.kind)) for u in s.urls))
             for name, s in config.sources.items()
@@ -131,7 +141,9 @@ class SourceChecks(Checks):
             if canonicalize_name(name) not in named:
                 self.problem((*key, name), "not one of the source's packages; add it to packages")
             elif not isinstance(label, str) or (label != "*" and not re.fullmatch(r"[A-Za-z0-9._{}]*", label)):
-                self.problem((*key, name), 'must be a label such as "{flavor}" or "cu128", "" (none) or "*" (as served)')
+                self.problem(
+                    (*key, name), 'must be a label such as "{flavor}" or "cu128", "" (none) or "*" (as served)'
+                )
             else:
                 labels[canonicalize_name(name)] = label
         return labels
@@ -154,7 +166,10 @@ class SourceChecks(Checks):
                 try:
                     fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
                 except ValueError as exc:
-                    self.problem(("sources", name, key), f"bad placeholder in {text!r} ({exc}); write {{name}}, and {{{{ for a brace")
+                    self.problem(
+                        ("sources", name, key),
+                        f"bad placeholder in {text!r} ({exc}); write {{name}}, and {{{{ for a brace",
+                    )
                     continue
                 for field in fields:
                     if field not in names:
@@ -165,7 +180,9 @@ class SourceChecks(Checks):
 
     def references(self, config: Config) -> None:
         """Names used in settings must exist: sources, pinned pins."""
-        for path, settings in [((), config.defaults)] + [(("rules", i), r.settings) for i, r in enumerate(config.rules)]:
+        for path, settings in [((), config.defaults)] + [
+            (("rules", i), r.settings) for i, r in enumerate(config.rules)
+        ]:
             for name in settings.sources or ():
                 if name not in config.sources:
                     known = ", ".join(sorted(config.sources)) or "none defined"

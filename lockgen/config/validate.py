@@ -38,7 +38,17 @@ from lockgen.errors import ConfigError
 __all__ = ["KeyPath", "Validator"]
 
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
-_TOP_KEYS = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "detect", "backends", "project"} | SETTING_KEYS
+_TOP_KEYS = {
+    "templates",
+    "locks",
+    "matrix",
+    "rules",
+    "mirrors",
+    "sources",
+    "detect",
+    "backends",
+    "project",
+} | SETTING_KEYS
 _MATRIX_KEYS = ("include", "exclude")
 
 
@@ -72,10 +82,7 @@ class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks):
             self.include(entry, ("matrix", "include", i))
             for i, entry in enumerate(self.table_list(matrix, "include", ("matrix",)))
         )
-        rules = tuple(
-            self.rule(entry, ("rules", i))
-            for i, entry in enumerate(self.table_list(table, "rules", ()))
-        )
+        rules = tuple(self.rule(entry, ("rules", i)) for i, entry in enumerate(self.table_list(table, "rules", ())))
         defaults = Settings(
             requirements="requirements.in.j2",
             index_url=DEFAULT_INDEX_URL,
@@ -124,7 +131,10 @@ class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks):
             if close:
                 self.problem(("matrix", name), f"unknown key; did you mean {close[0]!r}? (another name adds an axis)")
             elif not VAR_NAME.match(name) or name in RESERVED_NAMES:
-                self.problem(("matrix", name), "an extra axis needs a template variable name (letters, digits, _) that is not built in")
+                self.problem(
+                    ("matrix", name),
+                    "an extra axis needs a template variable name (letters, digits, _) that is not built in",
+                )
             else:
                 extra.append(name)
         return tuple(extra)
@@ -140,9 +150,12 @@ class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks):
         elif axis == "backend" and not _LABEL.match(value):
             self.problem(path, f"bad backend label {value!r}; use lower-case letters, digits, '.' or '_'")
         elif axis == "python" and not _is_python(value):
-            self.problem(path, f"bad python version {value!r}; write major.minor such as \"3.12\"")
+            self.problem(path, f'bad python version {value!r}; write major.minor such as "3.12"')
         elif axis not in AXES and not _LABEL.match(value):
-            self.problem(path, f"bad {axis} value {value!r}; use lower-case letters, digits, '.' or '_' (cell names join values with '-')")
+            self.problem(
+                path,
+                f"bad {axis} value {value!r}; use lower-case letters, digits, '.' or '_' (cell names join values with '-')",
+            )
         else:
             return value
         return None
@@ -207,7 +220,11 @@ class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks):
         named: list[tuple[tuple[str | int, ...], Mapping[str, Sequence[str]]]] = [
             (("matrix", "exclude", i), sel) for i, sel in enumerate(config.exclude)
         ]
-        named += [(("matrix", "include", i), {a: (v,) for a, v in inc.axes.items()}) for i, inc in enumerate(config.include) if len(inc.axes) < len(names)]
+        named += [
+            (("matrix", "include", i), {a: (v,) for a, v in inc.axes.items()})
+            for i, inc in enumerate(config.include)
+            if len(inc.axes) < len(names)
+        ]
         named += [(("rules", i, "match"), rule.match) for i, rule in enumerate(config.rules)]
         for path, selector in named:
             for axis, values in selector.items():
@@ -216,7 +233,11 @@ class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks):
                         listed = ", ".join(known[axis]) or "none"
                         missing = ", ".join(a for a in names if a not in selector)
                         every = "all four axes" if not config.extra_axes else f"every axis ({', '.join(names)})"
-                        hint = f"; an include adds a cell only when it names {every} (missing {missing})" if path[1] == "include" else ""
+                        hint = (
+                            f"; an include adds a cell only when it names {every} (missing {missing})"
+                            if path[1] == "include"
+                            else ""
+                        )
                         self.problem((*path, axis), f"{value!r} is not a value of the {axis} axis ({listed}){hint}")
 
     def folder(self, root: Path, table: dict[str, Any], key: str) -> str:

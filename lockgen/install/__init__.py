@@ -24,4 +24,13 @@ the venv, the processes).
 from lockgen.install.checks import STATE_FILE, Layer, host_problems, installed_problems, map_sources
 from lockgen.install.steps import INSTALLERS, Options, install
 
-__all__ = ["INSTALLERS", "STATE_FILE", "Layer", "Options", "host_problems", "install", "installed_problems", "map_sources"]
+__all__ = [
+    "INSTALLERS",
+    "STATE_FILE",
+    "Layer",
+    "Options",
+    "host_problems",
+    "install",
+    "installed_problems",
+    "map_sources",
+]

@@ -98,7 +98,12 @@ def host_problems(entry: Mapping[str, Any], os_name: str, glibc: str | None, mac
             problems.append(f"its wheels need glibc {requires['glibc']} or newer (manylinux); this system has no glibc")
         elif select.version_key(glibc) < select.version_key(requires["glibc"]):
             problems.append(f"its wheels need glibc {requires['glibc']} or newer (manylinux); this system has {glibc}")
-    if requires.get("macos") and os_name == "macos" and macos and select.version_key(macos) < select.version_key(requires["macos"]):
+    if (
+        requires.get("macos")
+        and os_name == "macos"
+        and macos
+        and select.version_key(macos) < select.version_key(requires["macos"])
+    ):
         problems.append(f"its wheels need macOS {requires['macos']} or newer; this is macOS {macos}")
     return problems
 
@@ -128,7 +133,8 @@ def expected(layers: Sequence[Layer]) -> Expected:
 
 
 def installed_problems(
-    expected: Mapping[NormalizedName, tuple[str | None, Entry, str]], installed: Mapping[NormalizedName, Sequence[str]],
+    expected: Mapping[NormalizedName, tuple[str | None, Entry, str]],
+    installed: Mapping[NormalizedName, Sequence[str]],
     allowed: frozenset[str] = frozenset(),
 ) -> list[str]:
     """What differs between the locks (``expected``) and a venv's distributions (pure): a missing

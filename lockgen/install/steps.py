@@ -82,7 +82,10 @@ class _Run:
         mirror serves)."""
         recorded = list(self.data_commands(layer))
         path = self.mirrored_copy(layer, write)
-        argv = [path if token == layer.path else token for token in map_sources(recorded[1:], self.mirrors, self.options.index_url)]
+        argv = [
+            path if token == layer.path else token
+            for token in map_sources(recorded[1:], self.mirrors, self.options.index_url)
+        ]
         return [*self.head(), *argv]
 
     def data_commands(self, layer: Layer) -> list[str]:
@@ -114,7 +117,7 @@ class _Run:
 
     def shown(self, argv: Sequence[str]) -> str:
         """``argv`` as the manifest spells it: ``uv …`` / ``pip …`` (not the binary's path)."""
-        return shlex.join([self.options.installer, *argv[len(self.head()):]])
+        return shlex.join([self.options.installer, *argv[len(self.head()) :]])
 
     def run(self, argv: Sequence[str]) -> bool:
         """Run one install command; on failure, warn with the end of its output."""
@@ -181,7 +184,9 @@ def _manifest(project: Project) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise InstallRefused(f"{manifest_path(project.config.locks)}: not a readable manifest ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT or not isinstance(data.get("cells"), dict):
-        raise InstallRefused(f"{manifest_path(project.config.locks)}: not a format {MANIFEST_FORMAT} manifest; run `lockgen all`")
+        raise InstallRefused(
+            f"{manifest_path(project.config.locks)}: not a format {MANIFEST_FORMAT} manifest; run `lockgen all`"
+        )
     return data
 
 
@@ -207,7 +212,11 @@ def _choose(manifest: Mapping[str, Any], options: Options, say: Say) -> tuple[st
     else:
         raise UsageError("name the CELL to install, or pass --detect to pick this machine's")
     entry = cells[name]
-    if options.python and options.cell and select.version_key(options.python)[:2] != select.version_key(str(entry["python"]))[:2]:
+    if (
+        options.python
+        and options.cell
+        and select.version_key(options.python)[:2] != select.version_key(str(entry["python"]))[:2]
+    ):
         raise InstallRefused(f"cell {name} is for Python {entry['python']}, not {options.python}")
     if entry.get("status") not in ("locked", "alias"):
         raise InstallRefused(f"cell {name} is {entry.get('status')}: {entry.get('reason') or 'it has no lock'}")
@@ -222,9 +231,13 @@ def _layers(root: Path, name: str, entry: Mapping[str, Any]) -> list[Layer]:
         try:
             text = (root / path).read_text(encoding="utf-8")
         except OSError as exc:
-            raise InstallRefused(f"{path}: cannot read it ({exc.strerror}); the cell {name} is not installable from this checkout") from None
+            raise InstallRefused(
+                f"{path}: cannot read it ({exc.strerror}); the cell {name} is not installable from this checkout"
+            ) from None
         if text_sha256(text) != data.get("sha256"):
-            raise InstallRefused(f"{path}: its sha256 is not the manifest's (edited, or from another revision); run `lockgen check`")
+            raise InstallRefused(
+                f"{path}: its sha256 is not the manifest's (edited, or from another revision); run `lockgen check`"
+            )
         try:
             layers.append(Layer(data, Lock.parse(text, path)))
         except LockFormatError as exc:
@@ -237,16 +250,24 @@ def _layers(root: Path, name: str, entry: Mapping[str, Any]) -> list[Layer]:
 def _interpreter(job: _Run) -> Interpreter:
     """The venv's interpreter (checked: Python minor, arch, CPython), or the one uv finds for a
     new venv. Raises :class:`InstallRefused`."""
-    python, arch = str(job.entry["python"]), str((job.entry.get("requires") or {}).get("interpreter") or job.entry["arch"])
+    python, arch = (
+        str(job.entry["python"]),
+        str((job.entry.get("requires") or {}).get("interpreter") or job.entry["arch"]),
+    )
     venv = job.venv
     if venv.path.resolve() == Path(sys.prefix).resolve():
-        raise InstallRefused(f"{venv.path} is the environment lockgen runs in; an exact sync would uninstall lockgen: pass --venv")
+        raise InstallRefused(
+            f"{venv.path} is the environment lockgen runs in; an exact sync would uninstall lockgen: pass --venv"
+        )
     if venv.exists():
         found, where = venv.inspect(job.root), f"the venv {venv.path} has"
     elif venv.path.exists() and (not venv.path.is_dir() or any(venv.path.iterdir())):
         raise InstallRefused(f"{venv.path} exists and is not a virtual environment; pass another --venv")
     else:
-        found, where = probe_python(find_python(_uv(), python, str(job.entry["os"]), arch, job.root), job.root), "uv found"
+        found, where = (
+            probe_python(find_python(_uv(), python, str(job.entry["os"]), arch, job.root), job.root),
+            "uv found",
+        )
     wrong = []
     if found.minor != python:
         wrong.append(f"Python {found.minor}, and the cell's locks are for Python {python} only")
@@ -301,18 +322,26 @@ def _install_layers(job: _Run) -> int:
         if ok and layer.kind is LayerKind.MAIN and job.options.installer == "pip":
             ok = _pip_sync_rest(job, layer)
         if not ok:
-            raise InstallFailed(f"{layer.name} of cell {job.cell} did not install into {job.venv.path}; see the installer's output above")
+            raise InstallFailed(
+                f"{layer.name} of cell {job.cell} did not install into {job.venv.path}; see the installer's output above"
+            )
         outcome.append((layer, True))
     installed = [layer for layer, ok in outcome if ok]
     problems = installed_problems(expected(installed), job.venv.distributions(job.root), _allowed(job))
     if problems:
-        raise InstallFailed(f"{job.venv.path} does not match the locks of {job.cell}:\n" + "\n".join(f"  - {p}" for p in problems))
+        raise InstallFailed(
+            f"{job.venv.path} does not match the locks of {job.cell}:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
     names = {layer.name for layer in installed}
     for swap in [swap for swap in job.entry.get("replaces") or [] if swap.get("by") in names]:
-        job.say(f"replaces: {swap['package']} {swap['main']} (main) -> {swap['layer']} ({swap.get('by', 'a layer')}), declared by `replace` in the config")
+        job.say(
+            f"replaces: {swap['package']} {swap['main']} (main) -> {swap['layer']} ({swap.get('by', 'a layer')}), declared by `replace` in the config"
+        )
     write_state(job.venv.path, job.cell, job.options.installer, outcome)
     count = len(expected(installed))
-    job.say(f"verified: {count} package{'s' if count != 1 else ''} in {job.venv.path} at the locked versions (local labels included)")
+    job.say(
+        f"verified: {count} package{'s' if count != 1 else ''} in {job.venv.path} at the locked versions (local labels included)"
+    )
     return 0
 
 
@@ -333,7 +362,9 @@ def _optional(job: _Run, layer: Layer, before_layers: list[Layer]) -> bool:
     changed = {n for n in before if after.get(n) != before[n]}
     restored = job.uninstall(added + sorted(n for n in changed if n in after)) and _restore(job, changed, before_layers)
     if not restored or job.venv.distributions(job.root) != before:
-        raise InstallFailed(f"optional layer {layer.name} failed and could not be rolled back; recreate {job.venv.path}")
+        raise InstallFailed(
+            f"optional layer {layer.name} failed and could not be rolled back; recreate {job.venv.path}"
+        )
     undone = [f"removed {', '.join(sorted(added))}"] if added else []
     undone += [f"restored {', '.join(sorted(changed))}"] if changed else []
     job.warn(

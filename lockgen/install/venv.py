@@ -43,7 +43,14 @@ _KEEP_UV = {
     "UV_CONCURRENT_BUILDS", "UV_CONCURRENT_INSTALLS", "UV_INSECURE_HOST", "UV_KEYRING_PROVIDER", "UV_LINK_MODE",
 }  # fmt: skip
 #: pip variables that would add or replace sources behind the recorded command's back.
-_DROP_PIP = {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_CONSTRAINT", "PIP_REQUIREMENT"}
+_DROP_PIP = {
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "PIP_NO_INDEX",
+    "PIP_CONSTRAINT",
+    "PIP_REQUIREMENT",
+}
 #: OS names as uv's Python requests spell them.
 _UV_OS = {"linux": "linux", "macos": "macos", "windows": "windows"}
 
@@ -99,7 +106,13 @@ def base_env(base: Mapping[str, str]) -> dict[str, str]:
         if not (key.startswith("UV_") and key not in _KEEP_UV) and key not in _DROP_PIP
         and key not in ("PYTHONPATH", "PYTHONHOME", "MACOSX_DEPLOYMENT_TARGET", "VIRTUAL_ENV", "CONDA_PREFIX")
     }  # fmt: skip
-    env.update(UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1", UV_NO_CONFIG="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+    env.update(
+        UV_PYTHON_DOWNLOADS="never",
+        UV_NO_PROGRESS="1",
+        UV_NO_CONFIG="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_NO_INPUT="1",
+    )
     return env
 
 
@@ -194,7 +207,9 @@ class Venv:
 
     def probe(self, cwd: Path) -> dict[str, Any]:
         """What :data:`_PROBE` reports from inside the venv (see :func:`probe`)."""
-        return probe(str(self.python), cwd, f"{self.path}: its Python does not run; remove the venv or pass another --venv")
+        return probe(
+            str(self.python), cwd, f"{self.path}: its Python does not run; remove the venv or pass another --venv"
+        )
 
     def inspect(self, cwd: Path) -> Interpreter:
         """The venv's interpreter."""
@@ -211,7 +226,9 @@ class Venv:
     def create(self, uv: str, interpreter: str, cwd: Path) -> None:
         """Create the venv with ``uv venv`` from ``interpreter`` (no pip in it: uv and lockgen's
         own pip install into it from outside). Raises :class:`InstallRefused` when uv cannot."""
-        done = run([uv, "venv", "--no-config", "--quiet", "--python", interpreter, str(self.path)], base_env(os.environ), cwd)
+        done = run(
+            [uv, "venv", "--no-config", "--quiet", "--python", interpreter, str(self.path)], base_env(os.environ), cwd
+        )
         if done.returncode != 0:
             raise InstallRefused(f"cannot create the venv {self.path}: {done.tail(5)}")
 

@@ -182,4 +182,3 @@ def _direct(text: str) -> tuple[str, str]:
 
 def _entry(data: dict[str, Any]) -> Entry:
     return Entry(**{**data, "hashes": tuple(data["hashes"]), "via": tuple(data["via"])})
-

@@ -138,7 +138,16 @@ def _merged(members: Sequence[Change]) -> Group:
 
 
 def _group_order(g: Group) -> tuple[bool, bool, str, int, bool, str, str, str]:
-    return (not g.flagged, g.package is not None, g.package or "", _ORDER[g.kind], g.layer != MAIN, g.layer, g.old, g.new)
+    return (
+        not g.flagged,
+        g.package is not None,
+        g.package or "",
+        _ORDER[g.kind],
+        g.layer != MAIN,
+        g.layer,
+        g.old,
+        g.new,
+    )
 
 
 def diff(old: LockSet, new: LockSet) -> list[Change]:
@@ -268,9 +277,23 @@ class _Cell:
         elif a.sources() != b.sources() or ((va is None or vb is None) and a.entry.url != b.entry.url):
             self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)
         elif set(a.entry.hashes) < set(b.entry.hashes):
-            self.add(name, Kind.FILES, _shown(a.entry, a.package), _shown(b.entry, b.package), layer, detail=_hash_detail(a, b))
+            self.add(
+                name,
+                Kind.FILES,
+                _shown(a.entry, a.package),
+                _shown(b.entry, b.package),
+                layer,
+                detail=_hash_detail(a, b),
+            )
         elif set(a.entry.hashes) != set(b.entry.hashes):
-            self.add(name, Kind.HASH, _shown(a.entry, a.package), _shown(b.entry, b.package), layer, detail=_hash_detail(a, b))
+            self.add(
+                name,
+                Kind.HASH,
+                _shown(a.entry, a.package),
+                _shown(b.entry, b.package),
+                layer,
+                detail=_hash_detail(a, b),
+            )
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,9 @@ FORMATS: dict[str, Callable[[Sequence[Group], str], str]] = {
 }
 
 
-def diff_command(root: Path, locks: str, old: str | None, new: str | None, fmt: str, exit_code: bool) -> tuple[str, int]:
+def diff_command(
+    root: Path, locks: str, old: str | None, new: str | None, fmt: str, exit_code: bool
+) -> tuple[str, int]:
     """``(output, exit status)`` of ``lockgen diff OLD NEW --format FMT [--exit-code]`` for the
     project at ``root`` whose locks folder is ``locks`` (project-relative). The status is 1 with
     ``exit_code`` when anything changed (like ``git diff --exit-code``), else 0.

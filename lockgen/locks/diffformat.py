@@ -51,7 +51,9 @@ def describe(g: Group) -> str:
         Kind.LAYER_REMOVED: f"layer {g.layer} ({old}) removed",
         Kind.UNAVAILABLE: (f"{old} " if old else "") + f"now unavailable (optional layer {g.layer}): {new}",
         Kind.AVAILABLE: f"{new} available again (optional layer {g.layer}; was: {old})",
-        Kind.UNREADABLE: f"cannot read the {_file(g.layer)}: {new}" if new else f"the old {_file(g.layer)} could not be read: {old}",
+        Kind.UNREADABLE: f"cannot read the {_file(g.layer)}: {new}"
+        if new
+        else f"the old {_file(g.layer)} could not be read: {old}",
     }
     text = texts[k]
     if g.package is not None and g.layer != MAIN and k not in (Kind.UNAVAILABLE, Kind.AVAILABLE):
@@ -185,7 +187,9 @@ def _cell_blocks(groups: Sequence[Group]) -> list[str]:
                 line += f" — {_md(details[cell])}"
             per_cell.setdefault(cell, []).append(line)
     return [
-        "\n".join([f"<details><summary>{_md(cell)} ({_n(len(lines), 'change')})</summary>", "", *lines, "", "</details>", ""])
+        "\n".join(
+            [f"<details><summary>{_md(cell)} ({_n(len(lines), 'change')})</summary>", "", *lines, "", "</details>", ""]
+        )
         for cell, lines in sorted(per_cell.items())
     ]
 

@@ -74,4 +74,3 @@ class Entry:
         elif self.via:
             yield "    # via"
             yield from (f"    #   {v}" for v in self.via)
-

@@ -193,5 +193,17 @@ class Header:
 
 
 #: Fields a header has at most once, and fields it may repeat (in file order).
-SINGLE_FIELDS = {"cell", "kind", "layer-of", "target", "exclude-newer", "index-url", "uv", "input-hash", "input-parts", "pylock", DIGEST}
+SINGLE_FIELDS = {
+    "cell",
+    "kind",
+    "layer-of",
+    "target",
+    "exclude-newer",
+    "index-url",
+    "uv",
+    "input-hash",
+    "input-parts",
+    "pylock",
+    DIGEST,
+}
 MULTI_FIELDS = {"find-links", "layer", "unavailable", "replaces", "skipped-url", "no-upload-time", "unverified-hashes"}

@@ -104,7 +104,9 @@ class Lock:
             note = {LayerKind.OPTIONAL: "; it may fail: optional", LayerKind.UNHASHED: "; no hashes exist for these"}
             lines.append(f"# Install after {header.layer_of}{note.get(header.kind, '')}:")
             lines.append(f"#   uv:  {shlex.join(commands['uv'])}")
-        lines.append(("#   pip: " if header.kind is not LayerKind.MAIN else "# Install with pip: ") + shlex.join(commands["pip"]))
+        lines.append(
+            ("#   pip: " if header.kind is not LayerKind.MAIN else "# Install with pip: ") + shlex.join(commands["pip"])
+        )
         lines += [f"# {key}: {value}" for key, value in header.fields()]
         body = [line for entry in self.entries for line in entry.lines()]
         text = "\n".join(lines) + "\n\n" + "\n".join(body) + ("\n" if body else "")
@@ -167,4 +169,3 @@ def intact(text: str) -> bool:
         return False
     original = "\n".join(lines[:-1]) + "\n\n" + rest
     return text_sha256(original) == lines[-1][len(prefix) :]
-

@@ -196,11 +196,17 @@ class _Builder:
     def cell(self, name: str, main: Lock) -> CellLocks:
         layers: dict[str, Lock] = {}
         for ref in main.header.layers:
-            rel = ref.path[len(self.locks) + 1 :] if ref.path.startswith(f"{self.locks}/") else f"{name}/{posixpath.basename(ref.path)}"
+            rel = (
+                ref.path[len(self.locks) + 1 :]
+                if ref.path.startswith(f"{self.locks}/")
+                else f"{name}/{posixpath.basename(ref.path)}"
+            )
             lock = self.lock(rel, name, ref.name, listed_by=main.header.path)
             if lock is not None:
                 layers[ref.name] = lock
-        return CellLocks(name=name, main=main, layers=layers, pylock=self.pylock(f"{name}/{pylockfile.PYLOCK_NAME}", name))
+        return CellLocks(
+            name=name, main=main, layers=layers, pylock=self.pylock(f"{name}/{pylockfile.PYLOCK_NAME}", name)
+        )
 
     def text(self, rel: str, cell: str | None, layer: str, listed_by: str | None = None) -> str | None:
         """The file's text; None (and a problem recorded) when it cannot be had."""

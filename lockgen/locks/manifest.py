@@ -61,8 +61,12 @@ def manifest_path(locks: str) -> str:
 
 
 def build(
-    root: Path, rows: Sequence[Row], detect: Mapping[str, Any] | None = None, failed: Mapping[str, str] | None = None,
-    *, strict: bool = True,
+    root: Path,
+    rows: Sequence[Row],
+    detect: Mapping[str, Any] | None = None,
+    failed: Mapping[str, str] | None = None,
+    *,
+    strict: bool = True,
 ) -> dict[str, Any]:
     """The manifest as a dict, from every cell of the matrix, the locks on disk and ``failed``
     (cell -> reason, from the run). Raises :class:`LockFormatError` when a lock cannot be read
@@ -85,7 +89,11 @@ def build(
             entry.update({k: v for k, v in source.items() if k in _LOCK_KEYS})
             if source:  # the lock was resolved for its cell's target; only the interpreter is the alias's
                 entry["target"] = dict(source["target"])
-                entry["requires"] = {**source["requires"], "python": row.python, "interpreter": row.requires.get("interpreter", row.arch)}
+                entry["requires"] = {
+                    **source["requires"],
+                    "python": row.python,
+                    "interpreter": row.requires.get("interpreter", row.arch),
+                }
                 entry.pop("environment", None)
                 entry.update({"environment": dict(source["environment"])} if "environment" in source else {})
             entry.update(status="alias" if source.get("status") == "locked" else source.get("status", "missing"))
@@ -136,7 +144,9 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
     if header.exclude_newer:
         entry["exclude_newer"] = header.exclude_newer
     if header.unavailable:
-        entry["unavailable"] = [{"requirement": u.requirement, "reason": u.reason, "retry": u.retry} for u in header.unavailable]
+        entry["unavailable"] = [
+            {"requirement": u.requirement, "reason": u.reason, "retry": u.retry} for u in header.unavailable
+        ]
     if header.replaces:
         entry["replaces"] = [{"package": r.name, "main": r.main, "layer": r.layer, "by": r.by} for r in header.replaces]
     if header.skipped_urls:

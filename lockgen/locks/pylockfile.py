@@ -68,7 +68,9 @@ def relative_files(pylock: Pylock, root: Path, folder: str) -> Pylock:
             rel = local.resolve().relative_to(root.resolve()).as_posix()
         except ValueError:
             return artifact  # outside the project: left as uv wrote it (verify reports it)
-        return dataclasses.replace(artifact, url=None, path=posixpath.relpath(rel, folder), name=artifact.name or local.name)
+        return dataclasses.replace(
+            artifact, url=None, path=posixpath.relpath(rel, folder), name=artifact.name or local.name
+        )
 
     return _map_artifacts(pylock, fix)
 
@@ -141,6 +143,7 @@ def by_name(pylock: Pylock) -> dict[NormalizedName, Package]:
 
 # --------------------------------------------------------------------------- writing
 
+
 def dumps(pylock: Pylock) -> str:
     """Stable TOML for ``pylock``: top-level keys, then one ``[[packages]]`` table per package
     (sorted by name) with inline tables for its artifacts, one wheel per line."""
@@ -168,4 +171,3 @@ def _value(value: Any) -> str:
         return tomlkit.string(value, literal=True).as_string()  # markers read better unescaped
     item: Item = tomlkit.item(value)  # value: Any, so tomlkit's overloads give Any
     return item.as_string()
-

@@ -131,14 +131,18 @@ def _part(folder: Path) -> _Part:
     a shard manifest."""
     text = manifest.read(folder / manifest.MANIFEST_NAME)
     if text is None:
-        raise UsageError(f"{folder}: no {manifest.MANIFEST_NAME}; pass the locks folder a `lockgen all --shard I/N` run wrote")
+        raise UsageError(
+            f"{folder}: no {manifest.MANIFEST_NAME}; pass the locks folder a `lockgen all --shard I/N` run wrote"
+        )
     try:
         data: dict[str, Any] = json.loads(text)
         shard = data["shard"]
-        cells = frozenset(name for name, entry in data["cells"].items() if entry.get("status") not in ("skipped", "alias"))
+        cells = frozenset(
+            name for name, entry in data["cells"].items() if entry.get("status") not in ("skipped", "alias")
+        )
     except (ValueError, KeyError, TypeError, AttributeError):
         raise UsageError(
-            f"{folder}/{manifest.MANIFEST_NAME}: not the manifest of a shard run (no \"shard\"); "
+            f'{folder}/{manifest.MANIFEST_NAME}: not the manifest of a shard run (no "shard"); '
             "write the shards with `lockgen all --shard I/N`"
         ) from None
     return _Part(folder, str(shard), cells, manifest.failures(text))

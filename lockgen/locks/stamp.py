@@ -38,7 +38,12 @@ def _uv_identity() -> str:
 
 
 def key(
-    root: Path, config_name: str, templates: str, folders: Sequence[str] = (), extra: str = "", files: Sequence[str] = ()
+    root: Path,
+    config_name: str,
+    templates: str,
+    folders: Sequence[str] = (),
+    extra: str = "",
+    files: Sequence[str] = (),
 ) -> str:
     """sha256 over lockgen's version, the uv package, the config file, the templates folder, the
     listings of the project folders sources may read (``local`` wheel folders) and the content of
@@ -70,7 +75,9 @@ class Memo:
     detect: dict[str, Any] | None
 
 
-def write(root: Path, key_: str, templates: str, memo: Memo, folders: Sequence[str] = (), files: Sequence[str] = ()) -> None:
+def write(
+    root: Path, key_: str, templates: str, memo: Memo, folders: Sequence[str] = (), files: Sequence[str] = ()
+) -> None:
     """Record ``memo`` under ``key_`` (written by ``all``/``lock`` only; never by readers)."""
     from lockgen.locks.store import write_text
 
@@ -91,7 +98,9 @@ def read(root: Path, config_name: str, extra: str = "") -> Memo | None:
     """The memo if the stamp's key matches the project as it is now, else None."""
     try:
         data = json.loads((root / STAMP).read_text(encoding="utf-8"))
-        if data["key"] != key(root, config_name, data["templates"], data.get("folders", []), extra, data.get("files", [])):
+        if data["key"] != key(
+            root, config_name, data["templates"], data.get("folders", []), extra, data.get("files", [])
+        ):
             return None
         return Memo(data["locks"], [Row.from_dict(row) for row in data["cells"]], data.get("detect"))
     except (OSError, ValueError, KeyError, TypeError):

@@ -24,7 +24,16 @@ from typing import Any, Protocol, TypeVar
 from lockgen.config import AXES, Config, Settings, selector_matches
 from lockgen.errors import ConfigError, UsageError
 
-__all__ = ["Cell", "Expansion", "Selectable", "expand", "expand_matrix", "parse_selectors", "select", "with_alias_sources"]
+__all__ = [
+    "Cell",
+    "Expansion",
+    "Selectable",
+    "expand",
+    "expand_matrix",
+    "parse_selectors",
+    "select",
+    "with_alias_sources",
+]
 
 log = logging.getLogger("lockgen")
 
@@ -100,7 +109,9 @@ def expand_matrix(config: Config) -> Expansion:
     cells = _cells(config, combos, extra_vars)
     problems = _cell_problems(cells)
     if not cells:
-        problems.append(f"{prefix}matrix: has no cells; list values for os, arch, backend and python, or add include entries")
+        problems.append(
+            f"{prefix}matrix: has no cells; list values for os, arch, backend and python, or add include entries"
+        )
     if problems:
         raise ConfigError(config.source, problems)
     return Expansion(cells=tuple(cells.values()), warnings=tuple(warnings))
@@ -165,7 +176,9 @@ def _cell_problems(cells: Mapping[str, Cell]) -> list[str]:
         if alias and target is None:
             problems.append(f"cell {cell.name}: alias {alias!r} names no cell of the matrix")
         elif alias and target is not None and (target.settings.alias or target.settings.skip or settings.skip):
-            problems.append(f"cell {cell.name}: alias {alias!r}: an alias and its cell must be resolved (not skipped, not aliases)")
+            problems.append(
+                f"cell {cell.name}: alias {alias!r}: an alias and its cell must be resolved (not skipped, not aliases)"
+            )
         elif alias and target is not None and target.python != cell.python:
             problems.append(f"cell {cell.name}: alias {alias!r} is for Python {target.python}, not {cell.python}")
         pins = {canonicalize_name(k) for k in settings.pins}

@@ -40,7 +40,9 @@ def parse(pairs: Iterable[str], where: str = "--mirror") -> dict[str, str]:
         canonical, sep, mirror = text.partition("=")
         if not sep or "://" not in canonical or not mirror.strip():
             shown = "=".join(split(part)[0] for part in text.split("=", 1))
-            raise UsageError(f"{where} {shown!r}: write CANONICAL=MIRROR, e.g. https://pypi.org/simple=http://mirror/simple")
+            raise UsageError(
+                f"{where} {shown!r}: write CANONICAL=MIRROR, e.g. https://pypi.org/simple=http://mirror/simple"
+            )
         result[canonical.strip().rstrip("/")] = mirror.strip().rstrip("/")
     return result
 
@@ -51,7 +53,9 @@ def from_env(value: str | None) -> dict[str, str]:
 
 
 def build(
-    tables: Iterable[Mapping[str, str]], credentials: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None
+    tables: Iterable[Mapping[str, str]],
+    credentials: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Mirrors:
     """The mirrors of a run: ``tables`` (config, ``LOCKGEN_MIRRORS``, ``--mirror``; later ones win
     for the same canonical prefix) with their logins split off, plus the config's

@@ -36,7 +36,17 @@ from lockgen.plan.target import Target
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["PART_NAMES", "PROJECT_FILES", "Plan", "exact_pin", "layer_only_sources", "local_projects", "local_requirements", "make_plan", "pinned_versions"]
+__all__ = [
+    "PART_NAMES",
+    "PROJECT_FILES",
+    "Plan",
+    "exact_pin",
+    "layer_only_sources",
+    "local_projects",
+    "local_requirements",
+    "make_plan",
+    "pinned_versions",
+]
 
 #: The files of a local project whose content decides its metadata (PEP 517/621 projects).
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
@@ -62,7 +72,9 @@ class Plan:
     layer_only: frozenset[str] = frozenset()  # sources only optional layers need
     backends: tuple[BackendFamily, ...] = ()  # the backend invariants' families (C27)
     replace: frozenset[str] = frozenset()  # canonical names a layer may set to another version than main (C22)
-    local_projects: Mapping[str, str] = field(default_factory=dict)  # project-relative folder -> digest of its metadata files
+    local_projects: Mapping[str, str] = field(
+        default_factory=dict
+    )  # project-relative folder -> digest of its metadata files
     read_files: tuple[str, ...] = ()  # project files outside config and templates the plan read (the no-op stamp's key)
 
     @property
@@ -247,7 +259,9 @@ def pinned_versions(cell: Cell, sources: Sequence[CellSource]) -> tuple[dict[str
     for name in cell.settings.pinned or ():
         key = canonicalize_name(name)
         if key not in pins:
-            raise ConfigError("config", [f"pinned: {name!r} (cell {cell.name}) has no version in pins; add it to the pins table"])
+            raise ConfigError(
+                "config", [f"pinned: {name!r} (cell {cell.name}) has no version in pins; add it to the pins table"]
+            )
         version = exact_pin(pins[key])
         if version is None:
             specifiers[key] = str(SpecifierSet(pins[key]))
@@ -306,7 +320,11 @@ def local_projects(root: Path, paths: Iterable[str], where: str, cell: Cell) -> 
                 "a lock names local projects relative to the project root: move it inside, or require it from an index"
             ) from None
         digest = hashlib.sha256()
-        files = [resolved] if resolved.is_file() else [resolved / name for name in PROJECT_FILES if (resolved / name).is_file()]
+        files = (
+            [resolved]
+            if resolved.is_file()
+            else [resolved / name for name in PROJECT_FILES if (resolved / name).is_file()]
+        )
         for file in files:
             digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
         result[posixpath.normpath(rel)] = digest.hexdigest()[:16]
@@ -330,8 +348,12 @@ def make_plan(config: Config, env: jinja2.Environment, cell: Cell, target: Targe
     context = variables(config, cell, target)
     optional = render_strings(env, cell.settings.optional or (), context, cell, "optional")
     requirements = rendered.files.get("requirements", ("", ""))
-    projects = local_projects(config.root, local_requirements(requirements[1]), f"{config.templates}/{requirements[0]}", cell)
-    read = [f"{folder}/{name}" for folder in projects for name in PROJECT_FILES if (config.root / folder / name).is_file()]
+    projects = local_projects(
+        config.root, local_requirements(requirements[1]), f"{config.templates}/{requirements[0]}", cell
+    )
+    read = [
+        f"{folder}/{name}" for folder in projects for name in PROJECT_FILES if (config.root / folder / name).is_file()
+    ]
     read += [folder for folder in projects if (config.root / folder).is_file()]
     return Plan(
         cell=cell,
@@ -355,7 +377,9 @@ def make_plan(config: Config, env: jinja2.Environment, cell: Cell, target: Targe
     )
 
 
-def layer_only_sources(sources: tuple[CellSource, ...], optional: tuple[str, ...], pinned: Mapping[str, str]) -> frozenset[str]:
+def layer_only_sources(
+    sources: tuple[CellSource, ...], optional: tuple[str, ...], pinned: Mapping[str, str]
+) -> frozenset[str]:
     """Names of the find-links/index sources whose every package is named only by optional
     entries (and none is pinned): the main resolution does not need them."""
     from packaging.requirements import InvalidRequirement, Requirement

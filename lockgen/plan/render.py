@@ -107,11 +107,19 @@ def _render_one(env: jinja2.Environment, config: Config, name: str, context: dic
         return text
     except jinja2.TemplateNotFound as exc:
         missing = f"{config.templates}/{exc.name}"
-        hint = "create it or fix the setting" if exc.name == name else f"included from {where}; create it or fix the include"
-        raise TemplateError(Problem(file=missing, message="template not found", cells=(cell.name,), hint=hint)) from None
+        hint = (
+            "create it or fix the setting"
+            if exc.name == name
+            else f"included from {where}; create it or fix the include"
+        )
+        raise TemplateError(
+            Problem(file=missing, message="template not found", cells=(cell.name,), hint=hint)
+        ) from None
     except jinja2.TemplateSyntaxError as exc:
         file = f"{config.templates}/{exc.name or name}"
-        raise TemplateError(Problem(file=file, line=exc.lineno, message=exc.message or "syntax error", cells=(cell.name,))) from None
+        raise TemplateError(
+            Problem(file=file, line=exc.lineno, message=exc.message or "syntax error", cells=(cell.name,))
+        ) from None
     except Exception as exc:  # undefined variables, sandbox violations, filter errors
         file, line = _template_line(exc, config.root / config.templates) or (where, None)
         raise TemplateError(Problem(file=file, line=line, message=str(exc), cells=(cell.name,))) from None
@@ -129,7 +137,9 @@ def _template_line(exc: BaseException, folder: Path) -> tuple[str, int | None] |
     return found
 
 
-def render_strings(env: jinja2.Environment, strings: Iterable[str], context: dict[str, Any], cell: Cell, key: str) -> tuple[str, ...]:
+def render_strings(
+    env: jinja2.Environment, strings: Iterable[str], context: dict[str, Any], cell: Cell, key: str
+) -> tuple[str, ...]:
     """Render each config string (``optional``, ``no-deps`` entries) as a Jinja template.
 
     Raises :class:`TemplateError` naming the setting, the string and the cell, also when the
@@ -143,5 +153,7 @@ def render_strings(env: jinja2.Environment, strings: Iterable[str], context: dic
             raise TemplateError(Problem(key=f"{key} entry {text!r}", message=str(exc), cells=(cell.name,))) from None
         bad = refused(result[-1])
         if bad:
-            raise TemplateLinesError(f"{key} entry {text!r}", cell.name, [str(r).replace("rendered line 1 ", "rendered as ") for r in bad])
+            raise TemplateLinesError(
+                f"{key} entry {text!r}", cell.name, [str(r).replace("rendered line 1 ", "rendered as ") for r in bad]
+            )
     return tuple(r for r in result if r)

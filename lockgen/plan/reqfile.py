@@ -51,8 +51,14 @@ _LONG: dict[str, tuple[str, str] | None] = {
     "--no-index": ("turns the index off, bypassing sources and verify", f"set index-url in the config, or {_SOURCES}"),
     "--find-links": ("adds find-links, bypassing sources and verify", _SOURCES),
     "--trusted-host": ("trusts a host outside sources and verify", _SOURCES),
-    "--hash": ("pins an artifact hash", "remove it: lockgen hashes every artifact of the resolution (C04); pin the version instead"),
-    "--pre": ("is ignored by uv in requirements files", "name the pre-release in the requirement (torch==2.14.0.dev20260727), or set prerelease = \"allow\" for the cell (prerelease-package for one package)"),
+    "--hash": (
+        "pins an artifact hash",
+        "remove it: lockgen hashes every artifact of the resolution (C04); pin the version instead",
+    ),
+    "--pre": (
+        "is ignored by uv in requirements files",
+        'name the pre-release in the requirement (torch==2.14.0.dev20260727), or set prerelease = "allow" for the cell (prerelease-package for one package)',
+    ),
     "--prefer-binary": ("is ignored by uv in requirements files", "remove it"),
     "--require-hashes": ("is ignored by uv in requirements files", "remove it: every lock has hashes"),
     "--use-feature": ("is ignored by uv in requirements files", "remove it"),
@@ -62,7 +68,14 @@ _LONG: dict[str, tuple[str, str] | None] = {
     "--no-binary": None,
     "--only-binary": None,
 }
-_SHORT = {"-r": "--requirement", "-c": "--constraint", "-i": "--index-url", "-f": "--find-links", "-e": "--editable", "-C": "--config-settings"}
+_SHORT = {
+    "-r": "--requirement",
+    "-c": "--constraint",
+    "-i": "--index-url",
+    "-f": "--find-links",
+    "-e": "--editable",
+    "-C": "--config-settings",
+}
 #: Options that take no value (every other one takes the next token when none is attached).
 _FLAGS = {"--no-index", "--pre", "--prefer-binary", "--require-hashes"}
 #: The options a template may use.
@@ -84,7 +97,11 @@ class Refused:
 
     def __str__(self) -> str:
         spelled = self.option if self.option == self.name else f"{self.option} ({self.name})"
-        return f"rendered line {self.line} {self.text.strip()!r}: " + (f"{spelled} " if spelled else "") + f"{self.why}; {self.fix}"
+        return (
+            f"rendered line {self.line} {self.text.strip()!r}: "
+            + (f"{spelled} " if spelled else "")
+            + f"{self.why}; {self.fix}"
+        )
 
 
 def refused(text: str) -> list[Refused]:

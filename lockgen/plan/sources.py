@@ -41,7 +41,26 @@ from lockgen.plan.target import Target
 if TYPE_CHECKING:
     from lockgen.plan.plan import Plan
 
-__all__ = ["ANY_LABEL", "DEFAULT_LABELLED", "INDEX_PROJECT", "INDEX_PROJECT_NAME", "CellSource", "applies", "cell_sources", "explicit_indexes", "folder_listing", "index_name", "index_pages", "index_pins", "index_project", "local_folder_listing", "marker_environment", "placeholders", "required", "requirement_lines"]
+__all__ = [
+    "ANY_LABEL",
+    "DEFAULT_LABELLED",
+    "INDEX_PROJECT",
+    "INDEX_PROJECT_NAME",
+    "CellSource",
+    "applies",
+    "cell_sources",
+    "explicit_indexes",
+    "folder_listing",
+    "index_name",
+    "index_pages",
+    "index_pins",
+    "index_project",
+    "local_folder_listing",
+    "marker_environment",
+    "placeholders",
+    "required",
+    "requirement_lines",
+]
 
 #: Packages an index source labels with ``+{flavor}`` unless its ``labels`` table says otherwise.
 DEFAULT_LABELLED = ("torch", "torchvision", "torchaudio")
@@ -89,7 +108,12 @@ class CellSource:
         return f"+{label}" if label else ""
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"name": self.name, "kind": self.kind, "packages": list(self.packages), "urls": list(self.urls)}
+        data: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind,
+            "packages": list(self.packages),
+            "urls": list(self.urls),
+        }
         if self.kind == "index":
             data["labels"] = dict(sorted(self.labels.items()))
         return data
@@ -109,7 +133,9 @@ def placeholders(cell: Cell, target: Target) -> dict[str, str]:
 
 def _variables(cell: Cell) -> dict[str, str]:
     """The cell's scalar variables (``vars`` of rules and includes) as source URL placeholders."""
-    return {k: str(v) for k, v in cell.settings.vars.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+    return {
+        k: str(v) for k, v in cell.settings.vars.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+    }
 
 
 def _fill(text: str, values: dict[str, str], source: str, cell: Cell, config: Config | None = None) -> str:
@@ -230,7 +256,11 @@ def required(plan: Plan) -> list[Requirement]:
 def index_pins(plan: Plan, text: str | None = None) -> list[tuple[CellSource, Requirement]]:
     """Requirements of ``text`` (default: the main requirements) that name a package of one of
     the cell's index sources and apply to the target: each is pinned to that index."""
-    reqs = required(plan) if text is None else [r for r in requirement_lines(text) if not r.url and applies(r.marker, plan.target)]
+    reqs = (
+        required(plan)
+        if text is None
+        else [r for r in requirement_lines(text) if not r.url and applies(r.marker, plan.target)]
+    )
     found = []
     for req in reqs:
         source = plan.served_by(canonicalize_name(req.name))

@@ -123,7 +123,9 @@ def sha256_of(root: Path, url: str, mirrors: Mirrors, refresh: bool = False) -> 
         status = exc.response.status_code
         if status in (401, 403):
             host = realm(mirrors.mirrored(url))
-            raise FetchError(f"unauthorized: {host} answered HTTP {status} for {url}; {LOGIN_HINT}", unauthorized=True) from None
+            raise FetchError(
+                f"unauthorized: {host} answered HTTP {status} for {url}; {LOGIN_HINT}", unauthorized=True
+            ) from None
         raise FetchError(f"{url}: HTTP {status}", transient=status >= 500 or status == 429) from None
     except httpx.HTTPError as exc:
         reason = mirrors.scrub(str(exc))

@@ -64,7 +64,9 @@ class Origin:
 
     @property
     def listed_by(self) -> str:
-        return self.page or (f"the find-links page of {self.name!r}" if self.kind == "find-links" else "its local folder")
+        return self.page or (
+            f"the find-links page of {self.name!r}" if self.kind == "find-links" else "its local folder"
+        )
 
 
 def origin(plan: Plan, package: Package, where: str) -> Origin:
@@ -158,7 +160,9 @@ def check(
             if source.kind == "find-links" and size is not None and size > LIMIT:
                 unverified.add(source.name)
                 continue
-            actual = _local(folder, where) if source.kind == "local" else _remote(where, expected, mirrors, verified, stop)
+            actual = (
+                _local(folder, where) if source.kind == "local" else _remote(where, expected, mirrors, verified, stop)
+            )
             if actual is None:
                 unverified.add(source.name)
             elif actual != expected:

@@ -131,7 +131,9 @@ def problems(
     """
     cell = backend_build(flavor, rules)
     gpu = {family.name for family in rules if family.gpu}
-    shown: dict[str, tuple[Package, list[_Shown]]] = {canonicalize_name(p.name): (p, list(_shows(p, rules))) for p in packages}
+    shown: dict[str, tuple[Package, list[_Shown]]] = {
+        canonicalize_name(p.name): (p, list(_shows(p, rules))) for p in packages
+    }
     found: list[Problem] = []
 
     if cell is not None:
@@ -172,7 +174,7 @@ def _mixed(name: str, package: Package, shown: _Shown, flavor: str, cell: Build)
         message=(
             f"{evidence}, but the cell's backend {flavor} is {cell}: no package of another backend may be "
             f"locked (a mixed runtime fails at import or run time); find what pulls it in (`# via` in the lock) "
-            f"and pin a build for {flavor}, or declare the mix intended: allow-mix = {{ \"{name}\" = \"why\" }} (C27)"
+            f'and pin a build for {flavor}, or declare the mix intended: allow-mix = {{ "{name}" = "why" }} (C27)'
         ),
     )
 
@@ -206,8 +208,8 @@ def _bare_builds(
             message=(
                 f"{_label(key, package)}: a {flavor} cell must lock a {build_name} build of its backend (a +{flavor} "
                 f"local label, or runtime packages that show {cell}), but this {build_name} has no label and {what}. "
-                f"Serve {build_name} from the backend's index (a source with index = \"…/{{flavor}}\" that the cell "
-                f"uses) and pin it, or declare it intended: allow-mix = {{ \"{key}\" = \"why\" }} (C27)"
+                f'Serve {build_name} from the backend\'s index (a source with index = "…/{{flavor}}" that the cell '
+                f'uses) and pin it, or declare it intended: allow-mix = {{ "{key}" = "why" }} (C27)'
             ),
         )
 

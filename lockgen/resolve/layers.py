@@ -104,7 +104,9 @@ def resolve(run: CellRun, main: Resolved) -> Built:
         text = "".join(f"{line}\n" for line in plan.no_deps)
         try:
             links = (*plan.find_links, *main_pages)
-            lock = _layer(run, built, LayerKind.NO_DEPS, "no-deps", text, (pins, *url_pins), links, no_deps=True, mains=mains)
+            lock = _layer(
+                run, built, LayerKind.NO_DEPS, "no-deps", text, (pins, *url_pins), links, no_deps=True, mains=mains
+            )
             built.locks.append(lock)
         except _Unavailable as exc:
             raise CellFailed(
@@ -132,8 +134,15 @@ def _layer_pins(run: CellRun) -> str:
 
 
 def _layer(
-    run: CellRun, built: Built, kind: LayerKind, name: str, requirements: str, constraints: tuple[str, ...], links: Sequence[str],
-    no_deps: bool = False, mains: Mapping[str, str] | None = None,
+    run: CellRun,
+    built: Built,
+    kind: LayerKind,
+    name: str,
+    requirements: str,
+    constraints: tuple[str, ...],
+    links: Sequence[str],
+    no_deps: bool = False,
+    mains: Mapping[str, str] | None = None,
 ) -> Lock:
     """One layer's lock. Raises :class:`_Unavailable` with uv's reason when it cannot be had, and
     :class:`CellFailed` when it would move a version of main (``mains``: name -> version) that
@@ -143,7 +152,12 @@ def _layer(
     output = f"{plan.work}/layer-{name}/pylock.toml"
     run.write(source, requirements)
     (run.root / output).unlink(missing_ok=True)
-    inputs = uv.Inputs(source, constraints, find_links=tuple(dict.fromkeys(links)), extra=layer_index(run, f"layer-{name}", requirements))
+    inputs = uv.Inputs(
+        source,
+        constraints,
+        find_links=tuple(dict.fromkeys(links)),
+        extra=layer_index(run, f"layer-{name}", requirements),
+    )
     result = run.compile(output, inputs=inputs, no_deps=no_deps)
     if result.returncode != 0:
         if result.returncode < 0:  # killed by a signal: not a reason to drop the layer for good
@@ -151,12 +165,18 @@ def _layer(
         why = run.mirrors.canonical(uvout.reason(result.stderr))
         if uvout.unreachable_hosts(result.stderr):
             raise _Unavailable(f"{UNREACHABLE} {why}")
-        free = uv.Inputs(source, constraints[1:], find_links=inputs.find_links, extra=inputs.extra)  # without main's versions
+        free = uv.Inputs(
+            source, constraints[1:], find_links=inputs.find_links, extra=inputs.extra
+        )  # without main's versions
         _refuse_moves(run, name, _unconstrained(run, name, free, no_deps), mains or {})
         raise _Unavailable(why)
     pylock = add_newer_wheels(run, read_pylock(run, output), f"layer-{name}", inputs.find_links, inputs.extra)
-    moved = _refuse_moves(run, name, {p.name: str(p.version) for p in pylock.packages if p.version is not None}, mains or {})
-    built.replaces += [Replacement(name=canonicalize_name(p), main=(mains or {})[p], layer=v, by=name) for p, v in moved]
+    moved = _refuse_moves(
+        run, name, {p.name: str(p.version) for p in pylock.packages if p.version is not None}, mains or {}
+    )
+    built.replaces += [
+        Replacement(name=canonicalize_name(p), main=(mains or {})[p], layer=v, by=name) for p, v in moved
+    ]
     checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, getattr(run.runner, "stopped", None))
     built.unverified |= checked.unverified
     found = verify.artifact_problems(plan, pylock, run.mirrors) + list(checked.problems)
@@ -167,7 +187,9 @@ def _layer(
     built.packages += pylock.packages
     resolved = describe(run, inputs, pylock, f"layer-{name}", no_deps)
     path = f"{layer_folder(plan.lock)}/{name}.txt"
-    header = run.header(kind, path, layer_of=plan.lock, find_links=install_links(plan, inputs.find_links or (), pylock.packages))
+    header = run.header(
+        kind, path, layer_of=plan.lock, find_links=install_links(plan, inputs.find_links or (), pylock.packages)
+    )
     return Lock(header=header, entries=resolved.entries)
 
 

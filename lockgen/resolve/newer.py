@@ -50,7 +50,11 @@ def newest(target: Target) -> Target | None:
 
 
 def add_newer_wheels(
-    run: CellRun, pylock: Pylock, name: str = "main", links: tuple[str, ...] | None = None, extra: tuple[str, ...] | None = None
+    run: CellRun,
+    pylock: Pylock,
+    name: str = "main",
+    links: tuple[str, ...] | None = None,
+    extra: tuple[str, ...] | None = None,
 ) -> Pylock:
     """``pylock`` (target-only, canonical URLs) with each package's wheels for newer levels of the
     cell's arch added after its own (see the module docstring). ``name`` names the work files

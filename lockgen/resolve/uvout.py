@@ -13,7 +13,17 @@ from urllib.parse import urlsplit
 
 from packaging.utils import InvalidName, NormalizedName, canonicalize_name
 
-__all__ = ["Yank", "explain", "mentioned", "needs_wheels", "not_found", "reason", "unreachable_hosts", "warnings", "yanked"]
+__all__ = [
+    "Yank",
+    "explain",
+    "mentioned",
+    "needs_wheels",
+    "not_found",
+    "reason",
+    "unreachable_hosts",
+    "warnings",
+    "yanked",
+]
 
 _YANKED = re.compile(r"^warning: `([^`=\s]+)==([^`\s]+)` is yanked(?: \(reason: \"(.*)\"\))?", re.M)
 _URL = re.compile(r"(?:https?|file)://[^\s`'\")]+")
@@ -99,7 +109,8 @@ def needs_wheels(stderr: str) -> list[NormalizedName]:
 
 _NOT_FOUND = re.compile(
     r"\b([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the (?:package registry|provided package locations)"
-    r"|there are no versions of ([A-Za-z0-9][A-Za-z0-9._-]*)(?: and|,|\.|$)", re.M,
+    r"|there are no versions of ([A-Za-z0-9][A-Za-z0-9._-]*)(?: and|,|\.|$)",
+    re.M,
 )
 
 

@@ -102,7 +102,9 @@ def artifact_problems(plan: Plan, pylock: Pylock, mirrors: Mirrors | None = None
                         f"lockgen takes a package from its index where the requirements name it: add a line for {name} "
                         "to the requirements template (it is only a dependency here)"
                     )
-                found.append(f"{name} {version}: source {source.name!r} serves it for this cell, but it came from {where}; {hint}")
+                found.append(
+                    f"{name} {version}: source {source.name!r} serves it for this cell, but it came from {where}; {hint}"
+                )
             if source is None:
                 hit = next((label for prefix, label in other_prefixes.items() if where.startswith(prefix)), None)
                 if hit:
@@ -111,7 +113,9 @@ def artifact_problems(plan: Plan, pylock: Pylock, mirrors: Mirrors | None = None
                         f"{_packages(plan, hit)}; it must come from the default index"
                     )
             if not artifact.hashes.get("sha256"):
-                found.append(f"{name} {version}: {kind} {where} has no sha256 hash; pip --require-hashes would refuse it")
+                found.append(
+                    f"{name} {version}: {kind} {where} has no sha256 hash; pip --require-hashes would refuse it"
+                )
         if not _has_wheel(package, supported) and name not in plan.allow_build:
             found.append(
                 f"{name} {version}: no wheel for {plan.target.platform} {plan.target.python_tag}; "
