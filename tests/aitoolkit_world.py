@@ -78,6 +78,15 @@ def template_requirements(folder: Path = EXAMPLE / "templates") -> dict[str, set
 def build(make_host: Callable[[str], FakeHost]) -> World:
     """The four hosts, each made by ``make_host(name)`` (e.g. the ``shared_fake_host`` fixture)."""
     pypi, pytorch, natten, github = (make_host(n) for n in ("pypi", "pytorch", "natten", "github"))
+    _serve_pypi(pypi)
+    _serve_pytorch(pytorch)
+    _serve_natten(natten)
+    spark = _serve_github(github)
+    return World(pypi, pytorch, natten, github, spark)
+
+
+def _serve_pypi(pypi: FakeHost) -> None:
+    """PyPI: every plain requirement of the templates, build tools, and PyPI's own torch builds."""
     files = []
     for name, versions in template_requirements().items():
         if name in ("torch", "torchvision", "torchaudio", "triton-windows", "triton"):
@@ -113,6 +122,9 @@ def build(make_host: Callable[[str], FakeHost]) -> World:
         files.append(pypi.wheel("files", "torchaudio", "2.11.0", tag))
     pypi.index_page("simple", files, upload_time=PYPI_TIME)
 
+
+def _serve_pytorch(pytorch: FakeHost) -> None:
+    """download.pytorch.org: one index per flavor with its torch family and stale mirror copies."""
     for flavor in ("cu126", "cu130", "rocm7.1", "cpu"):
         tags = [LINUX_X86] + ([LINUX_ARM, "win_amd64"] if flavor.startswith("cu") or flavor == "cpu" else [])
         wheels = []
@@ -134,6 +146,9 @@ def build(make_host: Callable[[str], FakeHost]) -> World:
         wheels.append(pytorch.wheel(f"whl/{flavor}", "filelock", "3.0.0"))
         pytorch.index_page(f"whl/{flavor}", wheels)
 
+
+def _serve_natten(natten: FakeHost) -> None:
+    """natten's flat find-links page (no hashes, mixed-case file names)."""
     natten_files = []
     for flavor in ("cu126", "cu130"):
         for platform in (LINUX_X86, LINUX_ARM):
@@ -142,6 +157,10 @@ def build(make_host: Callable[[str], FakeHost]) -> World:
             )
     natten.flat_page("", natten_files, hashed=False, mixed_case=True)
 
+
+def _serve_github(github: FakeHost) -> list[Path]:
+    """GitHub release assets: the prebuilt flash-attn wheels and the Spark (cu134) wheel set, whose
+    files are returned."""
     base = "mjun0812/flash-attention-prebuild-wheels/releases/download"
     for flavor in ("cu126", "cu130"):
         github.wheel(
@@ -184,4 +203,4 @@ def build(make_host: Callable[[str], FakeHost]) -> World:
         github.wheel(assets, "soxr", "1.1.0", SPARK_TAG),
     ]
     github.flat_page("ostris/ai-toolkit-spark-wheels/releases/expanded_assets/cu134-20260727", spark)
-    return World(pypi, pytorch, natten, github, spark)
+    return spark

@@ -40,6 +40,15 @@ def build(make_host: Callable[[str], FakeHost]) -> Hosts:
     github = hosts.add("https://github.com", make_host("github"))
     radeon = hosts.add("https://repo.radeon.com", make_host("radeon"))
 
+    _serve_pypi(pypi)
+    _serve_pytorch(pytorch)
+    _serve_radeon(radeon)
+    _serve_github(github)
+    return hosts
+
+
+def _serve_pypi(pypi: FakeHost) -> None:
+    """PyPI: the templates' pins, gradio and its sdist-only markupsafe cap, torch, xformers, cryptography."""
     versions = pypi_versions(template_lines(EXAMPLE / "templates"), skip=SPECIAL)
     more = [
         pypi.wheel("files", "gradio", "4.37.2", requires=GRADIO_REQUIRES),
@@ -62,6 +71,9 @@ def build(make_host: Callable[[str], FakeHost]) -> Hosts:
         more.append(pypi.wheel("files", "cryptography", "48.0.1", f"cp311-abi3-{platform}"))
     publish_pypi(pypi, versions, REQUIRES, more)
 
+
+def _serve_pytorch(pytorch: FakeHost) -> None:
+    """download.pytorch.org: the cu128, cpu and xpu indexes."""
     for flavor, platforms in (
         ("cu128", (LINUX_X86, WINDOWS)),
         ("cpu", (LINUX_X86, WINDOWS)),
@@ -73,9 +85,15 @@ def build(make_host: Callable[[str], FakeHost]) -> Hosts:
         files.append(pytorch.wheel(f"whl/{flavor}", "numpy", "1.26.3"))  # a stale mirror copy (C03)
         pytorch.index_page(f"whl/{flavor}", files)
 
+
+def _serve_radeon(radeon: FakeHost) -> None:
+    """repo.radeon.com: the ROCm torch build on a flat page."""
     rocm = "rocm/manylinux/rocm-rel-7.2"
     radeon.flat_page(rocm, [radeon.wheel(rocm, "torch", "2.9.1+rocm7.2.0.lw.git7e1940d4", f"{CP}-{CP}-linux_x86_64")])
 
+
+def _serve_github(github: FakeHost) -> None:
+    """GitHub release assets: the custom gradio, llama.cpp binaries, exllamav3 and flash-attn."""
     release = "oobabooga/gradio/releases/download/4.37.2-custom.20"
     github.wheel(release, "gradio", "4.37.2+custom.20", requires=GRADIO_REQUIRES)
     github.wheel(release, "gradio_client", "1.0.2+custom.20")
@@ -91,4 +109,3 @@ def build(make_host: Callable[[str], FakeHost]) -> Hosts:
                      f"{CP}-{CP}-{platform}", requires=("torch",))  # fmt: skip
         github.wheel("kingbri1/flash-attention/releases/download/v2.8.3", "flash_attn", "2.8.3+cu128torch2.9.0cxx11abiFALSE",
                      f"{CP}-{CP}-{platform}", requires=("torch", "einops"))  # fmt: skip
-    return hosts
