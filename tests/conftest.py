@@ -25,9 +25,10 @@ import pytest
 
 from lockgen.cli import main
 from tests.fakehost import FakeHost
+from tests.faulthost import FaultHost
 
 #: Fixtures that serve a fake host: a test using one (even through another fixture) runs uv.
-UV_FIXTURES = frozenset({"fake_host", "shared_fake_host", "index"})
+UV_FIXTURES = frozenset({"fake_host", "shared_fake_host", "index", "pypi"})
 
 
 def _needs_import_driver(item) -> bool:
@@ -174,6 +175,14 @@ def shared_fake_host(tmp_path_factory):
 def index(fake_host) -> FakeHost:
     """A running fake index of its own; ``index.add(...)`` wheels, then ``index.publish()``."""
     return fake_host("index")
+
+
+@pytest.fixture
+def pypi(tmp_path) -> Iterator[FaultHost]:
+    """A fault-injecting host of its own (:class:`tests.faulthost.FaultHost`), serving ``tmp_path/pypi``."""
+    host = FaultHost(tmp_path / "pypi")
+    yield host
+    host.stop()
 
 
 # -- projects and the CLI ---------------------------------------------------------------------------

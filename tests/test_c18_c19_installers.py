@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,13 +49,6 @@ def fresh_pip(tmp_path_factory) -> Path:
     version = subprocess.run([str(python), "-m", "pip", "--version"], capture_output=True, text=True, check=True).stdout
     assert version.startswith("pip 23.2"), version
     return python
-
-
-@pytest.fixture
-def pypi(tmp_path) -> Iterator[FaultHost]:
-    host = FaultHost(tmp_path / "pypi")
-    yield host
-    host.stop()
 
 
 def project(root: Path, index: str, requirements: str, extra: str = "") -> Path:
