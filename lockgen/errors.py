@@ -27,22 +27,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 __all__ = [
-    "CellFailed",
-    "ConfigError",
-    "InstallFailed",
-    "InstallRefused",
-    "Interrupted",
-    "LockFormatError",
-    "LockgenError",
-    "Problem",
-    "TemplateError",
-    "TemplateLinesError",
-    "UsageError",
-    "UvMissing",
-    "WriteError",
-    "merged",
-    "render",
-]
+    "CellFailed", "ConfigError", "InstallFailed", "InstallRefused", "Interrupted", "LockFormatError",
+    "LockgenError", "Problem", "TemplateError", "TemplateLinesError", "UsageError", "UvMissing", "WriteError",
+    "merged", "render",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)

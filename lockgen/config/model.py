@@ -16,26 +16,10 @@ from typing import Any
 from lockgen.select import DetectRules
 
 __all__ = [
-    "ARCHES",
-    "AXES",
-    "DEFAULT_BACKENDS",
-    "DEFAULT_INDEX_URL",
-    "DEFAULT_MACOS",
-    "DEFAULT_MANYLINUX",
-    "MANYLINUX_LEVELS",
-    "OSES",
-    "PRERELEASE_MODES",
-    "RESERVED_NAMES",
-    "WORK",
-    "BackendFamily",
-    "Config",
-    "Include",
-    "ProjectMetadata",
-    "Rule",
-    "Settings",
-    "Source",
-    "selector_matches",
-]
+    "ARCHES", "AXES", "DEFAULT_BACKENDS", "DEFAULT_INDEX_URL", "DEFAULT_MACOS", "DEFAULT_MANYLINUX",
+    "MANYLINUX_LEVELS", "OSES", "PRERELEASE_MODES", "RESERVED_NAMES", "WORK", "BackendFamily", "Config", "Include",
+    "ProjectMetadata", "Rule", "Settings", "Source", "selector_matches",
+]  # fmt: skip
 
 AXES = ("os", "arch", "backend", "python")
 OSES = ("linux", "windows", "macos")

@@ -25,12 +25,5 @@ from lockgen.install.checks import STATE_FILE, Layer, host_problems, installed_p
 from lockgen.install.steps import INSTALLERS, Options, install
 
 __all__ = [
-    "INSTALLERS",
-    "STATE_FILE",
-    "Layer",
-    "Options",
-    "host_problems",
-    "install",
-    "installed_problems",
-    "map_sources",
-]
+    "INSTALLERS", "STATE_FILE", "Layer", "Options", "host_problems", "install", "installed_problems", "map_sources",
+]  # fmt: skip

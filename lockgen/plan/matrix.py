@@ -25,15 +25,8 @@ from lockgen.config import AXES, Config, Settings, selector_matches
 from lockgen.errors import ConfigError, UsageError
 
 __all__ = [
-    "Cell",
-    "Expansion",
-    "Selectable",
-    "expand",
-    "expand_matrix",
-    "parse_selectors",
-    "select",
-    "with_alias_sources",
-]
+    "Cell", "Expansion", "Selectable", "expand", "expand_matrix", "parse_selectors", "select", "with_alias_sources",
+]  # fmt: skip
 
 log = logging.getLogger("lockgen")
 

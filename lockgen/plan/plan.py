@@ -37,16 +37,9 @@ if TYPE_CHECKING:
     import jinja2
 
 __all__ = [
-    "PART_NAMES",
-    "PROJECT_FILES",
-    "Plan",
-    "exact_pin",
-    "layer_only_sources",
-    "local_projects",
-    "local_requirements",
-    "make_plan",
-    "pinned_versions",
-]
+    "PART_NAMES", "PROJECT_FILES", "Plan", "exact_pin", "layer_only_sources", "local_projects",
+    "local_requirements", "make_plan", "pinned_versions",
+]  # fmt: skip
 
 #: The files of a local project whose content decides its metadata (PEP 517/621 projects).
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")

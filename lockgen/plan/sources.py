@@ -42,25 +42,10 @@ if TYPE_CHECKING:
     from lockgen.plan.plan import Plan
 
 __all__ = [
-    "ANY_LABEL",
-    "DEFAULT_LABELLED",
-    "INDEX_PROJECT",
-    "INDEX_PROJECT_NAME",
-    "CellSource",
-    "applies",
-    "cell_sources",
-    "explicit_indexes",
-    "folder_listing",
-    "index_name",
-    "index_pages",
-    "index_pins",
-    "index_project",
-    "local_folder_listing",
-    "marker_environment",
-    "placeholders",
-    "required",
-    "requirement_lines",
-]
+    "ANY_LABEL", "DEFAULT_LABELLED", "INDEX_PROJECT", "INDEX_PROJECT_NAME", "CellSource", "applies", "cell_sources",
+    "explicit_indexes", "folder_listing", "index_name", "index_pages", "index_pins", "index_project",
+    "local_folder_listing", "marker_environment", "placeholders", "required", "requirement_lines",
+]  # fmt: skip
 
 #: Packages an index source labels with ``+{flavor}`` unless its ``labels`` table says otherwise.
 DEFAULT_LABELLED = ("torch", "torchvision", "torchaudio")

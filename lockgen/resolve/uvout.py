@@ -14,16 +14,9 @@ from urllib.parse import urlsplit
 from packaging.utils import InvalidName, NormalizedName, canonicalize_name
 
 __all__ = [
-    "Yank",
-    "explain",
-    "mentioned",
-    "needs_wheels",
-    "not_found",
-    "reason",
-    "unreachable_hosts",
-    "warnings",
+    "Yank", "explain", "mentioned", "needs_wheels", "not_found", "reason", "unreachable_hosts", "warnings",
     "yanked",
-]
+]  # fmt: skip
 
 _YANKED = re.compile(r"^warning: `([^`=\s]+)==([^`\s]+)` is yanked(?: \(reason: \"(.*)\"\))?", re.M)
 _URL = re.compile(r"(?:https?|file)://[^\s`'\")]+")
