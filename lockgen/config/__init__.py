@@ -16,7 +16,7 @@ from lockgen.config.model import (
     Settings,
     Source,
     selector_matches,
-)  # fmt: skip
+)
 
 __all__ = [
     "ARCHES", "AXES", "DEFAULT_INDEX_URL", "OSES", "RESERVED_NAMES", "WORK", "Config", "Include", "Rule",

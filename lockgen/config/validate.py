@@ -30,7 +30,7 @@ from lockgen.config.model import (
     Include,
     Rule,
     Settings,
-)  # fmt: skip
+)
 from lockgen.config.settings import SETTING_KEYS, SettingsChecks
 from lockgen.config.sources import SourceChecks
 from lockgen.errors import ConfigError
@@ -38,17 +38,9 @@ from lockgen.errors import ConfigError
 __all__ = ["KeyPath", "Validator"]
 
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
-_TOP_KEYS = {
-    "templates",
-    "locks",
-    "matrix",
-    "rules",
-    "mirrors",
-    "sources",
-    "detect",
-    "backends",
-    "project",
-} | SETTING_KEYS
+#: Keys only the top level has; it takes every setting too.
+_TOP_ONLY = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "detect", "backends", "project"}
+_TOP_KEYS = _TOP_ONLY | SETTING_KEYS
 _MATRIX_KEYS = ("include", "exclude")
 
 

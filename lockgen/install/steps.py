@@ -28,7 +28,7 @@ from lockgen.install.checks import (
     map_sources,
     read_state,
     write_state,
-)  # fmt: skip
+)
 from lockgen.install.venv import Interpreter, Venv, find_python, install_env, probe_python, run
 from lockgen.locks.lock import LayerKind, Lock, text_sha256
 from lockgen.locks.manifest import MANIFEST_FORMAT, manifest_path

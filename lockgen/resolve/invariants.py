@@ -62,7 +62,7 @@ from packaging.utils import (
     canonicalize_name,
     parse_sdist_filename,
     parse_wheel_filename,
-)  # fmt: skip
+)
 from packaging.version import InvalidVersion, Version
 
 from lockgen.config.model import BackendFamily
