@@ -202,6 +202,27 @@ def test_merge_refuses_a_folder_that_is_not_a_shard(tmp_path, released, shards):
     run = run_cli("merge", str(shards[0]), str(tmp_path), "-C", str(merged))
     assert run.code == 2
     assert "no manifest.json" in run.err
+    run = run_cli("merge", str(shards[0]), str(tmp_path / "shard-9"), "-C", str(merged))
+    assert run.code == 2
+    assert f"{tmp_path / 'shard-9'}: does not exist; pass the locks folder" in run.err
+
+
+def test_merge_refuses_a_shard_of_other_inputs(tmp_path, index, released, shards):
+    """A shard folder of an older commit (alpha still pinned at 1.0) holds locks the current
+    plans would call stale: refused before anything is written, naming its folder and cells."""
+    old = _checkout(released, tmp_path / "old-commit")
+    _project(old, index, "1.0")
+    run = run_cli("all", "--shard", "2/2", "-C", str(old))
+    assert run.code == 0, run.err
+    merged = _checkout(released, tmp_path / "merged")
+    before = _files(merged / "locks")
+    run = run_cli("merge", str(shards[0]), str(old / "locks"), "-C", str(merged))
+    assert run.code == 2
+    cells = "linux-aarch64-cpu-py3.13, windows-x86_64-cpu-py3.12, windows-x86_64-cpu-py3.13"
+    assert f"{old / 'locks'}: cells {cells} locked from other inputs than this project's" in run.err
+    assert "re-run that shard (lockgen all --shard I/N) on this commit" in run.err
+    assert str(shards[0]) not in run.err  # the current shard is fine
+    assert _files(merged / "locks") == before  # nothing written
 
 
 def test_merge_records_a_cell_its_shard_failed(tmp_path, released):

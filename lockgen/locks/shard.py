@@ -129,6 +129,11 @@ class MergeResult:
 def _part(folder: Path) -> _Part:
     """Read a shard folder's manifest. Raises :class:`UsageError` when it has none or it is not
     a shard manifest."""
+    if not folder.is_dir():
+        raise UsageError(
+            f"{folder}: {'is not a folder' if folder.exists() else 'does not exist'}; "
+            "pass the locks folder a `lockgen all --shard I/N` run wrote"
+        )
     text = manifest.read(folder / manifest.MANIFEST_NAME)
     if text is None:
         raise UsageError(
@@ -189,13 +194,48 @@ def _owners(project: Project, parts: Sequence[_Part]) -> dict[str, tuple[_Part, 
     return owners
 
 
+def _check_inputs(project: Project, owners: Mapping[str, tuple[_Part, Mapping[str, str]]]) -> None:
+    """Refuse cells whose shard lock was made from other inputs than the project's: a main lock
+    whose input hash is not its plan's (a shard run on an older commit, or with another config or
+    templates) would be merged as current and ``check`` would then call it stale. A cell its shard
+    recorded as failed, or holding no main lock, keeps the project's files and is not checked.
+    Raises :class:`UsageError` naming each folder and its cells; renders templates (the plans),
+    runs nothing."""
+    from lockgen.errors import LockFormatError
+    from lockgen.locks.lock import Lock
+
+    locked = {
+        cell: (part, files[f"{cell}.txt"])
+        for cell, (part, files) in owners.items()
+        if cell not in part.failed and f"{cell}.txt" in files
+    }
+    plans = {p.cell.name: p for p in project.plans([c for c in project.cells if c.name in locked])}
+    other: dict[Path, list[str]] = {}
+    for cell, (part, text) in sorted(locked.items()):
+        try:
+            input_hash = Lock.parse(text, f"{part.folder}/{cell}.txt").header.input_hash
+        except LockFormatError:
+            input_hash = None
+        if input_hash != plans[cell].input_hash:
+            other.setdefault(part.folder, []).append(cell)
+    if other:
+        raise UsageError(*(
+            f"{folder}: cell{'s' if len(cells) > 1 else ''} {', '.join(cells)} locked from other inputs than "
+            "this project's (the input hash is not the current plan's: a shard of an older commit, config or "
+            "templates); re-run that shard (lockgen all --shard I/N) on this commit, then merge again"
+            for folder, cells in other.items()
+        ))  # fmt: skip
+
+
 def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> MergeResult:
     """``lockgen merge DIR…``: write every resolved cell's files from the shard folder that holds
     it into the project's locks folder, remove locks of cells the matrix no longer resolves, and
     write the manifest (the bytes a single ``lockgen all`` writes). Holds the project's run lock.
     A cell whose shard recorded it as failed and holds no main lock keeps the project's files.
-    Raises :class:`UsageError` (nothing written) for a folder that is not a shard's, two shards
-    disagreeing on a cell, or a cell no shard holds; :class:`~lockgen.locks.store.Busy`."""
+    Raises :class:`UsageError` (nothing written) for a folder that does not exist or is not a
+    shard's, two shards disagreeing on a cell, a cell no shard holds, or a cell locked from other
+    inputs than the project's (:func:`_check_inputs`); :class:`~lockgen.locks.store.Busy`;
+    :class:`~lockgen.errors.ConfigError`/:class:`~lockgen.errors.TemplateError` from the plans."""
     from lockgen.check import orphans
     from lockgen.locks.lockset import LockSet
     from lockgen.locks.report import change_report
@@ -204,6 +244,7 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
     if not parts:
         raise UsageError("lockgen merge needs at least one shard folder")
     owners = _owners(project, parts)
+    _check_inputs(project, owners)
     root, locks = project.root, project.config.locks
     result = MergeResult()
     with store.ProjectLock(root, wait=wait):
