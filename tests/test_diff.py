@@ -366,3 +366,41 @@ def test_outside_git_asks_for_two_folders(tmp_path: Path) -> None:
 def test_unknown_format(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="unknown --format 'html'"):
         diff_command(tmp_path, "locks", str(tmp_path), str(tmp_path), "html", exit_code=False)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [("pyproject.toml", "[project]\nname = 'app'\n[tool.lockgen]\n"), ("lockgen.toml", "locks = 'locks'\n"), None],
+    ids=["pyproject", "lockgen-toml", "no-config-but-locks"],
+)
+def test_a_project_folder_with_txt_files_at_its_root(tmp_path: Path, config: tuple[str, str] | None) -> None:
+    """A project root holding requirements.txt and LICENSE.txt is still a project folder: its
+    locks are in ``locks/`` (those files are not locks lockgen wrote)."""
+    sides = []
+    for name, numpy in (("old", "2.4.5"), ("new", "2.4.6")):
+        project = tmp_path / name
+        cells = base_cells()
+        cells[C].pins["numpy"] = Pin(numpy)
+        write_locks(project / "locks", cells)
+        (project / "requirements.txt").write_text("numpy\n")
+        (project / "LICENSE.txt").write_text("MIT\n")
+        if config is not None:
+            (project / config[0]).write_text(config[1])
+        sides.append(str(project))
+    out, code = diff_command(tmp_path, "locks", *sides, "text", exit_code=True)
+    assert (out, code) == (f"numpy 2.4.5 → 2.4.6 (1 of 3 cells: {C})\n", 1)
+
+
+def test_a_locks_folder_is_itself_even_beside_a_locks_subfolder(tmp_path: Path) -> None:
+    """A folder holding lockgen locks (or manifest.json) is a locks folder, whatever else it holds."""
+    old = write_locks(tmp_path / "old", base_cells())
+    cells = base_cells()
+    cells[C].pins["numpy"] = Pin("2.4.6")
+    new = write_locks(tmp_path / "new", cells)
+    write_locks(new / "locks", base_cells())  # a stray copy inside must not be read instead
+    assert diff_command(tmp_path, "locks", str(old), str(new), "text", exit_code=True)[1] == 1
+    for lock in new.glob("*.txt"):
+        lock.unlink()
+    (new / "manifest.json").write_text("{}\n")
+    out, _ = diff_command(tmp_path, "locks", str(old), str(new), "json", exit_code=False)
+    assert {row["kind"] for row in json.loads(out)} == {"cell-removed"}

@@ -2,7 +2,7 @@
 
 OLD and NEW are git revisions of the repository holding the project, or folders of locks (an
 argument naming an existing folder is a folder: a locks folder, a copy of one such as a CI shard
-artifact, or a project folder holding ``<locks>/``). OLD defaults to ``HEAD``, NEW to the work
+artifact, or a project folder holding ``<locks>/``; :func:`_folder` tells them apart). OLD defaults to ``HEAD``, NEW to the work
 tree's locks folder. The CLI parses the arguments and prints what :func:`diff_command` returns.
 """
 
@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lockgen.errors import UsageError
+from lockgen.config import find_config
+from lockgen.errors import LockgenError, UsageError
 from lockgen.locks.diff import Group, diff, group
 from lockgen.locks.diffformat import render_json, render_markdown, render_text
+from lockgen.locks.lock import is_lock_file
 from lockgen.locks.lockset import LockSet, is_git_repository
+from lockgen.locks.manifest import MANIFEST_NAME
 
 __all__ = ["FORMATS", "diff_command"]
 
@@ -70,13 +73,28 @@ def _side(root: Path, locks: str, arg: str | None, default: str | None) -> tuple
 
 
 def _folder(root: Path, locks: str, arg: str) -> Path | None:
-    """The locks folder ``arg`` names (relative to the current folder, else to ``root``): the
-    folder itself, or its ``<locks>`` subfolder when it is a project folder without locks of
-    its own. None when ``arg`` is not a folder."""
+    """The locks folder ``arg`` names (relative to the current folder, else to ``root``), or None
+    when ``arg`` is not a folder. A *project* folder (one holding a lockgen config) stands for
+    its ``<locks>`` subfolder; a *locks* folder (one holding ``manifest.json`` or a lock lockgen
+    wrote, i.e. a ``*.txt`` whose first line is lockgen's header) for itself; any other folder
+    for its ``<locks>`` subfolder when it has one, else for itself. A project's own
+    ``requirements.txt`` or ``LICENSE.txt`` says nothing either way."""
     for candidate in (Path(arg), root / arg):
         if candidate.is_dir():
             inner = candidate / locks
-            if inner.is_dir() and not any(candidate.glob("*.txt")):
+            if _holds_config(candidate):
                 return inner
-            return candidate
+            if (candidate / MANIFEST_NAME).is_file() or any(map(is_lock_file, candidate.glob("*.txt"))):
+                return candidate
+            return inner if inner.is_dir() else candidate
     return None
+
+
+def _holds_config(folder: Path) -> bool:
+    """Whether ``folder`` holds a lockgen config (``lockgen.toml``, or ``pyproject.toml`` with
+    ``[tool.lockgen]``); a pyproject.toml that is not valid TOML holds none."""
+    try:
+        find_config(folder, ".")
+    except LockgenError:
+        return False
+    return True
