@@ -30,6 +30,7 @@ writing the file are in :mod:`lockgen.bump_toml`.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +107,22 @@ class BumpResult:
     def changed(self) -> bool:
         """Whether any file was written (the config or a template)."""
         return self.written or any(p.version != v for p, v in self.template_pins)
+
+    @property
+    def files(self) -> list[Path]:
+        """The files written: the config (when a pin moved there), then each template with a
+        moved pin, in order, each once."""
+        moved = [self.path.parent / p.path for p, v in self.template_pins if p.version != v]
+        return list(dict.fromkeys(([self.path] if self.written else []) + moved))
+
+    def kept_after_failure(self, cwd: Path) -> str:
+        """What to tell the user when re-locking after the edit failed: the edits stay, in which
+        files (relative to ``cwd`` when under it), and how to undo them with git."""
+        names = [_shown(path, cwd) for path in self.files]
+        return (
+            f"the pin edits are kept in {', '.join(names)} although re-locking did not succeed; fix what is "
+            f"reported above and run `lockgen all`, or undo the edits: git checkout -- {shlex.join(names)}"
+        )
 
     def lines(self) -> list[str]:
         """A short summary for the terminal, one line per pin looked at."""
@@ -332,6 +349,14 @@ def _replace(doc: Any, where: Where, version: str) -> tuple[str, str]:
     new = String(old.type, version, version, old.trivia)
     container[key] = new
     return old.as_string(), new.as_string()
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    """``path`` relative to ``cwd`` when it is under it, else as given."""
+    try:
+        return path.resolve().relative_to(cwd.resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _lines(head: str, problems: Sequence[str]) -> str:

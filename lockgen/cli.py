@@ -157,7 +157,14 @@ def cmd_bump(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     if args.no_lock or not result.changed:
         return 0
-    return _lock(args, ())
+    try:
+        code = _lock(args, ())
+    except BaseException:  # a config or template error, Ctrl-C: the edits stay all the same
+        print(f"lockgen bump: {result.kept_after_failure(Path.cwd())}", file=sys.stderr)
+        raise
+    if code:
+        print(f"lockgen bump: {result.kept_after_failure(Path.cwd())}", file=sys.stderr)
+    return code
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

@@ -286,6 +286,20 @@ def test_a_name_pinned_only_in_a_template_is_bumped_there(tmp_path):
     )
     assert result.lines() == ["templates/requirements.in.j2:2: matplotlib 3.10.1 -> 3.10.3"]
     assert result.changed and not result.written and result.names == {"matplotlib"}
+    assert result.files == [template]
+
+
+def test_the_files_bump_edited_and_how_to_undo_them(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.lockgen]\npins = { torch = "2.13.0" }\n')
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "base.in.j2").write_text("matplotlib==3.10.1\nnumpy==2.4.5\n")
+    (tmp_path / "templates" / "more.in.j2").write_text("numpy==2.4.6\n")  # already there: not edited
+    result = bump(tmp_path / "pyproject.toml", ["torch==2.14.0", "matplotlib==3.10.3", "numpy==2.4.6"], "templates")
+    assert result.files == [tmp_path / "pyproject.toml", tmp_path / "templates" / "base.in.j2"]
+    assert result.kept_after_failure(tmp_path).endswith(
+        "undo the edits: git checkout -- pyproject.toml templates/base.in.j2"
+    )
+    assert f"kept in {tmp_path / 'pyproject.toml'}, " in result.kept_after_failure(tmp_path / "elsewhere")
 
 
 def test_a_name_pinned_nowhere_names_the_templates_too(tmp_path):

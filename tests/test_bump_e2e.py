@@ -91,3 +91,19 @@ def test_bump_of_a_name_pinned_nowhere(locked):
     assert "gamma" in run.err
     assert "pins" in run.err  # says where pins live
     assert (locked / "pyproject.toml").read_bytes() == before
+
+
+def test_a_failed_relock_keeps_the_edit_and_says_how_to_undo_it(locked, monkeypatch):
+    """alpha 9.9 is on no index: the linux cells fail, the config keeps the new pin, and bump
+    names the file and the git command that undoes the edit."""
+    config = locked / "pyproject.toml"
+    text = config.read_text()
+    monkeypatch.chdir(locked)
+    run = run_cli("bump", "alpha==9.9")
+    assert run.code == 1
+    assert config.read_text() == text.replace('alpha = "1.0"', 'alpha = "9.9"')  # kept
+    assert (
+        "lockgen bump: the pin edits are kept in pyproject.toml although re-locking did not succeed; fix what is "
+        "reported above and run `lockgen all`, or undo the edits: git checkout -- pyproject.toml"
+    ) in run.err
+    assert "git checkout" not in run_cli("bump", "alpha==1.0").err  # a successful re-lock says nothing of it
