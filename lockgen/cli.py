@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import traceback
@@ -361,6 +362,20 @@ def _redact_logs() -> None:
             handler.addFilter(RedactFilter())
 
 
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's last flush of what is still
+    buffered does not fail again on the closed pipe (the idiom of Python's ``signal`` docs, "Note
+    on SIGPIPE"). Exits quietly: the reader closed the pipe on purpose; the exit code is 1 (an
+    output could not be written)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # not a real file (tests capture it): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if getattr(args, "jobs", None) is not None and args.jobs < 1:
@@ -377,7 +392,12 @@ def main(argv: list[str] | None = None) -> int:
         previous = None
     try:
         command: Callable[[argparse.Namespace], int] = args.func
-        return command(args)
+        code = command(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:  # the reader went away (`lockgen matrix --json | head -1`)
+        _discard_stdout()
+        return 1
     except LockgenError as exc:
         if args.verbose:
             traceback.print_exc()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -146,3 +149,19 @@ def test_resolving_options_before_the_command_reach_the_run(tmp_path):
     assert run_cli("--only", "os=linx", "-C", str(tmp_path), "matrix").err.startswith(
         "error: --only os=linx: 'linx' is not a value of the os axis (linux, macos)"
     )
+
+
+def test_a_closed_pipe_exits_quietly(tmp_path):
+    """``lockgen matrix --json | head -1``: the reader is gone before lockgen writes (here: from
+    the start, so the test does not race it). No ``error: Broken pipe``, no traceback; exit 1."""
+    root = write_project(tmp_path, CONFIG, {"requirements.in.j2": "alpha\n"})
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "lockgen", "matrix", "--json", "-C", str(root)],
+            stdout=write, stderr=subprocess.PIPE, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert (run.returncode, run.stderr) == (1, "")
