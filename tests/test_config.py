@@ -176,3 +176,20 @@ def test_dates_mean_utc_midnight(tmp_path):
     config = load_config(tmp_path / "pyproject.toml")
     assert config.defaults.exclude_newer == "2024-04-10T00:00:00Z"  # uv would read a bare date in local time
     assert config.defaults.macos == "10.15"
+
+
+def test_unknown_keys_get_did_you_mean_and_the_key_list_once(tmp_path):
+    """A misspelt key is answered with the key it is close to (like matrix keys); far-off keys
+    list the table's keys once, not once per key."""
+    typos = 'pin = { torch = "2.0" }\nindex_url = "https://x.example/simple"\ncolour = "blue"\nsize = 3\n'
+    write_project(tmp_path, typos + GOOD + '[[tool.lockgen.rules]]\nmatch = {}\nno_deps = ["a"]\n', {})
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "pyproject.toml")
+    messages = info.value.messages
+    assert "tool.lockgen.pin: unknown key; did you mean 'pins'?" in messages
+    assert "tool.lockgen.index_url: unknown key; did you mean 'index-url'?" in messages
+    assert "tool.lockgen.rules[0].no_deps: unknown key; did you mean 'no-deps'?" in messages
+    (colour,) = [m for m in messages if m.startswith("tool.lockgen.colour:")]
+    assert colour.startswith("tool.lockgen.colour: unknown key; expected one of alias, allow-build,")
+    assert "tool.lockgen.size: unknown key; not one of the keys listed for tool.lockgen.colour" in messages
+    assert len(messages) == 5

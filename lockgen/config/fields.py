@@ -8,6 +8,7 @@ and rules in :mod:`.validate`, which puts them together as :class:`~lockgen.conf
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -49,9 +50,21 @@ class Checks:
         self.problems.append(f"{self.key(*path)}: {message}")
 
     def unknown(self, table: dict[str, Any], allowed: set[str] | frozenset[str], path: KeyPath) -> None:
+        """A problem for each key of ``table`` not in ``allowed``: ``did you mean 'pins'?`` when
+        one allowed key is close (``difflib``, as for matrix keys), else the keys the table takes,
+        listed once per table (a second far-off key refers to the first's list)."""
+        listed_at: str | None = None
         for key in table:
-            if key not in allowed:
+            if key in allowed:
+                continue
+            close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.75)
+            if close:
+                self.problem((*path, key), f"unknown key; did you mean {close[0]!r}?")
+            elif listed_at is None:
+                listed_at = self.key(*path, key)
                 self.problem((*path, key), f"unknown key; expected one of {', '.join(sorted(allowed))}")
+            else:
+                self.problem((*path, key), f"unknown key; not one of the keys listed for {listed_at}")
 
     def table_list(self, table: dict[str, Any], key: str, path: KeyPath) -> list[dict[str, Any]]:
         value = table.get(key, [])
