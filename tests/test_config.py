@@ -193,3 +193,20 @@ def test_unknown_keys_get_did_you_mean_and_the_key_list_once(tmp_path):
     assert colour.startswith("tool.lockgen.colour: unknown key; expected one of alias, allow-build,")
     assert "tool.lockgen.size: unknown key; not one of the keys listed for tool.lockgen.colour" in messages
     assert len(messages) == 5
+
+
+def test_a_pinned_name_without_a_version_anywhere_is_a_config_problem_with_its_key_path(tmp_path):
+    """Reported at validation, with the other problems, not per cell once they are fixed."""
+    text = 'pinned = ["torch", "gamma"]\npins = { torch = "2.13.0" }\ncolour = "blue"\n' + GOOD
+    text += '[[tool.lockgen.rules]]\nmatch = { os = "linux" }\npinned = ["delta"]\n'
+    write_project(tmp_path, text, {})
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "pyproject.toml")
+    messages = info.value.messages
+    assert len(messages) == 3 and messages[0].startswith("tool.lockgen.colour: unknown key")
+    assert messages[1:] == [
+        "tool.lockgen.pinned[1]: 'gamma' has no version in any pins table; add it to tool.lockgen.pins "
+        '(gamma = "VERSION"), or to the pins of the rules whose cells pin it',
+        "tool.lockgen.rules[0].pinned[0]: 'delta' has no version in any pins table; add it to tool.lockgen.pins "
+        '(delta = "VERSION"), or to the pins of the rules whose cells pin it',
+    ]

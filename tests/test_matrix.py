@@ -162,15 +162,30 @@ def test_aliases_and_pinned_are_checked_per_cell(tmp_path):
             os = ["windows"]
             arch = ["x86_64", "aarch64"]
             backend = ["cu130"]
-            python = ["3.12"]
+            python = ["3.12", "3.13"]
             [[tool.lockgen.rules]]
-            match = { arch = "aarch64" }
-            alias = "windows-x86_64-cu130-py3.13"
+            match = { arch = "aarch64", python = "3.12" }
+            alias = "windows-x86_64-cu130-py3.11"
+            pins = { torch = "2.13.0" }
+            [[tool.lockgen.rules]]
+            match = { python = "3.13" }
+            pinned = ["numpy", "Torch"]
+            pins = { numpy = "2.4.5" }
             """,
         )
     text = str(info.value)
-    assert "cell windows-aarch64-cu130-py3.12: alias 'windows-x86_64-cu130-py3.13' names no cell" in text
-    assert "cell windows-x86_64-cu130-py3.12: pinned 'torch' has no version in pins" in text
+    assert "cell windows-aarch64-cu130-py3.12: alias 'windows-x86_64-cu130-py3.11' names no cell" in text
+    # torch has a version in a rule's pins (so the config is valid), but only for one cell: the
+    # others are named under the key path of the pinned entry they got
+    assert (
+        "tool.lockgen.pinned[0]: 'torch' has no version in the pins of cell windows-x86_64-cu130-py3.12 (a rule's "
+        "pins give it to other cells only); add it to tool.lockgen.pins or to a rule matching these cells"
+    ) in text
+    assert (
+        "tool.lockgen.rules[1].pinned[1]: 'Torch' has no version in the pins of cells windows-x86_64-cu130-py3.13, "
+        "windows-aarch64-cu130-py3.13 (a rule's"
+    ) in text
+    assert len(info.value.messages) == 3
 
 
 AXES_2x2 = """

@@ -100,7 +100,7 @@ def expand_matrix(config: Config) -> Expansion:
         if combos and not any(rule.matches(c) for c in combos)
     ]
     cells = _cells(config, combos, extra_vars)
-    problems = _cell_problems(cells)
+    problems = _cell_problems(cells) + _unversioned_pins(config, cells.values(), prefix)
     if not cells:
         problems.append(
             f"{prefix}matrix: has no cells; list values for os, arch, backend and python, or add include entries"
@@ -157,11 +157,33 @@ def _cells(config: Config, combos: Sequence[dict[str, str]], extra_vars: Sequenc
     return cells
 
 
-def _cell_problems(cells: Mapping[str, Cell]) -> list[str]:
-    """What is wrong with the cells' merged settings: an alias naming no cell, a skipped cell or
-    another alias, or a cell of another Python; a ``pinned`` name without a version in ``pins``."""
+def _unversioned_pins(config: Config, cells: Iterable[Cell], prefix: str) -> list[str]:
+    """A ``pinned`` name some cells have no version for in their merged ``pins`` (a rule gives
+    it to other cells only), one problem per ``pinned`` entry: its key path (the top level's, or
+    the last matching rule that sets ``pinned``) and the cells. A name no pins table has at all is
+    a validation problem (:meth:`lockgen.config.sources.SourceChecks.references`)."""
     from packaging.utils import canonicalize_name
 
+    found: dict[tuple[str, str], list[str]] = {}
+    for cell in cells:
+        pins = {canonicalize_name(k) for k in cell.settings.pins}
+        setters = [
+            i for i, rule in enumerate(config.rules) if rule.settings.pinned is not None and rule.matches(cell.values)
+        ]
+        where = f"{prefix}rules[{setters[-1]}].pinned" if setters else f"{prefix}pinned"
+        for i, name in enumerate(cell.settings.pinned or ()):
+            if canonicalize_name(name) not in pins:
+                found.setdefault((f"{where}[{i}]", name), []).append(cell.name)
+    return [
+        f"{key}: {name!r} has no version in the pins of cell{'s' if len(names) > 1 else ''} {', '.join(names)} "
+        f"(a rule's pins give it to other cells only); add it to {prefix}pins or to a rule matching these cells"
+        for (key, name), names in found.items()
+    ]
+
+
+def _cell_problems(cells: Mapping[str, Cell]) -> list[str]:
+    """What is wrong with the cells' merged settings: an alias naming no cell, a skipped cell or
+    another alias, or a cell of another Python."""
     problems = []
     for cell in cells.values():
         alias, settings = cell.settings.alias, cell.settings
@@ -174,10 +196,6 @@ def _cell_problems(cells: Mapping[str, Cell]) -> list[str]:
             )
         elif alias and target is not None and target.python != cell.python:
             problems.append(f"cell {cell.name}: alias {alias!r} is for Python {target.python}, not {cell.python}")
-        pins = {canonicalize_name(k) for k in settings.pins}
-        for name in settings.pinned or ():
-            if canonicalize_name(name) not in pins:
-                problems.append(f"cell {cell.name}: pinned {name!r} has no version in pins; add it to the pins table")
     return problems
 
 
