@@ -143,13 +143,15 @@ class TemplateError(LockgenError):
 class TemplateLinesError(TemplateError):
     """A rendered template holds lines uv must not see (an index, find-links, a file include; issue
     "Trust", item 6): ``where`` (``templates/requirements.in.j2``), the ``cell`` and one string per
-    line in ``lines`` (``rendered line 2 '…': … ; <fix>``). One record, so the same lines in many
-    cells merge into one message naming every cell."""
+    line in ``lines`` (``rendered line 2 '…': … ; <fix>``); ``line``: the template line of a
+    single refused line, when known (the record then reads ``templates/x.j2:3: …``, as Jinja's
+    errors do). One record, so the same lines in many cells merge into one message naming every
+    cell."""
 
     #: At most this many lines are listed; the rest are counted.
     SHOWN = 5
 
-    def __init__(self, where: str, cell: str, lines: list[str]) -> None:
+    def __init__(self, where: str, cell: str, lines: list[str], line: int | None = None) -> None:
         self.where, self.cell, self.lines = where, cell, list(lines)
         shown = self.lines[: self.SHOWN]
         more = len(self.lines) - len(shown)
@@ -158,7 +160,7 @@ class TemplateLinesError(TemplateError):
         else:
             text = "\n".join([f"{len(self.lines)} lines uv must not see:", *(f"  {line}" for line in shown)])
             text += f"\n  … and {more} more" if more else ""
-        super().__init__(Problem(file=where, message=text, cells=(cell,)))
+        super().__init__(Problem(file=where, line=line, message=text, cells=(cell,)))
 
 
 class CellFailed(LockgenError):

@@ -51,7 +51,9 @@ TEMPLATE_ERRORS = {
     "sandbox-blocks-attribute-escapes": ("{{ pins.__class__.__mro__ }}\n", ["unsafe|not safely"]),
     "file-includes-are-refused-with-a-hint": (
         "numpy\n-r common.txt\n",
-        [r"rendered line 2 '-r common.txt': -r \(--requirement\) includes a file; use \{% include"],
+        [
+            r"templates/requirements\.in\.j2:2: '-r common.txt' \(rendered line 2\): -r \(--requirement\) includes a file"
+        ],
     ),
 }
 
@@ -87,7 +89,8 @@ def test_errors_in_included_templates_name_the_included_file(tmp_path):
 
 def test_file_includes_are_refused_with_a_hint(tmp_path):
     with pytest.raises(
-        TemplateError, match=r"rendered line 2 '-r common.txt': -r \(--requirement\) includes a file; use \{% include"
+        TemplateError,
+        match=r"requirements\.in\.j2:2: '-r common.txt' \(rendered line 2\): -r \(--requirement\) includes a file; use \{% include",
     ):
         plans(tmp_path, "numpy\n-r common.txt\n")
 
@@ -108,7 +111,7 @@ def test_index_lines_are_refused_once_for_every_cell(tmp_path):
     lines = str(info.value).splitlines()
     assert len(lines) == 2  # the URL differs per cell: one line each
     assert lines[0] == (
-        "templates/requirements.in.j2: rendered line 2 '--extra-index-url https://download.pytorch.org/whl/cu130  # torch': "
+        "templates/requirements.in.j2:2: '--extra-index-url https://download.pytorch.org/whl/cu130  # torch' (rendered line 2): "
         "--extra-index-url adds an index that may serve any package, bypassing sources and verify; "
         "declare a source in [tool.lockgen.sources] and `use` it (cell linux-x86_64-cu130-py3.12)"
     )
@@ -117,11 +120,49 @@ def test_index_lines_are_refused_once_for_every_cell(tmp_path):
         project.plans(project.cells)
     assert str(info.value) == (
         "templates/requirements.in.j2: 2 lines uv must not see:\n"
-        "  rendered line 2 '-f ./wheels': -f (--find-links) adds find-links, bypassing sources and verify; "
+        "  line 2 '-f ./wheels' (rendered line 2): -f (--find-links) adds find-links, bypassing sources and verify; "
         "declare a source in [tool.lockgen.sources] and `use` it\n"
-        "  rendered line 3 '--trusted-host example.org': --trusted-host trusts a host outside sources and verify; "
+        "  line 3 '--trusted-host example.org' (rendered line 3): --trusted-host trusts a host outside sources and verify; "
         "declare a source in [tool.lockgen.sources] and `use` it (cells linux-x86_64-cu130-py3.12, linux-x86_64-cu126-py3.12)"
     )
+
+
+def test_refused_lines_name_the_template_line_they_come_from(tmp_path):
+    """A rendered line maps back to the one template line (of the template or one it includes)
+    whose literal text, Jinja markup standing for any text, renders to it; a line made only of
+    markup, or text several template lines could render to, keeps only its rendered line."""
+    write_project(
+        tmp_path,
+        CONFIG,
+        {
+            "requirements.in.j2": "{# pins #}\nnumpy\n{% include 'common.j2' %}\n{{ vars.cuda | replace('13.0', '-f x') }}\n",
+            "common.j2": "{% if os == 'linux' %}\nscipy\n  --extra-index-url https://x/{{ backend }}  # here\n{% endif %}\n",
+        },
+    )
+    project = Project.load(tmp_path)
+    with pytest.raises(TemplateError) as info:
+        project.plans(project.cells)
+    assert str(info.value).splitlines()[1:] == [
+        "  templates/common.j2:3 '--extra-index-url https://x/cu130  # here' (rendered line 5): --extra-index-url "
+        "adds an index that may serve any package, bypassing sources and verify; declare a source in "
+        "[tool.lockgen.sources] and `use` it",
+        "  rendered line 8 '-f x': -f (--find-links) adds find-links, bypassing sources and verify; declare a source "
+        "in [tool.lockgen.sources] and `use` it (cell linux-x86_64-cu130-py3.12)",
+    ]
+    (tmp_path / "templates" / "requirements.in.j2").write_text("numpy\n{% include 'common.j2' %}\n")
+    with pytest.raises(TemplateError) as info:
+        project.plans(project.cells)
+    assert str(info.value).startswith(
+        "templates/common.j2:3: '--extra-index-url https://x/cu130  # here' (rendered line 4 of "
+        "templates/requirements.in.j2): --extra-index-url adds"
+    )
+    (tmp_path / "templates" / "requirements.in.j2").write_text("numpy\n--pre\n{% if os %}--pre{% endif %}\n")
+    with pytest.raises(TemplateError) as info:
+        project.plans(project.cells)
+    assert [line.split(":")[0] for line in str(info.value).splitlines()[1:]] == [
+        "  rendered line 2 '--pre'",
+        "  rendered line 3 '--pre'",
+    ]  # two template lines render to '--pre': neither is named
 
 
 def test_many_refused_lines_are_counted(tmp_path):
@@ -148,7 +189,10 @@ def test_constraints_and_overrides_are_checked_too(tmp_path, setting):
         {"requirements.in.j2": "numpy\n", "extra.txt.j2": "--index-url=https://x/simple\n"},
     )
     project = Project.load(tmp_path)
-    with pytest.raises(TemplateError, match=r"templates/extra\.txt\.j2: rendered line 1 .*set index-url in the config"):
+    with pytest.raises(
+        TemplateError,
+        match=r"templates/extra\.txt\.j2:1: '--index-url=https://x/simple' \(rendered line 1\): .*set index-url in the config",
+    ):
         project.plans(project.cells)
 
 

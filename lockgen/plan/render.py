@@ -11,8 +11,9 @@ can take the dependency list from where the project keeps it instead of a copy t
 
 from __future__ import annotations
 
+import re
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lockgen.config import Config
 from lockgen.errors import Problem, TemplateError, TemplateLinesError
 from lockgen.plan.matrix import Cell
-from lockgen.plan.reqfile import refused
+from lockgen.plan.reqfile import Refused, refused
 from lockgen.plan.target import Target
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def render(env: jinja2.Environment, config: Config, cell: Cell, target: Target) 
         text = _render_one(env, config, name, context, cell)
         bad = refused(text)
         if bad:
-            raise TemplateLinesError(f"{config.templates}/{name}", cell.name, [str(r) for r in bad])
+            raise _lines_error(env, config, name, bad, cell)
         files[role] = (name, text)
     return Rendered(files=files)
 
@@ -123,6 +124,68 @@ def _render_one(env: jinja2.Environment, config: Config, name: str, context: dic
     except Exception as exc:  # undefined variables, sandbox violations, filter errors
         file, line = _template_line(exc, config.root / config.templates) or (where, None)
         raise TemplateError(Problem(file=file, line=line, message=str(exc), cells=(cell.name,))) from None
+
+
+def _lines_error(
+    env: jinja2.Environment, config: Config, name: str, bad: Sequence[Refused], cell: Cell
+) -> TemplateLinesError:
+    """The error for refused lines of template ``name``'s rendered text, each naming the template
+    line it comes from when one maps back (:func:`_origin`), else only its rendered line. A single
+    refused line that maps is a record at that template line (``templates/common.j2:3: …``)."""
+    where = f"{config.templates}/{name}"
+    sources = _source_lines(env, config.templates, name)
+    placed = [(r, _origin(sources, r.text)) for r in bad]
+    if len(placed) == 1 and placed[0][1] is not None:
+        r, (file, line) = placed[0][0], placed[0][1]
+        rendered = f"rendered line {r.line}" + ("" if file == where else f" of {where}")
+        return TemplateLinesError(file, cell.name, [f"{r.text.strip()!r} ({rendered}): {r.detail}"], line=line)
+    texts = []
+    for r, origin in placed:
+        if origin is None:
+            texts.append(str(r))
+        else:
+            at = f"line {origin[1]}" if origin[0] == where else f"{origin[0]}:{origin[1]}"
+            texts.append(f"{at} {r.text.strip()!r} (rendered line {r.line}): {r.detail}")
+    return TemplateLinesError(where, cell.name, texts)
+
+
+_MARKUP = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}")
+
+
+def _source_lines(env: jinja2.Environment, templates: str, name: str) -> list[tuple[str, int, re.Pattern[str]]]:
+    """``(templates/<file>, line, pattern)`` for each line of template ``name`` and of the
+    templates it includes (by a literal name) whose text is more than Jinja markup: the pattern
+    matches what the line renders to, each ``{{ … }}``/``{% … %}``/``{# … #}`` standing for any
+    text. Lines with markup left open (spanning lines) are skipped."""
+    import jinja2
+    from jinja2 import meta
+
+    assert env.loader is not None
+    found: list[tuple[str, int, re.Pattern[str]]] = []
+    queue, seen = [name], set()
+    while queue:
+        current = queue.pop(0)
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            source = env.loader.get_source(env, current)[0]
+            queue += [n for n in meta.find_referenced_templates(env.parse(source)) if n is not None]
+        except jinja2.TemplateError:
+            continue
+        for number, line in enumerate(source.splitlines(), 1):
+            literal = _MARKUP.split(line.strip())
+            if "".join(literal).strip() and not any(mark in part for part in literal for mark in ("{{", "{%", "{#")):
+                pattern = ".*?".join(re.escape(part) for part in literal)
+                found.append((f"{templates}/{current}", number, re.compile(pattern)))
+    return found
+
+
+def _origin(sources: Sequence[tuple[str, int, re.Pattern[str]]], text: str) -> tuple[str, int] | None:
+    """The one template line (file, line) that renders to ``text`` (whitespace around it aside),
+    or None when no line or several do."""
+    places = {(file, line) for file, line, pattern in sources if pattern.fullmatch(text.strip())}
+    return places.pop() if len(places) == 1 else None
 
 
 def _template_line(exc: BaseException, folder: Path) -> tuple[str, int | None] | None:

@@ -95,13 +95,14 @@ class Refused:
     why: str
     fix: str
 
-    def __str__(self) -> str:
+    @property
+    def detail(self) -> str:
+        """What is wrong and the fix: ``-r (--requirement) includes a file; use …``."""
         spelled = self.option if self.option == self.name else f"{self.option} ({self.name})"
-        return (
-            f"rendered line {self.line} {self.text.strip()!r}: "
-            + (f"{spelled} " if spelled else "")
-            + f"{self.why}; {self.fix}"
-        )
+        return (f"{spelled} " if spelled else "") + f"{self.why}; {self.fix}"
+
+    def __str__(self) -> str:
+        return f"rendered line {self.line} {self.text.strip()!r}: {self.detail}"
 
 
 def refused(text: str) -> list[Refused]:
