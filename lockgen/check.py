@@ -5,7 +5,7 @@ lockgen wrote (``content-sha256``, line endings aside: CASES C17) and every laye
 the digest it lists (so a main lock and layers from two runs never pass). Otherwise ``stale``
 (saying which inputs changed: :data:`lockgen.plan.plan.PART_NAMES`), ``edited`` or ``missing``.
 The manifest must be the one the locks give; a lock of a cell no longer in the matrix, or of a
-skipped cell, is an ``orphan``.
+skipped cell, is an ``orphan``: one row per cell, naming its files (main lock and cell folder).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from lockgen.plan.plan import PART_NAMES, Plan
 from lockgen.project import Project
 from lockgen.states import CellState
 
-__all__ = ["CellCheck", "CheckResult", "check", "edited", "orphans", "state_of"]
+__all__ = ["CellCheck", "CheckResult", "check", "edited", "orphan_cells", "orphans", "state_of"]
 
 
 @dataclass(frozen=True)
@@ -139,13 +139,28 @@ def _is_layer(path: Path) -> bool:
 
 def orphans(root: Path, locks: str, keep: set[str]) -> list[str]:
     """Project-relative lockgen main locks (and cell folders) in the ``locks`` folder whose cell
-    is not in ``keep`` (removed from the matrix, or now skipped or an alias)."""
+    is not in ``keep`` (removed from the matrix, or now skipped or an alias): main locks first,
+    then folders, each sorted. :func:`orphan_cells` groups them by cell."""
+    return [path for _, path in _orphans(root, locks, keep)]
+
+
+def orphan_cells(root: Path, locks: str, keep: set[str]) -> dict[str, list[str]]:
+    """``{cell: [its orphan paths]}`` (see :func:`orphans`), cells sorted; a folder's path ends
+    with ``/``: ``{"linux-x86_64-cpu-py3.10": ["locks/linux-x86_64-cpu-py3.10.txt",
+    "locks/linux-x86_64-cpu-py3.10/"]}``."""
+    grouped: dict[str, list[str]] = {}
+    for cell, path in _orphans(root, locks, keep):
+        grouped.setdefault(cell, []).append(path if path.endswith(".txt") else f"{path}/")
+    return dict(sorted(grouped.items()))
+
+
+def _orphans(root: Path, locks: str, keep: set[str]) -> list[tuple[str, str]]:
     folder = root / locks
     if not folder.is_dir():
         return []
-    found = [p for p in sorted(folder.glob("*.txt")) if p.stem not in keep and _is_main(p)]
-    found += [p for p in sorted(folder.iterdir()) if p.is_dir() and p.name not in keep and _holds_locks(p)]
-    return [f"{locks}/{p.name}" for p in found]
+    found = [(p.stem, p) for p in sorted(folder.glob("*.txt")) if p.stem not in keep and _is_main(p)]
+    found += [(p.name, p) for p in sorted(folder.iterdir()) if p.is_dir() and p.name not in keep and _holds_locks(p)]
+    return [(cell, f"{locks}/{p.name}") for cell, p in found]
 
 
 def _is_main(path: Path) -> bool:
@@ -166,18 +181,33 @@ def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ())
     chosen = select(project.cells, names, only)
     result = CheckResult()
     by_name = {p.cell.name: p for p in project.plans(chosen)}
+    resolved = {c.name for c in project.cells if not (c.settings.skip or c.settings.alias)}
+    left = orphan_cells(project.root, project.config.locks, resolved)
     for cell in chosen:
         if cell.name in by_name:
-            result.cells.append(state_of(project.root, by_name[cell.name]))
+            row = state_of(project.root, by_name[cell.name])
         elif cell.settings.skip:
-            result.cells.append(CellCheck(cell.name, CellState.SKIPPED, (cell.settings.skip,)))
+            row = CellCheck(cell.name, CellState.SKIPPED, (cell.settings.skip,))
         else:
-            result.cells.append(_alias(project, cell.name, cell.settings.alias or ""))
-    resolved = {c.name for c in project.cells if not (c.settings.skip or c.settings.alias)}
-    for path in orphans(project.root, project.config.locks, resolved):
-        result.cells.append(CellCheck(path, CellState.ORPHAN, ("its cell is not resolved by the matrix any more",)))
+            row = _alias(project, cell.name, cell.settings.alias or "")
+        if cell.name in left:  # skipped or an alias now, with the lock files of before
+            row = _orphan(project, cell.name, left.pop(cell.name))
+        result.cells.append(row)
+    result.cells += [_orphan(project, name, paths) for name, paths in left.items()]
     result.manifest = manifest_problem(project)
     return result
+
+
+def _orphan(project: Project, name: str, paths: Sequence[str]) -> CellCheck:
+    """The one row of a cell whose lock files are left over (see :func:`orphan_cells`)."""
+    cell = next((c for c in project.cells if c.name == name), None)
+    if cell is None:
+        why = "its cell is not resolved by the matrix any more"
+    elif cell.settings.skip:
+        why = f"its cell is skipped now ({cell.settings.skip})"
+    else:
+        why = f"its cell is an alias of {cell.settings.alias} now"
+    return CellCheck(name, CellState.ORPHAN, (why, f"lock files left: {', '.join(paths)}; `lockgen all` removes them"))
 
 
 def _alias(project: Project, name: str, alias: str) -> CellCheck:
