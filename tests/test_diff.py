@@ -208,7 +208,11 @@ def test_markdown(tmp_path: Path) -> None:
         "| **matplotlib** | 3.10.1 → 3.10.3 | 3 of 3 cells |\n"
     )
     assert f"<details><summary>{A} (2 changes)</summary>\n\n- ⚠️ numpy 2.4.5 → 2.4.4 (downgrade)\n" in text
-    assert text.count("<details>") == 3 and text.count("</details>") == 3
+    # the other two cells have the same one change: one block names both
+    assert text.endswith(
+        f"<details><summary>2 cells: {B}, {C} (1 change each)</summary>\n\n- matplotlib 3.10.1 → 3.10.3\n\n</details>\n\n"
+    )
+    assert text.count("<details>") == 2 and text.count("</details>") == 2
     assert render_markdown([]) == "## Lock changes\n\nNo changes.\n"
 
 
@@ -232,9 +236,26 @@ def test_markdown_cuts_details_when_the_table_fits(tmp_path: Path) -> None:
         for i in range(60)
         for c in range(40)
     ]
+    changes += [
+        Change(package=f"only-{c:02d}", kind=Kind.ADDED, old="", new="1.0", cell=f"cell-{c:02d}", total=40)  # type: ignore[arg-type]
+        for c in range(40)
+    ]  # one change of its own per cell: 40 different blocks
     text = render_markdown(group(changes), limit=20_000)
     assert len(text.encode()) <= 20_000 and text.count("\n| **pkg-") == 60
-    assert "more cells not shown; see `lockgen diff` locally._" in text
+    shown = text.count("<details>")
+    assert 0 < shown < 40
+    assert f"_… details of {40 - shown} more cells not shown; see `lockgen diff` locally._" in text
+
+
+def test_markdown_one_block_for_cells_with_the_same_changes(tmp_path: Path) -> None:
+    """One bump hitting all 12 cells is one ``<details>`` naming them, not 12 identical ones."""
+    cells = [f"cell-{c:02d}" for c in range(12)]
+    changes = [
+        Change(package="matplotlib", kind=Kind.UPGRADE, old="3.10.1", new="3.10.3", cell=c, total=12) for c in cells
+    ]  # type: ignore[arg-type]
+    text = render_markdown(group(changes))
+    assert text.count("<details>") == 1
+    assert f"<details><summary>12 cells: {', '.join(cells)} (1 change each)</summary>" in text
 
 
 def test_json_shape(tmp_path: Path) -> None:

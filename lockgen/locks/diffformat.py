@@ -6,7 +6,8 @@ returns (flagged first); no I/O.
 * :func:`render_text`: one line per group, ``matplotlib 3.10.1 → 3.10.3 (12 of 12 cells)``;
   flagged groups first, marked ``!``, under "Needs a look:"; ``no changes`` when empty.
 * :func:`render_markdown`: a heading, a one-line summary, a table (package | change | cells),
-  flagged rows first with ⚠️, then per-cell ``<details>``; cut with a note before GitHub's
+  flagged rows first with ⚠️, then per-cell ``<details>`` (cells with identical changes share
+  one: ``12 cells: …``); cut with a note before GitHub's
   65,536-character comment limit.
 * :func:`render_json`: a list of :meth:`Group.to_dict` objects, keys sorted.
 """
@@ -115,7 +116,8 @@ def render_json(groups: Sequence[Group]) -> str:
 
 def render_markdown(groups: Sequence[Group], title: str = "Lock changes", limit: int = COMMENT_LIMIT - MARGIN) -> str:
     """A pull-request comment of at most ``limit`` UTF-8 bytes: heading, summary line, table of
-    groups (flagged first, ⚠️), then each cell's changes in ``<details>``. What does not fit is
+    groups (flagged first, ⚠️), then each cell's changes in ``<details>`` (one block for the cells
+    whose changes are identical). What does not fit is
     left out with a note saying how much and to run ``lockgen diff`` locally."""
     head = [f"## {_md(title)}", ""]
     if not groups:
@@ -128,9 +130,10 @@ def render_markdown(groups: Sequence[Group], title: str = "Lock changes", limit:
     if shown < len(rows):
         return out.close(f"… {len(rows) - shown} more groups not shown; see `lockgen diff` locally.")
     out.add("")
-    cells = out.take(blocks)
-    if cells < len(blocks):
-        return out.close(f"… details of {len(blocks) - cells} more cells not shown; see `lockgen diff` locally.")
+    taken = out.take([block for block, _ in blocks])
+    if taken < len(blocks):
+        left = sum(len(cells) for _, cells in blocks[taken:])
+        return out.close(f"… details of {_n(left, 'more cell')} not shown; see `lockgen diff` locally.")
     return out.close(None)
 
 
@@ -176,8 +179,10 @@ def _row(g: Group) -> str:
     return f"| {package} | {_md(describe(g))} | {_md(cells_note(g))} |"
 
 
-def _cell_blocks(groups: Sequence[Group]) -> list[str]:
-    """One ``<details>`` block per cell with its changes, cells sorted."""
+def _cell_blocks(groups: Sequence[Group]) -> list[tuple[str, list[str]]]:
+    """``<details>`` blocks of the cells' changes, each with the cells it covers: cells whose
+    lists of changes are identical share one block (``12 cells: a, b, …``; one change that hits
+    every cell is one block, not twelve), in the order of their first cell, cells sorted."""
     per_cell: dict[str, list[str]] = {}
     for g in groups:
         details = dict(g.details)
@@ -186,12 +191,16 @@ def _cell_blocks(groups: Sequence[Group]) -> list[str]:
             if cell in details:
                 line += f" — {_md(details[cell])}"
             per_cell.setdefault(cell, []).append(line)
-    return [
-        "\n".join(
-            [f"<details><summary>{_md(cell)} ({_n(len(lines), 'change')})</summary>", "", *lines, "", "</details>", ""]
-        )
-        for cell, lines in sorted(per_cell.items())
-    ]
+    shared: dict[tuple[str, ...], list[str]] = {}
+    for cell, lines in sorted(per_cell.items()):
+        shared.setdefault(tuple(lines), []).append(cell)
+    blocks = []
+    for same, cells in shared.items():
+        changes = _n(len(same), "change") + (" each" if len(cells) > 1 else "")
+        names = _md(", ".join(cells)) if len(cells) == 1 else f"{len(cells)} cells: {_md(', '.join(cells))}"
+        text = "\n".join([f"<details><summary>{names} ({changes})</summary>", "", *same, "", "</details>", ""])
+        blocks.append((text, cells))
+    return blocks
 
 
 def _md(text: str) -> str:
