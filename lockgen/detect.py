@@ -20,11 +20,14 @@ __all__ = ["detect_manifest", "run"]
 
 def detect_manifest(project: Project) -> dict[str, Any]:
     """The project's manifest as :func:`lockgen.select.select_cell` reads it, built in memory.
-    Raises :class:`UsageError` when the config has no ``[detect]`` table."""
+    Raises :class:`UsageError` when the config has no detect table (``[tool.lockgen.detect]`` in
+    pyproject.toml, ``[detect]`` in lockgen.toml: the message names the one of the file in use)."""
     rules = project.detect_rules()
     if not rules:
+        prefix = project.config.key_prefix
+        table = f"[{prefix}.detect]" if prefix else "[detect]"
         raise UsageError(
-            f"{project.config.source}: no detect rules; add a [detect] table (see the README's Detect section)"
+            f"{project.config.source}: no detect rules; add a {table} table (see the README's Detect section)"
         )
     rows = project.rows()
     data = manifest.build(project.root, rows, rules, strict=False)

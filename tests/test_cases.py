@@ -1,4 +1,4 @@
-"""Failure cases from the field (``../shared/cases/CASES.md``), each against fake hosts.
+"""Failure cases from the field (``docs/cases.md``), each against fake hosts.
 
 C05, C06 and C11 live in test_lock_e2e.py; C08 in test_example.py.
 """

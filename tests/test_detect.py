@@ -91,7 +91,12 @@ def test_python_from_the_matrix_and_bad_input(tmp_path):
         '[matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]\n'
     )
     none = run_cli("detect", "-C", str(tmp_path), "--cpu")
-    assert none.code == 2 and "no detect rules; add a [detect] table" in none.err
+    assert none.code == 2 and "lockgen.toml: no detect rules; add a [detect] table" in none.err
+    (tmp_path / "lockgen.toml").rename(tmp_path / "pyproject.toml")
+    text = (tmp_path / "pyproject.toml").read_text().replace("[matrix]", "[tool.lockgen.matrix]")
+    (tmp_path / "pyproject.toml").write_text(text)
+    none = run_cli("detect", "-C", str(tmp_path), "--cpu")
+    assert none.code == 2 and "pyproject.toml: no detect rules; add a [tool.lockgen.detect] table" in none.err
 
 
 def test_the_repos_own_matrix_has_detect_rules():

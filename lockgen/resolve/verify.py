@@ -3,7 +3,7 @@
 The input is uv's resolution of the cell as PEP 751 data (:class:`packaging.pylock.Pylock`, with
 canonical URLs and only the artifacts the target may install): per package its version and every
 artifact with URL, hashes and upload time. Checks, each a
-reason to fail the cell (CASES in ``../shared/cases``):
+reason to fail the cell (the field cases of ``docs/cases.md``):
 
 * the pins that cannot move are locked exactly, local version label included (the seed's rule);
 * a package named for a backend ``index`` source carries the label that source's label policy
