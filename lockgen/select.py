@@ -19,6 +19,7 @@ plus pretend flags; exit 0 with the choice, 2 for a refusal or bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -654,22 +655,30 @@ def choose_backend(facts: Facts, rules: DetectRules, allow_cpu: bool = False) ->
 def _choose_nvidia(facts: Facts, rules: DetectRules) -> tuple[str, list[str]]:
     """The seed's ``_cuda_flavor``: an unknown CUDA version -> ``nvidia-unknown-cuda``; else the
     first rule whose match fits (os, host arch) and whose ``min-cuda`` the driver reaches (numeric
-    comparison), subject to its capability refusal; no such rule -> ``nvidia-too-old`` (C16)."""
+    comparison), subject to its capability refusal; no such rule -> ``nvidia-too-old`` (C16),
+    with notes saying what was seen: the GPUs, the driver's CUDA version, each rule's minimum."""
     seen = ", ".join(gpu.describe() for gpu in facts.gpus) or "no GPU list (pretended)"
     notes = _notes(facts, "nvidia-smi:")
     reasons = [f"NVIDIA GPU: {seen}", *notes]
     if facts.cuda is None:
+        unknown = "driver CUDA version unknown"
+        if _notes(facts, "pretended:"):  # --gpu nvidia or --gpu-query without --cuda: nothing ran nvidia-smi
+            unknown += " (pretended without --cuda: pass --cuda X.Y with --gpu-query to check the driver)"
         if rules.nvidia_unknown_cuda is None:
             raise Refused("the NVIDIA driver's CUDA version could not be read, and the detect rules name no "
-                          "nvidia-unknown-cuda backend", notes)  # fmt: skip
+                          "nvidia-unknown-cuda backend", [*reasons, unknown])  # fmt: skip
         backend = rules.nvidia_unknown_cuda
-        return backend, [*reasons, f"driver CUDA version unknown: {backend} (detect.nvidia-unknown-cuda)"]
+        return backend, [*reasons, f"{unknown}: {backend} (detect.nvidia-unknown-cuda)"]
     for index, rule in enumerate(rules.nvidia):
         if rule.fits(facts.os, facts.arch) and version_key(facts.cuda) >= version_key(rule.min_cuda):
             where = f"detect.nvidia[{index}]"
             reasons.append(f"driver CUDA {facts.cuda} >= {rule.min_cuda}: {rule.backend} ({where})")
             return rule.backend, reasons + _check_capability(facts, rule, where)
-    raise Refused(rules.nvidia_too_old.replace("{cuda}", facts.cuda), notes)
+    tried = [f"detect.nvidia[{i}] needs driver CUDA >= {rule.min_cuda} for {rule.backend}"
+             for i, rule in enumerate(rules.nvidia) if rule.fits(facts.os, facts.arch)]  # fmt: skip
+    tried = tried or [f"no detect.nvidia rule matches {facts.os} {facts.arch}"]
+    raise Refused(rules.nvidia_too_old.replace("{cuda}", facts.cuda),
+                  [*reasons, f"driver CUDA version: {facts.cuda}", *tried])  # fmt: skip
 
 
 def _check_capability(facts: Facts, rule: NvidiaRule, where: str) -> list[str]:
@@ -732,10 +741,14 @@ def pretend(facts: Facts, *, os: str | None = None, arch: str | None = None, int
 
     ``cuda``/``gpu_query`` (query text) imply ``gpu="nvidia"``; a pretended os/arch without
     ``gpu`` drops the probed GPU (Apple silicon for macOS aarch64); ``arch`` without
-    ``interpreter`` sets both. Raises :class:`InputError` for a bad ``cuda`` or ``gpu`` and
+    ``interpreter`` sets both. Raises :class:`InputError` for a bad ``cuda`` or ``gpu``, for
+    ``cuda``/``gpu_query`` with another ``gpu`` than nvidia (a contradiction), and
     :class:`QueryError` for query text without GPU rows in the expected columns.
     """
     cuda = check_cuda(cuda) if cuda is not None else None
+    if gpu not in (None, "nvidia") and (cuda is not None or gpu_query is not None):
+        flag = "--cuda" if cuda is not None else "--gpu-query"
+        raise InputError(f"--gpu {gpu} with {flag}: {flag} describes an NVIDIA GPU; drop one of them")
     gpus = tuple(parse_gpu_query(gpu_query)) if gpu_query is not None else None
     if gpus == ():
         raise QueryError("no GPU rows")
@@ -972,24 +985,35 @@ def run_cli(
     manifest: Mapping[str, Any] | None = None,
 ) -> int:
     """Select and print (see :func:`main`); ``manifest`` instead of reading ``args.manifest``."""
+    out: list[str] = []
     try:
         selection = _select(args, run, env, manifest)
     except Refused as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        for note in exc.notes:
-            print(f"note: {note}", file=sys.stderr)
-        return 2
+        return _emit(2, out, [f"error: {exc.message}", *(f"note: {note}" for note in exc.notes)])
     except SelectError as exc:
-        for line in str(exc).splitlines():
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+        return _emit(2, out, [f"error: {line}" for line in str(exc).splitlines()])
     if args.json:
-        print(json.dumps(selection.to_dict(), indent=2))
+        out.append(json.dumps(selection.to_dict(), indent=2))
     else:
-        print(f"{selection.cell}: {selection.lock}")
-        for reason in selection.reasons:
-            print(f"  {reason}")
-    return 0
+        out += [f"{selection.cell}: {selection.lock}", *(f"  {reason}" for reason in selection.reasons)]
+    return _emit(0, out, [])
+
+
+def _emit(code: int, out: Sequence[str], err: Sequence[str]) -> int:
+    """Print ``out`` and ``err`` lines and return ``code``. A reader that stops early
+    (``select.py | head -1``) is not an error: no ``BrokenPipeError`` traceback, the same exit
+    code (the choice was made), and stdout pointed at the null device so that Python's final
+    flush does not fail again (the recipe of the Python docs' ``signal`` page)."""
+    try:
+        for line in err:
+            print(line, file=sys.stderr)
+        for line in out:
+            print(line)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, ValueError):  # not a real file (tests capture stdout)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return code
 
 
 def _select(

@@ -228,3 +228,20 @@ def test_c26_an_allow_build_package_with_only_an_sdist_locks_its_sdist(tmp_path,
     assert f"lycoris-lora==3.1.0 \\\n    --hash=sha256:{digest}" in text  # the sdist, hashed
     assert sdist.name in (root / "locks" / "linux-x86_64-cpu-py3.12" / "pylock.toml").read_text()
     run_ok("all", "-C", str(root))  # a warm run: nothing to learn again
+
+
+def test_c26_an_allow_build_optional_entry_with_only_an_sdist_is_a_layer(tmp_path, hosts):
+    """``allow-build`` works for optional entries as for main: the layer locks the sdist (hashed),
+    it is not recorded as unavailable ("has no usable wheels")."""
+    pypi, backend = hosts
+    sdist = pypi.sdist("files", "lycoris-lora", "3.1.0")
+    pypi.index_page("simple", [sdist, pypi.wheel("files", "numpy", "2.3.0")], upload_time=TIME)
+    backend.index_page("whl/cpu", [backend.wheel("whl/cpu", "pkg", "1.0+cpu")])
+    extra = 'optional = ["lycoris-lora"]\n        allow-build = ["lycoris-lora"]'
+    root = project(tmp_path / "p", pypi, backend, "numpy\n", extra=extra)
+    run_ok("all", "-C", str(root))
+    manifest = json.loads((root / "locks" / "manifest.json").read_text())
+    assert "unavailable" not in manifest["cells"]["linux-x86_64-cpu-py3.12"]
+    layer = (root / "locks" / "linux-x86_64-cpu-py3.12" / "optional-lycoris-lora.txt").read_text()
+    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    assert f"lycoris-lora==3.1.0 \\\n    --hash=sha256:{digest}" in layer

@@ -164,7 +164,6 @@ def test_install_with_pip_through_lockgen_mirrors_rolls_back_a_broken_layer(lock
     """pip installs zeta's dependencies (delta, typer 0.29.2 over main's 0.27.1) before zeta
     fails: the rollback removes delta and puts main's typer back, with its hash."""
     monkeypatch.setenv("LOCKGEN_MIRRORS", f"{PYPI}={fake.url}/pypi {FILES}={fake.url}")
-    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
     venv = tmp_path / "venv"
     run = run_cli("install", LITE, "-C", str(locked), "--venv", str(venv), "--installer", "pip")
     assert run.code == 0, run.err

@@ -44,3 +44,32 @@ def test_a_mirror_nothing_went_through_is_reported():
     assert mirrors.never_used() == ["https://files.pythonhosted.org"]
     mirrors.canonical("url = http://m/files/torch.whl")  # a file URL read back from uv's output
     assert mirrors.never_used() == []
+
+
+@pytest.mark.parametrize(
+    ("prefix", "url", "mapped"),
+    [
+        ("https://pypi.org/simpl", "https://pypi.org/simple/torch/", False),
+        ("https://download.pytorch.org/whl/cu13", "https://download.pytorch.org/whl/cu130/torch/", False),
+        ("https://download.pytorch.org/whl/cu13", "https://download.pytorch.org/whl/cu13/torch/", True),
+        ("https://download.pytorch.org/whl/cu13", "https://download.pytorch.org/whl/cu13", True),
+        ("https://host.example", "https://host.example.evil/simple", False),
+        ("https://host.example", "https://host.example:8443/simple", False),
+        ("https://host.example/simple", "https://host.example/simple?x=1", True),
+        ("https://host.example/simple", "https://host.example/simple#frag", True),
+    ],
+    ids=["shorter-segment", "cu13-not-cu130", "cu13-folder", "equal", "longer-host", "other-port", "query", "fragment"],
+)
+def test_a_prefix_matches_at_a_segment_boundary_only(prefix, url, mapped):
+    mirrors = Mirrors(parse([f"{prefix}=http://m/x"]))
+    assert (mirrors.fetch_url(url) != url) is mapped
+    assert (mirrors.never_used() == []) is mapped
+
+
+def test_mirror_urls_in_text_turn_back_at_a_boundary_only():
+    mirrors = Mirrors(parse(["https://download.pytorch.org/whl/cu13=http://m/whl/cu13"]))
+    text = "a http://m/whl/cu130/torch/ b `http://m/whl/cu13/torch/` c (http://m/whl/cu13) d http://m/whl/cu13\n"
+    assert mirrors.canonical(text) == (
+        "a http://m/whl/cu130/torch/ b `https://download.pytorch.org/whl/cu13/torch/` "
+        "c (https://download.pytorch.org/whl/cu13) d https://download.pytorch.org/whl/cu13\n"
+    )

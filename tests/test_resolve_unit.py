@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -155,3 +155,38 @@ def _resolved(run: CellRun):
     (run.root / ".lockgen/x").mkdir(parents=True, exist_ok=True)
     (run.root / ".lockgen/x/pylock.toml").write_text(pylock(APP))
     return Resolved(pylock=read_pylock(run, ".lockgen/x/pylock.toml"), entries=())
+
+
+def test_an_allow_build_optional_entry_without_wheels_is_built_on_a_second_try(tmp_path):
+    """The layers learn builds as main does (CASES C26): an sdist-only optional entry that
+    ``allow-build`` names is locked from its sdist, not recorded as unavailable."""
+    steps = [
+        (0, "", pylock(APP)), (0, "", requirements("app==1.0")),  # main: resolution, description
+        (1, (DATA / "no-wheels.txt").read_text(), None),  # the layer, wheels only
+        (0, "", sdist_pylock("sdonly", "2.0")), (0, "", requirements("sdonly==2.0")),  # built; described
+    ]  # fmt: skip
+    run, runner = cell_run(tmp_path, steps, allow_build=("sdonly",))
+    run = CellRun(run.root, replace(run.plan, optional=("sdonly",)), run.options, run.mirrors, run.runner)
+    files = resolve_cell(run)
+    assert not files.main.header.unavailable
+    (layer,) = files.layers
+    assert layer.header.path.endswith("/optional-sdonly.txt")
+    assert [(str(e.name), str(e.version), e.hashes) for e in layer.entries] == [("sdonly", "2.0", (f"sha256:{SHA}",))]
+    assert "--no-binary" not in runner.argvs[2]
+    assert runner.argvs[3][runner.argvs[3].index("--no-binary") + 1] == "sdonly"
+    assert run.builds.names == {"sdonly"}
+
+
+def test_an_optional_entry_without_wheels_and_not_in_allow_build_is_unavailable(tmp_path):
+    no_wheels = (1, (DATA / "no-wheels.txt").read_text(), None)
+    steps = [
+        (0, "", pylock(APP)),
+        (0, "", requirements("app==1.0")),
+        no_wheels,
+        no_wheels,
+    ]  # (then without main's pins)
+    run, runner = cell_run(tmp_path, steps)
+    run = CellRun(run.root, replace(run.plan, optional=("sdonly",)), run.options, run.mirrors, run.runner)
+    (gap,) = resolve_cell(run).main.header.unavailable
+    assert gap.requirement == "sdonly" and "has no usable wheels" in gap.reason
+    assert not any("--no-binary" in argv for argv in runner.argvs)

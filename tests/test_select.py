@@ -289,6 +289,31 @@ def test_cli_c16_old_driver_exit_2(manifest_file: Path) -> None:
     code, _, err = cli("--manifest", str(manifest_file), "--os", "linux", "--arch", "x86_64", "--cuda", "12.4",
                        "--gpu-query", str(DATA / "nvidia-smi/query-4090.csv"))  # fmt: skip
     assert code == 2 and err.startswith("error: " + TOO_OLD.format(cuda="12.4"))
+    # the note: lines docs/select.md promises: what was seen, and what the rules need
+    assert "note: NVIDIA GPU: NVIDIA GeForce RTX 4090 (compute capability 8.9)\n" in err
+    assert "note: driver CUDA version: 12.4\n" in err
+    assert "note: detect.nvidia[1] needs driver CUDA >= 13.0 for cu130\n" in err
+    assert "note: detect.nvidia[2] needs driver CUDA >= 12.6 for cu126\n" in err
+    assert "nvidia[0]" not in err  # a windows aarch64 rule: not this machine's
+
+
+def test_cli_gpu_query_without_cuda_says_the_driver_was_not_checked(manifest_file: Path) -> None:
+    code, out, err = cli("--manifest", str(manifest_file), "--os", "linux", "--arch", "x86_64",
+                         "--gpu-query", str(DATA / "nvidia-smi/query-4090.csv"))  # fmt: skip
+    assert code == 0, err
+    assert out.startswith("linux-x86_64-cu130-py3.12: ")
+    assert "pass --cuda X.Y with --gpu-query to check the driver): cu130 (detect.nvidia-unknown-cuda)" in out
+
+
+def test_cli_output_into_a_closed_pipe_prints_no_traceback(manifest_file: Path) -> None:
+    """``select.py --json | head -1``: the reader may stop before the selector writes."""
+    proc = subprocess.Popen([sys.executable, "-m", "lockgen.select", "--manifest", str(manifest_file), "--json",
+                             "--os", "macos", "--arch", "aarch64"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before Python has even started
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0
+    assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err
 
 
 @probing_here
@@ -336,11 +361,17 @@ def test_cli_gpu_query_with_a_header_is_read_right(manifest_file: Path) -> None:
     [
         (["--cuda", "abc"], None, "error: --cuda 'abc': write the driver's CUDA version like 13.0"),
         (["--python", "three"], None, "error: --python 'three'"),
+        (["--cuda", "13.0", "--gpu", "none"], None, "error: --gpu none with --cuda: --cuda describes an NVIDIA GPU"),
+        (
+            ["--gpu-query", str(DATA / "nvidia-smi/query-4090.csv"), "--gpu", "amd"],
+            None,
+            "error: --gpu amd with --gpu-query",
+        ),
         ([], "{not json", "not a JSON manifest"),
         ([], json.dumps({"format": 2, "cells": {}}), "the manifest has no detect rules; add a [detect] table"),
         ([], json.dumps(manifest(detect={"nvidia": [{"backend": "cu130"}]})), "detect.nvidia[0].min-cuda: missing"),
     ],
-    ids=["bad-cuda", "bad-python", "bad-json", "no-detect", "bad-rules"],
+    ids=["bad-cuda", "bad-python", "cuda-without-nvidia", "query-without-nvidia", "bad-json", "no-detect", "bad-rules"],
 )
 def test_cli_bad_input_exit_2(
     tmp_path: Path, manifest_file: Path, args: list[str], content: str | None, message: str

@@ -162,6 +162,22 @@ def test_an_index_hash_is_marked_unverified_and_a_local_file_is_checked(tmp_path
     assert wheel.name in (root / "locks" / CELL / "pylock.toml").read_text()
 
 
+def test_a_local_find_links_setting_folder_is_part_of_the_input_hash(tmp_path, pypi):
+    """``find-links = { local = "wheels" }`` (a setting, not a source's ``local``): a wheel added to
+    or rebuilt in the folder makes the cell stale, as for a source's local folder."""
+    from tests.faulthost import make_wheel
+
+    index = publish(pypi, "alpha==1.0")
+    root = project(tmp_path / "p", index, "alpha\nlocalpkg\n", extra='find-links = { local = "wheels" }')
+    make_wheel(root / "wheels", "localpkg", "1.0")
+    assert run_cli("all", "-C", str(root)).code == 0
+    assert run_cli("check", "-C", str(root)).code == 0
+    make_wheel(root / "wheels", "localpkg", "1.1")
+    run = run_cli("check", "-C", str(root))
+    assert run.code == 1
+    assert "the files of a local wheel folder" in run.out + run.err
+
+
 def test_a_server_error_on_an_optional_source_is_retried_not_recorded_for_good(tmp_path, pypi, monkeypatch):
     """HTTP 500 is the server's trouble, not the package's: the layer is unavailable with a
     retry reason (``check`` names it, ``--retry-unavailable`` tries again), like an outage."""

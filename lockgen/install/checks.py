@@ -22,7 +22,7 @@ from lockgen.plan.mirror import Mirrors
 
 __all__ = [
     "STATE_FILE", "Expected", "Layer", "expected", "glibc", "host_problems", "installed_problems", "macos",
-    "map_sources", "read_state", "write_state",
+    "map_sources", "read_state", "runs", "write_state",
 ]  # fmt: skip
 
 #: The record of the last install, in the venv's folder: the cell and each layer's sha256 and outcome.
@@ -86,13 +86,24 @@ def map_sources(argv: Sequence[str], mirrors: Mirrors, index_url: str | None) ->
     return out
 
 
-def host_problems(entry: Mapping[str, Any], os_name: str, glibc: str | None, macos: str | None) -> list[str]:
-    """Why this host cannot run the cell's lock (pure): another OS, a glibc older than
-    ``requires.glibc`` (or none: musl), a macOS older than ``requires.macos``."""
+def host_problems(
+    entry: Mapping[str, Any], os_name: str, glibc: str | None, macos: str | None, arch: str | None = None
+) -> list[str]:
+    """Why this host cannot run the cell's lock (pure): another OS; another host ``arch``, unless
+    the cell is an alias whose ``requires.interpreter`` this machine runs (:func:`runs`: the x64
+    stack of a Windows-on-ARM alias on an x86_64 PC); a glibc older than ``requires.glibc`` (or
+    none: musl); a macOS older than ``requires.macos``. ``arch`` None: not checked."""
     requires = entry.get("requires") or {}
     if entry.get("os") != os_name:
         return [f"the cell is for {entry.get('os')}; this machine runs {os_name}"]
     problems = []
+    cell_arch, interpreter = entry.get("arch"), requires.get("interpreter") or entry.get("arch")
+    alias_fits = entry.get("status") == "alias" and interpreter in runs(os_name, arch or "")
+    if arch is not None and cell_arch != arch and not alias_fits:
+        problems.append(
+            f"the cell is for {cell_arch} machines; this machine is {arch} (pick the cell of this machine's arch, "
+            "or `lockgen install --detect`)"
+        )
     if requires.get("glibc") and os_name == "linux":
         if glibc is None:
             problems.append(f"its wheels need glibc {requires['glibc']} or newer (manylinux); this system has no glibc")
@@ -106,6 +117,13 @@ def host_problems(entry: Mapping[str, Any], os_name: str, glibc: str | None, mac
     ):
         problems.append(f"its wheels need macOS {requires['macos']} or newer; this is macOS {macos}")
     return problems
+
+
+def runs(os_name: str, host: str) -> frozenset[str]:
+    """The interpreter arches a machine of ``host`` arch runs: its own, and x86_64 on an arm64
+    Windows (emulation) or Mac (Rosetta 2)."""
+    emulated = {"x86_64"} if host == "aarch64" and os_name in ("windows", "macos") else set()
+    return frozenset({host, *emulated})
 
 
 def glibc() -> str | None:

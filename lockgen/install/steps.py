@@ -4,7 +4,7 @@ optional layer, verify and record."""
 
 from __future__ import annotations
 
-import json
+import itertools
 import os
 import shlex
 import sys
@@ -17,21 +17,11 @@ from packaging.utils import NormalizedName
 
 from lockgen import select
 from lockgen.config import WORK
-from lockgen.errors import InstallFailed, InstallRefused, LockFormatError, UsageError
-from lockgen.install.checks import (
-    Layer,
-    expected,
-    glibc,
-    host_problems,
-    installed_problems,
-    macos,
-    map_sources,
-    read_state,
-    write_state,
-)
-from lockgen.install.venv import Interpreter, Venv, find_python, install_env, probe_python, run
-from lockgen.locks.lock import LayerKind, Lock, text_sha256
-from lockgen.locks.manifest import MANIFEST_FORMAT, manifest_path
+from lockgen.errors import InstallFailed, InstallRefused, LockgenError, UsageError
+from lockgen.install.checks import Layer, expected, installed_problems, map_sources, read_state, write_state
+from lockgen.install.choose import choose, load_layers, read_manifest, refuse_host
+from lockgen.install.venv import PIP_OPTIONS, Interpreter, Venv, find_python, install_env, probe_python, run
+from lockgen.locks.lock import Entry, LayerKind
 from lockgen.plan.mirror import Mirrors
 from lockgen.project import Project
 
@@ -103,10 +93,7 @@ class _Run:
         """``layer.path``, or a copy under ``.lockgen/install/<cell>/`` whose ``name @ URL`` lines
         point at the mirror (the hashes are the same bytes' hashes)."""
         text = (self.root / layer.path).read_text(encoding="utf-8")
-        mapped = text
-        for entry in layer.lock.entries:
-            if entry.url and "://" in entry.url and not entry.editable:
-                mapped = mapped.replace(entry.url, self.mirrors.fetch_url(entry.url))
+        mapped = self.mirrored_text(text, layer.lock.entries)
         if mapped == text:
             return layer.path
         copy = f"{WORK}/install/{self.cell}/{layer.name}.txt"
@@ -114,6 +101,13 @@ class _Run:
             (self.root / copy).parent.mkdir(parents=True, exist_ok=True)
             (self.root / copy).write_text(mapped, encoding="utf-8")
         return copy
+
+    def mirrored_text(self, text: str, entries: Sequence[Entry]) -> str:
+        """``text`` (lock lines) with the direct URLs of ``entries`` mapped through the mirrors."""
+        for entry in entries:
+            if entry.url and "://" in entry.url and not entry.editable:
+                text = text.replace(entry.url, self.mirrors.fetch_url(entry.url))
+        return text
 
     def shown(self, argv: Sequence[str]) -> str:
         """``argv`` as the manifest spells it: ``uv …`` / ``pip …`` (not the binary's path)."""
@@ -141,19 +135,24 @@ def install(project: Project, options: Options, say: Say = print, warn: Say | No
     warn = warn or (lambda text: print(f"warning: {text}", file=sys.stderr, flush=True))
     if options.installer not in INSTALLERS:
         raise UsageError(f"--installer {options.installer!r}: use one of {', '.join(INSTALLERS)}")
-    manifest = _manifest(project)
-    name, entry = _choose(manifest, options, say)
-    layers = _layers(project.root, name, entry)
-    facts = select.gather(probe_gpus=False)
-    problems = host_problems(entry, facts.os, glibc(), macos())
-    if problems:
-        raise InstallRefused(f"cell {name} does not fit this machine:\n" + "\n".join(f"  - {p}" for p in problems))
+    manifest = read_manifest(project)
     venv = Venv(Path(options.venv) if options.venv else project.root / ".venv")
     venv = Venv(venv.path if venv.path.is_absolute() else Path.cwd() / venv.path)
+    _refuse_venv(venv)
+    present = venv.inspect(project.root) if venv.exists() else None
+    name, entry, said = choose(
+        manifest, options.cell, options.detect, options.python, options.cpu,
+        (venv.path, present) if present is not None else None,
+    )  # fmt: skip
+    for line in said:
+        say(line)
+    layers = load_layers(project.root, name, entry)
+    refuse_host(name, entry, select.gather(probe_gpus=False))
     mirrors = project.mirrors(options.mirrors)
     job = _Run(project.root, name, entry, layers, venv, options, mirrors, say, warn)
-    interpreter = _interpreter(job)
+    interpreter = _interpreter(job, present)
     job.env = install_env(os.environ, venv, {str(k): str(v) for k, v in (entry.get("environment") or {}).items()})
+    _warn_unused_mirrors(job)
     if venv.exists() and not options.force and _up_to_date(job):
         say(f"up to date: {venv.path} holds exactly what the locks of {name} say; nothing to do")
         return 0
@@ -175,92 +174,32 @@ def _uv() -> str:
     return uv_binary()
 
 
-def _manifest(project: Project) -> dict[str, Any]:
-    path = project.root / manifest_path(project.config.locks)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{manifest_path(project.config.locks)}: no manifest; run `lockgen all` first") from None
-    except (OSError, ValueError) as exc:
-        raise InstallRefused(f"{manifest_path(project.config.locks)}: not a readable manifest ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT or not isinstance(data.get("cells"), dict):
+def _refuse_venv(venv: Venv) -> None:
+    """Refuse lockgen's own environment (an exact sync would uninstall lockgen) and a venv that
+    sees the system's site-packages (``--system-site-packages``): what the locks do not list
+    would still be importable, so "nothing outside the lock" could not hold."""
+    if venv.path.resolve() == Path(sys.prefix).resolve():
         raise InstallRefused(
-            f"{manifest_path(project.config.locks)}: not a format {MANIFEST_FORMAT} manifest; run `lockgen all`"
+            f"{venv.path} is the environment lockgen runs in; an exact sync would uninstall lockgen: pass --venv"
         )
-    return data
+    if venv.exists() and venv.system_site_packages():
+        raise InstallRefused(
+            f"{venv.path} sees the system's site-packages (pyvenv.cfg: include-system-site-packages = true), "
+            "so packages the locks do not list would still be importable: nothing was installed; recreate it "
+            "without --system-site-packages, or pass another --venv"
+        )
 
 
-def _choose(manifest: Mapping[str, Any], options: Options, say: Say) -> tuple[str, Mapping[str, Any]]:
-    """The cell's name and manifest entry: named, or chosen by the selector on this machine."""
-    cells: Mapping[str, Any] = manifest["cells"]
-    if options.cell and options.detect:
-        raise UsageError("give a CELL or --detect, not both")
-    if options.detect:
-        try:
-            selection = select.select_cell(select.gather(), manifest, options.python, options.cpu)
-        except select.Refused as exc:
-            raise InstallRefused("\n".join([exc.message, *(f"note: {n}" for n in exc.notes)])) from None
-        except select.SelectError as exc:
-            raise InstallRefused(str(exc)) from None
-        say(f"cell {selection.cell} (detected):" + "".join(f"\n  {reason}" for reason in selection.reasons))
-        name = selection.cell
-    elif options.cell:
-        name = options.cell
-        if name not in cells:
-            raise UsageError(f"no cell {name!r} in the manifest; `lockgen matrix` lists the cells")
-        say(f"cell {name}")
-    else:
-        raise UsageError("name the CELL to install, or pass --detect to pick this machine's")
-    entry = cells[name]
-    if (
-        options.python
-        and options.cell
-        and select.version_key(options.python)[:2] != select.version_key(str(entry["python"]))[:2]
-    ):
-        raise InstallRefused(f"cell {name} is for Python {entry['python']}, not {options.python}")
-    if entry.get("status") not in ("locked", "alias"):
-        raise InstallRefused(f"cell {name} is {entry.get('status')}: {entry.get('reason') or 'it has no lock'}")
-    return name, entry
-
-
-def _layers(root: Path, name: str, entry: Mapping[str, Any]) -> list[Layer]:
-    """The entry's layers in install order, each file checked against the manifest's sha256."""
-    layers = []
-    for data in entry.get("layers") or []:
-        path = str(data["lock"])
-        try:
-            text = (root / path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InstallRefused(
-                f"{path}: cannot read it ({exc.strerror}); the cell {name} is not installable from this checkout"
-            ) from None
-        if text_sha256(text) != data.get("sha256"):
-            raise InstallRefused(
-                f"{path}: its sha256 is not the manifest's (edited, or from another revision); run `lockgen check`"
-            )
-        try:
-            layers.append(Layer(data, Lock.parse(text, path)))
-        except LockFormatError as exc:
-            raise InstallRefused(str(exc)) from None
-    if not layers or layers[0].kind is not LayerKind.MAIN:
-        raise InstallRefused(f"cell {name}: the manifest lists no main layer")
-    return layers
-
-
-def _interpreter(job: _Run) -> Interpreter:
-    """The venv's interpreter (checked: Python minor, arch, CPython), or the one uv finds for a
-    new venv. Raises :class:`InstallRefused`."""
+def _interpreter(job: _Run, present: Interpreter | None) -> Interpreter:
+    """The venv's interpreter (``present``, checked: Python minor, arch, CPython), or the one uv
+    finds for a new venv. Raises :class:`InstallRefused`."""
     python, arch = (
         str(job.entry["python"]),
         str((job.entry.get("requires") or {}).get("interpreter") or job.entry["arch"]),
     )
     venv = job.venv
-    if venv.path.resolve() == Path(sys.prefix).resolve():
-        raise InstallRefused(
-            f"{venv.path} is the environment lockgen runs in; an exact sync would uninstall lockgen: pass --venv"
-        )
-    if venv.exists():
-        found, where = venv.inspect(job.root), f"the venv {venv.path} has"
+    if present is not None:
+        found, where = present, f"the venv {venv.path} has"
     elif venv.path.exists() and (not venv.path.is_dir() or any(venv.path.iterdir())):
         raise InstallRefused(f"{venv.path} exists and is not a virtual environment; pass another --venv")
     else:
@@ -276,9 +215,33 @@ def _interpreter(job: _Run) -> Interpreter:
     if found.implementation != "cpython":
         wrong.append(f"{found.implementation}, and the locks are for CPython")
     if wrong:
-        fix = "remove it or pass another --venv" if venv.exists() else "install the right Python"
+        fix = "remove it or pass another --venv" if present is not None else "install the right Python"
         raise InstallRefused(f"{where} {'; '.join(wrong)} ({found.describe()}): nothing was installed; {fix}")
     return found
+
+
+def _warn_unused_mirrors(job: _Run) -> None:
+    """Warn about each mirror that maps no URL of the cell: of its install commands and lock
+    lines (what the installer fetches itself), or of the artifacts its ``pylock.toml`` lists (the
+    files an index page links to, e.g. on ``files.pythonhosted.org``, which the installer fetches
+    from wherever the mirrored page says). A typo would silently bypass an air-gapped mirror; lock
+    runs warn the same way."""
+    for layer in job.layers:
+        job.installer_argv(layer, write=False)
+    pylock = job.entry.get("pylock") or {}
+    if job.mirrors.never_used() and pylock.get("path"):
+        from lockgen.locks import pylockfile
+
+        try:
+            text = (job.root / str(pylock["path"])).read_text(encoding="utf-8")
+            packages = pylockfile.loads(text, str(pylock["path"])).packages
+        except (OSError, LockgenError):
+            packages = []
+        for package in packages:
+            for _, artifact in pylockfile.artifacts(package):
+                job.mirrors.mirrored(artifact.url or "")
+    for prefix in job.mirrors.never_used():
+        job.warn(f"mirror for {prefix} matched no URL of cell {job.cell}'s install commands; check its spelling")
 
 
 def _up_to_date(job: _Run) -> bool:
@@ -302,12 +265,33 @@ def _allowed(job: _Run) -> frozenset[str]:
 
 
 def _dry_run(job: _Run, interpreter: Interpreter) -> int:
+    """Say what an install would do: the venv, the environment of the commands, each command
+    (and pip's uninstall step after main), without running anything."""
     action = "reuse" if job.venv.exists() else "create"
     job.say(f"would {action} the venv {job.venv.path} ({interpreter.describe()})")
+    job.say(f"would run with: {_shown_env(job)}")
     for layer in job.layers:
         job.say(f"would run for {layer.name}: {job.shown(job.installer_argv(layer, write=False))}")
+        if layer.kind is LayerKind.MAIN and job.options.installer == "pip":
+            present = job.venv.distributions(job.root) if job.venv.exists() else {}
+            extra = sorted(n for n in present if n not in layer.versions() and n not in _allowed(job))
+            listed = f": now {', '.join(extra)}" if extra else ""
+            job.say(f"would then uninstall (pip cannot sync) every distribution main does not list{listed}")
     job.say("dry run: nothing was changed")
     return 0
+
+
+def _shown_env(job: _Run) -> str:
+    """The variables the commands run with that matter to what they install (the venv, the
+    installer's config switched off, the target's), and what was dropped."""
+    keys = ["VIRTUAL_ENV"] + (
+        ["UV_NO_CONFIG", "UV_PYTHON_DOWNLOADS"] if job.options.installer == "uv" else ["PIP_CONFIG_FILE"]
+    )
+    keys += sorted(str(k) for k in job.entry.get("environment") or {})
+    shown = " ".join(f"{key}={shlex.quote(job.env[key])}" for key in keys if key in job.env)
+    if job.options.installer == "pip":
+        shown += f"; pip runs with {' '.join(PIP_OPTIONS)}"
+    return shown + "; without PIP_*, UV_* (but cache and network settings), PYTHONPATH, PYTHONHOME, CONDA_PREFIX"
 
 
 def _install_layers(job: _Run) -> int:
@@ -375,22 +359,35 @@ def _optional(job: _Run, layer: Layer, before_layers: list[Layer]) -> bool:
 
 
 def _restore(job: _Run, names: set[NormalizedName], layers: list[Layer]) -> bool:
-    """Reinstall ``names`` at the versions the layers installed before set them (with hashes)."""
+    """Reinstall ``names`` at the versions the ``layers`` installed before set them: their lock
+    lines (hashes included; direct URLs through the mirrors) in ``.lockgen/install/<cell>/restore.txt``,
+    installed with ``--require-hashes --no-deps`` from the index and every find-links of those
+    layers (a package an earlier optional layer brought may come from its own find-links)."""
     if not names:
         return True
     entries = expected(layers)
-    lines = [line for name in sorted(names) if name in entries for line in entries[name][1].lines()]
+    chosen = [entries[name][1] for name in sorted(names) if name in entries]
+    text = job.mirrored_text("".join(f"{line}\n" for entry in chosen for line in entry.lines()), chosen)
     path = f"{WORK}/install/{job.cell}/restore.txt"
     (job.root / path).parent.mkdir(parents=True, exist_ok=True)
-    (job.root / path).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    sources = map_sources(_source_args(job.data_commands(job.layers[0])), job.mirrors, job.options.index_url)
+    (job.root / path).write_text(text, encoding="utf-8")
+    sources = map_sources(
+        restore_sources([job.data_commands(layer) for layer in layers]), job.mirrors, job.options.index_url
+    )
     verb = ["pip", "install"] if job.options.installer == "uv" else ["install"]
     return job.run([*job.head(), *verb, "--require-hashes", "--no-deps", *sources, "-r", path])
 
 
-def _source_args(argv: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    for index, token in enumerate(argv):
-        if token in ("--index-url", "--find-links") and index + 1 < len(argv):
-            out += [token, argv[index + 1]]
-    return out
+def restore_sources(commands: Sequence[Sequence[str]]) -> list[str]:
+    """The sources of a rollback's reinstall, from the recorded commands of the layers installed
+    before (main first): main's ``--index-url``, then each ``--find-links`` value of any of
+    them, once, in order of appearance."""
+    index: list[str] = []
+    links: list[str] = []
+    for argv in commands:
+        for flag, value in itertools.pairwise(argv):
+            if flag == "--index-url" and not index:
+                index = [flag, value]
+            elif flag == "--find-links" and value not in links:
+                links.append(value)
+    return index + [token for link in links for token in ("--find-links", link)]

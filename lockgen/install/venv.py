@@ -11,7 +11,11 @@ through :mod:`lockgen.resolve.uv`.
 * :class:`Venv` is a virtual environment: what its interpreter is (:meth:`Venv.inspect`) and
   which distributions it holds (:meth:`Venv.distributions`, ``importlib.metadata`` run inside it).
 * :func:`install_env` is the environment every install command runs with: the venv active, the
-  target's variables (``MACOSX_DEPLOYMENT_TARGET``), no uv or pip settings that would add sources.
+  target's variables (``MACOSX_DEPLOYMENT_TARGET``), no uv or pip settings that would add sources:
+  uv reads no ``uv.toml`` (``UV_NO_CONFIG=1``) and pip no ``pip.conf`` (``PIP_CONFIG_FILE`` is
+  ``os.devnull``, which makes pip skip every configuration file, and it runs with ``--isolated``,
+  which makes it ignore ``PIP_*`` variables; none is passed anyway, and the pip that installs
+  build dependencies for an sdist or an editable project inherits that environment).
 """
 
 from __future__ import annotations
@@ -32,7 +36,10 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from lockgen.errors import InstallRefused
 
-__all__ = ["Done", "Interpreter", "Venv", "find_python", "install_env", "probe", "probe_python", "run"]
+__all__ = [
+    "DROPPED", "PIP_OPTIONS", "Done", "Interpreter", "Venv", "base_env", "find_python", "install_env", "probe",
+    "probe_python", "run",
+]  # fmt: skip
 
 log = logging.getLogger("lockgen.install")
 
@@ -42,15 +49,13 @@ _KEEP_UV = {
     "UV_CACHE_DIR", "UV_NATIVE_TLS", "UV_HTTP_TIMEOUT", "UV_HTTP_RETRIES", "UV_CONCURRENT_DOWNLOADS",
     "UV_CONCURRENT_BUILDS", "UV_CONCURRENT_INSTALLS", "UV_INSECURE_HOST", "UV_KEYRING_PROVIDER", "UV_LINK_MODE",
 }  # fmt: skip
-#: pip variables that would add or replace sources behind the recorded command's back.
-_DROP_PIP = {
-    "PIP_INDEX_URL",
-    "PIP_EXTRA_INDEX_URL",
-    "PIP_FIND_LINKS",
-    "PIP_NO_INDEX",
-    "PIP_CONSTRAINT",
-    "PIP_REQUIREMENT",
-}
+#: Dropped from the environment of every command besides ``UV_*`` (but :data:`_KEEP_UV`) and
+#: every ``PIP_*``: Python path settings, the target's variables (set from the manifest) and
+#: another active environment.
+DROPPED = ("PYTHONPATH", "PYTHONHOME", "MACOSX_DEPLOYMENT_TARGET", "VIRTUAL_ENV", "CONDA_PREFIX")
+#: pip's general options for every pip command: ignore ``PIP_*`` variables and the user's
+#: configuration (``--isolated``), no version check against PyPI, never prompt.
+PIP_OPTIONS = ("--isolated", "--disable-pip-version-check", "--no-input")
 #: OS names as uv's Python requests spell them.
 _UV_OS = {"linux": "linux", "macos": "macos", "windows": "windows"}
 
@@ -98,21 +103,17 @@ def run(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> Done:
 
 
 def base_env(base: Mapping[str, str]) -> dict[str, str]:
-    """``base`` without uv/pip source settings and Python path variables; uv told never to
-    download an interpreter and to read no ``uv.toml``/``[tool.uv]`` (``UV_NO_CONFIG``: a
-    project's uv settings must not add sources to the recorded commands)."""
+    """``base`` without uv's settings (but the cache and network ones, :data:`_KEEP_UV`), without
+    every ``PIP_*`` variable and the :data:`DROPPED` ones; uv told never to download an
+    interpreter and to read no ``uv.toml``/``[tool.uv]`` (``UV_NO_CONFIG``), pip to read no
+    configuration file (``PIP_CONFIG_FILE=os.devnull``: pip skips them all, the global
+    ``/etc/pip.conf`` included). A user's settings must not add an index, find-links, a constraint
+    or ``no-binary`` to the recorded commands."""
     env = {
         key: value for key, value in base.items()
-        if not (key.startswith("UV_") and key not in _KEEP_UV) and key not in _DROP_PIP
-        and key not in ("PYTHONPATH", "PYTHONHOME", "MACOSX_DEPLOYMENT_TARGET", "VIRTUAL_ENV", "CONDA_PREFIX")
+        if not (key.startswith("UV_") and key not in _KEEP_UV) and not key.startswith("PIP_") and key not in DROPPED
     }  # fmt: skip
-    env.update(
-        UV_PYTHON_DOWNLOADS="never",
-        UV_NO_PROGRESS="1",
-        UV_NO_CONFIG="1",
-        PIP_DISABLE_PIP_VERSION_CHECK="1",
-        PIP_NO_INPUT="1",
-    )
+    env.update(UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1", UV_NO_CONFIG="1", PIP_CONFIG_FILE=os.devnull)
     return env
 
 
@@ -205,6 +206,20 @@ class Venv:
     def exists(self) -> bool:
         return (self.path / "pyvenv.cfg").is_file()
 
+    def system_site_packages(self) -> bool:
+        """Whether the venv sees its base interpreter's site-packages (``pyvenv.cfg``:
+        ``include-system-site-packages = true``, as ``python -m venv --system-site-packages``
+        writes it)."""
+        try:
+            text = (self.path / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip().lower() == "include-system-site-packages":
+                return value.strip().lower() == "true"
+        return False
+
     def probe(self, cwd: Path) -> dict[str, Any]:
         """What :data:`_PROBE` reports from inside the venv (see :func:`probe`)."""
         return probe(
@@ -233,16 +248,17 @@ class Venv:
             raise InstallRefused(f"cannot create the venv {self.path}: {done.tail(5)}")
 
     def pip(self, cwd: Path) -> list[str]:
-        """How to run pip for this venv: its own (``python -m pip``); else this interpreter's pip
-        with ``--python`` (pip >= 22.3 installs into another environment so); else the venv gets
-        pip from ``ensurepip`` (offline)."""
+        """How to run pip for this venv, with :data:`PIP_OPTIONS`: its own (``python -m pip``);
+        else this interpreter's pip with ``--python`` (pip >= 22.3 installs into another
+        environment so); else the venv gets pip from ``ensurepip`` (offline)."""
+        own = [str(self.python), "-m", "pip", *PIP_OPTIONS]
         if (self.path / "lib").is_dir() and any(self.path.glob("lib/python*/site-packages/pip/__init__.py")):
-            return [str(self.python), "-m", "pip"]
+            return own
         if (self.path / "Lib" / "site-packages" / "pip" / "__init__.py").is_file():
-            return [str(self.python), "-m", "pip"]
+            return own
         if importlib.util.find_spec("pip") is not None:
-            return [sys.executable, "-m", "pip", "--python", str(self.python)]
+            return [sys.executable, "-m", "pip", "--python", str(self.python), *PIP_OPTIONS]
         done = run([str(self.python), "-m", "ensurepip", "--default-pip"], base_env(os.environ), cwd)
         if done.returncode != 0:
             raise InstallRefused(f"{self.path}: no pip in it and ensurepip failed: {done.tail(3)}")
-        return [str(self.python), "-m", "pip"]
+        return own

@@ -15,18 +15,23 @@ import dataclasses
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 import tomlkit
+from packaging.markers import Marker
 from packaging.pylock import Package, PackageWheel, Pylock, PylockValidationError
+from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, NormalizedName, parse_wheel_filename
 from tomlkit.items import Item
 
 from lockgen.errors import LockFormatError
 
-__all__ = ["artifacts", "dumps", "file_name", "loads", "sha256s", "target_only"]
+if TYPE_CHECKING:
+    from lockgen.plan.target import Target
+
+__all__ = ["artifacts", "dumps", "file_name", "for_target", "loads", "sha256s", "target_environment", "target_only"]
 
 PYLOCK_NAME = "pylock.toml"
 
@@ -141,6 +146,31 @@ def by_name(pylock: Pylock) -> dict[NormalizedName, Package]:
     return {p.name: p for p in pylock.packages}
 
 
+def target_environment(target: Target) -> Marker:
+    """The PEP 508 marker of the machines ``target`` is for: ``sys_platform``, ``platform_machine``
+    as each OS spells it (Linux ``x86_64``/``aarch64``, macOS ``x86_64``/``arm64``, Windows
+    ``AMD64``/``ARM64``: :func:`lockgen.plan.sources.marker_environment`, which uv's
+    ``--python-platform`` agrees with), the Python minor and CPython. An x64 Python under
+    Windows-on-ARM emulation reports ``AMD64`` (CASES C15), so the alias cells that install the x64
+    lock there fit; an x86_64 Python under Rosetta 2 does not fit an arm64 Mac's lock."""
+    from lockgen.plan.sources import marker_environment
+
+    env = marker_environment(target)
+    keys = ("sys_platform", "platform_machine", "python_version", "implementation_name")
+    return Marker(" and ".join(f'{key} == "{env[key]}"' for key in keys))
+
+
+def for_target(pylock: Pylock, target: Target) -> Pylock:
+    """``pylock`` limited to the machines of ``target``: ``requires-python`` the target's exact
+    minor (``==3.11.*``; uv writes ``>=3.11``) and ``environments`` :func:`target_environment`
+    (PEP 751: an installer must refuse a lock none of whose environments the target matches, so
+    ``uv pip sync`` of a 3.11 cell's pylock into a 3.12 or a Windows venv is refused instead of
+    installing wheels for another Python or platform)."""
+    return dataclasses.replace(
+        pylock, requires_python=SpecifierSet(f"=={target.python}.*"), environments=[target_environment(target)]
+    )
+
+
 # --------------------------------------------------------------------------- writing
 
 
@@ -163,6 +193,8 @@ def dumps(pylock: Pylock) -> str:
 
 
 def _value(value: Any) -> str:
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return "[" + ", ".join(_value(v) for v in value) + "]"  # each string as below (markers)
     if isinstance(value, Mapping):
         table = tomlkit.inline_table()
         table.update(value)

@@ -7,7 +7,9 @@ hands to uv or fetches itself goes through :meth:`Mirrors.fetch_url`; everything
 
 Mirrors come from ``[tool.lockgen.mirrors]`` (canonical = mirror), the ``LOCKGEN_MIRRORS``
 environment variable and ``--mirror CANONICAL=MIRROR`` (later ones win for the same canonical
-prefix). The longest matching prefix applies.
+prefix). The longest matching prefix applies. A prefix matches at a path-segment boundary only
+(:func:`matches`): ``https://download.pytorch.org/whl/cu13`` is not a prefix of
+``…/whl/cu130/torch/``, and ``https://pypi.org/simpl`` is not one of ``https://pypi.org/simple``.
 
 Logins (:mod:`lockgen.credentials`) travel with the mirrors, because both decide how a URL
 is fetched and neither may reach what lockgen writes: :meth:`Mirrors.fetch_url` puts a realm's
@@ -26,10 +28,26 @@ from dataclasses import dataclass, field
 from lockgen.credentials import Logins, realm, resolve, split
 from lockgen.errors import UsageError
 
-__all__ = ["ENV_VAR", "Mirrors", "build", "from_env", "parse"]
+__all__ = ["ENV_VAR", "Mirrors", "build", "from_env", "matches", "parse"]
 
 ENV_VAR = "LOCKGEN_MIRRORS"
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s;'\"<>`\\]+")
+#: Characters that continue a URL's host, port or path segment (RFC 3986 unreserved, ``%``, ``:``,
+#: ``@`` and the sub-delims that are not also punctuation around a URL in text, as ``'(),;`` are):
+#: a prefix followed by one of them ends inside a segment (``http://m`` in ``http://m.evil``).
+_SEGMENT = re.escape("-._~%!$&*+=:@")
+
+
+def matches(url: str, prefix: str) -> bool:
+    """Whether ``prefix`` (without a trailing slash) is a prefix of ``url`` at a path-segment
+    boundary: ``url`` equals it, or continues with ``/``, ``?`` or ``#``."""
+    return url.startswith(prefix) and (len(url) == len(prefix) or url[len(prefix)] in "/?#")
+
+
+def _in_text(prefix: str) -> re.Pattern[str]:
+    """``prefix`` where it occurs in text at a boundary (not followed by a URL character of the
+    same segment): the text-wide form of :func:`matches`."""
+    return re.compile(re.escape(prefix) + rf"(?![A-Za-z0-9{_SEGMENT}])")
 
 
 def parse(pairs: Iterable[str], where: str = "--mirror") -> dict[str, str]:
@@ -101,9 +119,10 @@ class Mirrors:
         return {f"{urlsplit(m).scheme}://{urlsplit(m).netloc}" for m in self.table.values()}
 
     def mirrored(self, url: str) -> str:
-        """``url`` with the longest matching canonical prefix replaced by its mirror (no login)."""
+        """``url`` with the longest matching canonical prefix (:func:`matches`) replaced by its
+        mirror (no login)."""
         for canonical in sorted(self.table, key=len, reverse=True):
-            if url.startswith(canonical):
+            if matches(url, canonical):
                 self.used.add(canonical)
                 return self.table[canonical] + url[len(canonical) :]
         return url
@@ -142,12 +161,15 @@ class Mirrors:
         return self.logins.scrub(text)
 
     def canonical(self, text: str) -> str:
-        """``text`` without logins, with every mirror prefix turned back into its canonical prefix."""
+        """``text`` without logins, with every mirror prefix turned back into its canonical prefix
+        (where it ends at a segment boundary: a mirror ``http://m/whl/cu13`` leaves
+        ``http://m/whl/cu130/…`` alone)."""
         text = self.scrub(text)
         for canonical, mirror in sorted(self.table.items(), key=lambda kv: len(kv[1]), reverse=True):
-            if mirror in text:
+            pattern = _in_text(mirror)
+            if pattern.search(text):
                 self.used.add(canonical)
-                text = text.replace(mirror, canonical)
+                text = pattern.sub(canonical.replace("\\", r"\\"), text)  # a literal replacement
         return text
 
     def merged(self, *more: Mapping[str, str]) -> Mirrors:

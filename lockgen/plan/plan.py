@@ -360,7 +360,7 @@ def make_plan(config: Config, env: jinja2.Environment, cell: Cell, target: Targe
         pinned_specifiers=specifiers,
         optional=optional,
         no_deps=render_strings(env, cell.settings.no_deps or (), context, cell, "no-deps"),
-        local_files=local_folder_listing(config.root, sources),
+        local_files=local_folder_listing(config.root, sources, _setting_links(cell)),
         templates=config.templates,
         layer_only=layer_only_sources(sources, optional, {**pinned, **specifiers}),
         backends=config.backends,
@@ -368,6 +368,12 @@ def make_plan(config: Config, env: jinja2.Environment, cell: Cell, target: Targe
         local_projects=projects,
         read_files=tuple(sorted(set(read))),
     )
+
+
+def _setting_links(cell: Cell) -> list[str]:
+    """The values of the cell's ``find-links`` setting, in :attr:`Plan.find_links` order."""
+    settings = cell.settings.find_links
+    return [link for key in sorted(settings) for link in settings[key]]
 
 
 def layer_only_sources(

@@ -290,6 +290,12 @@ def folder_listing(root: Path, folder: str) -> list[str]:
     return sorted(f"{p.name}:{p.stat().st_size}" for p in path.iterdir() if p.is_file()) if path.is_dir() else []
 
 
-def local_folder_listing(root: Path, sources: tuple[CellSource, ...]) -> dict[str, list[str]]:
-    """The files of each local find-links folder a cell uses (part of its input hash)."""
-    return {url: folder_listing(root, url) for s in sources for url in s.urls if "://" not in url}
+def local_folder_listing(
+    root: Path, sources: tuple[CellSource, ...], links: Iterable[str] = ()
+) -> dict[str, list[str]]:
+    """The files of each local find-links folder a cell uses (part of its input hash): a
+    source's ``local`` folder, and a folder of the ``find-links`` setting (``links``: its values;
+    URLs are skipped). Adding, removing or rebuilding a wheel there makes the cell stale."""
+    folders = [url for s in sources for url in s.urls if "://" not in url]
+    folders += [link for link in links if "://" not in link]
+    return {folder: folder_listing(root, folder) for folder in folders}
