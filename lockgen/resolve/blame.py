@@ -11,6 +11,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from lockgen.plan.plan import Plan
 from lockgen.resolve import uvout
@@ -34,7 +35,7 @@ def blame(root: Path, plan: Plan, stderr: str) -> str:
         template, text = plan.rendered.files[role]
         for line in text.splitlines():
             name = _requirement_name(line)
-            if name and name in mentioned and name not in pinned:
+            if name and name in mentioned and _fights(line, name, plan):
                 lines.append((template, line.strip(), name))
     if not lines:
         return ""
@@ -44,6 +45,20 @@ def blame(root: Path, plan: Plan, stderr: str) -> str:
         out.append(f"  {_template_line(root, plan, template, name, line)}: {line}")
     out.append("change or drop that requirement; lockgen never lets uv move a pinned package")
     return "\n".join(out)
+
+
+def _fights(line: str, name: str, plan: Plan) -> bool:
+    """Whether the requirement ``line`` of ``name`` can fight a pin: any requirement of another
+    package uv's explanation names, and one of a pinned package itself whose specifier excludes
+    the pinned version (``attrs==25.3.0`` in a template, ``attrs`` pinned to 25.1.0)."""
+    if name not in plan.pinned:
+        return name not in plan.pinned_specifiers
+    try:
+        return not Requirement(line.split("#")[0].strip()).specifier.contains(
+            Version(plan.pinned[name]), prereleases=True
+        )
+    except (InvalidRequirement, InvalidVersion):
+        return False
 
 
 def _requirement_name(line: str) -> str | None:
