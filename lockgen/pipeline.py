@@ -9,6 +9,7 @@ nothing interrupted is written. It takes plain values (no CLI objects) and a :cl
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -26,6 +27,7 @@ from lockgen.locks.lockset import LockSet
 from lockgen.locks.report import change_report, upgrade_outcome
 from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, select
+from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.project import Project
 from lockgen.resolve import uv
@@ -142,9 +144,10 @@ def lock(
         run = RunResult()
         reporter.start([c.name for c in chosen])
         todo = _stale(project, chosen, plans, options, run, reporter)
-        failed = _resolve_all(project, todo, options, mirrors, run, reporter)
+        files = _cell_files(root, project.config.locks, [p.cell.name for p, _ in todo])
+        failed = _resolve_all(project, todo, options, mirrors, run, reporter, before)
         if todo:
-            _change_report(project, before, [p.cell.name for p, _ in todo], options, run)
+            _change_report(project, before, files, [p.cell.name for p, _ in todo], options, run)
             for prefix in mirrors.never_used() if not run.interrupted else ():
                 log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
         order = {c.name: i for i, c in enumerate(chosen)}
@@ -190,17 +193,25 @@ def _check_upgrade_names(before: LockSet, plans: Sequence[Plan], names: Sequence
             raise UsageError(f"--upgrade-package {name}: no selected cell locks or requires it; check the name")
 
 
-def _change_report(project: Project, before: LockSet, touched: list[str], options: RunOptions, run: RunResult) -> None:
-    """What the run changed, grouped across cells, and what happened to each ``--upgrade-package``."""
+def _change_report(
+    project: Project, before: LockSet, files: dict[str, bytes], touched: list[str], options: RunOptions, run: RunResult
+) -> None:
+    """What the run changed, grouped across cells, and what happened to each ``--upgrade-package``.
+    Only the cells whose files changed are read again (``files``: their bytes before the run),
+    unless an upgrade was asked for (its outcome counts every touched cell)."""
     locks = project.config.locks
-    after = LockSet.from_folder(project.root / locks, locks)
+    now = _cell_files(project.root, locks, touched)
+    differ = {_cell_of(rel) for rel in files.keys() | now.keys() if files.get(rel) != now.get(rel)}
+    changed = set(touched) if options.uv.upgrade_packages else differ - {manifest.MANIFEST_NAME}
+    after = _lockset({rel: data for rel, data in now.items() if _cell_of(rel) in changed}, locks, now)
+    before = before.only(changed)
     report = change_report(before, after, touched)
     run.report = report.lines()
     run.changes = report.to_json()
     run.report += [upgrade_outcome(name, before, after, touched) for name in options.uv.upgrade_packages]
 
 
-def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult, reporter: Reporter) -> list[Plan]:
+def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult, reporter: Reporter) -> list[tuple[Plan, CellState]]:
     """Report the cells that need nothing; return the plans to resolve."""
     for cell in chosen:
         if cell.settings.skip:
@@ -218,10 +229,21 @@ def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult,
     return todo
 
 
-def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunResult, reporter: Reporter) -> dict[str, str]:
-    """Resolve ``todo`` concurrently; returns ``{cell: reason}`` of the failed cells."""
+def _resolve_all(
+    project: Project,
+    todo: list[tuple[Plan, CellState]],
+    options: RunOptions,
+    mirrors: Mirrors,
+    run: RunResult,
+    reporter: Reporter,
+    before: LockSet,
+) -> dict[str, str]:
+    """Resolve ``todo`` concurrently, in matrix order, ``jobs`` cells at once; returns ``{cell:
+    reason}`` of the failed cells. Unless ``online``, uv goes through the run's page cache and
+    cells resolve offline where this run's pages cover them (:mod:`lockgen.resolve.freshness`);
+    no cell waits for another."""
+    from lockgen.resolve import freshness
     from lockgen.resolve.cellrun import Builds
-    from lockgen.resolve.freshness import Freshness
     from lockgen.resolve.resolve import CellRun, resolve_cell
 
     failed: dict[str, str] = {}
@@ -230,10 +252,12 @@ def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunR
     uv.uv_binary()  # look it up once, before the workers (uv's own finder is not thread-safe)
     runner = uv.Runner()
     uv_options = replace_refresh(options)
-    fresh = None if options.online or len(todo) < 2 else Freshness()
-    plans = fresh.order([p for p, _ in todo]) if fresh else [p for p, _ in todo]
-    states = dict((p.cell.name, s) for p, s in todo)
-    builds = Builds.learned(project.root, plans)
+    plans = [p for p, _ in todo]
+    pylocks = {p.cell.name: locks.pylock for p in plans if (locks := before.cells.get(p.cell.name)) and locks.pylock}
+    locked = {name: {p.name for p in pylock.packages} for name, pylock in pylocks.items()}
+    fresh = None if options.online else freshness.start(plans, mirrors, locked)
+    states = {p.cell.name: s for p, s in todo}
+    builds = Builds.from_pylocks(plans, pylocks)
 
     def work(plan: Plan) -> CellResult:
         reporter.update(CellResult(plan.cell.name, CellState.RESOLVING))
@@ -251,6 +275,7 @@ def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunR
             message = f"cell {plan.cell.name}: {type(exc).__name__}: {exc} (-v shows the traceback)"
             return CellResult(plan.cell.name, CellState.FAILED, time.monotonic() - start, message)
         state = CellState.LOCKED if changed else CellState.UNCHANGED
+        log.debug("cell %s: main resolution %s", plan.cell.name, files.mode)
         return CellResult(plan.cell.name, state, time.monotonic() - start, "; ".join(files.notes))
 
     for plan in plans:
@@ -272,6 +297,8 @@ def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunR
             _finish(run, reporter, result, failed)
     finally:
         pool.shutdown(wait=True)
+        if fresh is not None:
+            fresh.close()
     return failed
 
 
@@ -286,6 +313,40 @@ def _finish(run: RunResult, reporter: Reporter, result: CellResult, failed: dict
     if result.state is CellState.FAILED:
         failed[result.name] = result.message.partition("\n")[0]
     _report(run, reporter, result)
+
+
+def _cell_files(root: Path, locks: str, cells: Sequence[str]) -> dict[str, bytes]:
+    """``{path relative to the locks folder: bytes}`` of the cells' files (main lock, the files
+    of its folder) and of the manifest: what a run may change, read without parsing."""
+    folder = root / locks
+    found: dict[str, bytes] = {}
+    for cell in cells:
+        inside = sorted(p for p in (folder / cell).iterdir() if p.is_file()) if (folder / cell).is_dir() else []
+        for path in [folder / f"{cell}.txt", *inside]:
+            try:
+                found[path.relative_to(folder).as_posix()] = path.read_bytes()
+            except OSError:
+                continue
+    with contextlib.suppress(OSError):
+        found[manifest.MANIFEST_NAME] = (folder / manifest.MANIFEST_NAME).read_bytes()
+    return found
+
+
+def _cell_of(rel: str) -> str:
+    """The cell a path relative to the locks folder belongs to (the manifest: its own name)."""
+    return rel.split("/", 1)[0].removesuffix(".txt")
+
+
+def _lockset(files: dict[str, bytes], locks: str, now: dict[str, bytes]) -> LockSet:
+    """A :class:`LockSet` of ``files`` (and the manifest of ``now``), read from a scratch copy."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="lockgen-report-") as tmp:
+        for rel, data in {**files, **{k: v for k, v in now.items() if k == manifest.MANIFEST_NAME}}.items():
+            target = Path(tmp, rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        return LockSet.from_folder(Path(tmp), locks, label=locks)
 
 
 def _stale_layers(root: Path, plan: Plan, files) -> list[str]:

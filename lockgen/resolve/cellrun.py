@@ -52,14 +52,23 @@ class Builds:
     def learned(cls, root: Path, plans: Iterable[Plan]) -> Builds:
         """What the committed ``pylock.toml`` files show: ``allow-build`` packages locked from an
         sdist alone (so a warm run does not learn them again)."""
-        builds = cls()
+        pylocks = {}
         for plan in plans:
             path = root / pylock_path(plan.lock)
             try:
-                pylock = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
+                pylocks[plan.cell.name] = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
             except (OSError, LockgenError):
                 continue
-            builds.add(p.name for p in pylock.packages if p.name in plan.allow_build and p.sdist and not p.wheels)
+        return cls.from_pylocks(plans, pylocks)
+
+    @classmethod
+    def from_pylocks(cls, plans: Iterable[Plan], pylocks: Mapping[str, Pylock]) -> Builds:
+        """:meth:`learned` from already read committed pylocks (cell name -> pylock)."""
+        builds = cls()
+        for plan in plans:
+            pylock = pylocks.get(plan.cell.name)
+            if pylock is not None:
+                builds.add(p.name for p in pylock.packages if p.name in plan.allow_build and p.sdist and not p.wheels)
         return builds
 
 

@@ -13,6 +13,7 @@ cell together.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 
 from packaging.pylock import Pylock
@@ -25,6 +26,8 @@ from lockgen.resolve.cellrun import CellRun, describe, pylock_path, read_pylock,
 from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
 
 __all__ = ["CellFiles", "CellRun", "resolve_cell"]
+
+log = logging.getLogger("lockgen")
 
 
 @dataclass(frozen=True)
@@ -50,17 +53,27 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
     """Resolve, verify and lay out ``run.plan``'s files (nothing is written to the locks folder).
 
     The committed ``pylock.toml`` is uv's preference (not with ``prefer=False``: a hand-edited
-    lock). Raises :class:`CellFailed` with uv's explanation, or with the verify problems;
-    :class:`~lockgen.errors.Interrupted` when the run is stopped.
+    lock). With ``fresh``, uv goes through the run's page cache and may resolve offline
+    (:mod:`lockgen.resolve.freshness`); a cell that fails while the cache saw upstream trouble is
+    resolved again without it. Raises :class:`CellFailed` with uv's explanation, or with the
+    verify problems; :class:`~lockgen.errors.Interrupted` when the run is stopped.
     """
+    if fresh is None:
+        return _resolve(run, None, prefer)
+    try:
+        return _resolve(replace(run, mirrors=fresh.mirrors), fresh, prefer)
+    except CellFailed:
+        if not fresh.retry_direct():
+            raise
+        log.info("cell %s failed through lockgen's page cache; resolving it again without it", run.plan.cell.name)
+        return _resolve(replace(run, mirrors=fresh.base), None, prefer)
+
+
+def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     plan = run.plan
     for role, (_, text) in plan.rendered.files.items():
         run.write(plan.input_path(role), text)
-    try:
-        pylock, mode, warned = _main(run, fresh, prefer)
-    finally:
-        if fresh is not None:
-            fresh.seed_done(plan)
+    pylock, mode, warned = _main(run, fresh, prefer)
     resolved = describe(run, uv.main_inputs(plan), pylock, "main")
     found = verify.problems(plan, pylock, run.mirrors)
     if found:
@@ -109,20 +122,18 @@ def _unhashed(entry: Entry) -> bool:
 
 
 def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, str, tuple[str, ...]]:
-    """The cell's one resolution: offline when the run's fresh pages cover it, else online."""
+    """The cell's one resolution: offline when this run's pages cover it, else online."""
     plan = run.plan
     output = f"{plan.work}/{pylockfile.PYLOCK_NAME}"
-    if fresh is not None and not fresh.is_seed(plan):
-        fresh.wait(plan)
-        if fresh.worth_trying(plan):
-            seed_preferences(run, output, prefer)
-            result = _compile(run, output, offline=True)
-            if result.returncode == 0:
-                pylock = read_pylock(run, output)
-                if fresh.covers(plan, {p.name for p in pylock.packages}) and not uvout.yanked(result.stderr):
-                    return pylock, OFFLINE, tuple(uvout.warnings(result.stderr))
-            else:
-                fresh.mark_cold(plan)
+    if fresh is not None and prefer and fresh.worth_trying(plan):
+        seed_preferences(run, output, prefer)
+        result = _compile(run, output, offline=True)
+        if result.returncode == 0:
+            pylock = read_pylock(run, output)
+            if fresh.covers(plan, {p.name for p in pylock.packages}) and not uvout.yanked(result.stderr):
+                fresh.tried(True)
+                return pylock, OFFLINE, tuple(run.mirrors.canonical(w) for w in uvout.warnings(result.stderr))
+        fresh.tried(False)
     seed_preferences(run, output, prefer)
     result = _compile(run, output)
     yanks = [y for y in uvout.yanked(result.stderr) if y.name not in plan.pinned]
@@ -134,8 +145,6 @@ def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, 
         fought = blame.blame(run.root, plan, result.stderr)
         raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{fought}{_build_hint(run, result.stderr)}")
     pylock = read_pylock(run, output)
-    if fresh is not None:
-        fresh.record(plan, {p.name for p in pylock.packages})
     return pylock, ONLINE, tuple(run.mirrors.canonical(w) for w in uvout.warnings(result.stderr))
 
 
