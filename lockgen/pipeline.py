@@ -262,7 +262,9 @@ def _resolve_all(
     def work(plan: Plan) -> CellResult:
         reporter.update(CellResult(plan.cell.name, CellState.RESOLVING))
         start = time.monotonic()
-        cell_run = CellRun(project.root, plan, uv_options, mirrors, runner, project.config.source, builds)
+        cell_run = CellRun(
+            project.root, plan, uv_options, mirrors, runner, project.config.source, builds, pylocks.get(plan.cell.name)
+        )
         try:
             files = resolve_cell(cell_run, fresh, prefer=states[plan.cell.name] is not CellState.EDITED)
             changed = store.replace_files(project.root, plan.cell.name, files.texts(), _stale_layers(project.root, plan, files))

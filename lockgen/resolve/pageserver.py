@@ -37,7 +37,8 @@ class Server:
     def __init__(self, httpd: ThreadingHTTPServer) -> None:
         self._httpd = httpd
         self.port: int = httpd.server_address[1]  # AF_INET: (host, port)
-        threading.Thread(target=httpd.serve_forever, name=f"pages :{self.port}", daemon=True).start()
+        # a short poll: shutdown() waits for the loop to notice (0.5 s by default, per server)
+        threading.Thread(target=httpd.serve_forever, args=(0.05,), name=f"pages :{self.port}", daemon=True).start()
 
     def stop(self) -> None:
         self._httpd.shutdown()
