@@ -59,6 +59,8 @@ PORT_BASE, PORT_SPAN, PORT_TRIES = 20000, 12000, 4
 #: Upstream connections per origin. One client per origin: a pool shared by two hosts stalled
 #: ~5 s on a third of the requests here when pages and file reads mixed (docs/benchmarks.md).
 MAX_CONNECTIONS = 16
+#: The largest file read kept for the run (torch's zip directory is ~1.2 MB).
+MAX_READ = 4 << 20
 _PAGE_TYPES = ("text/html", "application/vnd.pypi.simple")
 #: The status of a page whose upstream could not be reached: uv's connection is reset, so uv
 #: reports the network failure it would have met itself (lockgen tells outages apart, issue 8).
@@ -145,10 +147,11 @@ class PageCache:
     def __init__(self, origins: Iterable[str]) -> None:
         self._lock = threading.Lock()
         self._pages: dict[tuple[str, str], Page] = {}
-        self._flights: dict[tuple[str, str], threading.Lock] = {}
+        self._flights: dict[tuple[str, ...], threading.Lock] = {}
         self._served: set[str] = set()
         self._hashes: dict[str, str] = {}  # upstream file URL -> sha256, from this run's pages
         self._unread: list[tuple[str, str, bytes]] = []  # pages not searched for hashes yet
+        self._reads: dict[tuple[str, str, str], Page] = {}  # small file reads of this run
         self._servers: dict[str, Server] = {}
         self._unroutable: set[str] = set()
         self._clients: dict[str, httpx.Client] = {}
@@ -286,6 +289,32 @@ class PageCache:
                 if found.status == UNREACHABLE or found.status >= 500 or found.status in (401, 403, 407):
                     self.stats.trouble += 1
         return found
+
+    def read(self, method: str, url: str, headers: Mapping[str, str]) -> Page:
+        """A small file read (``HEAD``, or a ``GET`` of a byte range: how uv reads wheel metadata
+        from a server without PEP 658 files), fetched once per run (single flight): two cells
+        resolving at once read the same wheels. ``headers`` are the upstream's."""
+        key = (method, url, headers.get("range", ""))
+        with self._lock:
+            flight = self._flights.setdefault(key, threading.Lock())
+        with flight:
+            with self._lock:
+                found = self._reads.get(key)
+            if found is None:
+                found = self._read(method, url, headers)
+                if UNREACHABLE < found.status < 500 and len(found.body) <= MAX_READ:
+                    with self._lock:
+                        self._reads[key] = found
+        return found
+
+    def _read(self, method: str, url: str, headers: Mapping[str, str]) -> Page:
+        import httpx
+
+        try:
+            response = self.client(origin_of(url) or "").request(method, url, headers=dict(headers))
+        except (httpx.HTTPError, RuntimeError):
+            return Page(UNREACHABLE, [], b"", "")
+        return Page(response.status_code, list(response.headers.items()), response.content, "")
 
     def _fetch(self, url: str, headers: Mapping[str, str]) -> Page:
         import httpx

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from lockgen.resolve.pagecache import UNREACHABLE
 
 if TYPE_CHECKING:
-    import httpx
 
     from lockgen.resolve.pagecache import PageCache
 
@@ -115,16 +114,23 @@ class _Handler(BaseHTTPRequestHandler):
             self._head(304, [("ETag", etag), ("Cache-Control", "no-cache")], 0)
             return
         self.pages.count("passed")
-        client = self.pages.client(self.upstream)
         headers = {**self._forwarded(), "accept-encoding": "identity"}
-        try:
-            if method == "HEAD":
-                response = client.head(url, headers=headers)
-                self._head(response.status_code, self._kept(url, response, etag), None, head=True)
+        if method == "HEAD" or "range" in headers:
+            read = self.pages.read(method, url, headers)
+            if read.status == UNREACHABLE:
+                self.pages.count("trouble")
+                self._reset()
                 return
-            with client.stream("GET", url, headers=headers) as response:
+            kept = self._kept(url, read.status, read.headers, etag)
+            self._head(read.status, kept, None if method == "HEAD" else len(read.body), head=method == "HEAD")
+            if method != "HEAD":
+                self._write(read.body)
+            return
+        try:
+            with self.pages.client(self.upstream).stream("GET", url, headers=headers) as response:
                 length = response.headers.get("content-length")
-                self._head(response.status_code, self._kept(url, response, etag), int(length) if length else None)
+                kept = self._kept(url, response.status_code, list(response.headers.items()), etag)
+                self._head(response.status_code, kept, int(length) if length else None)
                 for chunk in response.iter_raw():
                     if not self._write(chunk):
                         break
@@ -134,20 +140,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.pages.count("trouble")
             self._reset()
 
-    def _kept(self, url: str, response: httpx.Response, etag: str | None) -> list[tuple[str, str]]:
-        status = response.status_code
+    def _kept(self, url: str, status: int, upstream: list[tuple[str, str]], etag: str | None) -> list[tuple[str, str]]:
+        """The upstream headers uv gets: the ones a cache or a range read needs, with this run's
+        ``ETag`` instead of the upstream's validators when the file's content is known."""
         if status >= 500 or status in _TROUBLE:
             self.pages.count("trouble")
         replace = bool(etag) and status in (200, 206)
-        kept = [
-            (k, v) for k, v in response.headers.items() if k.lower() in _KEPT and not (replace and k.lower() in _VALIDATORS)
-        ]  # fmt: skip
+        kept = [(k, v) for k, v in upstream if k.lower() in _KEPT and not (replace and k.lower() in _VALIDATORS)]
         if replace and etag:
             kept += [("ETag", etag), ("Cache-Control", "no-cache")]
-        if "location" in response.headers:
-            from urllib.parse import urljoin
+        for key, value in upstream:
+            if key.lower() == "location":
+                from urllib.parse import urljoin
 
-            kept.append(("Location", self.pages.local(urljoin(url, response.headers["location"]))))
+                kept.append(("Location", self.pages.local(urljoin(url, value))))
         return kept
 
     def _head(self, status: int, headers: list[tuple[str, str]], length: int | None, head: bool = False) -> None:
