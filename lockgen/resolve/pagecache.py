@@ -134,6 +134,7 @@ class Stats:
     not_modified: int = 0  # pages answered 304
     files_not_modified: int = 0  # files answered 304 from the pages' hashes
     passed: int = 0  # other requests passed through
+    shared_reads: int = 0  # file reads answered from this run's earlier read
     trouble: int = 0  # answers that may be the cache's fault: upstream unreachable, 5xx, 401/403/407
 
 
@@ -212,8 +213,8 @@ class PageCache:
         s = self.stats
         log.debug(
             "page cache: %d pages fetched (%.1f MB), sent whole %d times, not modified %d times; "
-            "files not modified %d times; %d requests passed through; %d upstream errors",
-            s.fetched, s.bytes / 1e6, s.full, s.not_modified, s.files_not_modified, s.passed, s.trouble,
+            "files not modified %d times; %d requests passed through (%d read before); %d upstream errors",
+            s.fetched, s.bytes / 1e6, s.full, s.not_modified, s.files_not_modified, s.passed, s.shared_reads, s.trouble,
         )  # fmt: skip
 
     def mirrors(self, base: Mirrors) -> Mirrors:
@@ -300,6 +301,8 @@ class PageCache:
         with flight:
             with self._lock:
                 found = self._reads.get(key)
+                if found is not None:
+                    self.stats.shared_reads += 1
             if found is None:
                 found = self._read(method, url, headers)
                 if UNREACHABLE < found.status < 500 and len(found.body) <= MAX_READ:
