@@ -66,6 +66,9 @@ def serve(cache: PageCache, origin: str, ports: list[int]) -> Server | None:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body go out in two writes: with Nagle's algorithm the body waits for the
+    # client's delayed ACK, 40 ms per answer (500 small pages: 22 s; without: 0.4 s)
+    disable_nagle_algorithm = True
     upstream = ""
     pages: PageCache
 
