@@ -196,16 +196,16 @@ def _check_upgrade_names(before: LockSet, plans: Sequence[Plan], names: Sequence
 
 
 def _change_report(
-    project: Project, before: LockSet, files: dict[str, bytes], touched: list[str], options: RunOptions, run: RunResult
+    project: Project, before: LockSet, files: dict[str, str], touched: list[str], options: RunOptions, run: RunResult
 ) -> None:
     """What the run changed, grouped across cells, and what happened to each ``--upgrade-package``.
-    Only the cells whose files changed are read again (``files``: their bytes before the run),
+    Only the cells whose files changed are read again (``files``: their digests before the run),
     unless an upgrade was asked for (its outcome counts every touched cell)."""
     locks = project.config.locks
     now = _cell_files(project.root, locks, touched)
     differ = {_cell_of(rel) for rel in files.keys() | now.keys() if files.get(rel) != now.get(rel)}
-    changed = set(touched) if options.uv.upgrade_packages else differ - {manifest.MANIFEST_NAME}
-    after = _lockset({rel: data for rel, data in now.items() if _cell_of(rel) in changed}, locks, now)
+    changed = set(touched) if options.uv.upgrade_packages else differ
+    after = _lockset(project.root, locks, [rel for rel in now if _cell_of(rel) in changed])
     before = before.only(changed)
     report = change_report(before, after, touched)
     run.report = report.lines()
@@ -319,37 +319,39 @@ def _finish(run: RunResult, reporter: Reporter, result: CellResult, failed: dict
     _report(run, reporter, result)
 
 
-def _cell_files(root: Path, locks: str, cells: Sequence[str]) -> dict[str, bytes]:
-    """``{path relative to the locks folder: bytes}`` of the cells' files (main lock, the files
-    of its folder) and of the manifest: what a run may change, read without parsing."""
+def _cell_files(root: Path, locks: str, cells: Sequence[str]) -> dict[str, str]:
+    """``{path relative to the locks folder: sha256}`` of the cells' files (main lock, the files
+    of its folder): what a run may change, hashed without parsing (memory flat in cells)."""
+    import hashlib
+
     folder = root / locks
-    found: dict[str, bytes] = {}
+    found: dict[str, str] = {}
     for cell in cells:
         inside = sorted(p for p in (folder / cell).iterdir() if p.is_file()) if (folder / cell).is_dir() else []
         for path in [folder / f"{cell}.txt", *inside]:
-            try:
-                found[path.relative_to(folder).as_posix()] = path.read_bytes()
-            except OSError:
-                continue
-    with contextlib.suppress(OSError):
-        found[manifest.MANIFEST_NAME] = (folder / manifest.MANIFEST_NAME).read_bytes()
+            with contextlib.suppress(OSError):
+                found[path.relative_to(folder).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
     return found
 
 
 def _cell_of(rel: str) -> str:
-    """The cell a path relative to the locks folder belongs to (the manifest: its own name)."""
+    """The cell a path relative to the locks folder belongs to."""
     return rel.split("/", 1)[0].removesuffix(".txt")
 
 
-def _lockset(files: dict[str, bytes], locks: str, now: dict[str, bytes]) -> LockSet:
-    """A :class:`LockSet` of ``files`` (and the manifest of ``now``), read from a scratch copy."""
+def _lockset(root: Path, locks: str, rels: Sequence[str]) -> LockSet:
+    """A :class:`LockSet` of the files ``rels`` of the locks folder and its manifest, read
+    from a scratch copy (so only those cells are parsed)."""
+    import shutil
     import tempfile
 
+    folder = root / locks
     with tempfile.TemporaryDirectory(prefix="lockgen-report-") as tmp:
-        for rel, data in {**files, **{k: v for k, v in now.items() if k == manifest.MANIFEST_NAME}}.items():
+        for rel in [*rels, manifest.MANIFEST_NAME]:
             target = Path(tmp, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            with contextlib.suppress(OSError):
+                shutil.copyfile(folder / rel, target)
         return LockSet.from_folder(Path(tmp), locks, label=locks)
 
 
