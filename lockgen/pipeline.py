@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lockgen.check import orphans, state_of
 from lockgen.config import find_config
@@ -32,6 +34,9 @@ from lockgen.plan.plan import Plan
 from lockgen.project import Project
 from lockgen.resolve import uv
 from lockgen.states import CellState
+
+if TYPE_CHECKING:
+    from lockgen.resolve.cellrun import Builds
 
 __all__ = ["CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "lock", "lock_project", "up_to_date"]
 
@@ -141,15 +146,23 @@ def lock(
             log.warning("finished writing cell %s, which a killed run had left half-written", name)
         store.clean_temporaries(root, project.config.locks)
         plans = _plan_all(project, chosen)
-        before = LockSet.from_folder(root / project.config.locks, project.config.locks)
-        _check_upgrade_names(before, plans, options.uv.upgrade_packages)
+        locks = project.config.locks
+        # every lock is read up front only for an upgrade (its names are checked, its outcome
+        # counts every cell); otherwise each cell's files are read when needed (memory flat)
+        before = LockSet.from_folder(root / locks, locks) if options.uv.upgrade_packages else None
+        if before is not None:
+            _check_upgrade_names(before, plans, options.uv.upgrade_packages)
         run = RunResult()
         reporter.start([c.name for c in chosen])
         todo = _stale(project, chosen, plans, options, run, reporter)
-        files = _cell_files(root, project.config.locks, [p.cell.name for p, _ in todo])
-        failed = _resolve_all(project, todo, options, mirrors, run, reporter, before)
+        touched = [p.cell.name for p, _ in todo]
+        with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
+            old = Path(tmp, "old")
+            _copy_cells(root / locks, touched, old)  # the touched cells' files before the run
+            failed = _resolve_all(project, todo, options, mirrors, run, reporter)
+            if todo:
+                _change_report(project, before, old, touched, options, run)
         if todo:
-            _change_report(project, before, files, [p.cell.name for p, _ in todo], options, run)
             for prefix in mirrors.never_used() if not run.interrupted else ():
                 log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
         order = {c.name: i for i, c in enumerate(chosen)}
@@ -196,21 +209,24 @@ def _check_upgrade_names(before: LockSet, plans: Sequence[Plan], names: Sequence
 
 
 def _change_report(
-    project: Project, before: LockSet, files: dict[str, str], touched: list[str], options: RunOptions, run: RunResult
+    project: Project, before: LockSet | None, old: Path, touched: list[str], options: RunOptions, run: RunResult
 ) -> None:
     """What the run changed, grouped across cells, and what happened to each ``--upgrade-package``.
-    Only the cells whose files changed are read again (``files``: their digests before the run),
-    unless an upgrade was asked for (its outcome counts every touched cell)."""
+    Only the cells whose files changed are read (``old``: a copy of the touched cells' files
+    from before the run), unless an upgrade was asked for (its outcome counts every touched
+    cell: ``before`` holds every lock)."""
     locks = project.config.locks
-    now = _cell_files(project.root, locks, touched)
-    differ = {_cell_of(rel) for rel in files.keys() | now.keys() if files.get(rel) != now.get(rel)}
-    changed = set(touched) if options.uv.upgrade_packages else differ
-    after = _lockset(project.root, locks, [rel for rel in now if _cell_of(rel) in changed])
-    before = before.only(changed)
-    report = change_report(before, after, touched)
+    now = _copy_cells(project.root / locks, touched, None)
+    was = _copy_cells(old, touched, None)
+    changed = set(touched) if before is not None else {
+        _cell_of(rel) for rel in set(now) | set(was) if not _same_file(old / rel, project.root / locks / rel)
+    }  # fmt: skip
+    after = _lockset(project.root / locks, locks, [rel for rel in now if _cell_of(rel) in changed])
+    earlier = before.only(changed) if before is not None else _lockset(old, locks, [r for r in was if _cell_of(r) in changed])
+    report = change_report(earlier, after, touched)
     run.report = report.lines()
     run.changes = report.to_json()
-    run.report += [upgrade_outcome(name, before, after, touched) for name in options.uv.upgrade_packages]
+    run.report += [upgrade_outcome(name, earlier, after, touched) for name in options.uv.upgrade_packages]
 
 
 def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult, reporter: Reporter) -> list[tuple[Plan, CellState]]:
@@ -238,14 +254,12 @@ def _resolve_all(
     mirrors: Mirrors,
     run: RunResult,
     reporter: Reporter,
-    before: LockSet,
 ) -> dict[str, str]:
     """Resolve ``todo`` concurrently, in matrix order, ``jobs`` cells at once; returns ``{cell:
     reason}`` of the failed cells. Unless ``online``, uv goes through the run's page cache and
     cells resolve offline where this run's pages cover them (:mod:`lockgen.resolve.freshness`);
     no cell waits for another."""
     from lockgen.resolve import freshness
-    from lockgen.resolve.cellrun import Builds
     from lockgen.resolve.resolve import CellRun, resolve_cell
 
     failed: dict[str, str] = {}
@@ -255,17 +269,15 @@ def _resolve_all(
     runner = uv.Runner()
     uv_options = replace_refresh(options)
     plans = [p for p, _ in todo]
-    pylocks = {p.cell.name: locks.pylock for p in plans if (locks := before.cells.get(p.cell.name)) and locks.pylock}
-    locked = {name: {p.name for p in pylock.packages} for name, pylock in pylocks.items()}
+    locked, builds = _committed(project.root, plans)
     fresh = None if options.online else freshness.start(plans, mirrors, locked)
     states = {p.cell.name: s for p, s in todo}
-    builds = Builds.from_pylocks(plans, pylocks)
 
     def work(plan: Plan) -> CellResult:
         reporter.update(CellResult(plan.cell.name, CellState.RESOLVING))
         start = time.monotonic()
         cell_run = CellRun(
-            project.root, plan, uv_options, mirrors, runner, project.config.source, builds, pylocks.get(plan.cell.name)
+            project.root, plan, uv_options, mirrors, runner, project.config.source, builds, locked.get(plan.cell.name)
         )
         try:
             files = resolve_cell(cell_run, fresh, prefer=states[plan.cell.name] is not CellState.EDITED)
@@ -306,6 +318,29 @@ def _resolve_all(
     return failed
 
 
+def _committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[str, str]], Builds]:
+    """Each cell's committed ``pylock.toml``, read once: ``{cell: {name: version}}`` (uv's
+    preferences, the pages to prefetch) and the ``allow-build`` packages locked from an sdist.
+    Only these small tables are kept (memory flat in cells)."""
+    import sys
+
+    from lockgen.errors import LockgenError
+    from lockgen.locks import pylockfile
+    from lockgen.resolve.cellrun import Builds, pylock_path
+
+    locked: dict[str, dict[str, str]] = {}
+    builds = Builds()
+    for plan in plans:
+        path = root / pylock_path(plan.lock)
+        try:
+            pylock = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
+        except (OSError, LockgenError):
+            continue
+        locked[plan.cell.name] = {sys.intern(p.name): sys.intern(str(p.version)) for p in pylock.packages if p.version}
+        builds.add(Builds.from_pylocks([plan], {plan.cell.name: pylock}).names)
+    return locked, builds
+
+
 def replace_refresh(options: RunOptions) -> uv.Options:
     """The uv options of a run: ``--force`` and upgrades revalidate every cached page."""
     from dataclasses import replace
@@ -319,33 +354,37 @@ def _finish(run: RunResult, reporter: Reporter, result: CellResult, failed: dict
     _report(run, reporter, result)
 
 
-def _cell_files(root: Path, locks: str, cells: Sequence[str]) -> dict[str, str]:
-    """``{path relative to the locks folder: sha256}`` of the cells' files (main lock, the files
-    of its folder): what a run may change, hashed without parsing (memory flat in cells)."""
-    import hashlib
-
-    folder = root / locks
-    found: dict[str, str] = {}
+def _copy_cells(folder: Path, cells: Sequence[str], into: Path | None) -> list[str]:
+    """Paths (relative to the locks ``folder``) of the cells' files: main lock, the files of its
+    folder, and the manifest; copied ``into`` a folder unless it is None."""
+    found: list[str] = []
     for cell in cells:
         inside = sorted(p for p in (folder / cell).iterdir() if p.is_file()) if (folder / cell).is_dir() else []
-        for path in [folder / f"{cell}.txt", *inside]:
-            with contextlib.suppress(OSError):
-                found[path.relative_to(folder).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+        found += [p.relative_to(folder).as_posix() for p in [folder / f"{cell}.txt", *inside] if p.is_file()]
+    if (folder / manifest.MANIFEST_NAME).is_file():
+        found.append(manifest.MANIFEST_NAME)
+    if into is not None:
+        for rel in found:
+            (into / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder / rel, into / rel)
     return found
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.read_bytes() == b.read_bytes()
+    except OSError:
+        return a.exists() == b.exists()
+
+
 def _cell_of(rel: str) -> str:
-    """The cell a path relative to the locks folder belongs to."""
+    """The cell a path relative to the locks folder belongs to (the manifest: its own name)."""
     return rel.split("/", 1)[0].removesuffix(".txt")
 
 
-def _lockset(root: Path, locks: str, rels: Sequence[str]) -> LockSet:
-    """A :class:`LockSet` of the files ``rels`` of the locks folder and its manifest, read
+def _lockset(folder: Path, locks: str, rels: Sequence[str]) -> LockSet:
+    """A :class:`LockSet` of the files ``rels`` of the locks ``folder`` and its manifest, read
     from a scratch copy (so only those cells are parsed)."""
-    import shutil
-    import tempfile
-
-    folder = root / locks
     with tempfile.TemporaryDirectory(prefix="lockgen-report-") as tmp:
         for rel in [*rels, manifest.MANIFEST_NAME]:
             target = Path(tmp, rel)

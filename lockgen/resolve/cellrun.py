@@ -84,7 +84,7 @@ class CellRun:
     runner: uv.RunnerLike
     config: str = "pyproject.toml"
     builds: Builds = field(default_factory=Builds)
-    committed: Pylock | None = None  # the committed pylock.toml, when the caller has read it already
+    locked: Mapping[str, str] | None = None  # name -> version of the committed pylock.toml, if read already
 
     def compile(self, output: str, **kwargs: Any) -> uv.Result:
         build = self.builds.names & self.plan.allow_build
@@ -156,8 +156,8 @@ def seed_preferences(run: CellRun, output: str, prefer: bool) -> None:
 
 def _locked_versions(run: CellRun) -> dict[str, str]:
     plan = run.plan
-    if run.committed is not None:
-        return {p.name: str(p.version) for p in run.committed.packages if p.version}
+    if run.locked is not None:
+        return dict(run.locked)
     try:
         committed = (run.root / pylock_path(plan.lock)).read_text(encoding="utf-8")
         return {p.name: str(p.version) for p in pylockfile.loads(committed, plan.lock).packages if p.version}
