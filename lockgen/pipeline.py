@@ -9,22 +9,21 @@ nothing interrupted is written. It takes plain values (no CLI objects) and a :cl
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from lockgen.check import orphans, state_of
 from lockgen.config import find_config
 from lockgen.errors import Interrupted, LockgenError, UsageError
 from lockgen.locks import manifest, stamp, store
+from lockgen.locks.changed import changed_cells, copy_cells, lockset_of
 from lockgen.locks.lockset import LockSet
 from lockgen.locks.report import change_report, upgrade_outcome
 from lockgen.plan import mirror
@@ -34,9 +33,6 @@ from lockgen.plan.plan import Plan
 from lockgen.project import Project
 from lockgen.resolve import uv
 from lockgen.states import CellState
-
-if TYPE_CHECKING:
-    from lockgen.resolve.cellrun import Builds
 
 __all__ = ["CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "lock", "lock_project", "up_to_date"]
 
@@ -158,7 +154,7 @@ def lock(
         touched = [p.cell.name for p, _ in todo]
         with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
             old = Path(tmp, "old")
-            _copy_cells(root / locks, touched, old)  # the touched cells' files before the run
+            copy_cells(root / locks, touched, old)  # the touched cells' files before the run
             failed = _resolve_all(project, todo, options, mirrors, run, reporter)
             if todo:
                 _change_report(project, before, old, touched, options, run)
@@ -216,13 +212,10 @@ def _change_report(
     from before the run), unless an upgrade was asked for (its outcome counts every touched
     cell: ``before`` holds every lock)."""
     locks = project.config.locks
-    now = _copy_cells(project.root / locks, touched, None)
-    was = _copy_cells(old, touched, None)
-    changed = set(touched) if before is not None else {
-        _cell_of(rel) for rel in set(now) | set(was) if not _same_file(old / rel, project.root / locks / rel)
-    }  # fmt: skip
-    after = _lockset(project.root / locks, locks, [rel for rel in now if _cell_of(rel) in changed])
-    earlier = before.only(changed) if before is not None else _lockset(old, locks, [r for r in was if _cell_of(r) in changed])
+    folder = project.root / locks
+    cells = set(touched) if before is not None else changed_cells(old, folder, touched)
+    after = lockset_of(folder, locks, cells)
+    earlier = before.only(cells) if before is not None else lockset_of(old, locks, cells)
     report = change_report(earlier, after, touched)
     run.report = report.lines()
     run.changes = report.to_json()
@@ -260,6 +253,7 @@ def _resolve_all(
     cells resolve offline where this run's pages cover them (:mod:`lockgen.resolve.freshness`);
     no cell waits for another."""
     from lockgen.resolve import freshness
+    from lockgen.resolve.cellrun import committed
     from lockgen.resolve.resolve import CellRun, resolve_cell
 
     failed: dict[str, str] = {}
@@ -269,7 +263,7 @@ def _resolve_all(
     runner = uv.Runner()
     uv_options = replace_refresh(options)
     plans = [p for p, _ in todo]
-    locked, builds = _committed(project.root, plans)
+    locked, builds = committed(project.root, plans)
     fresh = None if options.online else freshness.start(plans, mirrors, locked)
     states = {p.cell.name: s for p, s in todo}
 
@@ -318,29 +312,6 @@ def _resolve_all(
     return failed
 
 
-def _committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[str, str]], Builds]:
-    """Each cell's committed ``pylock.toml``, read once: ``{cell: {name: version}}`` (uv's
-    preferences, the pages to prefetch) and the ``allow-build`` packages locked from an sdist.
-    Only these small tables are kept (memory flat in cells)."""
-    import sys
-
-    from lockgen.errors import LockgenError
-    from lockgen.locks import pylockfile
-    from lockgen.resolve.cellrun import Builds, pylock_path
-
-    locked: dict[str, dict[str, str]] = {}
-    builds = Builds()
-    for plan in plans:
-        path = root / pylock_path(plan.lock)
-        try:
-            pylock = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
-        except (OSError, LockgenError):
-            continue
-        locked[plan.cell.name] = {sys.intern(p.name): sys.intern(str(p.version)) for p in pylock.packages if p.version}
-        builds.add(Builds.from_pylocks([plan], {plan.cell.name: pylock}).names)
-    return locked, builds
-
-
 def replace_refresh(options: RunOptions) -> uv.Options:
     """The uv options of a run: ``--force`` and upgrades revalidate every cached page."""
     from dataclasses import replace
@@ -352,46 +323,6 @@ def _finish(run: RunResult, reporter: Reporter, result: CellResult, failed: dict
     if result.state is CellState.FAILED:
         failed[result.name] = result.message.partition("\n")[0]
     _report(run, reporter, result)
-
-
-def _copy_cells(folder: Path, cells: Sequence[str], into: Path | None) -> list[str]:
-    """Paths (relative to the locks ``folder``) of the cells' files: main lock, the files of its
-    folder, and the manifest; copied ``into`` a folder unless it is None."""
-    found: list[str] = []
-    for cell in cells:
-        inside = sorted(p for p in (folder / cell).iterdir() if p.is_file()) if (folder / cell).is_dir() else []
-        found += [p.relative_to(folder).as_posix() for p in [folder / f"{cell}.txt", *inside] if p.is_file()]
-    if (folder / manifest.MANIFEST_NAME).is_file():
-        found.append(manifest.MANIFEST_NAME)
-    if into is not None:
-        for rel in found:
-            (into / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(folder / rel, into / rel)
-    return found
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.read_bytes() == b.read_bytes()
-    except OSError:
-        return a.exists() == b.exists()
-
-
-def _cell_of(rel: str) -> str:
-    """The cell a path relative to the locks folder belongs to (the manifest: its own name)."""
-    return rel.split("/", 1)[0].removesuffix(".txt")
-
-
-def _lockset(folder: Path, locks: str, rels: Sequence[str]) -> LockSet:
-    """A :class:`LockSet` of the files ``rels`` of the locks ``folder`` and its manifest, read
-    from a scratch copy (so only those cells are parsed)."""
-    with tempfile.TemporaryDirectory(prefix="lockgen-report-") as tmp:
-        for rel in [*rels, manifest.MANIFEST_NAME]:
-            target = Path(tmp, rel)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(OSError):
-                shutil.copyfile(folder / rel, target)
-        return LockSet.from_folder(Path(tmp), locks, label=locks)
 
 
 def _stale_layers(root: Path, plan: Plan, files) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.resolve import uv, uvout
 
-__all__ = ["Builds", "CellRun", "Resolved", "describe", "pylock_path", "read_pylock"]
+__all__ = ["Builds", "CellRun", "Resolved", "committed", "describe", "pylock_path", "read_pylock"]
 
 
 @dataclass
@@ -118,6 +118,25 @@ class Resolved:
     pylock: Pylock
     entries: tuple[Entry, ...]
     warnings: tuple[str, ...] = ()
+
+
+def committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[str, str]], Builds]:
+    """Each cell's committed ``pylock.toml``, read once: ``{cell: {name: version}}`` (uv's
+    preferences, the pages to prefetch) and the ``allow-build`` packages locked from an sdist.
+    Only these small tables are kept (memory flat in cells)."""
+    import sys
+
+    locked: dict[str, dict[str, str]] = {}
+    builds = Builds()
+    for plan in plans:
+        path = root / pylock_path(plan.lock)
+        try:
+            pylock = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
+        except (OSError, LockgenError):
+            continue
+        locked[plan.cell.name] = {sys.intern(p.name): sys.intern(str(p.version)) for p in pylock.packages if p.version}
+        builds.add(Builds.from_pylocks([plan], {plan.cell.name: pylock}).names)
+    return locked, builds
 
 
 def pylock_path(lock: str) -> str:
