@@ -1,23 +1,31 @@
-"""Benchmark ``lockgen all`` against the loop a user would write by hand.
+"""Benchmark ``lockgen all --force`` against the loops a user would write by hand.
 
-Both run in the same process run, over the same cells, with the same ``uv pip compile`` flags
-(lockgen's own argv builder), each from an empty uv cache of its own ("cold"):
+Three contenders, over the same cells, each running exactly the ``uv pip compile`` command lockgen
+runs for a cell's main resolution (built with :func:`lockgen.resolve.uv.compile_argv` from the
+project's plans: same flags, same environment, same preferences from the committed
+``pylock.toml``):
 
-1. baseline: a plain sequential loop, one ``uv pip compile`` per cell;
-2. ``lockgen all --force`` in a scratch copy of the project;
-3. both again on their now warm caches (what a maintainer's second release PR sees);
-4. a no-op ``lockgen all`` right after (every lock up to date: no uv process).
+* **seq**: the plain sequential loop, one cell after another;
+* **par**: the same commands in a thread pool of ``-j`` workers (what ``xargs -P`` gives);
+* **lockgen**: ``lockgen all --force -j N`` (the console script) in a scratch copy of the project.
+
+Each contender runs **cold** (its own empty ``UV_CACHE_DIR``) then **warm** (the same cache again:
+a maintainer's next release PR). Rounds are interleaved and their order rotates (ABC, BCA, CAB,
+…), so drift of a noisy network hits every contender alike; medians are reported with the
+ratios the issue asks for. After the last round a no-op ``lockgen all`` is timed, and lockgen's
+locks are compared with the committed ones (they must be byte-identical).
 
 Usage (from the repo root, after the README's setup)::
 
-    python bench/bench_all.py [-C PATH] [--only KEY=VALUE ...] [-j N] [--repeat N]
+    python bench/bench_all.py [-C PATH] [--only KEY=VALUE ...] [-j N] [--repeat N] [--json FILE]
 
-Prints the times and the ratio lockgen / loop. Needs the network the project's matrix uses.
+Needs the network the project's matrix uses.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -25,35 +33,67 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from lockgen import pipeline
+from lockgen.pipeline import default_jobs
+from lockgen.plan.matrix import select
+from lockgen.plan.plan import Plan
+from lockgen.project import Project
 from lockgen.resolve import uv
+from lockgen.resolve.cellrun import Builds, pylock_path
+
+CONTENDERS = ("seq", "par", "lockgen")
 
 
-def scratch_copy(project: pipeline.Project, into: Path) -> Path:
-    """Copy the config file and templates (not locks, not the work folder) into ``into``."""
+def scratch_copy(project: Project, into: Path) -> Path:
+    """Copy the config file, the templates and the committed locks (not the work folder)."""
     config = project.config
     shutil.copy2(config.root / config.source, into / config.source)
     shutil.copytree(config.root / config.templates, into / config.templates)
+    if (config.root / config.locks).is_dir():
+        shutil.copytree(config.root / config.locks, into / config.locks)
     return into
 
 
-def sequential_loop(project: pipeline.Project, cells, cache: Path) -> float:
-    """The hand-written baseline: one ``uv pip compile`` after another, same flags as lockgen."""
-    root = project.root
-    plans = project.plans(cells)
-    start = time.perf_counter()
+def loop_commands(project: Project, plans: Sequence[Plan]) -> list[tuple[list[str], dict[str, str], Path, Path]]:
+    """Per cell: (argv, env, committed pylock, output): lockgen's main resolution under
+    ``--force`` (``--refresh``), without its page cache (a user's command names the index)."""
+    builds = Builds.learned(project.root, plans)
+    options = uv.Options(refresh=True)
+    commands = []
     for plan in plans:
         for role, (_, text) in plan.rendered.files.items():
-            path = root / plan.input_path(role)
+            path = project.root / plan.input_path(role)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        output = f"{plan.work}/bench-loop.txt"
-        (root / output).unlink(missing_ok=True)
-        env = {**uv.compile_env(os.environ, plan), "UV_CACHE_DIR": str(cache)}
-        argv = [uv.uv_binary(), *uv.compile_argv(plan, output)]
+            path.write_text(text, encoding="utf-8")
+        output = f"{plan.work}/bench-loop/pylock.toml"
+        no_binary = builds.names & plan.allow_build
+        argv = [uv.uv_binary(), *uv.compile_argv(plan, output, options, no_binary=no_binary)]
+        env = uv.compile_env(os.environ, plan)
+        commands.append((argv, env, project.root / pylock_path(plan.lock), project.root / output))
+    return commands
+
+
+def run_loop(commands: list[tuple[list[str], dict[str, str], Path, Path]], root: Path, cache: Path, jobs: int) -> float:
+    """Run the commands ``jobs`` at a time with ``cache`` as uv's cache; wall seconds."""
+
+    def one(command: tuple[list[str], dict[str, str], Path, Path]) -> None:
+        argv, env, committed, output = command
+        output.parent.mkdir(parents=True, exist_ok=True)
+        if committed.is_file():  # uv prefers the versions of an existing output file, as for lockgen
+            shutil.copyfile(committed, output)
+        env = {**env, "UV_CACHE_DIR": str(cache)}
         subprocess.run(argv, env=env, cwd=root, check=True, stdin=subprocess.DEVNULL, capture_output=True)
+
+    start = time.perf_counter()
+    if jobs == 1:
+        for command in commands:
+            one(command)
+    else:
+        with ThreadPoolExecutor(jobs) as pool:
+            list(pool.map(one, commands))
     return time.perf_counter() - start
 
 
@@ -67,46 +107,71 @@ def lockgen_cli(root: Path, args: list[str], cache: Path) -> float:
     return time.perf_counter() - start
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-C", "--config", default=None)
-    parser.add_argument("--only", action="append", default=[])
-    parser.add_argument("-j", "--jobs", type=int, default=None)
-    parser.add_argument("--online", action="store_true", help="pass --online to lockgen all")
-    parser.add_argument("--repeat", type=int, default=1, help="repeat both measurements, report medians")
-    args = parser.parse_args()
+def same_locks(a: Path, b: Path) -> list[str]:
+    """Files of locks folder ``a`` that differ from (or are missing in) ``b``."""
+    files = sorted(p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file())
+    return [f for f in files if not (b / f).is_file() or (a / f).read_bytes() != (b / f).read_bytes()]
 
-    project = pipeline.Project.load(Path.cwd(), args.config)
-    cells = [c for c in pipeline.select(project.cells, only=args.only) if not c.settings.skip]
-    only = [f"name={c.name}" for c in cells]
-    jobs = (["-j", str(args.jobs)] if args.jobs else []) + (["--online"] if args.online else [])
-    loops, alls, warm_loops, warm_alls, noops = [], [], [], [], []
-    for _ in range(args.repeat):
-        with tempfile.TemporaryDirectory(prefix="lockgen-bench-") as tmp:
-            tmp = Path(tmp)
-            (tmp / "cache-loop").mkdir()
-            (tmp / "cache-lockgen").mkdir()
-            work = tmp / "project"
-            work.mkdir()
-            scratch_copy(project, work)
-            copy = pipeline.Project.load(work)
-            names = {c.name for c in cells}
-            loops.append(sequential_loop(copy, [c for c in copy.cells if c.name in names], tmp / "cache-loop"))
-            all_args = ["all", "--force", *jobs, *[f"--only={o}" for o in only]]
-            alls.append(lockgen_cli(work, all_args, tmp / "cache-lockgen"))
-            warm_loops.append(sequential_loop(copy, [c for c in copy.cells if c.name in names], tmp / "cache-loop"))
-            warm_alls.append(lockgen_cli(work, all_args, tmp / "cache-lockgen"))
-            noops.append(lockgen_cli(work, ["all", *[f"--only={o}" for o in only]], tmp / "cache-lockgen"))
-    loop, full, wloop, wfull, noop = (statistics.median(x) for x in (loops, alls, warm_loops, warm_alls, noops))
-    print(f"cells:                       {len(cells)}")
-    print(f"uv pip compile loop (cold):  {loop:7.2f} s")
-    print(f"lockgen all --force (cold):  {full:7.2f} s")
-    print(f"ratio lockgen / loop, cold:  {full / loop:7.2f}")
-    print(f"uv pip compile loop (warm):  {wloop:7.2f} s")
-    print(f"lockgen all --force (warm):  {wfull:7.2f} s")
-    print(f"ratio lockgen / loop, warm:  {wfull / wloop:7.2f}")
-    print(f"lockgen all, no-op rerun:    {noop:7.2f} s")
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("-C", "--config", default=None, help="config file (default: found from the current folder)")
+    parser.add_argument("--only", action="append", default=[], help="KEY=VALUE cell filter, as lockgen's")
+    parser.add_argument("-j", "--jobs", type=int, default=None, help="workers of par and lockgen (default: lockgen's)")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds (medians are reported)")
+    parser.add_argument("--json", default=None, help="also write every sample and the medians to this file")
+    args = parser.parse_args(argv)
+
+    source = Project.load(Path.cwd(), args.config)
+    cells = [c for c in select(source.cells, only=args.only) if not (c.settings.skip or c.settings.alias)]
+    jobs = args.jobs or default_jobs(len(cells))
+    only = [f"--only=name={c.name}" for c in cells]
+    samples: dict[str, list[float]] = {f"{c} {m}": [] for c in CONTENDERS for m in ("cold", "warm")}
+    noops: list[float] = []
+    changed: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="lockgen-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        (tmp / "project").mkdir()
+        work = scratch_copy(source, (tmp / "project").resolve())
+        project = Project.load(work)
+        plans = project.plans([c for c in project.cells if c.name in {x.name for x in cells}])
+        commands = loop_commands(project, plans)
+        runs: dict[str, Callable[[Path], float]] = {
+            "seq": lambda cache: run_loop(commands, work, cache, 1),
+            "par": lambda cache: run_loop(commands, work, cache, jobs),
+            "lockgen": lambda cache: lockgen_cli(work, ["all", "--force", "-j", str(jobs), *only], cache),
+        }
+        for round_ in range(args.repeat):
+            order = CONTENDERS[round_ % 3 :] + CONTENDERS[: round_ % 3]
+            caches = {name: tmp / f"cache-{round_}-{name}" for name in order}
+            for mode in ("cold", "warm"):
+                for name in order:
+                    caches[name].mkdir(exist_ok=True)
+                    seconds = runs[name](caches[name])
+                    samples[f"{name} {mode}"].append(seconds)
+                    print(f"round {round_ + 1} {name:>7} {mode}: {seconds:6.2f} s", flush=True)
+            for cache in caches.values():
+                shutil.rmtree(cache, ignore_errors=True)
+        noops.append(lockgen_cli(work, ["all", *only], tmp / "cache-noop"))
+        changed = same_locks(source.root / source.config.locks, work / project.config.locks)
+    med = {key: statistics.median(values) for key, values in samples.items()}
+    report(med, len(cells), jobs, args.repeat, statistics.median(noops), changed)
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"cells": len(cells), "jobs": jobs, "samples": samples, "medians": med}, indent=1)
+        )
     return 0
+
+
+def report(med: dict[str, float], cells: int, jobs: int, repeat: int, noop: float, changed: list[str]) -> None:
+    """Print the medians and the ratios the issue sets targets for."""
+    print(f"\ncells: {cells}   -j {jobs}   rounds: {repeat} (medians)")
+    print(f"{'':10}{'seq':>9}{'par':>9}{'lockgen':>9}   lockgen/par  lockgen/seq")
+    for mode in ("cold", "warm"):
+        seq, par, lg = (med[f"{c} {mode}"] for c in CONTENDERS)
+        print(f"{mode:10}{seq:8.2f}s{par:8.2f}s{lg:8.2f}s   {lg / par:11.2f}  {lg / seq:11.2f}")
+    print(f"no-op lockgen all: {noop:.2f} s")
+    print("locks byte-identical to the committed ones" if not changed else f"locks that differ: {', '.join(changed)}")
 
 
 if __name__ == "__main__":

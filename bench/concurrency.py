@@ -58,7 +58,9 @@ def main() -> int:
             world.stop()
 
 
-def trials(world: World, env_b: dict[str, str], expected: list[dict[str, bytes]], count: int, rng: random.Random) -> int:
+def trials(
+    world: World, env_b: dict[str, str], expected: list[dict[str, bytes]], count: int, rng: random.Random
+) -> int:
     outcomes: Counter[str] = Counter()
     bad = 0
     start = time.monotonic()

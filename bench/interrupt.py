@@ -45,10 +45,15 @@ def main() -> int:
                 ok = stopped.code == 130 and not stopped.left and snapshot(world.root) == before
                 bad += not ok
                 times.append(stopped.seconds)
-                print(f"trial {trial}: exit {stopped.code} in {stopped.seconds:.2f} s, uv left {stopped.left}{'' if ok else '  WRONG'}", flush=True)
+                print(
+                    f"trial {trial}: exit {stopped.code} in {stopped.seconds:.2f} s, uv left {stopped.left}{'' if ok else '  WRONG'}",
+                    flush=True,
+                )
         finally:
             world.stop()
-    print(f"{args.trials} trials, SIG{args.signal}: median {statistics.median(times):.2f} s, max {max(times):.2f} s; {bad} went wrong")
+    print(
+        f"{args.trials} trials, SIG{args.signal}: median {statistics.median(times):.2f} s, max {max(times):.2f} s; {bad} went wrong"
+    )
     return 1 if bad else 0
 
 

@@ -66,12 +66,20 @@ def main() -> int:
                     (root / "pyproject.toml").write_text(textwrap.dedent(CONFIG.format(pypi=pypi.url, down=down)))
                     env = {**os.environ, "UV_CACHE_DIR": str(folder / f"cache-{run}")}
                     start = time.monotonic()
-                    done = subprocess.run([sys.executable, "-m", "lockgen", "all", "-C", str(root)], capture_output=True, text=True, env=env)
+                    done = subprocess.run(
+                        [sys.executable, "-m", "lockgen", "all", "-C", str(root)],
+                        capture_output=True,
+                        text=True,
+                        env=env,
+                    )
                     times.append(time.monotonic() - start)
                     lines.append(len((done.stdout + done.stderr).splitlines()))
                     if run == 0:
                         print(done.stdout + done.stderr)
-                    print(f"run {run + 1}: exit {done.returncode} in {times[-1]:.1f} s, {lines[-1]} lines of output", flush=True)
+                    print(
+                        f"run {run + 1}: exit {done.returncode} in {times[-1]:.1f} s, {lines[-1]} lines of output",
+                        flush=True,
+                    )
         finally:
             pypi.stop()
     print(f"median {statistics.median(times):.1f} s, {statistics.median(lines):.0f} lines")

@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from lockgen.check import orphans, state_of
+from packaging.requirements import Requirement
+
+from lockgen.check import orphan_cells, orphans, state_of
 from lockgen.config import find_config
 from lockgen.credentials import redact
 from lockgen.errors import Interrupted, LockgenError, UsageError
 from lockgen.locks import manifest, stamp, store
+from lockgen.locks.changed import changed_cells, copy_cells, lockset_of
 from lockgen.locks.lockset import LockSet
 from lockgen.locks.report import change_report, upgrade_outcome
 from lockgen.locks.shard import Shard, shard_manifest_text
@@ -37,15 +41,20 @@ from lockgen.resolve.hashcheck import Verified
 from lockgen.resolve.probe import Reach
 from lockgen.states import CellState
 
+if TYPE_CHECKING:
+    from lockgen.resolve.resolve import CellFiles
+
 __all__ = ["CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "lock", "lock_project", "up_to_date"]
 
 log = logging.getLogger("lockgen")
 
 
 def default_jobs(cells: int) -> int:
-    """Default concurrency: one cell per CPU core, at least 2 (a resolution also waits on the
-    network), at most 8 and at most the number of cells (docs/benchmarks.md)."""
-    return max(1, min(cells, 8, max(2, os.cpu_count() or 1)))
+    """Default concurrency: one cell more than CPU cores (a resolution mostly waits on the
+    network: through the page cache, uv's reads are chains of round trips; on 2 cores a cold run
+    took 15 s at 3 cells at once, 19 s at 2, and a warm one the same), at most 8 and at most
+    the number of cells (docs/benchmarks.md)."""
+    return max(1, min(cells, 8, max(2, (os.cpu_count() or 1) + 1)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,7 +67,7 @@ class RunOptions:
     (:mod:`lockgen.locks.shard`) and writes a shard manifest."""
 
     force: bool = False
-    uv: uv.Options = uv.Options()
+    uv: uv.Options = field(default_factory=uv.Options)
     jobs: int | None = None
     online: bool = False
     mirrors: tuple[str, ...] = ()
@@ -93,8 +102,17 @@ class RunResult:
 
     def to_dict(self) -> dict[str, object]:
         """``lockgen all --json``: each cell's state and message, the changes, the manifest error."""
-        cells = [{"cell": r.name, "state": str(r.state), "seconds": round(r.seconds, 1), "message": r.message} for r in self.results]
-        return {"exit_code": self.exit_code, "cells": cells, "changes": self.changes, "report": self.report, "manifest_error": self.manifest_error}
+        cells = [
+            {"cell": r.name, "state": str(r.state), "seconds": round(r.seconds, 1), "message": r.message}
+            for r in self.results
+        ]
+        return {
+            "exit_code": self.exit_code,
+            "cells": cells,
+            "changes": self.changes,
+            "report": self.report,
+            "manifest_error": self.manifest_error,
+        }
 
     @property
     def interrupted(self) -> bool:
@@ -126,12 +144,15 @@ class Silent:
         pass
 
 
+SILENT = Silent()
+
+
 def lock(
     project: Project,
     names: Sequence[str] = (),
     only: Sequence[str] = (),
     options: RunOptions = RunOptions(),
-    reporter: Reporter = Silent(),
+    reporter: Reporter = SILENT,
 ) -> RunResult:
     """Resolve the selected cells whose locks are not up to date (all of them with ``force`` or
     an upgrade option) and rewrite the manifest. A failed cell keeps all its old files and does
@@ -147,16 +168,25 @@ def lock(
             log.warning("finished writing cell %s, which a killed run had left half-written", name)
         store.clean_temporaries(root, project.config.locks)
         plans = _plan_all(project, chosen)
-        before = LockSet.from_folder(root / project.config.locks, project.config.locks)
-        _check_upgrade_names(before, plans, options.uv.upgrade_packages)
+        locks = project.config.locks
+        # every lock is read up front only for an upgrade (its names are checked, its outcome
+        # counts every cell); otherwise each cell's files are read when needed (memory flat)
+        before = LockSet.from_folder(root / locks, locks) if options.uv.upgrade_packages else None
+        if before is not None:
+            _check_upgrade_names(before, plans, options.uv.upgrade_packages)
         run = RunResult()
         reporter.start([c.name for c in chosen])
         todo = _stale(project, chosen, plans, options, run, reporter)
         todo, failed, reach = _unreachable(todo, mirrors, run, reporter)
         shared = {"reach": reach, "verified": Verified(root, fresh=options.refresh)}  # CellRun fields of the run
-        failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, shared=shared))
+        touched = [p.cell.name for p, _ in todo]
+        with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
+            old = Path(tmp, "old")
+            copy_cells(root / locks, touched, old)  # the touched cells' files before the run
+            failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, shared=shared))
+            if todo:
+                _change_report(project, before, old, touched, options, run)
         if todo:
-            _change_report(project, before, [p.cell.name for p, _ in todo], options, run)
             for prefix in mirrors.never_used() if not run.interrupted else ():
                 log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
         order = {c.name: i for i, c in enumerate(chosen)}
@@ -177,7 +207,9 @@ def _plan_all(project: Project, chosen: Sequence[Cell]) -> list[Plan]:
     except TemplateError:
         return project.plans(chosen)  # report only the selected cells' template errors
     config = project.config
-    folders = sorted({s.local for s in config.sources.values() if s.local})
+    folders = sorted(
+        {s.local for s in config.sources.values() if s.local} | {f for p in everything for f in p.local_files}
+    )
     files = sorted({f for p in everything for f in p.read_files} | project.read_files())  # issue 9
     key = stamp.key(project.root, config.source, config.templates, folders, files=files)
     memo = stamp.Memo(config.locks, project.rows(everything), project.detect_rules())
@@ -187,33 +219,57 @@ def _plan_all(project: Project, chosen: Sequence[Cell]) -> list[Plan]:
 
 
 def _check_upgrade_names(before: LockSet, plans: Sequence[Plan], names: Sequence[str]) -> None:
-    """``--upgrade-package NAME`` must name a package a selected cell locks or asks for (issue 6:
-    a typo was accepted silently). Raises :class:`UsageError` naming it."""
-    from packaging.utils import InvalidName, canonicalize_name
+    """``--upgrade-package NAME`` (or ``NAME==VERSION``, as uv takes it) must name a package a
+    selected cell locks or asks for (issue 6: a typo was accepted silently). Raises
+    :class:`UsageError` naming it, with the closest known names."""
+    import difflib
+
+    from packaging.requirements import InvalidRequirement
+    from packaging.utils import canonicalize_name
 
     selected = {p.cell.name for p in plans}
     known = {e.name for cell, locks in before.cells.items() if cell in selected for e in locks.main.entries}
     known |= {n for p in plans for n in p.requirement_names()}
-    for name in names:
+    for text in names:
         try:
-            key = canonicalize_name(name, validate=True)
-        except InvalidName:
-            raise UsageError(f"--upgrade-package {name!r}: not a valid package name") from None
+            req = Requirement(text)
+        except InvalidRequirement:
+            raise UsageError(f"--upgrade-package {text!r}: write a package name, or NAME==VERSION") from None
+        key = canonicalize_name(req.name)
         if key not in known:
-            raise UsageError(f"--upgrade-package {name}: no selected cell locks or requires it; check the name")
+            close = difflib.get_close_matches(key, sorted(known), n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise UsageError(f"--upgrade-package {text}: no selected cell locks or requires it{hint}; check the name")
 
 
-def _change_report(project: Project, before: LockSet, touched: list[str], options: RunOptions, run: RunResult) -> None:
-    """What the run changed, grouped across cells, and what happened to each ``--upgrade-package``."""
+def _change_report(
+    project: Project, before: LockSet | None, old: Path, touched: list[str], options: RunOptions, run: RunResult
+) -> None:
+    """What the run changed, grouped across cells, and what happened to each ``--upgrade-package``.
+    Only the cells whose files changed are read (``old``: a copy of the touched cells' files
+    from before the run), unless an upgrade was asked for (its outcome counts every touched
+    cell: ``before`` holds every lock)."""
     locks = project.config.locks
-    after = LockSet.from_folder(project.root / locks, locks)
-    report = change_report(before, after, touched)
+    folder = project.root / locks
+    cells = set(touched) if before is not None else changed_cells(old, folder, touched)
+    after = lockset_of(folder, locks, cells)
+    earlier = before.only(cells) if before is not None else lockset_of(old, locks, cells)
+    report = change_report(earlier, after, touched)
     run.report = report.lines()
     run.changes = report.to_json()
-    run.report += [upgrade_outcome(name, before, after, touched) for name in options.uv.upgrade_packages]
+    run.report += [
+        upgrade_outcome(Requirement(spec).name, earlier, after, touched) for spec in options.uv.upgrade_packages
+    ]
 
 
-def _stale(project: Project, chosen, plans, options: RunOptions, run: RunResult, reporter: Reporter) -> list[tuple[Plan, CellState]]:
+def _stale(
+    project: Project,
+    chosen: Sequence[Cell],
+    plans: Sequence[Plan],
+    options: RunOptions,
+    run: RunResult,
+    reporter: Reporter,
+) -> list[tuple[Plan, CellState]]:
     """Report the cells that need nothing; return the plans to resolve."""
     for cell in chosen:
         if cell.settings.skip:
@@ -258,10 +314,22 @@ def _unreachable(
     return left, failed, reach
 
 
-def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunResult, reporter: Reporter, *, shared=None) -> dict[str, str]:
-    """Resolve ``todo`` concurrently; returns ``{cell: reason}`` of the failed cells."""
-    from lockgen.resolve.cellrun import Builds
-    from lockgen.resolve.freshness import Freshness
+def _resolve_all(
+    project: Project,
+    todo: list[tuple[Plan, CellState]],
+    options: RunOptions,
+    mirrors: Mirrors,
+    run: RunResult,
+    reporter: Reporter,
+    *,
+    shared: Mapping[str, Any] | None = None,
+) -> dict[str, str]:
+    """Resolve ``todo`` concurrently, in matrix order, ``jobs`` cells at once; returns ``{cell:
+    reason}`` of the failed cells. Unless ``online``, uv goes through the run's page cache and
+    cells resolve offline where this run's pages cover them (:mod:`lockgen.resolve.freshness`);
+    no cell waits for another."""
+    from lockgen.resolve import freshness
+    from lockgen.resolve.cellrun import committed
     from lockgen.resolve.resolve import CellRun, resolve_cell
 
     failed: dict[str, str] = {}
@@ -270,18 +338,23 @@ def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunR
     uv.uv_binary()  # look it up once, before the workers (uv's own finder is not thread-safe)
     runner = uv.Runner()
     uv_options = replace_refresh(options)
-    fresh = None if options.online or len(todo) < 2 else Freshness()
-    plans = fresh.order([p for p, _ in todo]) if fresh else [p for p, _ in todo]
-    states = dict((p.cell.name, s) for p, s in todo)
-    builds = Builds.learned(project.root, plans)
+    plans = [p for p, _ in todo]
+    locked, builds = committed(project.root, plans)
+    fresh = None if options.online else freshness.start(plans, mirrors, locked)
+    states = {p.cell.name: s for p, s in todo}
 
     def work(plan: Plan) -> CellResult:
         reporter.update(CellResult(plan.cell.name, CellState.RESOLVING))
         start = time.monotonic()
-        cell_run = CellRun(project.root, plan, uv_options, mirrors, runner, project.config.source, builds, **(shared or {}))
+        cell_run = CellRun(
+            project.root, plan, uv_options, mirrors, runner, project.config.source, builds,
+            locked=locked.get(plan.cell.name), **(shared or {}),
+        )  # fmt: skip
         try:
             files = resolve_cell(cell_run, fresh, prefer=states[plan.cell.name] is not CellState.EDITED)
-            changed = store.replace_files(project.root, plan.cell.name, files.texts(), _stale_layers(project.root, plan, files))
+            changed = store.replace_files(
+                project.root, plan.cell.name, files.texts(), _stale_layers(project.root, plan, files)
+            )
         except Interrupted:
             return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)
         except LockgenError as exc:
@@ -291,6 +364,7 @@ def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunR
             message = f"cell {plan.cell.name}: {type(exc).__name__}: {exc} (-v shows the traceback)"
             return CellResult(plan.cell.name, CellState.FAILED, time.monotonic() - start, message)
         state = CellState.LOCKED if changed else CellState.UNCHANGED
+        log.debug("cell %s: main resolution %s", plan.cell.name, files.mode)
         return CellResult(plan.cell.name, state, time.monotonic() - start, "; ".join(files.notes))
 
     for plan in plans:
@@ -312,6 +386,8 @@ def _resolve_all(project: Project, todo, options: RunOptions, mirrors, run: RunR
             _finish(run, reporter, result, failed)
     finally:
         pool.shutdown(wait=True)
+        if fresh is not None:
+            fresh.close()
     return failed
 
 
@@ -329,7 +405,7 @@ def _finish(run: RunResult, reporter: Reporter, result: CellResult, failed: dict
     _report(run, reporter, result)
 
 
-def _stale_layers(root: Path, plan: Plan, files) -> list[str]:
+def _stale_layers(root: Path, plan: Plan, files: CellFiles) -> list[str]:
     """Layer files of the cell's folder that this resolution no longer produces."""
     folder = root / plan.lock.removesuffix(".txt")
     keep = set(files.texts())
@@ -341,14 +417,19 @@ def _stale_layers(root: Path, plan: Plan, files) -> list[str]:
 def _remove_orphans(project: Project, run: RunResult, reporter: Reporter) -> None:
     """A full run owns the locks folder: drop locks of cells the matrix no longer resolves."""
     resolved = {c.name for c in project.cells if not (c.settings.skip or c.settings.alias)}
-    for path in orphans(project.root, project.config.locks, resolved):
-        target = project.root / path
-        files = [target] if target.is_file() else [p for p in target.rglob("*") if p.is_file()]
-        store.replace_files(project.root, Path(path).name, {}, [f.relative_to(project.root).as_posix() for f in files])
-        _report(run, reporter, CellResult(path, CellState.REMOVED, message="its cell is not resolved by the matrix any more"))
+    for cell, paths in orphan_cells(project.root, project.config.locks, resolved).items():
+        files: list[Path] = []
+        for path in paths:
+            target = project.root / path.rstrip("/")
+            files += [target] if target.is_file() else [p for p in target.rglob("*") if p.is_file()]
+        store.replace_files(project.root, cell, {}, [f.relative_to(project.root).as_posix() for f in files])
+        message = f"its cell is not resolved by the matrix any more; removed {', '.join(paths)}"
+        _report(run, reporter, CellResult(cell, CellState.REMOVED, message=message))
 
 
-def _write_manifest(project: Project, failed: dict[str, str], run: RunResult, shard: Shard | None = None, cells: Sequence[str] = ()) -> None:
+def _write_manifest(
+    project: Project, failed: dict[str, str], run: RunResult, shard: Shard | None = None, cells: Sequence[str] = ()
+) -> None:
     """Write the manifest (a shard run: the shard manifest of its ``cells``); a failure to write
     it is reported, not raised: every cell's result is still printed (issue 8)."""
     where = manifest.manifest_path(project.config.locks)
@@ -369,7 +450,9 @@ def _report(run: RunResult, reporter: Reporter, result: CellResult) -> None:
     reporter.update(result)
 
 
-def up_to_date(start: Path, config_path: str | None, names: Sequence[str] = (), only: Sequence[str] = ()) -> RunResult | None:
+def up_to_date(
+    start: Path, config_path: str | None, names: Sequence[str] = (), only: Sequence[str] = ()
+) -> RunResult | None:
     """The no-op fast path: a :class:`RunResult` if the stamp (:mod:`lockgen.locks.stamp`) still
     describes the project and every selected lock and the manifest match it; None otherwise
     (then a full run decides). Reads files only: no rendering, no process."""
@@ -418,7 +501,7 @@ def lock_project(
     names: Sequence[str] = (),
     only: Sequence[str] = (),
     options: RunOptions = RunOptions(),
-    reporter: Reporter = Silent(),
+    reporter: Reporter = SILENT,
 ) -> RunResult:
     """``lockgen all`` / ``lockgen lock``: the fast no-op check, else load the project and
     :func:`lock` it."""

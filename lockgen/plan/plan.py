@@ -118,12 +118,12 @@ class Plan:
         """The build the cell gets: its ``flavor`` setting, else its backend (``cu130``)."""
         return self.cell.settings.flavor or self.cell.backend
 
-    def requirement_names(self) -> set[str]:
+    def requirement_names(self) -> set[NormalizedName]:
         """Canonical names of the requirements the rendered inputs name (``packaging``)."""
         from packaging.requirements import InvalidRequirement, Requirement
         from packaging.utils import canonicalize_name
 
-        names: set[str] = set()
+        names: set[NormalizedName] = set()
         for _, text in self.rendered.files.values():
             for line in text.splitlines():
                 try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import posixpath
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,11 +30,11 @@ from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import INDEX_PROJECT_NAME, explicit_indexes
 from lockgen.resolve import uv, uvout
-from lockgen.resolve.inputs import URL_PINS
 from lockgen.resolve.hashcheck import Verified
+from lockgen.resolve.inputs import URL_PINS
 from lockgen.resolve.probe import Reach
 
-__all__ = ["Builds", "CellRun", "Resolved", "describe", "pylock_path", "read_pylock"]
+__all__ = ["Builds", "CellRun", "Resolved", "committed", "describe", "pylock_path", "read_pylock"]
 
 
 @dataclass
@@ -60,14 +60,23 @@ class Builds:
     def learned(cls, root: Path, plans: Iterable[Plan]) -> Builds:
         """What the committed ``pylock.toml`` files show: ``allow-build`` packages locked from an
         sdist alone (so a warm run does not learn them again)."""
-        builds = cls()
+        pylocks = {}
         for plan in plans:
             path = root / pylock_path(plan.lock)
             try:
-                pylock = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
+                pylocks[plan.cell.name] = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
             except (OSError, LockgenError):
                 continue
-            builds.add(p.name for p in pylock.packages if p.name in plan.allow_build and _built(p))
+        return cls.from_pylocks(plans, pylocks)
+
+    @classmethod
+    def from_pylocks(cls, plans: Iterable[Plan], pylocks: Mapping[str, Pylock]) -> Builds:
+        """:meth:`learned` from already read committed pylocks (cell name -> pylock)."""
+        builds = cls()
+        for plan in plans:
+            pylock = pylocks.get(plan.cell.name)
+            if pylock is not None:
+                builds.add(p.name for p in pylock.packages if p.name in plan.allow_build and _built(p))
         return builds
 
 
@@ -90,12 +99,27 @@ class CellRun:
     builds: Builds = field(default_factory=Builds)
     reach: Reach | None = None  # hosts the run's probe found down (C28); None: not probed
     verified: Verified = field(default_factory=Verified)  # file hashes computed in this run (and kept)
+    locked: Mapping[str, str] | None = None  # name -> version of the committed pylock.toml, if read already
 
     def compile(self, output: str, **kwargs: Any) -> uv.Result:
         build = self.builds.names & self.plan.allow_build
         argv = uv.compile_argv(self.plan, output, self.options, mirrors=self.mirrors, no_binary=build, **kwargs)
         env = uv.compile_env(os.environ, self.plan) | self.mirrors.uv_env(explicit_indexes(self.plan))
         return self.runner.run(argv, env, str(self.root))
+
+    def compile_learning(self, output: str, **kwargs: Any) -> uv.Result:
+        """:meth:`compile`, wheels first: when uv says an ``allow-build`` package has no wheel in
+        any version it may pick, that package is built from source (remembered in
+        :attr:`builds` for the run's other cells) and uv runs again (field case C26: an older
+        version with a wheel beats a newer sdist-only one; builds only where allowed and needed).
+        Main and layer resolutions both go through here."""
+        while True:
+            tried = self.builds.names  # another cell may learn one while this one resolves
+            result = self.compile(output, **kwargs)
+            wanted = {n for n in uvout.needs_wheels(result.stderr) if n in self.plan.allow_build}
+            if result.returncode == 0 or wanted <= tried:
+                return result
+            self.builds.add(wanted)
 
     def read(self, path: str) -> str:
         """uv's output at ``path``, canonical; a login uv wrote into it is removed from the file too."""
@@ -131,6 +155,25 @@ class Resolved:
     warnings: tuple[str, ...] = ()
 
 
+def committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[str, str]], Builds]:
+    """Each cell's committed ``pylock.toml``, read once: ``{cell: {name: version}}`` (uv's
+    preferences, the pages to prefetch) and the ``allow-build`` packages locked from an sdist.
+    Only these small tables are kept (memory flat in cells)."""
+    import sys
+
+    locked: dict[str, dict[str, str]] = {}
+    builds = Builds()
+    for plan in plans:
+        path = root / pylock_path(plan.lock)
+        try:
+            pylock = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
+        except (OSError, LockgenError):
+            continue
+        locked[plan.cell.name] = {sys.intern(p.name): sys.intern(str(p.version)) for p in pylock.packages if p.version}
+        builds.add(Builds.from_pylocks([plan], {plan.cell.name: pylock}).names)
+    return locked, builds
+
+
 def pylock_path(lock: str) -> str:
     """``locks/<cell>/pylock.toml`` for the main lock ``locks/<cell>.txt``."""
     return f"{lock.removesuffix('.txt')}/{pylockfile.PYLOCK_NAME}"
@@ -145,7 +188,6 @@ def read_pylock(run: CellRun, output: str) -> Pylock:
     pylock = _local_paths(run, pylock, posixpath.dirname(output), folder)
     pylock = pylockfile.relative_files(pylock, run.root, folder)
     return pylockfile.target_only(pylock, plan.target.supported_tags(), plan.allow_build)
-
 
 
 def _local_paths(run: CellRun, pylock: Pylock, written: str, folder: str) -> Pylock:
@@ -197,6 +239,8 @@ def seed_preferences(run: CellRun, output: str, prefer: bool) -> None:
 
 def _locked_versions(run: CellRun) -> dict[str, str]:
     plan = run.plan
+    if run.locked is not None:
+        return dict(run.locked)
     try:
         committed = (run.root / pylock_path(plan.lock)).read_text(encoding="utf-8")
         return {p.name: str(p.version) for p in pylockfile.loads(committed, plan.lock).packages if p.version}
@@ -233,7 +277,9 @@ def describe(run: CellRun, inputs: uv.Inputs, pylock: Pylock, name: str, no_deps
     fixed = []
     for entry in entries:
         if entry.name in versions and entry.version is not None and entry.version != versions[entry.name]:
-            raise CellFailed(f"cell {plan.cell.name}: uv described {entry.name} {entry.version}, not {versions[entry.name]}")
+            raise CellFailed(
+                f"cell {plan.cell.name}: uv described {entry.name} {entry.version}, not {versions[entry.name]}"
+            )
         notes = tuple(dict.fromkeys(via.get(v, v) for v in entry.via if via.get(v, v)))
         fixed.append(replace(entry, hashes=tuple(hashes.get(entry.name, ())), via=notes))
     return Resolved(pylock=pylock, entries=tuple(sorted(fixed, key=lambda e: e.name)))
@@ -317,7 +363,9 @@ def _via_names(run: CellRun, inputs: uv.Inputs, pins: str) -> Mapping[str, str]:
         if role in files:
             names[f"{flag} {plan.input_path(role)}"] = f"{plan.templates}/{files[role][0]}"
     if inputs.requirements != plan.input_path("requirements"):
-        names[f"-r {inputs.requirements}"] = f"{run.config} ({inputs.requirements.rsplit('/', 1)[-1].removesuffix('.in')})"
+        names[f"-r {inputs.requirements}"] = (
+            f"{run.config} ({inputs.requirements.rsplit('/', 1)[-1].removesuffix('.in')})"
+        )
     for constraint in inputs.constraints:
         if constraint.endswith(URL_PINS):
             names[f"-c {constraint}"] = ""

@@ -158,7 +158,7 @@ def _layer(
         find_links=tuple(dict.fromkeys(links)),
         extra=layer_index(run, f"layer-{name}", requirements),
     )
-    result = _compile(run, output, inputs, no_deps)
+    result = run.compile_learning(output, inputs=inputs, no_deps=no_deps)
     if result.returncode != 0:
         if result.returncode < 0:  # killed by a signal: not a reason to drop the layer for good
             raise CellFailed(f"cell {plan.cell.name}: uv was killed while resolving layer {name}")
@@ -193,27 +193,12 @@ def _layer(
     return Lock(header=header, entries=resolved.entries)
 
 
-def _compile(run: CellRun, output: str, inputs: uv.Inputs, no_deps: bool) -> uv.Result:
-    """One layer resolution, wheels first: when uv says an ``allow-build`` package has no wheel in
-    any version it may pick, that package is built from source (remembered in ``run.builds`` for
-    the run's other cells, :class:`~lockgen.resolve.cellrun.Builds`) and the layer resolved again
-    (CASES C26, as the main resolution does: an sdist-only optional entry is not "unavailable"
-    when ``allow-build`` names it)."""
-    while True:
-        tried = run.builds.names  # another cell may learn one while this one resolves
-        result = run.compile(output, inputs=inputs, no_deps=no_deps)
-        wanted = {n for n in uvout.needs_wheels(result.stderr) if n in run.plan.allow_build}
-        if result.returncode == 0 or wanted <= tried:
-            return result
-        run.builds.add(wanted)
-
-
 def _unconstrained(run: CellRun, name: str, inputs: uv.Inputs, no_deps: bool) -> dict[str, str]:
     """``{name: version}`` the layer resolves to without main's versions ({} when it cannot be
     resolved even so): what it would set, to name both versions when it fights main (C22)."""
     output = f"{run.plan.work}/layer-{name}-free/pylock.toml"
     (run.root / output).unlink(missing_ok=True)
-    if _compile(run, output, inputs, no_deps).returncode != 0:
+    if run.compile_learning(output, inputs=inputs, no_deps=no_deps).returncode != 0:
         return {}
     return {p.name: str(p.version) for p in read_pylock(run, output).packages if p.version is not None}
 

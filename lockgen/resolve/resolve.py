@@ -13,13 +13,14 @@ cell together.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 
 from packaging.pylock import Pylock
 
 from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
-from lockgen.locks.lock import Entry, FileRef, LayerKind, Lock, text_sha256
+from lockgen.locks.lock import FileRef, LayerKind, Lock, text_sha256
 from lockgen.plan.plan import Plan
 from lockgen.resolve import blame, hashcheck, inputs, invariants, layers, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, describe, pylock_path, read_pylock, seed_preferences
@@ -27,6 +28,8 @@ from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
 from lockgen.resolve.newer import add_newer_wheels
 
 __all__ = ["CellFiles", "CellRun", "resolve_cell"]
+
+log = logging.getLogger("lockgen")
 
 
 @dataclass(frozen=True)
@@ -52,16 +55,26 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
     """Resolve, verify and lay out ``run.plan``'s files (nothing is written to the locks folder).
 
     The committed ``pylock.toml`` is uv's preference (not with ``prefer=False``: a hand-edited
-    lock). Raises :class:`CellFailed` with uv's explanation, or with the verify problems;
-    :class:`~lockgen.errors.Interrupted` when the run is stopped.
+    lock). With ``fresh``, uv goes through the run's page cache and may resolve offline
+    (:mod:`lockgen.resolve.freshness`); a cell that fails while the cache saw upstream trouble is
+    resolved again without it. Raises :class:`CellFailed` with uv's explanation, or with the
+    verify problems; :class:`~lockgen.errors.Interrupted` when the run is stopped.
     """
+    if fresh is None:
+        return _resolve(run, None, prefer)
+    try:
+        return _resolve(replace(run, mirrors=fresh.mirrors), fresh, prefer)
+    except CellFailed:
+        if not fresh.retry_direct():
+            raise
+        log.info("cell %s failed through lockgen's page cache; resolving it again without it", run.plan.cell.name)
+        return _resolve(replace(run, mirrors=fresh.base), None, prefer)
+
+
+def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     plan = run.plan
     inputs.write_main(run)
-    try:
-        pylock, mode, warned = _main(run, fresh, prefer)
-    finally:
-        if fresh is not None:
-            fresh.seed_done(plan)
+    pylock, mode, warned = _main(run, fresh, prefer)
     pylock = add_newer_wheels(run, pylock)
     resolved = describe(run, uv.main_inputs(plan), pylock, "main")
     checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, getattr(run.runner, "stopped", None))
@@ -69,24 +82,32 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
     if found:
         raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
     built = layers.resolve(run, resolved)
-    mixed = invariants.problems(plan.flavor, [*pylock.packages, *built.packages], plan.backends, plan.cell.settings.allow_mix)
+    mixed = invariants.problems(
+        plan.flavor, [*pylock.packages, *built.packages], plan.backends, plan.cell.settings.allow_mix
+    )
     if mixed:
         raise CellFailed(
             f"cell {plan.cell.name}: the lock would install a broken {plan.flavor} stack (backend invariants, C27):\n"
             + "\n".join(f"  - {p.message}" for p in mixed)
-            + "\n  declare an intended mix with allow-mix = { \"<package>\" = \"why\" } in the cell's settings"
+            + '\n  declare an intended mix with allow-mix = { "<package>" = "why" } in the cell\'s settings'
         )
-    text = pylockfile.dumps(replace(pylock, created_by="lockgen"))
+    text = pylockfile.dumps(pylockfile.for_target(replace(pylock, created_by="lockgen"), plan.target))
     main = Lock(
         header=run.header(
-            LayerKind.MAIN, plan.lock, find_links=inputs.install_links(plan, plan.main_find_links, pylock.packages),
-            input_parts=plan.input_parts, pylock=FileRef(sha256=text_sha256(text), path=pylock_path(plan.lock)),
-            layers=built.refs(), unavailable=tuple(built.unavailable), replaces=tuple(built.replaces),
+            LayerKind.MAIN,
+            plan.lock,
+            find_links=inputs.install_links(plan, plan.main_find_links, pylock.packages),
+            input_parts=plan.input_parts,
+            pylock=FileRef(sha256=text_sha256(text), path=pylock_path(plan.lock)),
+            layers=built.refs(),
+            unavailable=tuple(built.unavailable),
+            replaces=tuple(built.replaces),
             skipped_urls=tuple(built.skipped_urls),
             no_upload_time=tuple(sorted(set(verify.without_upload_time(plan, pylock)) | built.dateless))
-            if plan.exclude_newer else (),
+            if plan.exclude_newer
+            else (),
             unverified_hashes=hashcheck.merge(checked.unverified, built.unverified),
-        ),  # fmt: skip
+        ),
         entries=tuple(e for e in resolved.entries if not e.unhashed),
     )
     notes = [f"unavailable: {', '.join(u.requirement for u in built.unavailable)}"] if built.unavailable else []
@@ -117,53 +138,44 @@ def _where_hint(plan: Plan, stderr: str) -> str:
         source = plan.served_by(name)
         if source is not None:
             pages = ", ".join(source.find_links() or source.urls)
-            lines.append(f"\nlockgen: {name}: source {source.name!r} lists no usable file of it ({pages}); check the name, or those pages")
+            lines.append(
+                f"\nlockgen: {name}: source {source.name!r} lists no usable file of it ({pages}); check the name, or those pages"
+            )
         else:
             page = f"{plan.index_url.rstrip('/')}/{name}/"
-            lines.append(f"\nlockgen: {name}: the index {plan.index_url} lists no usable file of it ({page}); check the name, or that page")
+            lines.append(
+                f"\nlockgen: {name}: the index {plan.index_url} lists no usable file of it ({page}); check the name, or that page"
+            )
     return "".join(lines)
 
 
 def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, str, tuple[str, ...]]:
-    """The cell's one resolution: offline when the run's fresh pages cover it, else online."""
+    """The cell's one resolution: offline when this run's pages cover it, else online."""
     plan = run.plan
     output = f"{plan.work}/{pylockfile.PYLOCK_NAME}"
-    if fresh is not None and not fresh.is_seed(plan):
-        fresh.wait(plan)
-        if fresh.worth_trying(plan):
-            seed_preferences(run, output, prefer)
-            result = _compile(run, output, offline=True)
-            if result.returncode == 0:
-                pylock = read_pylock(run, output)
-                if fresh.covers(plan, {p.name for p in pylock.packages}) and not uvout.yanked(result.stderr):
-                    return pylock, OFFLINE, tuple(uvout.warnings(result.stderr))
-            else:
-                fresh.mark_cold(plan)
+    upgrading = run.options.upgrade or bool(run.options.upgrade_packages)  # offline would miss new versions' metadata
+    if fresh is not None and prefer and not upgrading and fresh.worth_trying(plan):
+        seed_preferences(run, output, prefer)
+        result = run.compile_learning(output, offline=True)
+        if result.returncode == 0:
+            pylock = read_pylock(run, output)
+            if fresh.covers(plan, {p.name for p in pylock.packages}) and not uvout.yanked(result.stderr):
+                fresh.tried(True)
+                return pylock, OFFLINE, tuple(run.mirrors.canonical(w) for w in uvout.warnings(result.stderr))
+        fresh.tried(False)
     seed_preferences(run, output, prefer)
-    result = _compile(run, output)
+    result = run.compile_learning(output)
     yanks = [y for y in uvout.yanked(result.stderr) if y.name not in plan.pinned]
     if result.returncode == 0 and yanks:  # kept only because the old lock preferred it (issue 8)
         names = (*run.options.upgrade_packages, *(y.name for y in yanks))
-        result = _compile(replace(run, options=replace(run.options, upgrade_packages=names)), output)
+        result = replace(run, options=replace(run.options, upgrade_packages=names)).compile_learning(output)
     if result.returncode != 0:
         why = run.mirrors.canonical(uvout.explain(result.stderr))
         fought = blame.blame(run.root, plan, result.stderr)
-        hint = _build_hint(run, result.stderr) + (inputs.failure_hint(plan, result.stderr) or _where_hint(plan, result.stderr))
+        # a fought pin explains the failure: uv's "wheels are required" hints about the versions it
+        # backtracked through would point the user at the wrong fix (a review found that)
+        built = "" if fought else _build_hint(run, result.stderr)
+        hint = built + (inputs.failure_hint(plan, result.stderr) or _where_hint(plan, result.stderr))
         raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{fought}{hint}")
     pylock = read_pylock(run, output)
-    if fresh is not None:
-        fresh.record(plan, {p.name for p in pylock.packages})
     return pylock, ONLINE, tuple(run.mirrors.canonical(w) for w in uvout.warnings(result.stderr))
-
-
-def _compile(run: CellRun, output: str, offline: bool = False) -> uv.Result:
-    """Resolve with wheels only; when uv says an ``allow-build`` package has no wheel in any
-    version it may pick, allow building that one (and remember it for the run's other cells)
-    and resolve again (CASES C26: wheels first, builds only where allowed and needed)."""
-    while True:
-        tried = run.builds.names  # another cell may learn one while this one resolves
-        result = run.compile(output, offline=offline)
-        wanted = {n for n in uvout.needs_wheels(result.stderr) if n in run.plan.allow_build}
-        if result.returncode == 0 or wanted <= tried:
-            return result
-        run.builds.add(wanted)

@@ -1,0 +1,66 @@
+"""Which cells a run changed, and their locks before and after, parsed only for those cells.
+
+A run copies the files of the cells it will resolve to a scratch folder first (bytes, no
+parsing); afterwards the change report compares them with the files on disk and parses, before
+and after, only the cells whose files differ (:func:`lockset_of`), so a run never holds every lock
+in memory (issue 10: memory flat in the number of cells).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from lockgen.locks.lockset import LockSet
+from lockgen.locks.manifest import MANIFEST_NAME
+
+__all__ = ["changed_cells", "copy_cells", "files_of", "lockset_of"]
+
+
+def files_of(folder: Path, names: Sequence[str]) -> list[str]:
+    """Paths, relative to the locks ``folder``, of the cells' files (main lock, the files of its
+    folder) that exist."""
+    found: list[str] = []
+    for cell in names:
+        inside = sorted(p for p in (folder / cell).iterdir() if p.is_file()) if (folder / cell).is_dir() else []
+        found += [p.relative_to(folder).as_posix() for p in [folder / f"{cell}.txt", *inside] if p.is_file()]
+    return found
+
+
+def copy_cells(folder: Path, names: Sequence[str], into: Path) -> None:
+    """Copy the cells' files and the manifest of the locks ``folder`` into ``into``."""
+    rels = files_of(folder, names) + ([MANIFEST_NAME] if (folder / MANIFEST_NAME).is_file() else [])
+    for rel in rels:
+        (into / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / rel, into / rel)
+
+
+def changed_cells(old: Path, folder: Path, names: Sequence[str]) -> set[str]:
+    """The cells among ``names`` whose files differ between ``old`` (a :func:`copy_cells` copy)
+    and the locks ``folder``: one added, removed or changed file is enough."""
+    return {_cell_of(rel) for rel in set(files_of(old, names)) | set(files_of(folder, names)) if not _same(old / rel, folder / rel)}
+
+
+def lockset_of(folder: Path, locks: str, names: Collection[str]) -> LockSet:
+    """A :class:`LockSet` of the cells ``names`` of the locks ``folder`` (with its manifest), read
+    from a scratch copy so only those cells are parsed. ``locks``: the project-relative name of
+    the locks folder (header paths start with it)."""
+    with tempfile.TemporaryDirectory(prefix="lockgen-report-") as tmp:
+        copy_cells(folder, sorted(names), Path(tmp))
+        with contextlib.suppress(OSError):
+            shutil.copyfile(folder / MANIFEST_NAME, Path(tmp, MANIFEST_NAME))
+        return LockSet.from_folder(Path(tmp), locks, label=locks)
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.read_bytes() == b.read_bytes()
+    except OSError:
+        return a.exists() == b.exists()
+
+
+def _cell_of(rel: str) -> str:
+    return rel.split("/", 1)[0].removesuffix(".txt")
