@@ -6,6 +6,7 @@ command."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -261,10 +262,13 @@ OPTIONS = (
 _AFTER = "after_"
 
 
+@functools.cache
 def build_parser() -> argparse.ArgumentParser:
     """The parser: every option of :data:`OPTIONS` on the main parser and on each command (hidden
     from the help of commands that do not take it), all with ``SUPPRESS`` defaults so that
-    :func:`parse` sees what was given where."""
+    :func:`parse` sees what was given where. Built once per process (argparse makes a help
+    formatter for every argument it adds; ``parse_args`` leaves the parser unchanged): do not
+    modify the returned parser."""
     parser = argparse.ArgumentParser(
         prog="lockgen",
         description="Per-target lock files from a build matrix. Options go before or after the command.",

@@ -12,10 +12,12 @@ Markers (registered in pyproject.toml):
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import shlex
 import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +28,11 @@ import pytest
 from lockgen.cli import main
 from tests.fakehost import FakeHost
 from tests.faulthost import FaultHost
+
+# pytest rewrites the asserts of every test module and keeps the result in __pycache__ (ignored by
+# git) unless bytecode writing is off; with PYTHONDONTWRITEBYTECODE set (some CI images and this
+# machine set it) every run parsed and rewrote all of them again: about 2 s of each worker's CPU.
+sys.dont_write_bytecode = False
 
 #: Fixtures that serve a fake host: a test using one (even through another fixture) runs uv.
 UV_FIXTURES = frozenset({"fake_host", "shared_fake_host", "index", "pypi"})
@@ -46,6 +53,8 @@ def pytest_collection_modifyitems(items):
 def pytest_collection_finish(session):
     """Start the fresh-interpreter import check (tests/test_imports.py) now if a selected test
     needs it: it runs in its own processes beside the other tests."""
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: every worker collects every test; the one that runs them starts it
     if not session.config.option.collectonly and any(map(_needs_import_driver, session.items)):
         from tests.test_imports import DRIVER_KEY, start_driver
 
@@ -76,14 +85,18 @@ def uv_environment(uv_cache: Path) -> Iterator[pytest.MonkeyPatch]:
 SCHEMA = Path(__file__).parents[1] / "docs" / "manifest.schema.json"
 
 
-def schema_problems(data: object) -> list[str]:
-    """Where ``data`` breaks ``docs/manifest.schema.json`` (JSON Schema 2020-12): ``path: message``."""
+@functools.cache
+def _schema_validator():
     import json
 
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
-    return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(data)]
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+
+
+def schema_problems(data: object) -> list[str]:
+    """Where ``data`` breaks ``docs/manifest.schema.json`` (JSON Schema 2020-12): ``path: message``."""
+    return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in _schema_validator().iter_errors(data)]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -93,11 +106,15 @@ def _manifests_follow_the_schema():
     from lockgen.locks import manifest
 
     original = manifest.dumps
+    valid: set[str] = set()  # texts already validated (many runs write the same manifest)
 
     def checked(data):
-        problems = schema_problems(data)
-        assert not problems, "manifest breaks docs/manifest.schema.json:\n" + "\n".join(problems)
-        return original(data)
+        text = original(data)
+        if text not in valid:
+            problems = schema_problems(data)
+            assert not problems, "manifest breaks docs/manifest.schema.json:\n" + "\n".join(problems)
+            valid.add(text)
+        return text
 
     checked.__wrapped__ = original
     with pytest.MonkeyPatch.context() as patch:
@@ -105,10 +122,31 @@ def _manifests_follow_the_schema():
         yield
 
 
-@pytest.fixture(autouse=True)
-def _isolated_env(uv_cache):
-    """Every test: see :func:`uv_environment`."""
+#: TLS settings the hermetic tests never need: every fake host is plain HTTP on loopback. uv reads
+#: every file in ``SSL_CERT_DIR`` when it starts (7 ms a run on a machine whose folder holds 290
+#: certificates; the suite starts uv ~1,000 times). Tests marked ``network`` get them back.
+_TLS_VARS = ("SSL_CERT_DIR", "SSL_CERT_FILE")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_env(uv_cache) -> Iterator[dict[str, str]]:
+    """The whole session, module fixtures included: see :func:`uv_environment`; no TLS settings.
+    Yields the TLS settings it removed."""
+    removed = {name: os.environ[name] for name in _TLS_VARS if name in os.environ}
     with uv_environment(uv_cache) as mp:
+        for name in _TLS_VARS:
+            mp.delenv(name, raising=False)
+        yield removed
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(request, _session_env, uv_cache):
+    """Every test: see :func:`uv_environment` (undone after the test); a ``network`` test also
+    gets the TLS settings back."""
+    with uv_environment(uv_cache) as mp:
+        if request.node.get_closest_marker("network"):
+            for name, value in _session_env.items():
+                mp.setenv(name, value)
         yield mp
 
 

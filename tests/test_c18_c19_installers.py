@@ -24,7 +24,7 @@ from lockgen.resolve import uv
 from tests.conftest import run_cli
 from tests.faulthost import FaultHost, make_wheel
 
-pytestmark = pytest.mark.uv  # these tests lock with the real uv
+pytestmark = [pytest.mark.uv, pytest.mark.slow]  # these tests lock with the real uv
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 CELL = f"linux-x86_64-cpu-py{PYTHON}"

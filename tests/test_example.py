@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.aitoolkit_world import EXAMPLE, build
-from tests.conftest import assert_locked, forbid_processes, lock_files, locked_versions, run_cli, run_ok, uv_environment
+from tests.conftest import assert_locked, forbid_processes, lock_files, locked_versions, run_cli, run_ok
 
 CUDA_LINUX = [
     "linux-x86_64-cu126-py3.12",
@@ -37,12 +37,11 @@ def world(shared_fake_host):
 
 
 @pytest.fixture(scope="module")
-def locked(world, tmp_path_factory, uv_cache) -> Path:
+def locked(world, tmp_path_factory) -> Path:
     """A copy of the example, locked once for the whole module; every resolved cell has its lock."""
     root = tmp_path_factory.mktemp("example") / "ai-toolkit"
     shutil.copytree(EXAMPLE, root)
-    with uv_environment(uv_cache):
-        run_ok("all", "-C", str(root), *world.mirror_args())
+    run_ok("all", "-C", str(root), *world.mirror_args())
     assert_locked(root, RESOLVED)
     return root
 

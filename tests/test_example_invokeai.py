@@ -9,7 +9,6 @@ xfail until both halves are merged.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -34,11 +33,10 @@ def world(shared_fake_host):
 
 
 @pytest.fixture(scope="module")
-def locked(world, tmp_path_factory, uv_cache):
+def locked(world, tmp_path_factory):
     """A copy of the example, locked once for the whole module: (project root, run result)."""
     root = tmp_path_factory.mktemp("example") / "invokeai"
     shutil.copytree(EXAMPLE, root)
-    os.environ["UV_CACHE_DIR"] = str(uv_cache)
     return root, run_cli("all", "-C", str(root), *world.mirror_args())
 
 
@@ -71,6 +69,7 @@ def test_the_dependency_lists_come_from_pyproject_not_a_copy():
     assert [line for line in mac.splitlines() if line] == meta["dependencies"]  # no extra on macOS
 
 
+@pytest.mark.slow
 def test_a_changed_dependency_in_pyproject_makes_every_cell_stale(locked, tmp_path):
     root, _ = locked
     copy = tmp_path / "invokeai"
@@ -82,6 +81,7 @@ def test_a_changed_dependency_in_pyproject_makes_every_cell_stale(locked, tmp_pa
     assert run.out.count("stale") >= len(MAC)
 
 
+@pytest.mark.slow
 def test_the_cells_that_need_only_index_pages_and_pypi_lock(locked):
     root, run = locked
     assert "error: cell linux-x86_64-cu128" not in run.err
@@ -92,6 +92,7 @@ def test_the_cells_that_need_only_index_pages_and_pypi_lock(locked):
             assert "127.0.0.1" not in path.read_text(), path
 
 
+@pytest.mark.slow
 def test_the_extras_exact_torch_builds_come_from_their_flavor_index(locked):
     root, _ = locked
     for cell in X86:
@@ -104,6 +105,7 @@ def test_the_extras_exact_torch_builds_come_from_their_flavor_index(locked):
         assert versions(root, cell)["numpy"] != "1.26.3"
 
 
+@pytest.mark.slow
 def test_aarch64_and_macos_take_pypi_torch(locked):
     root, _ = locked
     for cell in ARM + MAC:
@@ -112,6 +114,7 @@ def test_aarch64_and_macos_take_pypi_torch(locked):
         assert "download.pytorch.org" not in (root / "locks" / f"{cell}.txt").read_text()
 
 
+@pytest.mark.slow
 def test_xformers_only_where_it_has_wheels(locked):
     root, _ = locked
     for cell in X86:
@@ -121,6 +124,7 @@ def test_xformers_only_where_it_has_wheels(locked):
         assert "xformers" not in versions(root, cell)
 
 
+@pytest.mark.slow
 def test_c26_wheels_first_without_any_config(locked):
     """python-jose[cryptography]: cryptography 50.0.2 has no macOS wheel; macOS locks 48.0.1 on
     the first run, with nothing in allow-build (the handed config needed a constraints file)."""
@@ -131,6 +135,7 @@ def test_c26_wheels_first_without_any_config(locked):
     assert versions(root, "linux-x86_64-cu128-py3.12")["cryptography"] == "50.0.2"
 
 
+@pytest.mark.slow
 def test_the_override_keeps_opencv_python_out(locked):
     root, _ = locked
     for cell in LOCKABLE:
@@ -139,17 +144,20 @@ def test_the_override_keeps_opencv_python_out(locked):
         assert "opencv-contrib-python" in pins, cell
 
 
+@pytest.mark.slow
 def test_a_rerun_is_a_noop_for_the_locked_cells(locked):
     root, _ = locked
     run = run_cli("check", "-C", str(root), *[arg for cell in LOCKABLE for arg in ("--only", f"name={cell}")])
     assert run.code == 0, run.out
 
 
+@pytest.mark.slow
 def test_all_cells_lock(locked):
     _, run = locked
     assert run.code == 0, run.err
 
 
+@pytest.mark.slow
 def test_xpu_and_rocm_cells_lock_their_unlabelled_triton_from_the_index(locked):
     root, _ = locked
     for cell in XPU:

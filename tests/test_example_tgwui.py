@@ -12,7 +12,6 @@ today.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -42,23 +41,22 @@ def world(shared_fake_host):
     return build(shared_fake_host)
 
 
-def _locked(world, tmp_path_factory, uv_cache, config: str):
+def _locked(world, tmp_path_factory, config: str):
     root = tmp_path_factory.mktemp("example") / "text-generation-webui"
     shutil.copytree(EXAMPLE, root)
-    os.environ["UV_CACHE_DIR"] = str(uv_cache)
     return root, run_cli("all", "-C", str(root / config), *world.mirror_args())
 
 
 @pytest.fixture(scope="module")
-def locked(world, tmp_path_factory, uv_cache):
+def locked(world, tmp_path_factory):
     """The faithful config, locked once for the module: (project root, run result)."""
-    return _locked(world, tmp_path_factory, uv_cache, "lockgen.toml")
+    return _locked(world, tmp_path_factory, "lockgen.toml")
 
 
 @pytest.fixture(scope="module")
-def locked_pypi(world, tmp_path_factory, uv_cache):
+def locked_pypi(world, tmp_path_factory):
     """The PyPI-substitute config, locked once for the module: (project root, run result)."""
-    return _locked(world, tmp_path_factory, uv_cache, "lockgen.pypi.toml")
+    return _locked(world, tmp_path_factory, "lockgen.pypi.toml")
 
 
 def versions(root: Path, cell: str, folder: str = "locks", layer: str | None = None) -> dict[str, str]:
@@ -112,6 +110,7 @@ def test_templates_see_the_variant_and_the_gpu_choice():
 # -- the PyPI-substitute config: locks today ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_pypi_variant_locks_its_cells_through_mirrors(locked_pypi):
     root, run = locked_pypi
     for cell in PYPI_LOCKABLE:
@@ -124,6 +123,7 @@ def test_pypi_variant_locks_its_cells_through_mirrors(locked_pypi):
     assert cells["linux-x86_64-cu124-py3.13-portable_ik"]["backend"] == "cu124"
 
 
+@pytest.mark.slow
 def test_pypi_variant_torch_per_cell(locked_pypi):
     root, _ = locked_pypi
     get = lambda cell: versions(root, cell, "locks-pypi")  # noqa: E731
@@ -137,6 +137,7 @@ def test_pypi_variant_torch_per_cell(locked_pypi):
         assert "torch" not in get(cell), cell
 
 
+@pytest.mark.slow
 def test_pypi_variant_llama_layers_follow_the_gpu_choice(locked_pypi):
     root, _ = locked_pypi
     layers = json.loads((root / "locks-pypi" / "manifest.json").read_text())["cells"]
@@ -159,6 +160,7 @@ def test_pypi_variant_llama_layers_follow_the_gpu_choice(locked_pypi):
     )
 
 
+@pytest.mark.slow
 def test_pypi_variant_c26_and_allow_build(locked_pypi):
     """cryptography 50.0.2 has no macOS x86_64 wheel: the first run locks 48.0.1 with no
     constraints file (the handed config needed one); markupsafe 2.1.5 is an sdist that gradio's
@@ -171,6 +173,7 @@ def test_pypi_variant_c26_and_allow_build(locked_pypi):
     assert mac["markupsafe"] == "2.1.5"
 
 
+@pytest.mark.slow
 def test_pypi_variant_rocm_cell_takes_torch_from_repo_radeon(locked_pypi):
     root, run = locked_pypi
     assert run.code == 0, run.err
@@ -181,6 +184,7 @@ def test_pypi_variant_rocm_cell_takes_torch_from_repo_radeon(locked_pypi):
 # -- the faithful config: needs urls sources for main requirements -------------------------------
 
 
+@pytest.mark.slow
 def test_all_cells_lock(locked):
     root, run = locked
     assert run.code == 0, run.err
@@ -188,6 +192,7 @@ def test_all_cells_lock(locked):
         assert (root / "locks" / f"{cell}.txt").is_file(), cell
 
 
+@pytest.mark.slow
 def test_the_patched_gradio_is_a_main_requirement_of_every_cell(locked):
     root, _ = locked
     for cell in RESOLVED:
@@ -195,6 +200,7 @@ def test_the_patched_gradio_is_a_main_requirement_of_every_cell(locked):
         assert (pins["gradio"], pins["gradio-client"]) == ("4.37.2+custom.20", "1.0.2+custom.20"), cell
 
 
+@pytest.mark.slow
 def test_llama_cpp_binaries_follow_the_variant_and_gpu_choice(locked):
     root, _ = locked
     assert versions(root, "linux-x86_64-cu128-py3.13-full")["llama-cpp-binaries"] == "0.124.0+cu124"
@@ -205,6 +211,7 @@ def test_llama_cpp_binaries_follow_the_variant_and_gpu_choice(locked):
     assert versions(root, "macos-aarch64-mps-py3.13-portable")["llama-cpp-binaries"] == "0.124.0"
 
 
+@pytest.mark.slow
 def test_macos_full_takes_the_unlabelled_torch_of_the_cpu_index(locked):
     root, _ = locked
     assert versions(root, "macos-aarch64-mps-py3.13-full")["torch"] == "2.9.1"

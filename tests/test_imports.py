@@ -29,10 +29,26 @@ DRIVER_KEY = pytest.StashKey[subprocess.Popen]()
 MAIN_ARGS = ["lockgen", "--version"]
 
 # Runs as ``python -c DRIVER MODULE...`` and prints {module: "" or the error} as JSON. Before it
-# forks, it has imported only what the interpreter itself loads at start-up (os, sys).
-DRIVER = textwrap.dedent(
-    """
+# forks, it has imported nothing of lockgen: only the interpreter's start-up modules and
+# lockgen's third-party dependencies (PRELOAD). A cycle is among lockgen's own modules, and no
+# dependency imports lockgen, so the preload hides none; it saves each child importing httpx,
+# rich and jinja2 again (about 2 s of CPU per suite run).
+PRELOAD = [
+    "packaging.requirements",
+    "packaging.tags",
+    "packaging.utils",
+    "httpx",
+    "rich.console",
+    "jinja2.sandbox",
+    "tomlkit",
+]
+DRIVER = (
+    textwrap.dedent(
+        """
     import os, sys
+
+    for dependency in PRELOAD:
+        __import__(dependency)
 
     def child(name, write):
         null = os.open(os.devnull, os.O_WRONLY)
@@ -82,7 +98,10 @@ DRIVER = textwrap.dedent(
     import json
     print(json.dumps(results))
     """
-).replace("MAIN_ARGS", repr(MAIN_ARGS))
+    )
+    .replace("MAIN_ARGS", repr(MAIN_ARGS))
+    .replace("PRELOAD", repr(PRELOAD))
+)
 
 
 def _import_alone(name: str) -> str:

@@ -21,7 +21,7 @@ from lockgen.install.venv import Venv, base_env
 from lockgen.locks.lock import Entry
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve import uv
-from tests.conftest import run_cli, run_ok, uv_environment, write_project
+from tests.conftest import run_cli, run_ok, write_project
 from tests.fakehost import FakeHost
 from tests.localproject import local_project
 
@@ -84,9 +84,8 @@ def mirror_args(index: FakeHost) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def locked(fake, tmp_path_factory, uv_cache):
+def locked(fake, tmp_path_factory):
     """The project, locked once through mirrors (its locks name only the canonical hosts)."""
-    os.environ["UV_CACHE_DIR"] = str(uv_cache)
     config = f"""
         index-url = "{PYPI}/simple"
         [tool.lockgen.sources.direct]
@@ -160,6 +159,7 @@ def test_install_with_uv_through_a_mirror_then_a_rerun_is_a_noop(locked, fake, t
     assert calls.argvs == []
 
 
+@pytest.mark.slow
 def test_install_with_pip_through_lockgen_mirrors_rolls_back_a_broken_layer(locked, fake, tmp_path, monkeypatch):
     """pip installs zeta's dependencies (delta, typer 0.29.2 over main's 0.27.1) before zeta
     fails: the rollback removes delta and puts main's typer back, with its hash."""
@@ -179,6 +179,7 @@ def test_install_with_pip_through_lockgen_mirrors_rolls_back_a_broken_layer(lock
     assert calls.argvs == []
 
 
+@pytest.mark.slow
 def test_a_wrong_python_minor_is_refused_before_anything_is_installed(locked, fake, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run(
@@ -194,6 +195,7 @@ def test_a_wrong_python_minor_is_refused_before_anything_is_installed(locked, fa
     assert sorted(p.relative_to(venv) for p in venv.rglob("*")) == before
 
 
+@pytest.mark.slow
 def test_no_interpreter_of_the_minor_is_refused_without_creating_a_venv(locked, fake, tmp_path):
     found = subprocess.run(
         [uv.uv_binary(), "python", "find", "--system", "3.14"],
@@ -257,6 +259,7 @@ def test_requests_that_are_refused(locked, args, message):
     assert message in run.err
 
 
+@pytest.mark.slow
 def test_detect_picks_the_cell_from_the_manifest(locked, tmp_path, monkeypatch):
     bin_ = tmp_path / "bin"  # the probes find no GPU (CASES C20, C21)
     bin_.mkdir()
@@ -351,7 +354,7 @@ def test_sources_are_mapped_through_mirrors():
 
 
 @pytest.fixture(scope="module")
-def example(tmp_path_factory, uv_cache, shared_fake_host):
+def example(tmp_path_factory, shared_fake_host):
     """examples/ai-toolkit for this interpreter's minor, its fake hosts built with this minor's
     wheel tags, and the linux x86_64 cu130 cell locked through the mirrors."""
     from tests import aitoolkit_world
@@ -365,11 +368,11 @@ def example(tmp_path_factory, uv_cache, shared_fake_host):
     shutil.copytree(aitoolkit_world.EXAMPLE, root)
     config = root / "lockgen.toml"
     config.write_text(config.read_text().replace("3.12", HOST))
-    with uv_environment(uv_cache):
-        run_ok("lock", f"linux-x86_64-cu130-py{HOST}", "-C", str(root), *world.mirror_args())
+    run_ok("lock", f"linux-x86_64-cu130-py{HOST}", "-C", str(root), *world.mirror_args())
     return root, world
 
 
+@pytest.mark.slow
 def test_the_example_installs_and_a_rerun_is_a_noop(example, tmp_path):
     root, world = example
     cell, venv = f"linux-x86_64-cu130-py{HOST}", tmp_path / "venv"

@@ -74,6 +74,7 @@ def make_venv(path: Path, *extra: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 @linux_x86_64
 @pytest.mark.parametrize(
     "setting",
@@ -103,6 +104,7 @@ def test_pip_reads_no_config_file_and_no_pip_variable(world, tmp_path, monkeypat
     assert {k: v for k, v in found.items() if k != "pip"} == {"alpha": "1.0", "beta": "1.0", "typer": "0.27.1"}
 
 
+@pytest.mark.slow
 @linux_x86_64
 def test_a_venv_that_sees_the_system_site_packages_is_refused(world, tmp_path):
     root, mirror = world
@@ -114,6 +116,7 @@ def test_a_venv_that_sees_the_system_site_packages_is_refused(world, tmp_path):
     assert sorted(p.relative_to(venv) for p in venv.rglob("*")) == before
 
 
+@pytest.mark.slow
 @linux_x86_64
 def test_dry_run_shows_the_environment_and_pips_uninstall_step(world, tmp_path):
     root, mirror = world
@@ -126,6 +129,7 @@ def test_dry_run_shows_the_environment_and_pips_uninstall_step(world, tmp_path):
     assert f"would run with: VIRTUAL_ENV={venv} UV_NO_CONFIG=1 UV_PYTHON_DOWNLOADS=never;" in uv_run.out
 
 
+@pytest.mark.slow
 @linux_x86_64
 @pytest.mark.parametrize(
     ("prefix", "warned"),
@@ -153,6 +157,7 @@ def fake_venv(path: Path, minor: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 @linux_x86_64
 def test_detect_for_an_existing_venv_selects_by_its_python(world, tmp_path, monkeypatch):
     root, mirror = world
@@ -168,6 +173,7 @@ def test_detect_for_an_existing_venv_selects_by_its_python(world, tmp_path, monk
     assert f"Python {OTHER}: the interpreter of the venv {venv}" in run.out
 
 
+@pytest.mark.slow
 @linux_x86_64
 def test_a_cell_for_another_host_arch_is_refused(world, tmp_path):
     root, mirror = world
@@ -239,7 +245,7 @@ def test_the_install_environment_has_no_pip_or_uv_settings():
     env = base_env({"PIP_INDEX_URL": "x", "PIP_NO_BINARY": ":all:", "PIP_CERT": "c", "UV_INDEX_URL": "x",
                     "UV_CACHE_DIR": "/c", "PYTHONPATH": "/p", "HOME": "/h"})  # fmt: skip
     assert env == {"UV_CACHE_DIR": "/c", "HOME": "/h", "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1",
-                   "UV_NO_CONFIG": "1", "PIP_CONFIG_FILE": os.devnull}  # fmt: skip
+                   "UV_NO_CONFIG": "1", "PIP_CONFIG_FILE": os.devnull, "COLUMNS": "10000"}  # fmt: skip
 
 
 def test_pyvenv_cfg_says_whether_the_venv_sees_the_system(tmp_path):

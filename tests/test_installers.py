@@ -97,6 +97,7 @@ def _commands(root: Path) -> dict[str, list[str]]:
     return commands
 
 
+@pytest.mark.slow
 def test_the_lock_lists_newer_levels_of_the_arch_only(locked):
     lock = (locked / "locks" / f"{CELL}.txt").read_text()
     pylock = (locked / "locks" / CELL / "pylock.toml").read_text()
@@ -108,6 +109,7 @@ def test_the_lock_lists_newer_levels_of_the_arch_only(locked):
     assert len(entry.hashes) == 2
 
 
+@pytest.mark.slow
 def test_pip_on_a_newer_host_takes_its_wheel(locked, fresh_pip, tmp_path):
     """pip download for a glibc 2.35 host: pip's ``--platform`` takes exact tags (pip 23.2 does not
     widen ``manylinux_2_35`` to older levels), so it gets the tags such a host accepts."""
@@ -128,6 +130,7 @@ def test_pip_on_a_newer_host_takes_its_wheel(locked, fresh_pip, tmp_path):
     assert sorted(p.name for p in (tmp_path / "dl").iterdir()) == ["dep-1.0-py3-none-any.whl", NEW]
 
 
+@pytest.mark.slow
 def test_uv_on_a_newer_host_takes_its_wheel(locked, tmp_path):
     command = _commands(locked)["uv"]
     assert command[:3] == ["uv", "pip", "sync"]
@@ -142,6 +145,7 @@ def test_uv_on_a_newer_host_takes_its_wheel(locked, tmp_path):
     assert "Tag: py3-none-manylinux_2_34_x86_64" in wheel
 
 
+@pytest.mark.slow
 def test_uv_pip_sync_installs_the_pylock(locked, tmp_path):
     """Item 2: ``uv pip sync locks/<cell>/pylock.toml`` into a venv of the cell's Python, and the
     file is valid PEP 751 for packaging's own reader."""

@@ -76,6 +76,7 @@ def test_c22_a_layer_that_would_move_a_main_pin_is_refused(tmp_path, typer_index
     assert not (root / "locks" / f"{CELL}.txt").exists()
 
 
+@pytest.mark.slow
 def test_c22_a_declared_replacement_is_recorded_and_installed(tmp_path, typer_index):
     root = project(tmp_path / "p", typer_index, "typer==0.27.1\n", 'no-deps = ["typer==0.29.2"]\nreplace = ["typer"]')
     run = run_cli("all", "-C", str(root))
@@ -112,6 +113,7 @@ def _env() -> dict[str, str]:
     return {**env, "PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_PYTHON_DOWNLOADS": "never"}
 
 
+@pytest.mark.slow
 def test_c24_every_recorded_command_installs_as_written_with_uv_and_pip(tmp_path, typer_index):
     """The unhashed layer holds ``-e file:./sub#egg=sub`` (the requirement ``-e ./sub``, with its
     package name, issue 9): the path is relative to the project root, where pip and uv both read it

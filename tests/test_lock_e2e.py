@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lockgen.resolve import uv
-from tests.conftest import assert_locked, forbid_processes, run_cli, run_ok, uv_environment, write_project
+from tests.conftest import assert_locked, forbid_processes, run_cli, run_ok, write_project
 
 REQUIREMENTS = """\
 app
@@ -84,12 +84,11 @@ def one_cell(root: Path, index, requirements: str, python: str = "3.12", extra: 
 
 
 @pytest.fixture(scope="module")
-def locked_once(packages, tmp_path_factory, uv_cache) -> Path:
+def locked_once(packages, tmp_path_factory) -> Path:
     """:func:`project` over ``packages``, locked once for the module (read it; to change it,
     take :func:`locked_project`)."""
     root = project(tmp_path_factory.mktemp("locked") / "proj", packages)
-    with uv_environment(uv_cache):
-        run_ok("all", "-C", str(root))
+    run_ok("all", "-C", str(root))
     assert_locked(root, CELLS)
     return root
 

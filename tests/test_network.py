@@ -25,9 +25,14 @@ def test_small_real_matrix(tmp_path):
     assert run.code == 0, run.err
     lock = (root / "locks" / "macos-aarch64-cpu-py3.12.txt").read_text()
     assert "--index-url https://pypi.org/simple" in lock and "numpy==" in lock
-    first = {p.name: p.read_bytes() for p in (root / "locks").iterdir()}
+    first = _files(root / "locks")
     assert run_cli("all", "--force", "-C", str(root)).code == 0
-    assert {p.name: p.read_bytes() for p in (root / "locks").iterdir()} == first
+    assert _files(root / "locks") == first
+
+
+def _files(folder):
+    """Every file under ``folder`` (the cells' folders hold their pylock.toml), by relative path."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def _copy(example: str, tmp_path):

@@ -117,6 +117,23 @@ def test_an_unreachable_upstream_resets_the_connection():
         assert not cache.served(f"{dead}/simple/alpha/")
 
 
+def test_a_client_that_hangs_up_prints_nothing(capfd):
+    """uv resets its connections when a resolution fails: the cache's server logs that (-v),
+    socketserver's default printed a traceback into the user's terminal."""
+    import struct
+    import time
+
+    with PageCache(["http://127.0.0.1:9"]) as cache:
+        host, port = cache.routes["http://127.0.0.1:9"].removeprefix("http://").split(":")
+        for _ in range(3):
+            with socket.create_connection((host, int(port))) as client:
+                client.sendall(b"GET /simple/al")  # half a request line, then a reset
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        time.sleep(0.2)  # the handler threads meet the reset
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err
+
+
 def test_proxied_mirrors_write_canonical_urls_back():
     base = Mirrors({"https://pypi.org/simple": "http://mirror.example/simple"})
     proxied = ProxiedMirrors(
@@ -129,6 +146,7 @@ def test_proxied_mirrors_write_canonical_urls_back():
     assert proxied.never_used() == []  # shared with base: the prefix was used
 
 
+@pytest.mark.slow
 def test_the_cache_changes_nothing_in_the_locks(index, tmp_path, cli):
     """A run through the page cache (with an offline reuse on the second run) writes exactly the
     locks of a plain ``--online`` run."""

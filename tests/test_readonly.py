@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_locked, run_cli, run_ok, uv_environment, write_project
+from tests.conftest import assert_locked, run_cli, run_ok, write_project
 
 CELLS = ("linux-x86_64-cpu-py3.12", "windows-x86_64-cpu-py3.12")
 
 
 @pytest.fixture(scope="module")
-def locked_once(shared_fake_host, tmp_path_factory, uv_cache) -> Path:
+def locked_once(shared_fake_host, tmp_path_factory) -> Path:
     """A two-cell project with ``[detect]`` rules over a fake index, locked once for the module."""
     index = shared_fake_host("index")
     index.add("app", "1.0", requires=("helper",))
@@ -40,8 +40,7 @@ def locked_once(shared_fake_host, tmp_path_factory, uv_cache) -> Path:
         no-gpu = {{ linux = "cpu", windows = "cpu" }}
     """
     root = write_project(tmp_path_factory.mktemp("readonly") / "proj", config, {"requirements.in.j2": "app\n"})
-    with uv_environment(uv_cache):
-        run_ok("all", "-C", str(root))
+    run_ok("all", "-C", str(root))
     assert_locked(root, CELLS)
     assert (root / ".lockgen" / "stamp.json").is_file()  # the lock run left its memo: readers may use it
     return root

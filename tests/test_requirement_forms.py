@@ -164,6 +164,7 @@ def _header():
     )
 
 
+@pytest.mark.slow
 def test_the_recorded_install_commands_work_from_the_project_root(tmp_path, index):
     """main with hashes, then the unhashed layer without hashes and without dependencies, with pip
     and with uv, exactly as the manifest records them (index URL aside: the fake index)."""

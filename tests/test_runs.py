@@ -13,7 +13,7 @@ import pytest
 from tests.faulthost import FaultHost
 from tests.trials import TWELVE, TWO, World, copy_project, kill_mid_write, lockgen, signal_mid_layer, snapshot
 
-pytestmark = pytest.mark.uv  # these tests lock with the real uv
+pytestmark = [pytest.mark.uv, pytest.mark.slow]  # these tests lock with the real uv
 
 
 @pytest.fixture

@@ -107,20 +107,34 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture
-def released(tmp_path, index):
+@pytest.fixture(scope="module")
+def shared_index(shared_fake_host):
+    return shared_fake_host("index")
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory, shared_index):
     """A project locked at alpha 1.0; then alpha 1.1 is published and the pin moved (the
-    config a release job's shards check out, with the old locks committed)."""
+    config a release job's shards check out, with the old locks committed). Built once per
+    module: tests take a copy (:func:`released`)."""
+    index = shared_index
     for name in ("alpha", "beta"):
         index.add(name, "1.0")
     index.publish()
-    root = _project(tmp_path / "proj", index, "1.0")
-    assert run_cli("all", "-C", str(root)).code == 0
+    root = _project(tmp_path_factory.mktemp("release") / "proj", index, "1.0")
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 0, run.err
     index.add("alpha", "1.1")
     index.publish()
     _project(root, index, "1.1")
     shutil.rmtree(root / ".lockgen")  # a checkout has no work folder
     return root
+
+
+@pytest.fixture
+def released(tmp_path, release):
+    """This test's own copy of :func:`release` (tests change it)."""
+    return _checkout(release, tmp_path / "proj")
 
 
 def _checkout(root: Path, where: Path) -> Path:
@@ -161,12 +175,15 @@ def test_shards_merged_equal_one_full_run(tmp_path, released):
     assert _files(merged / "locks") == _files(full / "locks")
 
 
-@pytest.fixture
-def shards(tmp_path, released):
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory, release):
+    """The locks folders of ``all --shard 1/2`` and ``2/2`` on :func:`release`; tests only read them."""
+    where = tmp_path_factory.mktemp("shards")
     dirs = []
     for i in (1, 2):
-        shard = _checkout(released, tmp_path / f"shard-{i}")
-        assert run_cli("all", "--shard", f"{i}/2", "-C", str(shard)).code == 0
+        shard = _checkout(release, where / f"shard-{i}")
+        run = run_cli("all", "--shard", f"{i}/2", "-C", str(shard))
+        assert run.code == 0, run.err
         dirs.append(shard / "locks")
     return dirs
 
@@ -207,11 +224,11 @@ def test_merge_refuses_a_folder_that_is_not_a_shard(tmp_path, released, shards):
     assert f"{tmp_path / 'shard-9'}: does not exist; pass the locks folder" in run.err
 
 
-def test_merge_refuses_a_shard_of_other_inputs(tmp_path, index, released, shards):
+def test_merge_refuses_a_shard_of_other_inputs(tmp_path, shared_index, released, shards):
     """A shard folder of an older commit (alpha still pinned at 1.0) holds locks the current
     plans would call stale: refused before anything is written, naming its folder and cells."""
     old = _checkout(released, tmp_path / "old-commit")
-    _project(old, index, "1.0")
+    _project(old, shared_index, "1.0")
     run = run_cli("all", "--shard", "2/2", "-C", str(old))
     assert run.code == 0, run.err
     merged = _checkout(released, tmp_path / "merged")

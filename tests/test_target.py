@@ -91,6 +91,7 @@ def test_compile_env_drops_user_uv_settings():
         "PATH": "/bin",
         "UV_PYTHON_DOWNLOADS": "never",
         "UV_NO_PROGRESS": "1",
+        "COLUMNS": "10000",
         "MACOSX_DEPLOYMENT_TARGET": "14.0",
     }
     linux = compile_env({"MACOSX_DEPLOYMENT_TARGET": "11.0"}, plan_for(cell("linux", "x86_64")))

@@ -198,6 +198,7 @@ def test_a_server_error_on_an_optional_source_is_retried_not_recorded_for_good(t
         extra = VENDOR.format(mirror=vendor.url).replace('use = ["vendor"]', 'use = ["vendor"]\noptional = ["vpkg"]')
         root = project(tmp_path / "p", index, "app\n", extra=extra)
         monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # uv would retry a 500 three times
+        monkeypatch.setenv("COLUMNS", "40")  # uv wraps to it; lockgen must read the same failure
         run = run_cli("all", "-C", str(root))
         assert run.code == 0, run.err
         (gap,) = manifest(root)[CELL]["unavailable"]

@@ -35,6 +35,7 @@ from typing import Any
 from packaging.utils import NormalizedName, canonicalize_name
 
 from lockgen.errors import InstallRefused
+from lockgen.resolve.uv import WIDE
 
 __all__ = [
     "DROPPED", "PIP_OPTIONS", "Done", "Interpreter", "Venv", "base_env", "find_python", "install_env", "probe",
@@ -114,6 +115,7 @@ def base_env(base: Mapping[str, str]) -> dict[str, str]:
         if not (key.startswith("UV_") and key not in _KEEP_UV) and not key.startswith("PIP_") and key not in DROPPED
     }  # fmt: skip
     env.update(UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1", UV_NO_CONFIG="1", PIP_CONFIG_FILE=os.devnull)
+    env.update(WIDE)  # messages lockgen reads and repeats stay one line each
     return env
 
 

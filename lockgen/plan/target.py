@@ -8,6 +8,7 @@ defaults to 13.0; torch 2.13 ships only ``macosx_14_0`` wheels, so lockgen's def
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -68,21 +69,28 @@ class Target:
         return list(mac_platforms((major, minor), "arm64" if arch == "aarch64" else "x86_64"))
 
     def supported_tags(self) -> frozenset[Tag]:
-        """Every :class:`packaging.tags.Tag` a CPython ``python`` on this target installs."""
-        from packaging import tags
-        from packaging.version import Version
-
-        version = Version(self.python).release[:2]
-        platforms = self.platform_tags()
-        return frozenset(tags.cpython_tags(version, platforms=platforms)) | frozenset(
-            tags.compatible_tags(version, platforms=platforms)
-        )
+        """Every :class:`packaging.tags.Tag` a CPython ``python`` on this target installs
+        (computed once per target and process: verify, the target-only file lists and the
+        newer-levels check all ask)."""
+        return _supported_tags(self)
 
     def to_dict(self) -> dict[str, str]:
         data = {"platform": self.platform, "python": self.python}
         if self.macos:
             data["macos"] = self.macos
         return data
+
+
+@functools.cache
+def _supported_tags(target: Target) -> frozenset[Tag]:
+    from packaging import tags
+    from packaging.version import Version
+
+    version = Version(target.python).release[:2]
+    platforms = target.platform_tags()
+    return frozenset(tags.cpython_tags(version, platforms=platforms)) | frozenset(
+        tags.compatible_tags(version, platforms=platforms)
+    )
 
 
 def target_for(cell: Cell) -> Target:

@@ -112,10 +112,14 @@ def sha256_of(root: Path, url: str, mirrors: Mirrors, refresh: bool = False) -> 
             return cache[url]
     import httpx
 
+    from lockgen.resolve import tls
+
     digest = hashlib.sha256()
     fetch = mirrors.fetch_url(url)
     try:
-        with httpx.stream("GET", fetch, follow_redirects=True, timeout=60, auth=_netrc(fetch)) as response:
+        with httpx.stream(
+            "GET", fetch, follow_redirects=True, timeout=60, auth=_netrc(fetch), verify=tls.context()
+        ) as response:
             response.raise_for_status()
             for chunk in response.iter_bytes():
                 digest.update(chunk)

@@ -199,10 +199,13 @@ def _remote(url: str, expected: str, mirrors: Mirrors, verified: Verified, stop:
         return expected
     import httpx
 
+    from lockgen.resolve import tls
+
     digest = hashlib.sha256()
     size = 0
+    fetch = mirrors.fetch_url(url)
     try:
-        with httpx.stream("GET", mirrors.fetch_url(url), follow_redirects=True, timeout=60) as response:
+        with httpx.stream("GET", fetch, follow_redirects=True, timeout=60, verify=tls.context()) as response:
             response.raise_for_status()
             for chunk in response.iter_bytes():
                 if stop is not None and stop.is_set():

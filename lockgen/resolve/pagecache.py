@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from lockgen.plan.mirror import Mirrors
-from lockgen.resolve.pageserver import UNREACHABLE, serve
+from lockgen.resolve.pageserver import UNREACHABLE, serve, stop_all
 
 if TYPE_CHECKING:
     import httpx
@@ -202,8 +202,7 @@ class PageCache:
             servers, clients = list(self._servers.values()), list(self._clients.values())
             self._servers.clear()
             self._clients.clear()
-        for server in servers:
-            server.stop()
+        stop_all(servers)
         for client in clients:
             client.close()
         s = self.stats
@@ -359,17 +358,15 @@ class PageCache:
 
 def _client() -> httpx.Client:
     """An upstream client: HTTP/1.1 (httpx's HTTP/2 over threads was 10x slower here:
-    docs/benchmarks.md), at most :data:`MAX_CONNECTIONS`, the system's and certifi's CAs, no
-    redirects followed (uv follows them, through the cache)."""
-    import ssl
-
-    import certifi
+    docs/benchmarks.md), at most :data:`MAX_CONNECTIONS`, the shared TLS context
+    (:func:`lockgen.resolve.tls.context`), no redirects followed (uv follows them, through the
+    cache)."""
     import httpx
 
-    context = ssl.create_default_context(cafile=certifi.where())
-    context.load_default_certs()
+    from lockgen.resolve import tls
+
     limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS)
-    return httpx.Client(verify=context, limits=limits, timeout=httpx.Timeout(60, connect=15))
+    return httpx.Client(verify=tls.context(), limits=limits, timeout=httpx.Timeout(60, connect=15))
 
 
 @dataclass(frozen=True)

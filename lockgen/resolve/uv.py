@@ -27,7 +27,18 @@ from lockgen.errors import Interrupted
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 
-__all__ = ["Format", "Inputs", "Options", "Result", "Runner", "RunnerLike", "compile_argv", "compile_env", "uv_version"]
+__all__ = [
+    "WIDE",
+    "Format",
+    "Inputs",
+    "Options",
+    "Result",
+    "Runner",
+    "RunnerLike",
+    "compile_argv",
+    "compile_env",
+    "uv_version",
+]
 
 log = logging.getLogger("lockgen.uv")
 
@@ -187,9 +198,16 @@ def _run_args(options: Options, *, offline: bool, no_deps: bool) -> list[str]:
     return argv
 
 
+#: uv wraps its messages to ``COLUMNS`` (a user's exported ``COLUMNS=80`` split a URL and its
+#: cause over lines, and lockgen read the failure wrongly): lockgen parses them, so uv and pip
+#: always get lines as long as the message.
+WIDE = {"COLUMNS": "10000"}
+
+
 def compile_env(base: Mapping[str, str], plan: Plan) -> dict[str, str]:
     """The environment uv runs with: ``base`` without ``UV_*`` settings and
-    ``MACOSX_DEPLOYMENT_TARGET``, plus ``UV_PYTHON_DOWNLOADS=never`` and the target's variables."""
+    ``MACOSX_DEPLOYMENT_TARGET``, plus ``UV_PYTHON_DOWNLOADS=never``, :data:`WIDE` and the
+    target's variables."""
     env = {
         k: v
         for k, v in base.items()
@@ -197,6 +215,7 @@ def compile_env(base: Mapping[str, str], plan: Plan) -> dict[str, str]:
     }
     env["UV_PYTHON_DOWNLOADS"] = "never"
     env["UV_NO_PROGRESS"] = "1"
+    env.update(WIDE)
     env.update(plan.target.env())
     return env
 
