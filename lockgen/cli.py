@@ -25,8 +25,8 @@ from lockgen.errors import LockgenError
 
 if TYPE_CHECKING:
     from lockgen.locks.shard import Shard
-    from lockgen.pipeline import Reporter, RunOptions
     from lockgen.project import Project
+    from lockgen.runs import Reporter, RunOptions
 
 __all__ = ["OPTIONS", "build_parser", "main", "parse"]
 
@@ -50,10 +50,10 @@ def _shard(args: argparse.Namespace) -> Shard | None:
 
 
 def _run_options(args: argparse.Namespace) -> RunOptions:
-    from lockgen import pipeline
     from lockgen.resolve import uv
+    from lockgen.runs import RunOptions
 
-    return pipeline.RunOptions(
+    return RunOptions(
         force=args.force, uv=uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package)),
         jobs=args.jobs, online=args.online, mirrors=tuple(args.mirror), wait=args.wait,
         retry_unavailable=args.retry_unavailable, shard=_shard(args),

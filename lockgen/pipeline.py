@@ -15,22 +15,19 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from packaging.requirements import Requirement
-
-from lockgen.check import orphan_cells, orphans, state_of
-from lockgen.config import find_config
+from lockgen.check import orphan_cells, state_of
 from lockgen.credentials import redact
-from lockgen.errors import Interrupted, LockgenError, UsageError
+from lockgen.errors import Interrupted, LockgenError
 from lockgen.locks import manifest, stamp, store
-from lockgen.locks.changed import changed_cells, copy_cells, lockset_of
+from lockgen.locks.changed import check_upgrade_names, copy_cells, run_report
 from lockgen.locks.lockset import LockSet
-from lockgen.locks.report import change_report, upgrade_outcome
 from lockgen.locks.shard import Shard, shard_manifest_text
 from lockgen.locks.shard import select as select_shard
+from lockgen.noop import up_to_date
 from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, select, with_alias_sources
 from lockgen.plan.mirror import Mirrors
@@ -39,112 +36,21 @@ from lockgen.project import Project
 from lockgen.resolve import uv
 from lockgen.resolve.hashcheck import Verified
 from lockgen.resolve.probe import Reach
+from lockgen.runs import SILENT, CellResult, Reporter, RunOptions, RunResult, Silent, default_jobs
 from lockgen.states import CellState
 
 if TYPE_CHECKING:
+    from lockgen.resolve.cellrun import CellRun
+    from lockgen.resolve.freshness import Freshness
     from lockgen.resolve.resolve import CellFiles
 
-__all__ = ["CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "lock", "lock_project", "up_to_date"]
+# the run's values live in lockgen.runs and the no-op path in lockgen.noop; named here too, as
+# the pipeline's interface
+__all__ = [
+    "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs", "lock", "lock_project", "up_to_date",
+]  # fmt: skip
 
 log = logging.getLogger("lockgen")
-
-
-def default_jobs(cells: int) -> int:
-    """Default concurrency: one cell more than CPU cores (a resolution mostly waits on the
-    network: through the page cache, uv's reads are chains of round trips; on 2 cores a cold run
-    took 15 s at 3 cells at once, 19 s at 2, and a warm one the same), at most 8 and at most
-    the number of cells (docs/benchmarks.md)."""
-    return max(1, min(cells, 8, max(2, (os.cpu_count() or 1) + 1)))
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunOptions:
-    """How ``all``/``lock`` run: ``force`` re-resolves up-to-date cells and revalidates cached
-    pages; ``uv`` options pass to uv (upgrades); ``jobs`` cells at once; ``online`` turns off the
-    reuse of pages fetched in the run; ``mirrors`` are ``CANONICAL=MIRROR`` strings; ``wait``
-    queues behind another run instead of refusing; ``retry_unavailable`` re-resolves cells whose
-    optional source was unreachable; ``shard`` locks only that shard of the selected cells
-    (:mod:`lockgen.locks.shard`) and writes a shard manifest."""
-
-    force: bool = False
-    uv: uv.Options = field(default_factory=uv.Options)
-    jobs: int | None = None
-    online: bool = False
-    mirrors: tuple[str, ...] = ()
-    wait: bool = False
-    retry_unavailable: bool = False
-    shard: Shard | None = None
-
-    @property
-    def refresh(self) -> bool:
-        return self.force or self.uv.upgrade or bool(self.uv.upgrade_packages)
-
-
-@dataclass(frozen=True)
-class CellResult:
-    """What happened to one cell (or a removed lock's path) in a run."""
-
-    name: str
-    state: CellState
-    seconds: float = 0.0
-    message: str = ""
-
-
-@dataclass
-class RunResult:
-    """What a run did. ``exit_code``: 130 interrupted, 1 a cell failed (or the manifest could
-    not be written), else 0."""
-
-    results: list[CellResult] = field(default_factory=list)
-    manifest_error: str | None = None
-    report: list[str] = field(default_factory=list)  # the change report, one line per group
-    changes: list[dict[str, object]] = field(default_factory=list)  # the same, for --json
-
-    def to_dict(self) -> dict[str, object]:
-        """``lockgen all --json``: each cell's state and message, the changes, the manifest error."""
-        cells = [
-            {"cell": r.name, "state": str(r.state), "seconds": round(r.seconds, 1), "message": r.message}
-            for r in self.results
-        ]
-        return {
-            "exit_code": self.exit_code,
-            "cells": cells,
-            "changes": self.changes,
-            "report": self.report,
-            "manifest_error": self.manifest_error,
-        }
-
-    @property
-    def interrupted(self) -> bool:
-        return any(r.state is CellState.INTERRUPTED for r in self.results)
-
-    @property
-    def exit_code(self) -> int:
-        if self.interrupted:
-            return 130
-        return 1 if self.manifest_error or any(r.state.bad for r in self.results) else 0
-
-
-class Reporter(Protocol):
-    """Receives progress. ``update`` may be called from worker threads."""
-
-    def start(self, names: Sequence[str]) -> None: ...
-    def update(self, result: CellResult) -> None: ...
-    def finish(self, run: RunResult) -> None: ...
-
-
-class Silent:
-    def start(self, names: Sequence[str]) -> None:
-        pass
-
-    def update(self, result: CellResult) -> None:
-        pass
-
-    def finish(self, run: RunResult) -> None:
-        pass
-
-
-SILENT = Silent()
 
 
 def lock(
@@ -173,7 +79,7 @@ def lock(
         # counts every cell); otherwise each cell's files are read when needed (memory flat)
         before = LockSet.from_folder(root / locks, locks) if options.uv.upgrade_packages else None
         if before is not None:
-            _check_upgrade_names(before, plans, options.uv.upgrade_packages)
+            check_upgrade_names(before, plans, options.uv.upgrade_packages)
         run = RunResult()
         reporter.start([c.name for c in chosen])
         todo = _stale(project, chosen, plans, options, run, reporter)
@@ -185,7 +91,9 @@ def lock(
             copy_cells(root / locks, touched, old)  # the touched cells' files before the run
             failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, shared=shared))
             if todo:
-                _change_report(project, before, old, touched, options, run)
+                run.report, run.changes = run_report(
+                    root / locks, locks, before, old, touched, options.uv.upgrade_packages
+                )
         if todo:
             for prefix in mirrors.never_used() if not run.interrupted else ():
                 log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
@@ -216,50 +124,6 @@ def _plan_all(project: Project, chosen: Sequence[Cell]) -> list[Plan]:
     stamp.write(project.root, key, config.templates, memo, folders, files)
     names = {c.name for c in chosen}
     return [p for p in everything if p.cell.name in names]
-
-
-def _check_upgrade_names(before: LockSet, plans: Sequence[Plan], names: Sequence[str]) -> None:
-    """``--upgrade-package NAME`` (or ``NAME==VERSION``, as uv takes it) must name a package a
-    selected cell locks or asks for (issue 6: a typo was accepted silently). Raises
-    :class:`UsageError` naming it, with the closest known names."""
-    import difflib
-
-    from packaging.requirements import InvalidRequirement
-    from packaging.utils import canonicalize_name
-
-    selected = {p.cell.name for p in plans}
-    known = {e.name for cell, locks in before.cells.items() if cell in selected for e in locks.main.entries}
-    known |= {n for p in plans for n in p.requirement_names()}
-    for text in names:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            raise UsageError(f"--upgrade-package {text!r}: write a package name, or NAME==VERSION") from None
-        key = canonicalize_name(req.name)
-        if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=3)
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            raise UsageError(f"--upgrade-package {text}: no selected cell locks or requires it{hint}; check the name")
-
-
-def _change_report(
-    project: Project, before: LockSet | None, old: Path, touched: list[str], options: RunOptions, run: RunResult
-) -> None:
-    """What the run changed, grouped across cells, and what happened to each ``--upgrade-package``.
-    Only the cells whose files changed are read (``old``: a copy of the touched cells' files
-    from before the run), unless an upgrade was asked for (its outcome counts every touched
-    cell: ``before`` holds every lock)."""
-    locks = project.config.locks
-    folder = project.root / locks
-    cells = set(touched) if before is not None else changed_cells(old, folder, touched)
-    after = lockset_of(folder, locks, cells)
-    earlier = before.only(cells) if before is not None else lockset_of(old, locks, cells)
-    report = change_report(earlier, after, touched)
-    run.report = report.lines()
-    run.changes = report.to_json()
-    run.report += [
-        upgrade_outcome(Requirement(spec).name, earlier, after, touched) for spec in options.uv.upgrade_packages
-    ]
 
 
 def _stale(
@@ -330,7 +194,7 @@ def _resolve_all(
     no cell waits for another."""
     from lockgen.resolve import freshness
     from lockgen.resolve.cellrun import committed
-    from lockgen.resolve.resolve import CellRun, resolve_cell
+    from lockgen.resolve.resolve import CellRun
 
     failed: dict[str, str] = {}
     if not todo:
@@ -344,28 +208,11 @@ def _resolve_all(
     states = {p.cell.name: s for p, s in todo}
 
     def work(plan: Plan) -> CellResult:
-        reporter.update(CellResult(plan.cell.name, CellState.RESOLVING))
-        start = time.monotonic()
         cell_run = CellRun(
             project.root, plan, uv_options, mirrors, runner, project.config.source, builds,
             locked=locked.get(plan.cell.name), **(shared or {}),
         )  # fmt: skip
-        try:
-            files = resolve_cell(cell_run, fresh, prefer=states[plan.cell.name] is not CellState.EDITED)
-            changed = store.replace_files(
-                project.root, plan.cell.name, files.texts(), _stale_layers(project.root, plan, files)
-            )
-        except Interrupted:
-            return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)
-        except LockgenError as exc:
-            return CellResult(plan.cell.name, CellState.FAILED, time.monotonic() - start, str(exc))
-        except Exception as exc:  # a bug or an OS error must not take the other cells down
-            log.debug("cell %s crashed", plan.cell.name, exc_info=True)
-            message = f"cell {plan.cell.name}: {type(exc).__name__}: {exc} (-v shows the traceback)"
-            return CellResult(plan.cell.name, CellState.FAILED, time.monotonic() - start, message)
-        state = CellState.LOCKED if changed else CellState.UNCHANGED
-        log.debug("cell %s: main resolution %s", plan.cell.name, files.mode)
-        return CellResult(plan.cell.name, state, time.monotonic() - start, "; ".join(files.notes))
+        return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter)
 
     for plan in plans:
         reporter.update(CellResult(plan.cell.name, CellState.WAITING))
@@ -373,10 +220,7 @@ def _resolve_all(
     futures: dict[Future[CellResult], str] = {pool.submit(work, plan): plan.cell.name for plan in plans}
     pending = set(futures)
     try:
-        while pending:
-            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            for future in done:
-                _finish(run, reporter, future.result(), failed)
+        _collect(pending, run, reporter, failed)
     except KeyboardInterrupt:
         runner.stop()
         pool.shutdown(wait=True, cancel_futures=True)
@@ -391,10 +235,43 @@ def _resolve_all(
     return failed
 
 
+def _collect(pending: set[Future[CellResult]], run: RunResult, reporter: Reporter, failed: dict[str, str]) -> None:
+    """Report each cell as it finishes, removing it from ``pending`` (polled, so that Ctrl-C is
+    seen within 0.2 s; what is left in ``pending`` then was not reported)."""
+    while pending:
+        done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+        for future in done:
+            pending.discard(future)
+            _finish(run, reporter, future.result(), failed)
+
+
+def _resolve_one(cell_run: CellRun, fresh: Freshness | None, found: CellState, reporter: Reporter) -> CellResult:
+    """Resolve one cell and write its files together; every outcome is a :class:`CellResult`
+    (a crash in one cell must not take the others down; a hand-edited lock's pins are not
+    preferred)."""
+    from lockgen.resolve.resolve import resolve_cell
+
+    plan, root = cell_run.plan, cell_run.root
+    reporter.update(CellResult(plan.cell.name, CellState.RESOLVING))
+    start = time.monotonic()
+    try:
+        files = resolve_cell(cell_run, fresh, prefer=found is not CellState.EDITED)
+        changed = store.replace_files(root, plan.cell.name, files.texts(), _stale_layers(root, plan, files))
+    except Interrupted:
+        return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)
+    except LockgenError as exc:
+        return CellResult(plan.cell.name, CellState.FAILED, time.monotonic() - start, str(exc))
+    except Exception as exc:  # a bug or an OS error must not take the other cells down
+        log.debug("cell %s crashed", plan.cell.name, exc_info=True)
+        message = f"cell {plan.cell.name}: {type(exc).__name__}: {exc} (-v shows the traceback)"
+        return CellResult(plan.cell.name, CellState.FAILED, time.monotonic() - start, message)
+    state = CellState.LOCKED if changed else CellState.UNCHANGED
+    log.debug("cell %s: main resolution %s", plan.cell.name, files.mode)
+    return CellResult(plan.cell.name, state, time.monotonic() - start, "; ".join(files.notes))
+
+
 def replace_refresh(options: RunOptions) -> uv.Options:
     """The uv options of a run: ``--force`` and upgrades revalidate every cached page."""
-    from dataclasses import replace
-
     return replace(options.uv, refresh=options.refresh)
 
 
@@ -448,51 +325,6 @@ def _write_manifest(
 def _report(run: RunResult, reporter: Reporter, result: CellResult) -> None:
     run.results.append(result)
     reporter.update(result)
-
-
-def up_to_date(
-    start: Path, config_path: str | None, names: Sequence[str] = (), only: Sequence[str] = ()
-) -> RunResult | None:
-    """The no-op fast path: a :class:`RunResult` if the stamp (:mod:`lockgen.locks.stamp`) still
-    describes the project and every selected lock and the manifest match it; None otherwise
-    (then a full run decides). Reads files only: no rendering, no process."""
-    from lockgen.check import edited
-    from lockgen.locks.lock import Lock
-
-    path = find_config(start, config_path)
-    memo = stamp.read(path.parent, path.name)
-    if memo is None:
-        return None
-    root = path.parent
-    run = RunResult()
-    locks = {r.name: r.lock for r in memo.rows}
-    for row in select(memo.rows, names, only):
-        if row.alias and not (root / locks.get(row.alias, "")).is_file():
-            return None  # the cell it reuses has no lock: the full path locks it
-        if row.skip or row.alias:
-            state = CellState.SKIPPED if row.skip else CellState.ALIAS
-            run.results.append(CellResult(row.name, state, message=row.skip or f"reuses {row.alias}"))
-            continue
-        try:
-            main = Lock.read(root / row.lock, row.lock)
-            if main is None or main.header.input_hash != row.input_hash or edited(root, row.lock, main):
-                return None
-        except (OSError, LockgenError):
-            return None
-        run.results.append(CellResult(row.name, CellState.UP_TO_DATE))
-    text = manifest.read(root / manifest.manifest_path(memo.locks))
-    if text is None or manifest.failures(text):
-        return None
-    try:
-        expected = manifest.dumps(manifest.build(root, memo.rows, memo.detect))
-    except LockgenError:
-        return None
-    if text != expected:
-        return None
-    resolved = {r.name for r in memo.rows if not (r.skip or r.alias)}
-    if orphans(root, memo.locks, resolved):
-        return None  # a lock of a removed cell: the full path reports or removes it
-    return run
 
 
 def lock_project(

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from lockgen.pipeline import CellResult, RunResult
+from lockgen.runs import CellResult, RunResult
 from lockgen.states import CellState
 
 if TYPE_CHECKING:

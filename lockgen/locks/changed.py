@@ -14,10 +14,19 @@ import tempfile
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
+from packaging.requirements import Requirement
+
+from lockgen.errors import UsageError
 from lockgen.locks.lockset import LockSet
 from lockgen.locks.manifest import MANIFEST_NAME
+from lockgen.locks.report import change_report, upgrade_outcome
 
-__all__ = ["changed_cells", "copy_cells", "files_of", "lockset_of"]
+if TYPE_CHECKING:
+    from lockgen.plan.plan import Plan
+
+__all__ = ["changed_cells", "check_upgrade_names", "copy_cells", "files_of", "lockset_of", "run_report"]
 
 
 def files_of(folder: Path, names: Sequence[str]) -> list[str]:
@@ -53,6 +62,46 @@ def lockset_of(folder: Path, locks: str, names: Collection[str]) -> LockSet:
         with contextlib.suppress(OSError):
             shutil.copyfile(folder / MANIFEST_NAME, Path(tmp, MANIFEST_NAME))
         return LockSet.from_folder(Path(tmp), locks, label=locks)
+
+
+def check_upgrade_names(before: LockSet, plans: Sequence[Plan], names: Sequence[str]) -> None:
+    """``--upgrade-package NAME`` (or ``NAME==VERSION``, as uv takes it) must name a package a
+    selected cell locks or asks for (issue 6: a typo was accepted silently). Raises
+    :class:`UsageError` naming it, with the closest known names."""
+    import difflib
+
+    from packaging.requirements import InvalidRequirement
+    from packaging.utils import canonicalize_name
+
+    selected = {p.cell.name for p in plans}
+    known = {e.name for cell, locks in before.cells.items() if cell in selected for e in locks.main.entries}
+    known |= {n for p in plans for n in p.requirement_names()}
+    for text in names:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            raise UsageError(f"--upgrade-package {text!r}: write a package name, or NAME==VERSION") from None
+        key = canonicalize_name(req.name)
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise UsageError(f"--upgrade-package {text}: no selected cell locks or requires it{hint}; check the name")
+
+
+def run_report(
+    folder: Path, locks: str, before: LockSet | None, old: Path, touched: list[str], upgrades: Sequence[str]
+) -> tuple[list[str], list[dict[str, object]]]:
+    """What the run changed, grouped across cells, and what happened to each ``--upgrade-package``.
+    Only the cells whose files changed are read (``old``: a copy of the touched cells' files
+    from before the run), unless an upgrade was asked for (its outcome counts every touched
+    cell: ``before`` holds every lock). ``folder``: the locks folder, ``locks`` its
+    project-relative name. Returns the summary lines and the ``--json`` changes."""
+    cells = set(touched) if before is not None else changed_cells(old, folder, touched)
+    after = lockset_of(folder, locks, cells)
+    earlier = before.only(cells) if before is not None else lockset_of(old, locks, cells)
+    report = change_report(earlier, after, touched)
+    outcomes = [upgrade_outcome(Requirement(spec).name, earlier, after, touched) for spec in upgrades]
+    return report.lines() + outcomes, report.to_json()
 
 
 def _same(a: Path, b: Path) -> bool:

@@ -1,0 +1,116 @@
+"""The values a lock run takes and gives: :class:`RunOptions` in, a :class:`CellResult` per cell
+as it goes (to a :class:`Reporter`), a :class:`RunResult` at the end. Plain data: the pipeline
+(:mod:`lockgen.pipeline`), the no-op path (:mod:`lockgen.noop`) and the reporters
+(:mod:`lockgen.progress`) share them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from lockgen.locks.shard import Shard
+from lockgen.resolve import uv
+from lockgen.states import CellState
+
+__all__ = ["SILENT", "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs"]
+
+
+def default_jobs(cells: int) -> int:
+    """Default concurrency: one cell more than CPU cores (a resolution mostly waits on the
+    network: through the page cache, uv's reads are chains of round trips; on 2 cores a cold run
+    took 15 s at 3 cells at once, 19 s at 2, and a warm one the same), at most 8 and at most
+    the number of cells (docs/benchmarks.md)."""
+    return max(1, min(cells, 8, max(2, (os.cpu_count() or 1) + 1)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """How ``all``/``lock`` run: ``force`` re-resolves up-to-date cells and revalidates cached
+    pages; ``uv`` options pass to uv (upgrades); ``jobs`` cells at once; ``online`` turns off the
+    reuse of pages fetched in the run; ``mirrors`` are ``CANONICAL=MIRROR`` strings; ``wait``
+    queues behind another run instead of refusing; ``retry_unavailable`` re-resolves cells whose
+    optional source was unreachable; ``shard`` locks only that shard of the selected cells
+    (:mod:`lockgen.locks.shard`) and writes a shard manifest."""
+
+    force: bool = False
+    uv: uv.Options = field(default_factory=uv.Options)
+    jobs: int | None = None
+    online: bool = False
+    mirrors: tuple[str, ...] = ()
+    wait: bool = False
+    retry_unavailable: bool = False
+    shard: Shard | None = None
+
+    @property
+    def refresh(self) -> bool:
+        return self.force or self.uv.upgrade or bool(self.uv.upgrade_packages)
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What happened to one cell (or a removed lock's path) in a run."""
+
+    name: str
+    state: CellState
+    seconds: float = 0.0
+    message: str = ""
+
+
+@dataclass
+class RunResult:
+    """What a run did. ``exit_code``: 130 interrupted, 1 a cell failed (or the manifest could
+    not be written), else 0."""
+
+    results: list[CellResult] = field(default_factory=list)
+    manifest_error: str | None = None
+    report: list[str] = field(default_factory=list)  # the change report, one line per group
+    changes: list[dict[str, object]] = field(default_factory=list)  # the same, for --json
+
+    def to_dict(self) -> dict[str, object]:
+        """``lockgen all --json``: each cell's state and message, the changes, the manifest error."""
+        cells = [
+            {"cell": r.name, "state": str(r.state), "seconds": round(r.seconds, 1), "message": r.message}
+            for r in self.results
+        ]
+        return {
+            "exit_code": self.exit_code,
+            "cells": cells,
+            "changes": self.changes,
+            "report": self.report,
+            "manifest_error": self.manifest_error,
+        }
+
+    @property
+    def interrupted(self) -> bool:
+        return any(r.state is CellState.INTERRUPTED for r in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 1 if self.manifest_error or any(r.state.bad for r in self.results) else 0
+
+
+class Reporter(Protocol):
+    """Receives progress. ``update`` may be called from worker threads."""
+
+    def start(self, names: Sequence[str]) -> None: ...
+    def update(self, result: CellResult) -> None: ...
+    def finish(self, run: RunResult) -> None: ...
+
+
+class Silent:
+    def start(self, names: Sequence[str]) -> None:
+        pass
+
+    def update(self, result: CellResult) -> None:
+        pass
+
+    def finish(self, run: RunResult) -> None:
+        pass
+
+
+SILENT = Silent()
