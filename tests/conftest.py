@@ -288,6 +288,25 @@ def write_project(root: Path, config: str, templates: dict[str, str], name: str 
     return root
 
 
+#: The running interpreter's minor version ("3.11"): the Python of cells whose locks a test installs.
+HOST_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def one_cell(root: Path, index_url: str, requirements: str, *, python: str = "3.12", extra: str = "") -> Path:
+    """A project with the single cell ``linux-x86_64-cpu-py<python>`` over ``index_url``;
+    ``extra``: more lines for the top of ``[tool.lockgen]``."""
+    config = f"""
+        index-url = "{index_url}"
+        {extra}
+        [tool.lockgen.matrix]
+        os = ["linux"]
+        arch = ["x86_64"]
+        backend = ["cpu"]
+        python = ["{python}"]
+    """
+    return write_project(root, config, {"requirements.in.j2": requirements})
+
+
 def locked_versions(text: str) -> dict[str, str]:
     """``{name: version}`` of a lock's text (a lockgen lock, or a bare requirements body), read
     with lockgen's lock model."""

@@ -15,13 +15,12 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from lockgen.resolve import uv
-from tests.conftest import run_cli
+from tests.conftest import one_cell, run_cli
 from tests.faulthost import FaultHost, make_wheel
 
 pytestmark = [pytest.mark.uv, pytest.mark.slow]  # these tests lock with the real uv
@@ -52,19 +51,7 @@ def fresh_pip(tmp_path_factory) -> Path:
 
 
 def project(root: Path, index: str, requirements: str, extra: str = "") -> Path:
-    (root / "templates").mkdir(parents=True)
-    (root / "templates" / "requirements.in.j2").write_text(requirements)
-    (root / "pyproject.toml").write_text(textwrap.dedent(f"""\
-        [tool.lockgen]
-        index-url = "{index}"
-        {extra}
-        [tool.lockgen.matrix]
-        os = ["linux"]
-        arch = ["x86_64"]
-        backend = ["cpu"]
-        python = ["{PYTHON}"]
-        """))  # fmt: skip
-    return root
+    return one_cell(root, index, requirements, python=PYTHON, extra=extra)
 
 
 def commands(root: Path) -> dict[str, list[str]]:

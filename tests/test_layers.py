@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lockgen.resolve import uv
-from tests.conftest import locked_versions, run_cli, write_project
+from tests.conftest import locked_versions, one_cell, run_cli
 from tests.localproject import local_project
 
 pytestmark = pytest.mark.uv  # every test here locks or installs with the real uv
@@ -35,16 +35,7 @@ def typer_index(index):
 
 
 def project(root: Path, index, requirements: str, extra: str = "") -> Path:
-    config = f"""
-        index-url = "{index.index_url()}"
-        {extra}
-        [tool.lockgen.matrix]
-        os = ["linux"]
-        arch = ["x86_64"]
-        backend = ["cpu"]
-        python = ["{HOST}"]
-    """
-    return write_project(root, config, {"requirements.in.j2": requirements})
+    return one_cell(root, index.index_url(), requirements, python=HOST, extra=extra)
 
 
 def cell_entry(root: Path) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lockgen.resolve import uv
-from tests.conftest import assert_locked, forbid_processes, run_cli, run_ok, write_project
+from tests.conftest import assert_locked, forbid_processes, one_cell, run_cli, run_ok, write_project
 
 REQUIREMENTS = """\
 app
@@ -67,20 +67,6 @@ def publish(index, *names: str, version: str = "1.0") -> None:
     for name in names:
         index.add(name, version)
     index.publish()
-
-
-def one_cell(root: Path, index, requirements: str, python: str = "3.12", extra: str = "") -> Path:
-    """A project with the single cell linux-x86_64-cpu-py<python> over the fake index."""
-    config = f"""
-        index-url = "{index.index_url()}"
-        {extra}
-        [tool.lockgen.matrix]
-        os = ["linux"]
-        arch = ["x86_64"]
-        backend = ["cpu"]
-        python = ["{python}"]
-    """
-    return write_project(root, config, {"requirements.in.j2": requirements})
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +217,9 @@ def test_macos_minimum_is_a_setting(tmp_path, packages):
 
 def test_pin_bump_changes_only_what_it_must(tmp_path, index):
     publish(index, "alpha", "beta")
-    root = one_cell(tmp_path / "proj", index, "alpha=={{ pins.alpha }}\nbeta\n", extra='pins = { alpha = "1.0" }')
+    root = one_cell(
+        tmp_path / "proj", index.index_url(), "alpha=={{ pins.alpha }}\nbeta\n", extra='pins = { alpha = "1.0" }'
+    )
     run_ok("all", "-C", str(root))
     for name in ("alpha", "beta"):  # newer releases appear upstream
         index.add(name, "1.1")
@@ -250,7 +238,7 @@ def test_installers_accept_the_lock(tmp_path, index):
     index.add("beta", "1.0")
     index.publish()
     host = f"{sys.version_info.major}.{sys.version_info.minor}"
-    root = one_cell(tmp_path / "proj", index, "alpha\n", python=host)
+    root = one_cell(tmp_path / "proj", index.index_url(), "alpha\n", python=host)
     run_ok("all", "-C", str(root))
     (layer,) = json.loads((root / "locks" / "manifest.json").read_text())["cells"][f"linux-x86_64-cpu-py{host}"][
         "layers"
@@ -360,7 +348,7 @@ def test_hashes_come_from_the_artifacts_not_from_the_old_lock(tmp_path, index):
     """uv copies hashes of kept versions from the existing lock; lockgen rewrites them."""
     index.add("alpha", "1.0")
     index.publish()
-    root = one_cell(tmp_path / "proj", index, "alpha\n")
+    root = one_cell(tmp_path / "proj", index.index_url(), "alpha\n")
     run_ok("all", "-C", str(root))
     lock = root / "locks" / "linux-x86_64-cpu-py3.12.txt"
     old = lock.read_text()
@@ -377,7 +365,7 @@ def test_an_edited_pin_is_not_kept_as_a_preference(tmp_path, index):
     for version in ("1.0", "1.1"):
         index.add("alpha", version)
     index.publish()
-    root = one_cell(tmp_path / "proj", index, "alpha\n")
+    root = one_cell(tmp_path / "proj", index.index_url(), "alpha\n")
     run_ok("all", "-C", str(root))
     lock = root / "locks" / "linux-x86_64-cpu-py3.12.txt"
     resolved = lock.read_text()
@@ -391,7 +379,7 @@ def test_an_edited_pin_is_not_kept_as_a_preference(tmp_path, index):
 
 def test_a_stray_layer_lock_is_noticed_and_removed(tmp_path, index):
     publish(index, "alpha", "beta")
-    root = one_cell(tmp_path / "proj", index, "alpha\n", extra='optional = ["beta"]')
+    root = one_cell(tmp_path / "proj", index.index_url(), "alpha\n", extra='optional = ["beta"]')
     run_ok("all", "-C", str(root))
     folder = root / "locks" / "linux-x86_64-cpu-py3.12"
     layer = folder / "optional-beta.txt"

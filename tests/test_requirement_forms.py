@@ -15,7 +15,7 @@ import pytest
 
 from lockgen.locks.lock import Entry, LayerKind, Lock
 from lockgen.resolve import uv
-from tests.conftest import locked_versions, run_cli, write_project
+from tests.conftest import HOST_PYTHON, locked_versions, one_cell, run_cli
 from tests.localprojects import git, git_repo, local_project
 
 CELL = f"linux-x86_64-cpu-py{sys.version_info.major}.{sys.version_info.minor}"
@@ -33,17 +33,7 @@ def index(shared_fake_host):
 
 def project(root: Path, index, requirements: str, extra: str = "") -> Path:
     """One cell for the running interpreter's Python (the install commands run with it)."""
-    python = f"{sys.version_info.major}.{sys.version_info.minor}"
-    config = f"""
-        index-url = "{index.index_url()}"
-        {extra}
-        [tool.lockgen.matrix]
-        os = ["linux"]
-        arch = ["x86_64"]
-        backend = ["cpu"]
-        python = ["{python}"]
-    """
-    return write_project(root, config, {"requirements.in.j2": requirements})
+    return one_cell(root, index.index_url(), requirements, python=HOST_PYTHON, extra=extra)
 
 
 def lock(root: Path, layer: str | None = None) -> Lock:

@@ -276,23 +276,10 @@ class _Cell:
                 self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)
         elif a.sources() != b.sources() or ((va is None or vb is None) and a.entry.url != b.entry.url):
             self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)
-        elif set(a.entry.hashes) < set(b.entry.hashes):
-            self.add(
-                name,
-                Kind.FILES,
-                _shown(a.entry, a.package),
-                _shown(b.entry, b.package),
-                layer,
-                detail=_hash_detail(a, b),
-            )
         elif set(a.entry.hashes) != set(b.entry.hashes):
+            kind = Kind.FILES if set(a.entry.hashes) < set(b.entry.hashes) else Kind.HASH  # files added, or changed
             self.add(
-                name,
-                Kind.HASH,
-                _shown(a.entry, a.package),
-                _shown(b.entry, b.package),
-                layer,
-                detail=_hash_detail(a, b),
+                name, kind, _shown(a.entry, a.package), _shown(b.entry, b.package), layer, detail=_hash_detail(a, b)
             )
 
 
