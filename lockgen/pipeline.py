@@ -208,6 +208,8 @@ def _resolve_all(
     states = {p.cell.name: s for p, s in todo}
 
     def work(plan: Plan) -> CellResult:
+        if runner.stopped.is_set():  # taken from the queue as the run was interrupted
+            return CellResult(plan.cell.name, CellState.INTERRUPTED, message="not started")
         cell_run = CellRun(
             project.root, plan, uv_options, mirrors, runner, project.config.source, builds,
             locked=locked.get(plan.cell.name), **(shared or {}),
@@ -222,8 +224,9 @@ def _resolve_all(
     try:
         _collect(pending, run, reporter, failed)
     except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)  # queued cells first: none starts now
         runner.stop()
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True)
         for future in pending:
             result = future.result() if future.done() and not future.cancelled() else None
             result = result or CellResult(futures[future], CellState.INTERRUPTED, message="not started")

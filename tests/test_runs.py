@@ -107,6 +107,23 @@ def test_ctrl_c_and_sigterm_stop_a_12_cell_run_and_record_nothing(twelve):
     assert world.run("check").returncode == 0
 
 
+def test_ctrl_c_while_pages_are_prefetched_from_a_stalled_index(twelve):
+    """Ctrl-C while the run's page cache prefetches the committed locks' pages from an index
+    that stalls: exit 130 without waiting for the fetches in flight (a fresh-eyes review waited
+    60 s, the read timeout: the prefetch pool's threads held the interpreter's exit)."""
+    world = twelve
+    assert world.run("all").returncode == 0  # committed locks: their pages are prefetched
+    before = snapshot(world.root)
+    world.pypi.delay = 120
+    # a hang guard, not a timing: the bug held the exit for the 60 s read timeout
+    stopped = signal_mid_layer(world, signal.SIGINT, ("all", "--force"), host=world.pypi, hang=30)
+    world.pypi.delay = 0
+    assert stopped.code == 130, stopped.err
+    assert "Traceback" not in stopped.err
+    assert stopped.left == []
+    assert snapshot(world.root) == before
+
+
 # ------------------------------------------------------------------ SIGKILL while writing
 
 

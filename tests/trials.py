@@ -121,21 +121,29 @@ class Stopped:
     left: list[int]
 
 
-def signal_mid_layer(world: World, signum: int = signal.SIGINT, args: tuple[str, ...] = ("all",)) -> Stopped:
-    """Run ``lockgen`` while the slow host stalls every file and page (``world.slow.delay`` must be
-    set), wait until uv asks it for something (a cell's optional layer is resolving), then send
-    ``signum`` to lockgen's process group, as a terminal's Ctrl-C does."""
-    world.slow.requests.clear()
-    world.slow.asked.clear()
+def signal_mid_layer(
+    world: World,
+    signum: int = signal.SIGINT,
+    args: tuple[str, ...] = ("all",),
+    host: FaultHost | None = None,
+    hang: float = 60,
+) -> Stopped:
+    """Run ``lockgen`` while ``host`` (default: the slow host, a cell's optional layer) stalls
+    every file and page (its ``delay`` must be set), wait until it is asked for something, then
+    send ``signum`` to lockgen's process group, as a terminal's Ctrl-C does. A run still going
+    ``hang`` seconds after the signal hangs: ``subprocess.TimeoutExpired``."""
+    host = host or world.slow
+    host.requests.clear()
+    host.asked.clear()
     proc = lockgen(world.root, *args, env=world.env)
     try:
-        if not _wait_for_get(world.slow, proc, 120):
+        if not _wait_for_get(host, proc, 120):
             _out, err = proc.communicate(timeout=120)
-            raise AssertionError(f"uv never reached the slow host (exit {proc.returncode}):\n{err}")
+            raise AssertionError(f"nothing reached the stalled host (exit {proc.returncode}):\n{err}")
         time.sleep(0.3)  # let the other workers start uv too
         start = time.monotonic()
         os.killpg(proc.pid, signum)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=hang)
         seconds = time.monotonic() - start
     finally:
         if proc.poll() is None:

@@ -33,11 +33,11 @@ import hashlib
 import html
 import json
 import logging
+import queue
 import re
 import threading
 import zlib
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
@@ -156,7 +156,7 @@ class PageCache:
         self._clients: dict[str, httpx.Client] = {}
         self.stats = Stats()
         self.routes: dict[str, str] = {}  # upstream origin -> http://127.0.0.1:<port> (grows)
-        self._prefetcher: ThreadPoolExecutor | None = None
+        self._closed = threading.Event()
         for origin in dict.fromkeys(origins):
             self.route(origin)
 
@@ -164,13 +164,29 @@ class PageCache:
         """Fetch the pages ``(url, accept)`` in the background, :data:`MAX_CONNECTIONS` at once,
         so they are ready when uv asks (uv discovers pages level by level of the dependency
         tree; fetched ahead, the chain of round trips is gone). Pages of origins not served
-        here are skipped."""
+        here are skipped.
+
+        The fetchers are daemon threads that stop taking pages once the cache is closed: a
+        prefetch only fills the run's memory, so an interrupted run exits without waiting for
+        one (with a thread pool, the interpreter's exit waited for every fetch in flight, up to
+        the 60 s read timeout of a stalled host: a fresh-eyes review measured 60 s after Ctrl-C)."""
         todo = [(u, a) for u, a in dict.fromkeys(urls) if self.proxies(u)]
-        if not todo:
-            return
-        self._prefetcher = ThreadPoolExecutor(MAX_CONNECTIONS, thread_name_prefix="prefetch")
-        for url, accept in todo:
-            self._prefetcher.submit(self.page, url, accept, {"accept": accept}, False)
+        work: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+        for item in todo:
+            work.put(item)
+        for i in range(min(MAX_CONNECTIONS, len(todo))):
+            threading.Thread(target=self._prefetch, args=(work,), name=f"prefetch {i}", daemon=True).start()
+
+    def _prefetch(self, work: queue.SimpleQueue[tuple[str, str]]) -> None:
+        while not self._closed.is_set():
+            try:
+                url, accept = work.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                self.page(url, accept, {"accept": accept}, False)
+            except Exception:  # a prefetch is a guess: uv asks again and meets the problem itself
+                log.debug("page cache: prefetch of %s failed", url, exc_info=True)
 
     def route(self, origin: str) -> str | None:
         """The loopback origin serving ``origin``, started on first use; None when no port is free."""
@@ -196,8 +212,7 @@ class PageCache:
 
     def close(self) -> None:
         """Stop the servers and the upstream clients (pages are dropped with the object)."""
-        if self._prefetcher is not None:
-            self._prefetcher.shutdown(wait=False, cancel_futures=True)
+        self._closed.set()
         with self._lock:
             servers, clients = list(self._servers.values()), list(self._clients.values())
             self._servers.clear()
@@ -229,8 +244,11 @@ class PageCache:
         return origin is not None and origin in self.routes
 
     def client(self, origin: str) -> httpx.Client:
-        """The upstream client of ``origin`` (one per origin, see :data:`MAX_CONNECTIONS`)."""
+        """The upstream client of ``origin`` (one per origin, see :data:`MAX_CONNECTIONS`).
+        Raises ``RuntimeError`` once the cache is closed (a late prefetch opens nothing)."""
         with self._lock:
+            if self._closed.is_set():
+                raise RuntimeError("the page cache is closed")
             if origin not in self._clients:
                 self._clients[origin] = _client()
             return self._clients[origin]

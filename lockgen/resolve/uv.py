@@ -245,10 +245,10 @@ class Runner:
 
     def run(self, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Result:
         binary = uv_binary()
-        log.debug("run in %s: %s", cwd, redact(shlex.join([binary, *argv])))
         with self._lock:
             if self.stopped.is_set():
                 raise Interrupted("interrupted before uv started")
+            log.debug("run in %s: %s", cwd, redact(shlex.join([binary, *argv])))
             proc = subprocess.Popen(
                 [binary, *argv], env=dict(env), cwd=cwd, shell=False, stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
