@@ -271,7 +271,7 @@ def _choose(
             f"{', '.join(nowhere)}: pinned nowhere in {path.name}"
             + (f" nor as a NAME==VERSION line in {templates}/" if templates else "")
             + f"; pins live in {layout.pins_table} (a rule may also set its own pins) and bump only moves "
-            "existing pins; pinned here: " + (", ".join(names) or "nothing"),
+            f"existing pins; pinned in {path.name}: " + (", ".join(names) or "nothing"),
         )
     if usage_problems:
         raise UsageError(_lines(f"{path.name}: cannot bump", usage_problems))

@@ -230,7 +230,7 @@ OPTIONS = (
         ("--only",), {"action": "append", "metavar": "KEY=VALUE", "help": "select cells by os, arch, backend, python or name; repeat a key to accept several values"},
         [], _SELECTING,
     ),
-    _Option(("-j", "--jobs"), {"type": int, "metavar": "N", "help": "cells resolved at once (default: CPU cores, 2 to 8)"}, None, _RESOLVING),
+    _Option(("-j", "--jobs"), {"type": int, "metavar": "N", "help": "cells resolved at once (default: CPU cores + 1, 2 to 8)"}, None, _RESOLVING),
     _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
     _Option(
         ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
@@ -244,7 +244,7 @@ OPTIONS = (
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
     _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
     _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
-    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: this interpreter's)"}, None, ("detect", "install")),
+    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's)"}, None, ("detect", "install")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
     _Option(("--arch",), {"choices": ["x86_64", "aarch64"], "help": "pretend: host arch"}, None, ("detect",)),
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
@@ -271,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
     modify the returned parser."""
     parser = argparse.ArgumentParser(
         prog="lockgen",
+        # one line: argparse's own would list every option (10 lines) above each usage error
+        usage="lockgen [-h] [--version] [OPTIONS] COMMAND [ARGS] [OPTIONS]",
         description="Per-target lock files from a build matrix. Options go before or after the command.",
     )
     parser.add_argument("--version", action=_Version, nargs=0, help="show lockgen's and uv's versions")
@@ -299,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
         "merge": (cmd_merge, "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest"),
     }
     for command, (func, text) in commands.items():
-        p = sub.add_parser(command, help=text)
+        p = sub.add_parser(command, help=text, prog=f"lockgen {command}")
         p.set_defaults(func=func)
         _positionals(command, p)
         for option in OPTIONS:  # all of them, so that a misplaced one gets parse()'s message
@@ -329,7 +331,7 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
-        p.add_argument("--no-lock", action="store_true", help="only edit the config")
+        p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -106,9 +106,10 @@ def print_summary(run: RunResult, stream: TextIO) -> None:
     """The summary table (cell, status, time), each failure's explanation, then the counts.
 
     Plain text, so a no-op run does not pay for importing rich."""
-    rows = [("cell", "status", "time", "")] + [
+    body = [
         (r.name, str(r.state), _seconds(r), r.message if r.state is not CellState.FAILED else "") for r in run.results
     ]
+    rows = [("cell", "status", "time", "note" if any(row[3] for row in body) else ""), *body]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]}".rstrip(), file=stream)

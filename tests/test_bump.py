@@ -229,12 +229,12 @@ def test_a_name_pinned_nowhere_says_where_pins_live(name, where):
         plan(text, "numpy==2.3.0", "torch==2.14.0", "pillow==12.0.0", name=name)
     assert problems(error) == (
         f"{name}: cannot bump: numpy, pillow: pinned nowhere in {name}; pins live in {where} (a rule may also set its "
-        "own pins) and bump only moves existing pins; pinned here: torch, torchvision, triton"
+        f"own pins) and bump only moves existing pins; pinned in {name}: torch, torchvision, triton"
     )
 
 
 def test_no_pins_at_all():
-    with pytest.raises(UsageError, match="pinned here: nothing"):
+    with pytest.raises(UsageError, match=r"pinned in pyproject\.toml: nothing"):
         plan("[tool.lockgen]\nlocks = 'locks'\n", "torch==2.14.0")
 
 

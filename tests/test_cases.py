@@ -78,6 +78,7 @@ def test_c01_a_version_without_a_wheel_fails_unless_building_is_allowed(tmp_path
     run = run_cli("all", "-C", str(root))
     assert run.code == 1
     assert "srconly: no wheel for x86_64-manylinux_2_28 cp312 in any version" in run.err and "allow-build" in run.err
+    assert "--no-build" not in run.err  # uv's hint names an option the user never gave
     root = project(tmp_path / "q", pypi, backend, "srconly\n", extra='allow-build = ["srconly"]')
     run_ok("all", "-C", str(root))
 

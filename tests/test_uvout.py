@@ -54,6 +54,26 @@ def test_needs_wheels(name, needs):
 
 
 @pytest.mark.parametrize(
+    ("name", "kept"),
+    [
+        ("no-wheels", "we can conclude that your requirements are unsatisfiable."),
+        ("offline-missing", "hint: Packages were unavailable because the network was disabled."),
+        ("conflict", None),
+    ],
+    ids=["build-hint-dropped", "other-hints-kept", "nothing-to-drop"],
+)
+def test_without_build_hints(name, kept):
+    text = uvout.explain(recorded(name))
+    cleaned = uvout.without_build_hints(text)
+    assert "--no-build" not in cleaned
+    assert "Wheels are required" not in cleaned
+    if kept is None:
+        assert cleaned == text
+    else:
+        assert kept in cleaned
+
+
+@pytest.mark.parametrize(
     ("name", "start", "end"),
     [
         ("not-found", "No solution found when resolving dependencies", "unsatisfiable."),

@@ -170,7 +170,7 @@ def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, 
         names = (*run.options.upgrade_packages, *(y.name for y in yanks))
         result = replace(run, options=replace(run.options, upgrade_packages=names)).compile_learning(output)
     if result.returncode != 0:
-        why = run.mirrors.canonical(uvout.explain(result.stderr))
+        why = run.mirrors.canonical(uvout.without_build_hints(uvout.explain(result.stderr)))
         fought = blame.blame(run.root, plan, result.stderr)
         # a fought pin explains the failure: uv's "wheels are required" hints about the versions it
         # backtracked through would point the user at the wrong fix (a review found that)

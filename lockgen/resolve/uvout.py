@@ -100,6 +100,21 @@ def needs_wheels(stderr: str) -> list[NormalizedName]:
     return sorted({canonicalize_name(n) for n in names})
 
 
+#: uv's hint for a package that needs building: lockgen's ``--only-binary :all:`` reads to uv as
+#: ``--no-build``, an option the user never gave.
+_BUILD_DISABLED_HINT = re.compile(
+    r"^hint: Wheels are required for `[^`]+` because building from source is disabled.*\n?", re.M
+)
+
+
+def without_build_hints(text: str) -> str:
+    """``text`` (uv's explanation) without uv's ``hint: Wheels are required for `X` because building
+    from source is disabled … (i.e., with `--no-build`)`` lines. lockgen passed ``--only-binary
+    :all:``, not the ``--no-build`` the hint names, and says itself what to do: add the package to
+    ``allow-build``, or change the pin that fought (CASES C26, C08; a fresh-eyes review)."""
+    return _BUILD_DISABLED_HINT.sub("", text).rstrip("\n")
+
+
 _NOT_FOUND = re.compile(
     r"\b([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the (?:package registry|provided package locations)"
     r"|there are no versions of ([A-Za-z0-9][A-Za-z0-9._-]*)(?: and|,|\.|$)",
