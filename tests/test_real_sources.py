@@ -378,3 +378,19 @@ def test_a_layer_keeps_mains_release_page_wheel(tmp_path, hosts):
     layer = lock_of(root, layer="optional-addon")
     assert f"gradio-client @ {GRADIO_CLIENT}" in layer  # not PyPI's 1.0.2 over main's patched build
     assert sha256(files["client"]) in layer
+
+
+def test_a_direct_url_download_stops_when_the_run_is_interrupted(tmp_path, fake_host):
+    """Ctrl-C while lockgen hashes a direct wheel: the download stops at the next chunk (it is not
+    read to its end first, however large) and nothing is cached."""
+    from lockgen.errors import Interrupted
+    from lockgen.plan.mirror import Mirrors
+    from lockgen.resolve import fetch
+
+    host = fake_host("github")
+    url = host.file_url(host.wheel("assets", "big", "1.0"))
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(Interrupted, match="interrupted while downloading"):
+        fetch.sha256_of(tmp_path, url, Mirrors(), stop=stop)
+    assert fetch.sha256_of(tmp_path, url, Mirrors()) == sha256(host.root / "assets" / "big-1.0-py3-none-any.whl")

@@ -101,6 +101,13 @@ class CellRun:
     verified: Verified = field(default_factory=Verified)  # file hashes computed in this run (and kept)
     locked: Mapping[str, str] | None = None  # name -> version of the committed pylock.toml, if read already
 
+    @property
+    def stop(self) -> threading.Event | None:
+        """Set when the run is interrupted (the runner's event): downloads check it between
+        chunks. None for a runner without one (a test's replaying runner)."""
+        stopped: threading.Event | None = getattr(self.runner, "stopped", None)
+        return stopped
+
     def compile(self, output: str, **kwargs: Any) -> uv.Result:
         build = self.builds.names & self.plan.allow_build
         argv = uv.compile_argv(self.plan, output, self.options, mirrors=self.mirrors, no_binary=build, **kwargs)

@@ -27,7 +27,7 @@ from packaging.version import Version
 
 from lockgen.config import WORK
 from lockgen.credentials import realm
-from lockgen.errors import LockgenError
+from lockgen.errors import Interrupted, LockgenError
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.target import Target
 
@@ -98,12 +98,16 @@ def best(kept: list[str], specifiers: Iterable[SpecifierSet] = ()) -> str | None
     return max(allowed, key=version_of) if allowed else None
 
 
-def sha256_of(root: Path, url: str, mirrors: Mirrors, refresh: bool = False) -> str:
+def sha256_of(
+    root: Path, url: str, mirrors: Mirrors, refresh: bool = False, stop: threading.Event | None = None
+) -> str:
     """Hex sha256 of the file at ``url`` (a canonical public URL, fetched from its mirror with
     the realm's login, else a netrc entry), cached by ``url``; ``refresh`` ignores the cache.
 
     Raises :class:`FetchError` naming the URL (never a login) when it cannot be downloaded;
     HTTP 401/403 is ``unauthorized``, saying which host refused and how to give a login.
+    Raises :class:`~lockgen.errors.Interrupted` when ``stop`` is set during the download (Ctrl-C:
+    a large wheel is not read to its end first).
     """
     cache_path = root / _CACHE
     with _lock:
@@ -122,6 +126,8 @@ def sha256_of(root: Path, url: str, mirrors: Mirrors, refresh: bool = False) -> 
         ) as response:
             response.raise_for_status()
             for chunk in response.iter_bytes():
+                if stop is not None and stop.is_set():
+                    raise Interrupted(f"interrupted while downloading {url}")
                 digest.update(chunk)
     except httpx.HTTPStatusError as exc:
         status = exc.response.status_code

@@ -97,7 +97,8 @@ def write_main(run: CellRun) -> None:
         line = f"{pin.name} @ {mirrors.file_url(pin.url)}"
         if pin.direct:
             try:
-                line += f" --hash=sha256:{fetch.sha256_of(run.root, pin.url, mirrors, refresh=run.options.refresh)}"
+                digest = fetch.sha256_of(run.root, pin.url, mirrors, refresh=run.options.refresh, stop=run.stop)
+                line += f" --hash=sha256:{digest}"
             except fetch.FetchError as exc:
                 raise CellFailed(f"cell {plan.cell.name}: {pin.name} (source {pin.source.name!r}): {exc}") from None
         lines.append(line)

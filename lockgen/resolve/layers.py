@@ -177,7 +177,7 @@ def _layer(
     built.replaces += [
         Replacement(name=canonicalize_name(p), main=(mains or {})[p], layer=v, by=name) for p, v in moved
     ]
-    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, getattr(run.runner, "stopped", None))
+    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, run.stop)
     built.unverified |= checked.unverified
     found = verify.artifact_problems(plan, pylock, run.mirrors) + list(checked.problems)
     if found:
@@ -246,7 +246,7 @@ def _requirement(run: CellRun, entry: str) -> tuple[str, str, list[str]]:
     url = kept[0]
     project = canonicalize_name(parse_wheel_filename(fetch.wheel_name(url))[0])
     try:
-        digest = fetch.sha256_of(run.root, url, run.mirrors, refresh=run.options.refresh)
+        digest = fetch.sha256_of(run.root, url, run.mirrors, refresh=run.options.refresh, stop=run.stop)
     except fetch.FetchError as exc:  # unauthorized is retried too: a login may be given next time
         prefix = f"{UNREACHABLE} " if exc.transient else "not available: "
         raise _Unavailable(run.mirrors.canonical(prefix + str(exc))) from None

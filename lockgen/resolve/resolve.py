@@ -77,7 +77,7 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     pylock, mode, warned = _main(run, fresh, prefer)
     pylock = add_newer_wheels(run, pylock)
     resolved = describe(run, uv.main_inputs(plan), pylock, "main")
-    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, getattr(run.runner, "stopped", None))
+    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, run.stop)
     found = verify.problems(plan, pylock, run.mirrors) + list(checked.problems)
     if found:
         raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
