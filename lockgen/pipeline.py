@@ -12,11 +12,13 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import replace
 from pathlib import Path
+from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any
 
 from lockgen.check import orphan_cells, state_of
@@ -218,24 +220,61 @@ def _resolve_all(
 
     for plan in plans:
         reporter.update(CellResult(plan.cell.name, CellState.WAITING))
-    pool = ThreadPoolExecutor(max_workers=options.jobs or default_jobs(len(plans)))
-    futures: dict[Future[CellResult], str] = {pool.submit(work, plan): plan.cell.name for plan in plans}
+    futures = _start(work, plans, options.jobs or default_jobs(len(plans)))
     pending = set(futures)
     try:
         _collect(pending, run, reporter, failed)
     except KeyboardInterrupt:
-        pool.shutdown(wait=False, cancel_futures=True)  # queued cells first: none starts now
-        runner.stop()
-        pool.shutdown(wait=True)
         for future in pending:
-            result = future.result() if future.done() and not future.cancelled() else None
-            result = result or CellResult(futures[future], CellState.INTERRUPTED, message="not started")
-            _finish(run, reporter, result, failed)
+            future.cancel()  # queued cells first: none starts now
+        runner.stop()  # uv ended; lockgen's own downloads stop at their next chunk
+        wait(pending, timeout=_GRACE)
+        for future in pending:
+            _finish(run, reporter, _stopped(future, futures[future]), failed)
     finally:
-        pool.shutdown(wait=True)
         if fresh is not None:
             fresh.close()
     return failed
+
+
+#: Seconds an interrupted run waits for its cells to notice (uv is ended within 0.5 s); a cell
+#: still busy then (a host that stopped sending, a DNS lookup) is left behind, unwritten.
+_GRACE = 1.0
+
+
+def _start(work: Callable[[Plan], CellResult], plans: Sequence[Plan], jobs: int) -> dict[Future[CellResult], str]:
+    """Run ``work`` over ``plans`` in matrix order, ``jobs`` at once, on daemon threads: a cell
+    stuck in I/O after Ctrl-C does not hold the process's exit, as a thread pool's workers would
+    (the interpreter joins those at exit). Returns each cell's future; a cancelled one never runs."""
+    futures: dict[Future[CellResult], str] = {Future(): plan.cell.name for plan in plans}
+    queue: SimpleQueue[tuple[Future[CellResult], Plan]] = SimpleQueue()
+    for future, plan in zip(futures, plans):
+        queue.put((future, plan))
+
+    def worker() -> None:
+        while True:
+            try:
+                future, plan = queue.get_nowait()
+            except Empty:
+                return
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled by Ctrl-C before it started
+            try:
+                future.set_result(work(plan))
+            except BaseException as exc:  # reported by _collect, as a pool would
+                future.set_exception(exc)
+
+    for i in range(min(jobs, len(plans))):
+        threading.Thread(target=worker, name=f"cell worker {i}", daemon=True).start()
+    return futures
+
+
+def _stopped(future: Future[CellResult], name: str) -> CellResult:
+    """What an interrupted run reports for a cell it had not collected yet."""
+    if future.done() and not future.cancelled():
+        return future.result()
+    message = "not started" if future.cancelled() else "still waiting on the network; left behind, nothing written"
+    return CellResult(name, CellState.INTERRUPTED, message=message)
 
 
 def _collect(pending: set[Future[CellResult]], run: RunResult, reporter: Reporter, failed: dict[str, str]) -> None:
@@ -259,6 +298,8 @@ def _resolve_one(cell_run: CellRun, fresh: Freshness | None, found: CellState, r
     start = time.monotonic()
     try:
         files = resolve_cell(cell_run, fresh, prefer=found is not CellState.EDITED)
+        if cell_run.stop is not None and cell_run.stop.is_set():  # finished after Ctrl-C: not written
+            return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)
         changed = store.replace_files(root, plan.cell.name, files.texts(), _stale_layers(root, plan, files))
     except Interrupted:
         return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)

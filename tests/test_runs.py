@@ -15,6 +15,8 @@ from tests.trials import TWELVE, TWO, World, copy_project, kill_mid_write, lockg
 
 pytestmark = [pytest.mark.uv, pytest.mark.slow]  # these tests lock with the real uv
 
+SLOW_WHEEL = "https://slow.example/wheels/extra-1.0-py3-none-any.whl"  # a direct URL lockgen hashes itself
+
 
 @pytest.fixture
 def world(tmp_path, uv_cache) -> Iterator[World]:
@@ -122,6 +124,28 @@ def test_ctrl_c_while_pages_are_prefetched_from_a_stalled_index(twelve):
     assert "Traceback" not in stopped.err
     assert stopped.left == []
     assert snapshot(world.root) == before
+
+
+def test_ctrl_c_while_lockgen_waits_on_a_stalled_download(world):
+    """Ctrl-C while a cell waits on a download lockgen makes itself (hashing a direct wheel URL)
+    from a host that accepted the request and sends nothing: the run does not wait for the 60 s
+    read timeout; exit 130, nothing written, no uv left. (Before, the run waited for the timeout,
+    then wrote both cells with the layer recorded as unavailable and exited 0.)"""
+    config = world.root / "pyproject.toml"
+    text = config.read_text().replace('use = ["slow"]\n', "")  # the slow host serves the layer's URL only
+    config.write_text(text.replace('optional = ["extra"]', f'optional = ["{SLOW_WHEEL}"]'))
+    assert world.run("all").returncode == 0
+    before = snapshot(world.root)
+    world.change_inputs()
+    world.slow.delay = 120  # answers HEAD (the probe), stalls every GET
+    # a hang guard, not a timing: a stuck download held the exit for the 60 s read timeout
+    stopped = signal_mid_layer(world, signal.SIGINT, ("all", "--force"), hang=30)
+    world.slow.delay = 0
+    assert stopped.code == 130, stopped.err
+    assert "Traceback" not in stopped.err
+    assert stopped.left == []
+    assert snapshot(world.root) == before
+    assert unavailable(world) == []
 
 
 # ------------------------------------------------------------------ SIGKILL while writing
