@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from lockgen.install import host_problems, installed_problems, map_sources, steps
+from lockgen.install.checks import SEED
 from lockgen.install.venv import Venv, base_env
 from lockgen.locks.lock import Entry
 from lockgen.plan.mirror import Mirrors
@@ -157,6 +158,20 @@ def test_install_with_uv_through_a_mirror_then_a_rerun_is_a_noop(locked, fake, t
     assert "nothing to do" in again.out
     assert "optional-gamma: rolled back on the last install" in again.out
     assert calls.argvs == []
+
+
+@pytest.mark.slow
+def test_a_venv_made_by_python_m_venv_keeps_its_seed_packages(locked, fake, tmp_path):
+    """``python -m venv`` seeds pip and setuptools; uv's exact sync keeps them, so the check after
+    the install must too (a fresh-eyes review: every install into such a venv exited 1)."""
+    venv = tmp_path / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(venv)], check=True, capture_output=True)
+    run = run_cli("install", FULL, "-C", str(locked), "--venv", str(venv), *mirror_args(fake))
+    assert run.code == 0, run.err
+    assert "no layer of the cell lists it" not in run.err
+    assert {"pip", "setuptools", "alpha", "beta"} <= set(installed(venv))
+    assert f"verified: 6 packages in {venv}" in run.out
 
 
 @pytest.mark.slow
@@ -302,8 +317,9 @@ def _entry(version: str | None, layer: str = "main") -> tuple[str | None, Entry,
         ({}, {"setuptools": ["65.5.0"]}, (), "setuptools 65.5.0 is installed but no layer of the cell lists it"),
         ({}, {"pip": ["23.2.1"]}, ("pip",), None),
         ({"a": _entry("1.0")}, {"a": ["1.0", "2.0"]}, (), "a is installed more than once (1.0, 2.0)"),
+        ({}, {"pip": ["23.2.1"], "setuptools": ["65.5.0"]}, SEED, None),
     ],
-    ids=["label-missing", "label-equal", "editable", "missing", "extra", "installer-pip", "twice"],
+    ids=["label-missing", "label-equal", "editable", "missing", "extra", "installer-pip", "twice", "seed-packages"],
 )
 def test_installed_problems(expected, have, allowed, problem):
     problems = installed_problems(expected, have, frozenset(allowed))

@@ -17,7 +17,7 @@ import pytest
 
 from lockgen.install.checks import host_problems
 from lockgen.install.steps import restore_sources
-from lockgen.install.venv import Venv, base_env
+from lockgen.install.venv import Venv, base_env, pip_network_options
 from lockgen.resolve import uv
 from tests.conftest import run_cli, write_project
 from tests.fakehost import FakeHost
@@ -246,6 +246,25 @@ def test_the_install_environment_has_no_pip_or_uv_settings():
                     "UV_CACHE_DIR": "/c", "PYTHONPATH": "/p", "HOME": "/h"})  # fmt: skip
     assert env == {"UV_CACHE_DIR": "/c", "HOME": "/h", "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1",
                    "UV_NO_CONFIG": "1", "PIP_CONFIG_FILE": os.devnull, "COLUMNS": "10000"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("environ", "options"),
+    [
+        ({}, []),
+        ({"PIP_CERT": "/etc/corp-ca.pem", "PIP_INDEX_URL": "x"}, ["--cert", "/etc/corp-ca.pem"]),
+        (
+            {"PIP_PROXY": "http://proxy:3128", "PIP_DEFAULT_TIMEOUT": "60", "PIP_TIMEOUT": "30", "PIP_RETRIES": "2"},
+            ["--proxy", "http://proxy:3128", "--timeout", "30", "--retries", "2"],
+        ),
+        ({"PIP_CERT": ""}, []),
+    ],
+    ids=["none", "company-ca", "proxy-timeout-retries", "empty-ignored"],
+)
+def test_pips_network_settings_survive_isolated_mode(environ, options):
+    """``--isolated`` drops every ``PIP_*`` variable; the network ones (a company CA, a proxy)
+    come back as options, nothing that could change what is installed does (a fresh-eyes review)."""
+    assert pip_network_options(environ) == options
 
 
 def test_pyvenv_cfg_says_whether_the_venv_sees_the_system(tmp_path):

@@ -21,7 +21,7 @@ from lockgen.locks.lock import Entry, LayerKind, Lock
 from lockgen.plan.mirror import Mirrors
 
 __all__ = [
-    "STATE_FILE", "Expected", "Layer", "expected", "glibc", "host_problems", "installed_problems", "macos",
+    "SEED", "STATE_FILE", "Expected", "Layer", "expected", "glibc", "host_problems", "installed_problems", "macos",
     "map_sources", "read_state", "runs", "write_state",
 ]  # fmt: skip
 
@@ -140,6 +140,12 @@ def macos() -> str | None:
     return platform.mac_ver()[0] or None
 
 
+#: The packages ``python -m venv`` seeds a venv with. uv's exact sync keeps them (``uv pip sync``
+#: leaves pip and setuptools in a venv made by ``python -m venv``), so they may stay after main's
+#: sync unless a lock lists them; lockgen's pip path leaves them too, for the same end state.
+SEED = frozenset({"pip", "setuptools", "wheel"})
+
+
 def expected(layers: Sequence[Layer]) -> Expected:
     """``{name: (version, entry, layer name)}`` after installing ``layers`` in order (a later
     layer's version wins: a declared replacement)."""
@@ -157,7 +163,7 @@ def installed_problems(
 ) -> list[str]:
     """What differs between the locks (``expected``) and a venv's distributions (pure): a missing
     package, another version (``2.13.0`` is not ``2.13.0+cu130``), several versions, or a package
-    no layer lists (``allowed``: the installer's own, pip)."""
+    no layer lists (``allowed``: the venv's seed packages, :data:`SEED`)."""
     problems = []
     for name, (version, _, layer) in sorted(expected.items()):
         have = list(installed.get(name, ()))

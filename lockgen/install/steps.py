@@ -18,7 +18,7 @@ from packaging.utils import NormalizedName
 from lockgen import select
 from lockgen.config import WORK
 from lockgen.errors import InstallFailed, InstallRefused, LockgenError, UsageError
-from lockgen.install.checks import Layer, expected, installed_problems, map_sources, read_state, write_state
+from lockgen.install.checks import SEED, Layer, expected, installed_problems, map_sources, read_state, write_state
 from lockgen.install.choose import choose, load_layers, read_manifest, refuse_host
 from lockgen.install.venv import PIP_OPTIONS, Interpreter, Venv, find_python, install_env, probe_python, run
 from lockgen.locks.lock import Entry, LayerKind
@@ -253,15 +253,11 @@ def _up_to_date(job: _Run) -> bool:
         return False
     skipped = {r["name"] for r in recorded if not r.get("installed")}
     wanted = expected([layer for layer in job.layers if layer.name not in skipped])
-    if installed_problems(wanted, job.venv.distributions(job.root), _allowed(job)):
+    if installed_problems(wanted, job.venv.distributions(job.root), SEED):
         return False
     for name in sorted(skipped):
         job.say(f"{name}: rolled back on the last install of these same locks (--reinstall retries it)")
     return True
-
-
-def _allowed(job: _Run) -> frozenset[str]:
-    return frozenset({"pip"}) if job.options.installer == "pip" else frozenset()
 
 
 def _dry_run(job: _Run, interpreter: Interpreter) -> int:
@@ -274,7 +270,7 @@ def _dry_run(job: _Run, interpreter: Interpreter) -> int:
         job.say(f"would run for {layer.name}: {job.shown(job.installer_argv(layer, write=False))}")
         if layer.kind is LayerKind.MAIN and job.options.installer == "pip":
             present = job.venv.distributions(job.root) if job.venv.exists() else {}
-            extra = sorted(n for n in present if n not in layer.versions() and n not in _allowed(job))
+            extra = sorted(n for n in present if n not in layer.versions() and n not in SEED)
             listed = f": now {', '.join(extra)}" if extra else ""
             job.say(f"would then uninstall (pip cannot sync) every distribution main does not list{listed}")
     job.say("dry run: nothing was changed")
@@ -311,7 +307,7 @@ def _install_layers(job: _Run) -> int:
             )
         outcome.append((layer, True))
     installed = [layer for layer, ok in outcome if ok]
-    problems = installed_problems(expected(installed), job.venv.distributions(job.root), _allowed(job))
+    problems = installed_problems(expected(installed), job.venv.distributions(job.root), SEED)
     if problems:
         raise InstallFailed(
             f"{job.venv.path} does not match the locks of {job.cell}:\n" + "\n".join(f"  - {p}" for p in problems)
@@ -330,9 +326,10 @@ def _install_layers(job: _Run) -> int:
 
 
 def _pip_sync_rest(job: _Run, main: Layer) -> bool:
-    """pip cannot sync: uninstall what main does not list (pip itself stays, it is the installer)."""
+    """pip cannot sync: uninstall what main does not list, except the venv's seed packages (pip
+    is the installer; uv's sync keeps them too)."""
     names = set(main.versions())
-    extra = [n for n in job.venv.distributions(job.root) if n not in names and n not in _allowed(job)]
+    extra = [n for n in job.venv.distributions(job.root) if n not in names and n not in SEED]
     return job.uninstall(extra)
 
 

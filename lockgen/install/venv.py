@@ -38,8 +38,8 @@ from lockgen.errors import InstallRefused
 from lockgen.resolve.uv import WIDE
 
 __all__ = [
-    "DROPPED", "PIP_OPTIONS", "Done", "Interpreter", "Venv", "base_env", "find_python", "install_env", "probe",
-    "probe_python", "run",
+    "DROPPED", "PIP_OPTIONS", "Done", "Interpreter", "Venv", "base_env", "find_python", "install_env",
+    "pip_network_options", "probe", "probe_python", "run",
 ]  # fmt: skip
 
 log = logging.getLogger("lockgen.install")
@@ -57,6 +57,25 @@ DROPPED = ("PYTHONPATH", "PYTHONHOME", "MACOSX_DEPLOYMENT_TARGET", "VIRTUAL_ENV"
 #: pip's general options for every pip command: ignore ``PIP_*`` variables and the user's
 #: configuration (``--isolated``), no version check against PyPI, never prompt.
 PIP_OPTIONS = ("--isolated", "--disable-pip-version-check", "--no-input")
+#: pip's network settings a user gives as ``PIP_*`` variables, which ``--isolated`` would drop,
+#: passed as their options instead (like :data:`_KEEP_UV` for uv): they cannot change what is
+#: installed, and a company CA (``PIP_CERT``) or proxy may be what makes the index reachable.
+_PIP_NETWORK = {
+    "PIP_CERT": "--cert", "PIP_CLIENT_CERT": "--client-cert", "PIP_PROXY": "--proxy",
+    "PIP_TIMEOUT": "--timeout", "PIP_DEFAULT_TIMEOUT": "--timeout", "PIP_RETRIES": "--retries",
+}  # fmt: skip
+
+
+def pip_network_options(environ: Mapping[str, str]) -> list[str]:
+    """``--cert PATH``, ``--proxy URL``, … for the network settings in ``environ``'s ``PIP_*``
+    variables (see :data:`_PIP_NETWORK`), in a stable order; ``[]`` when none is set."""
+    options: dict[str, str] = {}
+    for variable, option in _PIP_NETWORK.items():
+        if environ.get(variable):
+            options.setdefault(option, environ[variable])
+    return [part for option, value in options.items() for part in (option, value)]
+
+
 #: OS names as uv's Python requests spell them.
 _UV_OS = {"linux": "linux", "macos": "macos", "windows": "windows"}
 
@@ -250,16 +269,18 @@ class Venv:
             raise InstallRefused(f"cannot create the venv {self.path}: {done.tail(5)}")
 
     def pip(self, cwd: Path) -> list[str]:
-        """How to run pip for this venv, with :data:`PIP_OPTIONS`: its own (``python -m pip``);
+        """How to run pip for this venv, with :data:`PIP_OPTIONS` and the user's network settings
+        (:func:`pip_network_options`): its own (``python -m pip``);
         else this interpreter's pip with ``--python`` (pip >= 22.3 installs into another
         environment so); else the venv gets pip from ``ensurepip`` (offline)."""
-        own = [str(self.python), "-m", "pip", *PIP_OPTIONS]
+        options = [*PIP_OPTIONS, *pip_network_options(os.environ)]
+        own = [str(self.python), "-m", "pip", *options]
         if (self.path / "lib").is_dir() and any(self.path.glob("lib/python*/site-packages/pip/__init__.py")):
             return own
         if (self.path / "Lib" / "site-packages" / "pip" / "__init__.py").is_file():
             return own
         if importlib.util.find_spec("pip") is not None:
-            return [sys.executable, "-m", "pip", "--python", str(self.python), *PIP_OPTIONS]
+            return [sys.executable, "-m", "pip", "--python", str(self.python), *options]
         done = run([str(self.python), "-m", "ensurepip", "--default-pip"], base_env(os.environ), cwd)
         if done.returncode != 0:
             raise InstallRefused(f"{self.path}: no pip in it and ensurepip failed: {done.tail(3)}")
