@@ -322,7 +322,7 @@ def replace_refresh(options: RunOptions) -> uv.Options:
 def _finish(run: RunResult, reporter: Reporter, result: CellResult, failed: dict[str, str]) -> None:
     result = replace(result, message=redact(result.message))  # the summary and the manifest show it
     if result.state is CellState.FAILED:
-        failed[result.name] = result.message.partition("\n")[0]
+        failed[result.name] = result.reason()
     _report(run, reporter, result)
 
 

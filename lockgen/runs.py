@@ -58,6 +58,22 @@ class CellResult:
     seconds: float = 0.0
     message: str = ""
 
+    def reason(self) -> str:
+        """The one line the manifest records for a failed cell (installers show it): the
+        message's first line without the ``cell NAME:`` prefix (the manifest is keyed by cell),
+        and when that line only announces an explanation (``uv could not resolve it:``), uv's
+        cause (``Because beta was not found …``) or else the next line. A fresh-eyes review met
+        ``cell X is failed: cell X: uv could not resolve it:`` from the selector."""
+        lines = [line.strip(" ╰─▶×│") for line in self.message.splitlines()]
+        lines = [line for line in lines if line]
+        if not lines:
+            return ""
+        first = lines[0].removeprefix(f"cell {self.name}: ")
+        if first.endswith(":") and len(lines) > 1:
+            causes = [line.removeprefix("cause: ") for line in lines[1:] if line.startswith("cause: ")]
+            first = f"{first} {causes[0] if causes else lines[1].removeprefix('error: ')}"
+        return first
+
 
 @dataclass
 class RunResult:

@@ -138,3 +138,33 @@ def test_failure_groups_merge_identical_messages_in_order():
         (["a", "d"], "https://h.example is unreachable (connection refused)"),
         (["c", "e"], "uv could not resolve it:\nin .lockgen/<cell>/requirements.in"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        (
+            "cell c1: uv could not resolve it:\nerror: No solution found when resolving dependencies\n"
+            "  cause: Because beta was not found in the package registry and you require beta, we can conclude …\n"
+            "lockgen: beta: no page lists it",
+            "uv could not resolve it: Because beta was not found in the package registry and you require beta, "
+            "we can conclude …",
+        ),
+        (
+            "cell c1: uv could not resolve it:\nerror: Failed to read `--find-links` URL",
+            "uv could not resolve it: Failed to read `--find-links` URL",
+        ),
+        (
+            "cell c1: layer no-deps would set beta 2.0 (main locks 1.0)",
+            "layer no-deps would set beta 2.0 (main locks 1.0)",
+        ),
+        (
+            "https://vendor.example is unreachable (connection refused)",
+            "https://vendor.example is unreachable (connection refused)",
+        ),
+        ("", ""),
+    ],
+    ids=["uv-cause", "uv-error-line", "one-line", "no-cell-prefix", "empty"],
+)
+def test_the_manifest_reason_of_a_failed_cell_is_one_line_that_says_why(message, reason):
+    assert CellResult("c1", CellState.FAILED, message=message).reason() == reason
