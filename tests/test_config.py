@@ -165,6 +165,16 @@ def test_discovery_walks_upward_and_honours_explicit_paths(tmp_path):
         find_config(tmp_path, "missing.toml")
 
 
+def test_both_configs_in_one_folder_use_lockgen_toml_and_say_so(tmp_path, caplog):
+    write_project(tmp_path, GOOD, {})
+    (tmp_path / "lockgen.toml").write_text(GOOD.replace("tool.lockgen.", ""))
+    with caplog.at_level("WARNING", logger="lockgen"):
+        assert find_config(tmp_path) == tmp_path / "lockgen.toml"
+        assert find_config(tmp_path) == tmp_path / "lockgen.toml"  # looked up again: said once
+    said = [r.getMessage() for r in caplog.records if "both lockgen.toml and pyproject.toml" in r.getMessage()]
+    assert len(said) == 1 and "pyproject.toml's table is ignored" in said[0]
+
+
 def test_pyproject_without_table_is_not_a_config(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     with pytest.raises(UsageError, match=r"no lockgen.toml"):

@@ -7,6 +7,7 @@ standalone ``lockgen.toml`` (same schema).
 from __future__ import annotations
 
 import functools
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from lockgen.config.model import Config
 from lockgen.errors import ConfigError, UsageError
 
 __all__ = ["find_config", "load_config", "parse_toml"]
+
+log = logging.getLogger("lockgen")
 
 
 def find_config(start: Path, explicit: str | None = None) -> Path:
@@ -44,12 +47,30 @@ def find_config(start: Path, explicit: str | None = None) -> Path:
 
 
 def _config_in(folder: Path) -> Path | None:
-    if (folder / "lockgen.toml").is_file():
-        return folder / "lockgen.toml"
     pyproject = folder / "pyproject.toml"
-    if pyproject.is_file() and "lockgen" in (_read_toml(pyproject).get("tool") or {}):
+    if (folder / "lockgen.toml").is_file():
+        if pyproject.is_file() and _has_table(pyproject):
+            _warn_both(folder)
+        return folder / "lockgen.toml"
+    if pyproject.is_file() and _has_table(pyproject):
         return pyproject
     return None
+
+
+def _has_table(pyproject: Path) -> bool:
+    return "lockgen" in (_read_toml(pyproject).get("tool") or {})
+
+
+@functools.cache  # once per folder and process, however often the config is looked up
+def _warn_both(folder: Path) -> None:
+    """A folder with both configs: ``lockgen.toml`` wins (as documented), but a user who edits
+    the other one would see nothing change, and a full run removes the locks of cells only the
+    ignored one has (a fresh-eyes review: silent)."""
+    log.warning(
+        "%s has both lockgen.toml and pyproject.toml with [tool.lockgen]: using lockgen.toml, "
+        "pyproject.toml's table is ignored; remove one of them",
+        folder,
+    )
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
