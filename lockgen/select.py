@@ -819,7 +819,9 @@ def manifest_rules(manifest: Mapping[str, Any]) -> DetectRules:
             f"manifest format {fmt} is not supported (this selector reads format {MANIFEST_FORMAT}); {fix}"
         )
     if manifest.get("detect") is None:
-        raise InputError("the manifest has no detect rules; add a [detect] table to the lockgen config")
+        raise InputError(
+            "the manifest has no detect rules; add a [tool.lockgen.detect] table to pyproject.toml ([detect] in a lockgen.toml), then run lockgen all"
+        )
     return DetectRules.from_dict(manifest["detect"], "detect")
 
 
