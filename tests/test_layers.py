@@ -141,3 +141,18 @@ def test_c24_every_recorded_command_installs_as_written_with_uv_and_pip(tmp_path
         probe = "import sub_pkg, typer, tool, torchao; print(sub_pkg.__file__, torchao.__version__)"
         out = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout
         assert out.split() == [str(root / "sub" / "sub_pkg" / "__init__.py"), "0.12.0"], installer
+
+
+def test_an_optional_entry_the_index_has_no_project_for_fails_the_cell(tmp_path, typer_index):
+    """A misspelt optional entry (no project on the index, no source or find-links page that
+    could serve it) fails the cell; recorded as unavailable it passed ``check`` and was dropped
+    for good (a fresh-eyes review). An entry that exists but cannot be had here stays optional."""
+    root = project(tmp_path / "p", typer_index, "alpha\n", 'optional = ["typr"]')
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 1
+    assert f"optional entry 'typr': the index {typer_index.index_url()} has no project typr" in run.err
+    assert not (root / "locks" / f"{CELL}.txt").exists()
+    root = project(tmp_path / "q", typer_index, "alpha\n", 'optional = ["typer>=9"]')
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 0, run.err
+    assert "unavailable: typer>=9" in run.err

@@ -40,8 +40,8 @@ def test_c28_a_refused_host_fails_its_cells_at_once_with_one_message(tmp_path, p
     ]
     assert "127.0.0.1" not in run.err.replace(pypi.url, "")  # the mirror's address is not a fact about the project
     reasons = {entry["reason"] for entry in manifest(root).values()}
-    assert reasons == {errors[0].split(": ", 1)[1].replace(", ".join(cells), "cell <cell>")} or len(reasons) == 6
-    assert all("https://vendor.example is unreachable" in r for r in reasons)
+    # the same one-line reason for every cell, without the cell names (the manifest is keyed by cell)
+    assert reasons == {errors[0].removeprefix(f"error: cells {', '.join(cells)}: ")}
 
 
 def test_c28_a_host_whose_name_does_not_resolve(tmp_path, pypi, monkeypatch):

@@ -54,6 +54,15 @@ def test_needs_wheels(name, needs):
 
 
 @pytest.mark.parametrize(
+    ("name", "missing"),
+    [("not-found", ["does-not-exist"]), ("no-wheels", []), ("offline-missing", []), ("conflict", [])],
+    ids=["no-such-project", "no-usable-wheel", "offline-cache-miss", "conflict"],
+)
+def test_not_in_registry(name, missing):
+    assert uvout.not_in_registry(recorded(name)) == missing
+
+
+@pytest.mark.parametrize(
     ("name", "kept"),
     [
         ("no-wheels", "we can conclude that your requirements are unsatisfiable."),

@@ -28,6 +28,7 @@ from packaging.version import Version
 
 from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
+from lockgen.plan.plan import Plan
 from lockgen.plan.sources import index_pages
 from lockgen.resolve import fetch, hashcheck, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, Resolved, describe, read_pylock
@@ -68,7 +69,12 @@ def layer_folder(lock: str) -> str:
 
 
 class _Unavailable(Exception):
-    pass
+    """A layer this cell cannot have, with uv's reason; ``not_in_registry``: the packages the
+    index has no project for (see :func:`lockgen.resolve.uvout.not_in_registry`)."""
+
+    def __init__(self, reason: str, not_in_registry: Sequence[str] = ()) -> None:
+        super().__init__(reason)
+        self.not_in_registry = tuple(not_in_registry)
 
 
 def resolve(run: CellRun, main: Resolved) -> Built:
@@ -90,6 +96,7 @@ def resolve(run: CellRun, main: Resolved) -> Built:
         if down:  # the probe found its host down: no uv run, retried when a run reaches it (C28)
             built.unavailable.append(Unavailable(requirement=entry, reason=f"{UNREACHABLE} {down}"))
             continue
+        name = None  # known once _requirement has read the entry
         try:
             name, line, notes = _requirement(run, entry)
             built.skipped_urls += notes
@@ -97,6 +104,8 @@ def resolve(run: CellRun, main: Resolved) -> Built:
             constraints = (pins,) if name in url_names else (pins, *url_pins)
             lock = _layer(run, built, LayerKind.OPTIONAL, f"optional-{name}", line, constraints, links, mains=mains)
         except _Unavailable as exc:
+            if name in exc.not_in_registry and not (plan.served_by(name) or plan.layer_find_links(name)):
+                raise CellFailed(_no_such_project(plan, entry, name)) from None
             built.unavailable.append(Unavailable(requirement=entry, reason=str(exc)))
             continue
         built.locks.append(lock)
@@ -118,6 +127,16 @@ def resolve(run: CellRun, main: Resolved) -> Built:
         header = run.header(LayerKind.UNHASHED, path, layer_of=plan.lock, find_links=plan.main_find_links)
         built.locks.append(Lock(header=header, entries=tuple(unhashed)))
     return built
+
+
+def _no_such_project(plan: Plan, entry: str, name: str) -> str:
+    """An optional entry the index has no project for, and that no source or find-links page may
+    serve, is a typo, not a layer this cell cannot have: recorded as unavailable it would pass ``check`` and be dropped for good (a
+    fresh-eyes review: ``optional = ["orjsn"]`` exited 0)."""
+    return (
+        f"cell {plan.cell.name}: optional entry {entry!r}: the index {plan.index_url} has no project {name}; "
+        "check the name in optional (a package from a named source or a find-links page is unavailable instead)"
+    )
 
 
 def _layer_pins(run: CellRun) -> str:
@@ -169,7 +188,7 @@ def _layer(
             source, constraints[1:], find_links=inputs.find_links, extra=inputs.extra
         )  # without main's versions
         _refuse_moves(run, name, _unconstrained(run, name, free, no_deps), mains or {})
-        raise _Unavailable(why)
+        raise _Unavailable(why, uvout.not_in_registry(result.stderr))
     pylock = add_newer_wheels(run, read_pylock(run, output), f"layer-{name}", inputs.find_links, inputs.extra)
     moved = _refuse_moves(
         run, name, {p.name: str(p.version) for p in pylock.packages if p.version is not None}, mains or {}

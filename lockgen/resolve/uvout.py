@@ -129,6 +129,17 @@ def not_found(stderr: str) -> list[NormalizedName]:
     return sorted({canonicalize_name(a or b) for a, b in _NOT_FOUND.findall(stderr)})
 
 
+_NOT_IN_REGISTRY = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the package registry")
+
+
+def not_in_registry(stderr: str) -> list[NormalizedName]:
+    """Packages the index has no project page for at all (``Because orjsn was not found in the
+    package registry``): a misspelt name. Narrower than :func:`not_found`, which also covers a
+    find-links page without the package and an index page whose every version is filtered out
+    (by ``exclude-newer``, say): those are a package this cell cannot have, not a typo."""
+    return sorted({canonicalize_name(n) for n in _NOT_IN_REGISTRY.findall(stderr)})
+
+
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
