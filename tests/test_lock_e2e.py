@@ -215,6 +215,17 @@ def test_macos_minimum_is_a_setting(tmp_path, packages):
     assert "macos14only" in run.err
 
 
+def test_a_pinned_version_the_index_lacks_names_the_pins(tmp_path, index):
+    """uv's text names only the requirement; lockgen says the version comes from the config's
+    pins (a fresh-eyes review had to guess)."""
+    publish(index, "alpha", "beta")
+    root = one_cell(tmp_path / "proj", index.index_url(), "alpha=={{ pins.alpha }}\n", extra='pins = { alpha = "9.9" }')
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 1
+    assert "there is no version of alpha==9.9" in run.err
+    assert "lockgen: alpha==9.9 is the version the pins give alpha (the pins table of pyproject.toml" in run.err
+
+
 def test_pin_bump_changes_only_what_it_must(tmp_path, index):
     publish(index, "alpha", "beta")
     root = one_cell(

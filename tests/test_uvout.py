@@ -54,6 +54,15 @@ def test_needs_wheels(name, needs):
 
 
 @pytest.mark.parametrize(
+    ("name", "versions"),
+    [("no-such-version", {"torchvision": "0.99.0"}), ("not-found", {}), ("pin-fought", {}), ("no-wheels", {})],
+    ids=["exact-version-missing", "no-project", "pin-fought", "no-usable-wheel"],
+)
+def test_no_such_version(name, versions):
+    assert uvout.no_such_version(recorded(name)) == versions
+
+
+@pytest.mark.parametrize(
     ("name", "missing"),
     [("not-found", ["does-not-exist"]), ("no-wheels", []), ("offline-missing", []), ("conflict", [])],
     ids=["no-such-project", "no-usable-wheel", "offline-cache-miss", "conflict"],

@@ -17,11 +17,12 @@ import logging
 from dataclasses import dataclass, replace
 
 from packaging.pylock import Pylock
+from packaging.utils import canonicalize_name
 
 from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import FileRef, LayerKind, Lock, text_sha256
-from lockgen.plan.plan import Plan
+from lockgen.plan.plan import Plan, exact_pin
 from lockgen.resolve import blame, hashcheck, inputs, invariants, layers, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun, describe, pylock_path, read_pylock, seed_preferences
 from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
@@ -130,6 +131,19 @@ def _build_hint(run: CellRun, stderr: str) -> str:
     )
 
 
+def _pin_hint(run: CellRun, stderr: str) -> str:
+    """Tie a version the index does not have back to the config when the config's ``pins`` give
+    it (uv's text names only the requirement; a fresh-eyes review had to guess where it came
+    from)."""
+    pins = {canonicalize_name(k): v for k, v in run.plan.cell.settings.pins.items()}
+    return "".join(
+        f"\nlockgen: {name}=={version} is the version the pins give {name} (the pins table of {run.config}, or a "
+        f"rule's pins, for this cell); the index has no such version: change the pin"
+        for name, version in uvout.no_such_version(stderr).items()
+        if name in pins and exact_pin(pins[name]) == version
+    )
+
+
 def _where_hint(plan: Plan, stderr: str) -> str:
     """Name the pages uv read for a package it found nowhere (a typo, or a page that lists
     nothing: an empty or garbled index page), canonical URLs only."""
@@ -175,7 +189,8 @@ def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, 
         # a fought pin explains the failure: uv's "wheels are required" hints about the versions it
         # backtracked through would point the user at the wrong fix (a review found that)
         built = "" if fought else _build_hint(run, result.stderr)
-        hint = built + (inputs.failure_hint(plan, result.stderr) or _where_hint(plan, result.stderr))
+        hint = built + _pin_hint(run, result.stderr)
+        hint += inputs.failure_hint(plan, result.stderr) or _where_hint(plan, result.stderr)
         raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{fought}{hint}")
     pylock = read_pylock(run, output)
     return pylock, ONLINE, tuple(run.mirrors.canonical(w) for w in uvout.warnings(result.stderr))

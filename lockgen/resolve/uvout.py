@@ -140,6 +140,17 @@ def not_in_registry(stderr: str) -> list[NormalizedName]:
     return sorted({canonicalize_name(n) for n in _NOT_IN_REGISTRY.findall(stderr)})
 
 
+_NO_SUCH_VERSION = re.compile(
+    r"there (?:is|are) no versions? of ([A-Za-z0-9][A-Za-z0-9._-]*)(==|===)([^\s,]+?)(?: and|,|\.?$)", re.M
+)
+
+
+def no_such_version(stderr: str) -> dict[NormalizedName, str]:
+    """``{name: version}`` of exact requirements the index has no such version for (``Because
+    there is no version of torchvision==0.99.0 and you require …``)."""
+    return {canonicalize_name(m[1]): m[3] for m in _NO_SUCH_VERSION.finditer(explain(stderr))}
+
+
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
