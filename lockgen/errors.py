@@ -124,7 +124,7 @@ class ConfigError(LockgenError):
 
     def render(self) -> str:
         count = len(merged(self.problems))
-        return render(self.problems, f"{self.source}: {count} configuration problem(s):")
+        return render(self.problems, f"{self.source}: {count} configuration problem{'s' if count != 1 else ''}:")
 
     @property
     def messages(self) -> list[str]:

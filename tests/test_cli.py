@@ -43,7 +43,7 @@ def test_config_error_exits_2_without_traceback(tmp_path):
     write_project(tmp_path, CONFIG.replace('"cpu"', '"CPU"'), {})
     run = run_cli("all", "-C", str(tmp_path))
     assert run.code == 2
-    assert run.err.startswith("error: pyproject.toml: 1 configuration problem(s):")
+    assert run.err.startswith("error: pyproject.toml: 1 configuration problem:")
     assert "tool.lockgen.matrix.backend[0]: bad backend label 'CPU'" in run.err
     assert "Traceback" not in run.err
     verbose = run_cli("all", "-v", "-C", str(tmp_path))
