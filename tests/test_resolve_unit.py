@@ -116,6 +116,24 @@ def test_without_allow_build_the_failure_says_what_to_do(tmp_path):
     assert "--no-build" not in str(error.value)  # uv's hint names an option the user never gave
 
 
+@pytest.mark.parametrize(
+    ("recording", "settings", "hint"),
+    [
+        ("too-new", {"exclude_newer": "2025-01-01T00:00:00Z"},
+         "lockgen: numpy: the versions required were published after exclude-newer (2025-01-01T00:00:00Z, set in pyproject.toml)"),
+        ("no-such-version", {"pins": {"torchvision": "0.99.0"}},
+         "lockgen: torchvision==0.99.0 is the version the pins give torchvision (the pins table of pyproject.toml"),
+    ],
+    ids=["after-the-cutoff", "pinned-version-missing"],
+)  # fmt: skip
+def test_a_failure_names_the_setting_behind_it(tmp_path, recording, settings, hint):
+    """uv names only the requirement or "the exclude newer time"; lockgen names its setting."""
+    run, _ = cell_run(tmp_path, [(1, (DATA / f"{recording}.txt").read_text(), None)], **settings)
+    with pytest.raises(CellFailed) as error:
+        resolve_cell(run)
+    assert hint in str(error.value)
+
+
 def test_a_yanked_version_kept_by_a_preference_is_resolved_again(tmp_path):
     yanked = (DATA / "yanked-preference.txt").read_text()
     steps = [(0, yanked, pylock(("yankme", "1.1", "yankme-1.1-py3-none-any.whl"))),

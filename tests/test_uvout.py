@@ -63,6 +63,15 @@ def test_no_such_version(name, versions):
 
 
 @pytest.mark.parametrize(
+    ("name", "names"),
+    [("too-new", ["numpy"]), ("no-such-version", []), ("not-found", []), ("conflict", [])],
+    ids=["after-the-cutoff", "no-such-version", "no-project", "conflict"],
+)
+def test_too_new(name, names):
+    assert uvout.too_new(recorded(name)) == names
+
+
+@pytest.mark.parametrize(
     ("name", "missing"),
     [("not-found", ["does-not-exist"]), ("no-wheels", []), ("offline-missing", []), ("conflict", [])],
     ids=["no-such-project", "no-usable-wheel", "offline-cache-miss", "conflict"],

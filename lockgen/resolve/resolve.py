@@ -144,6 +144,18 @@ def _pin_hint(run: CellRun, stderr: str) -> str:
     )
 
 
+def _cutoff_hint(run: CellRun, stderr: str) -> str:
+    """Name the ``exclude-newer`` setting when uv says the versions asked for are newer than it
+    (uv's text names only "the exclude newer time")."""
+    names = uvout.too_new(stderr)
+    if not names or not run.plan.exclude_newer:
+        return ""
+    return (
+        f"\nlockgen: {', '.join(names)}: the versions required were published after exclude-newer "
+        f"({run.plan.exclude_newer}, set in {run.config}): move the cutoff or the requirement"
+    )
+
+
 def _where_hint(plan: Plan, stderr: str) -> str:
     """Name the pages uv read for a package it found nowhere (a typo, or a page that lists
     nothing: an empty or garbled index page), canonical URLs only."""
@@ -189,7 +201,7 @@ def _main(run: CellRun, fresh: Freshness | None, prefer: bool) -> tuple[Pylock, 
         # a fought pin explains the failure: uv's "wheels are required" hints about the versions it
         # backtracked through would point the user at the wrong fix (a review found that)
         built = "" if fought else _build_hint(run, result.stderr)
-        hint = built + _pin_hint(run, result.stderr)
+        hint = built + _pin_hint(run, result.stderr) + _cutoff_hint(run, result.stderr)
         hint += inputs.failure_hint(plan, result.stderr) or _where_hint(plan, result.stderr)
         raise CellFailed(f"cell {plan.cell.name}: uv could not resolve it:\n{why}{fought}{hint}")
     pylock = read_pylock(run, output)

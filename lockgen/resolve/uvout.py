@@ -151,6 +151,15 @@ def no_such_version(stderr: str) -> dict[NormalizedName, str]:
     return {canonicalize_name(m[1]): m[3] for m in _NO_SUCH_VERSION.finditer(explain(stderr))}
 
 
+_TOO_NEW = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*)[^\s,]* (?:was|were) published after the exclude newer time")
+
+
+def too_new(stderr: str) -> list[NormalizedName]:
+    """Packages uv could not use because the versions asked for were published after the
+    ``exclude-newer`` cutoff (``Because numpy>2.2.1 was published after the exclude newer time``)."""
+    return sorted({canonicalize_name(n) for n in _TOO_NEW.findall(explain(stderr))})
+
+
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
