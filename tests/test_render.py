@@ -78,8 +78,9 @@ def test_errors_in_included_templates_name_the_included_file(tmp_path):
         tmp_path, CONFIG, {"requirements.in.j2": "numpy\n{% include 'extra.j2' %}\n", "extra.j2": "a\nb=={{ nope }}\n"}
     )
     project = Project.load(tmp_path)
-    with pytest.raises(TemplateError, match=r"templates/extra\.j2:2: 'nope' is undefined"):
+    with pytest.raises(TemplateError, match=r"templates/extra\.j2:2: 'nope' is undefined") as error:
         project.plans(project.cells)
+    assert "{% if name is defined %}" in str(error.value)  # what templates see, and how to test a variable
     (tmp_path / "templates" / "extra.j2").unlink()
     with pytest.raises(
         TemplateError, match=r"templates/extra\.j2: template not found.*included from templates/requirements\.in\.j2"

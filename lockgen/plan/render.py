@@ -123,7 +123,16 @@ def _render_one(env: jinja2.Environment, config: Config, name: str, context: dic
         ) from None
     except Exception as exc:  # undefined variables, sandbox violations, filter errors
         file, line = _template_line(exc, config.root / config.templates) or (where, None)
-        raise TemplateError(Problem(file=file, line=line, message=str(exc), cells=(cell.name,))) from None
+        advice = _UNDEFINED_HINT if isinstance(exc, jinja2.UndefinedError) else None
+        raise TemplateError(Problem(file=file, line=line, message=str(exc), cells=(cell.name,), hint=advice)) from None
+
+
+#: The same for every cell, so the problem merges across cells (each cell's variables differ).
+_UNDEFINED_HINT = (
+    "templates see os, arch, backend, flavor, python, python_tag, target, macos, manylinux, cell, pins, "
+    "vars, project, each extra axis and each variable by its own name; one that only some cells set (a rule's "
+    "vars) needs a default in the top-level vars, or a test: {% if name is defined %}"
+)
 
 
 def _lines_error(
