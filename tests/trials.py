@@ -29,10 +29,19 @@ exclude = [{ os = "windows", arch = "aarch64" }]"""
 TWO = 'os = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12", "3.13"]'
 
 
+#: ``python -m lockgen`` as a terminal starts it: Ctrl-C raises KeyboardInterrupt even when the
+#: test run itself was started with SIGINT ignored (a shell's background job ignores it, and a
+#: child inherits an ignored signal: Python then never installs its handler).
+_AS_FROM_A_TERMINAL = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'lockgen'; runpy.run_module('lockgen', run_name='__main__', alter_sys=True)"
+)
+
+
 def lockgen(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """Start ``lockgen ARGS -C root`` in its own session (as a shell starts a job), stderr piped."""
     return subprocess.Popen(
-        [sys.executable, "-m", "lockgen", *args, "-C", str(root)], env=env or dict(os.environ), text=True,
+        [sys.executable, "-c", _AS_FROM_A_TERMINAL, *args, "-C", str(root)], env=env or dict(os.environ), text=True,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
 
