@@ -1,9 +1,8 @@
 """``examples/invokeai`` (issue 9, item 9): InvokeAI's pyproject.toml as the one place its dependency
 lists live, locked against fake hosts shaped like the real ones (reached through ``--mirror``).
 
-The xpu and rocm cells need the index label policy of the sources half (triton-xpu and
-triton-rocm carry no local label on download.pytorch.org, CASES C25): their tests are marked
-xfail until both halves are merged.
+The xpu and rocm cells rely on the index label policy (triton-xpu and triton-rocm carry no
+local label on download.pytorch.org, CASES C25).
 """
 
 from __future__ import annotations

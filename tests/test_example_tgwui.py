@@ -3,10 +3,9 @@ axis (no GPU choice folded into backend labels), locked against fake hosts shape
 ones (PyPI, download.pytorch.org, GitHub release assets, repo.radeon.com) through ``--mirror``.
 
 ``lockgen.toml`` is the faithful config: every cell takes the patched gradio and the llama.cpp
-binaries from GitHub release assets as main requirements, which needs ``urls`` sources serving
-main requirements (the sources half): its lock tests are xfail until both halves are merged.
-``lockgen.pypi.toml`` is the PyPI-substitute variant (GitHub wheels as optional layers): it locks
-today.
+binaries from GitHub release assets as main requirements (``urls`` sources serving main
+requirements, CASES C23). ``lockgen.pypi.toml`` is the PyPI-substitute variant (GitHub wheels as
+optional layers).
 """
 
 from __future__ import annotations

@@ -208,7 +208,6 @@ def test_find_cycles_command_line(capsys, cycles):
 
 
 def test_no_import_cycles(cycles):
-    """The report: ``python tests/find_cycles.py``, or this test with ``--runxfail``. When it
-    passes (XPASS), drop the xfail."""
+    """No import cycle in lockgen/ (the report: ``python tests/find_cycles.py``)."""
     if cycles:
         pytest.fail(f"{len(cycles)} import cycle(s) in lockgen/:\n" + "\n".join(map(str, cycles)), pytrace=False)
