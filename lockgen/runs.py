@@ -15,7 +15,10 @@ from lockgen.locks.shard import Shard
 from lockgen.resolve import uv
 from lockgen.states import CellState
 
-__all__ = ["SILENT", "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs"]
+__all__ = ["REASON_CHARS", "SILENT", "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs"]
+
+#: How much of uv's explanation a failed cell's manifest reason keeps.
+REASON_CHARS = 400
 
 
 def default_jobs(cells: int) -> int:
@@ -60,19 +63,28 @@ class CellResult:
 
     def reason(self) -> str:
         """The one line the manifest records for a failed cell (installers show it): the
-        message's first line without the ``cell NAME:`` prefix (the manifest is keyed by cell),
-        and when that line only announces an explanation (``uv could not resolve it:``), uv's
-        cause (``Because beta was not found …``) or else the next line. A fresh-eyes review met
-        ``cell X is failed: cell X: uv could not resolve it:`` from the selector."""
+        message's first line without the ``cell NAME:`` prefix (the manifest is keyed by cell);
+        when that line only announces an explanation (``uv could not resolve it:``), uv's cause
+        (its ``cause:`` block, else the next line; at most :data:`REASON_CHARS` characters); then
+        lockgen's own hints (``lockgen: …`` lines: what to do). Fresh-eyes reviews met ``cell X is
+        failed: cell X: uv could not resolve it:`` and a cause cut at its first line."""
         lines = [line.strip(" ╰─▶×│") for line in self.message.splitlines()]
         lines = [line for line in lines if line]
         if not lines:
             return ""
         first = lines[0].removeprefix(f"cell {self.name}: ")
-        if first.endswith(":") and len(lines) > 1:
-            causes = [line.removeprefix("cause: ") for line in lines[1:] if line.startswith("cause: ")]
-            first = f"{first} {causes[0] if causes else lines[1].removeprefix('error: ')}"
-        return first
+        rest = lines[1:]
+        hints = [line.removeprefix("lockgen: ") for line in rest if line.startswith("lockgen: ")]
+        if first.endswith(":") and rest:
+            start = next((i for i, line in enumerate(rest) if line.startswith("cause: ")), 0)
+            cause: list[str] = []
+            for line in rest[start:]:
+                if cause and line.startswith(("hint: ", "lockgen: ", "error: ")):
+                    break
+                cause.append(line.removeprefix("cause: ").removeprefix("error: "))
+            text = " ".join(cause)
+            first = f"{first} {text[: REASON_CHARS - 1] + '…' if len(text) > REASON_CHARS else text}"
+        return "; ".join([first, *hints])
 
 
 @dataclass

@@ -148,7 +148,17 @@ def test_failure_groups_merge_identical_messages_in_order():
             "  cause: Because beta was not found in the package registry and you require beta, we can conclude …\n"
             "lockgen: beta: no page lists it",
             "uv could not resolve it: Because beta was not found in the package registry and you require beta, "
-            "we can conclude …",
+            "we can conclude …; beta: no page lists it",
+        ),
+        (
+            "cell c1: uv could not resolve it:\nerror: No solution found when resolving dependencies\n"
+            "  cause: Because scikit-learn<=0.19.2 has no usable wheels and only the following versions are available:\n"
+            "      scikit-learn<=0.19.2\n      scikit-learn>=0.20\n  and you require scikit-learn<0.20, we can conclude …\n"
+            "hint: Wheels are required for `scikit-learn`\n"
+            "lockgen: scikit-learn: no wheel for x86_64-manylinux_2_28 cp311; add it to allow-build",
+            "uv could not resolve it: Because scikit-learn<=0.19.2 has no usable wheels and only the following "
+            "versions are available: scikit-learn<=0.19.2 scikit-learn>=0.20 and you require scikit-learn<0.20, we "
+            "can conclude …; scikit-learn: no wheel for x86_64-manylinux_2_28 cp311; add it to allow-build",
         ),
         (
             "cell c1: uv could not resolve it:\nerror: Failed to read `--find-links` URL",
@@ -164,7 +174,16 @@ def test_failure_groups_merge_identical_messages_in_order():
         ),
         ("", ""),
     ],
-    ids=["uv-cause", "uv-error-line", "one-line", "no-cell-prefix", "empty"],
+    ids=["uv-cause-and-hint", "multi-line-cause", "uv-error-line", "one-line", "no-cell-prefix", "empty"],
 )
 def test_the_manifest_reason_of_a_failed_cell_is_one_line_that_says_why(message, reason):
     assert CellResult("c1", CellState.FAILED, message=message).reason() == reason
+
+
+def test_a_long_cause_is_cut_in_the_manifest_reason():
+    from lockgen.runs import REASON_CHARS
+
+    message = "cell c1: uv could not resolve it:\n  cause: " + "x" * 2000 + "\nlockgen: do this"
+    reason = CellResult("c1", CellState.FAILED, message=message).reason()
+    assert reason.endswith("…; do this")
+    assert len(reason) < REASON_CHARS + 60
