@@ -288,7 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
         groups[option.commands].add_argument(
             *option.flags, dest=option.dest, default=argparse.SUPPRESS, **option.kwargs
         )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # not required here: parse() says a command is missing only after argparse has had its say
+    # about unknown options (`lockgen --bogus` named the missing command, not --bogus)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands = {
         "all": (cmd_all, "lock every stale cell of the matrix"),
         "lock": (cmd_lock, "lock the named cells"),
@@ -301,13 +303,21 @@ def build_parser() -> argparse.ArgumentParser:
         "merge": (cmd_merge, "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest"),
     }
     for command, (func, text) in commands.items():
-        p = sub.add_parser(command, help=text, prog=f"lockgen {command}")
+        usage = f"lockgen {command} [OPTIONS]{_ARGUMENTS.get(command, '')}"  # argparse's lists every option
+        p = sub.add_parser(command, help=text, prog=f"lockgen {command}", usage=usage)
         p.set_defaults(func=func)
         _positionals(command, p)
         for option in OPTIONS:  # all of them, so that a misplaced one gets parse()'s message
             kwargs = {**option.kwargs} if command in option.commands else {**option.kwargs, "help": argparse.SUPPRESS}
             p.add_argument(*option.flags, dest=_AFTER + option.dest, default=argparse.SUPPRESS, **kwargs)
     return parser
+
+
+#: The arguments of each command as its one-line usage shows them (see :func:`_positionals`).
+_ARGUMENTS = {
+    "lock": " CELL [CELL ...]", "check": " [CELL ...]", "diff": " [OLD [NEW]]", "install": " [CELL]",
+    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]",
+}  # fmt: skip
 
 
 def _positionals(command: str, p: argparse.ArgumentParser) -> None:
@@ -340,6 +350,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     or after it, is a usage error (exit 2) naming the commands that do."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.error("a command is required (lockgen --help lists them)")
     for option in OPTIONS:
         before = vars(args).pop(option.dest, None)
         after = vars(args).pop(_AFTER + option.dest, None)

@@ -876,7 +876,8 @@ def _find_cell(cells: Mapping[str, Any], facts: Facts, backend: str,
     entry = found[names[0]]
     status = entry.get("status")
     if status in ("failed", "skipped"):
-        raise NoCell(f"cell {names[0]} is {status}: {entry.get('reason') or 'no reason given'}")
+        what = "failed to lock" if status == "failed" else "skipped"
+        raise NoCell(f"cell {names[0]} {what}: {entry.get('reason') or 'no reason given'}")
     if status == "missing":
         raise NoCell(f"cell {names[0]} has no lock yet; run `lockgen all` in the project")
     if status not in ("locked", "alias"):

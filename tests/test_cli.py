@@ -66,6 +66,25 @@ def test_usage_errors_exit_2(tmp_path, args):
     assert run_cli(*(a.format(root=tmp_path) for a in args)).code == 2
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--bogus"], "lockgen: error: unrecognized arguments: --bogus"),
+        ([], "lockgen: error: a command is required (lockgen --help lists them)"),
+        (["lock"], "lockgen lock: error: the following arguments are required: CELL"),
+        (["check", "--force"], "lockgen: error: --force does not apply to check"),
+    ],
+    ids=["unknown-option-before-a-command", "no-command", "missing-argument", "option-of-another-command"],
+)
+def test_a_usage_error_is_one_usage_line_and_the_error(args, message):
+    """argparse's usage listed every option, ten lines above each usage error (fresh-eyes reviews)."""
+    run = run_cli(*args)
+    assert run.code == 2
+    usage, error = run.err.splitlines()
+    assert usage.startswith("usage: lockgen")
+    assert error.startswith(message)
+
+
 def test_template_error_exits_2_and_names_the_place(tmp_path):
     write_project(tmp_path, CONFIG, {"requirements.in.j2": "x\n{{ nope }}\n"})
     run = run_cli("all", "-C", str(tmp_path))

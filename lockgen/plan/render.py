@@ -130,8 +130,9 @@ def _render_one(env: jinja2.Environment, config: Config, name: str, context: dic
 #: The same for every cell, so the problem merges across cells (each cell's variables differ).
 _UNDEFINED_HINT = (
     "templates see os, arch, backend, flavor, python, python_tag, target, macos, manylinux, cell, pins, "
-    "vars, project, each extra axis and each variable by its own name; one that only some cells set (a rule's "
-    "vars) needs a default in the top-level vars, or a test: {% if name is defined %}"
+    "vars, project, each extra axis and each variable by its own name; a variable or a pins key that only "
+    "some cells have (a rule sets it) needs a top-level default (vars, pins), or a test: "
+    "{% if name is defined %}"
 )
 
 
