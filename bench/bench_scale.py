@@ -1,7 +1,7 @@
 """Scale: a synthetic N-cell matrix (default 500) against a local index of tiny wheels.
 
 Builds a project of N cells (``linux`` x 2 archs x 5 Pythons x N/10 backend labels) whose
-templates require a few packages of a local index (the test suite's :class:`FakeIndex`, served
+templates require a few packages of a local index (the test suite's :class:`~tests.fakehost.FakeHost`, served
 on loopback by this process), then times, each as a user runs it (the console script):
 
 * ``lockgen matrix`` and ``lockgen check`` (no locks yet: every cell missing);
@@ -30,9 +30,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.fakeindex
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.fakehost
 
-from tests.fakeindex import FakeIndex
+from tests.fakehost import FakeHost
 
 PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
 ARCHES = ("x86_64", "aarch64")
@@ -54,7 +54,7 @@ print(json.dumps({
 """
 
 
-def make_project(root: Path, index: FakeIndex, cells: int) -> Path:
+def make_project(root: Path, index: FakeHost, cells: int) -> Path:
     """A project of ``cells`` cells (a multiple of 10) locking a few packages of ``index``."""
     backends = [f"b{i:03d}" for i in range(max(1, cells // (len(PYTHONS) * len(ARCHES))))]
     root.mkdir(parents=True, exist_ok=True)
@@ -76,8 +76,8 @@ def make_project(root: Path, index: FakeIndex, cells: int) -> Path:
     return root
 
 
-def make_index(folder: Path) -> FakeIndex:
-    index = FakeIndex(folder).start()
+def make_index(folder: Path) -> FakeHost:
+    index = FakeHost(folder)
     index.add("alpha", "1.0", requires=("delta>=1",))
     index.add("alpha", "1.1", requires=("delta>=1", "epsilon"))
     index.add("beta", "1.0")

@@ -25,10 +25,7 @@ from urllib.parse import quote
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-try:  # the test infrastructure keeps its wheel factory in one of these
-    from tests.wheels import make_wheel  # type: ignore[import-not-found, unused-ignore]
-except ImportError:  # pragma: no cover - depends on the branch
-    from tests.fakeindex import make_wheel
+from tests.wheels import make_wheel
 
 #: A host name that never resolves (RFC 6761 reserves ``.invalid``).
 UNRESOLVABLE = "http://lockgen-test-host.invalid"
