@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidName, NormalizedName, canonicalize_name
 
 __all__ = [
@@ -140,24 +141,37 @@ def not_in_registry(stderr: str) -> list[NormalizedName]:
     return sorted({canonicalize_name(n) for n in _NOT_IN_REGISTRY.findall(stderr)})
 
 
-_NO_SUCH_VERSION = re.compile(
-    r"there (?:is|are) no versions? of ([A-Za-z0-9][A-Za-z0-9._-]*)(==|===)([^\s,]+?)(?: and|,|\.?$)", re.M
-)
+#: A requirement as uv writes it in an explanation (``torchvision==0.99.0``, ``numpy>2.2.1``),
+#: parsed with :class:`packaging.requirements.Requirement`.
+_NO_SUCH_VERSION = re.compile(r"there (?:is|are) no versions? of (\S+?)(?= and |, |\.?$)", re.M)
+_TOO_NEW = re.compile(r"\b(\S+) (?:was|were) published after the exclude newer time")
+
+
+def _requirements(pattern: re.Pattern[str], stderr: str) -> list[Requirement]:
+    found = []
+    for text in pattern.findall(explain(stderr)):
+        try:
+            found.append(Requirement(text))
+        except InvalidRequirement:
+            continue
+    return found
 
 
 def no_such_version(stderr: str) -> dict[NormalizedName, str]:
     """``{name: version}`` of exact requirements the index has no such version for (``Because
     there is no version of torchvision==0.99.0 and you require …``)."""
-    return {canonicalize_name(m[1]): m[3] for m in _NO_SUCH_VERSION.finditer(explain(stderr))}
-
-
-_TOO_NEW = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*)[^\s,]* (?:was|were) published after the exclude newer time")
+    found = {}
+    for req in _requirements(_NO_SUCH_VERSION, stderr):
+        specs = list(req.specifier)
+        if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+            found[canonicalize_name(req.name)] = specs[0].version
+    return found
 
 
 def too_new(stderr: str) -> list[NormalizedName]:
     """Packages uv could not use because the versions asked for were published after the
     ``exclude-newer`` cutoff (``Because numpy>2.2.1 was published after the exclude newer time``)."""
-    return sorted({canonicalize_name(n) for n in _TOO_NEW.findall(explain(stderr))})
+    return sorted({canonicalize_name(r.name) for r in _requirements(_TOO_NEW, stderr)})
 
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
