@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from packaging.pylock import Pylock
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
@@ -135,12 +136,12 @@ def _pin_hint(run: CellRun, stderr: str) -> str:
     """Tie a version the index does not have back to the config when the config's ``pins`` give
     it (uv's text names only the requirement; a fresh-eyes review had to guess where it came
     from)."""
-    pins = {canonicalize_name(k): v for k, v in run.plan.cell.settings.pins.items()}
+    pins = {canonicalize_name(k): exact_pin(v) for k, v in run.plan.cell.settings.pins.items()}
     return "".join(
         f"\nlockgen: {name}=={version} is the version the pins give {name} (the pins table of {run.config}, or a "
         f"rule's pins, for this cell); the index has no such version: change the pin"
         for name, version in uvout.no_such_version(stderr).items()
-        if name in pins and exact_pin(pins[name]) == version
+        if (pinned := pins.get(name)) is not None and Version(pinned) == Version(version)
     )
 
 

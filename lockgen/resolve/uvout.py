@@ -163,7 +163,7 @@ def no_such_version(stderr: str) -> dict[NormalizedName, str]:
     found = {}
     for req in _requirements(_NO_SUCH_VERSION, stderr):
         specs = list(req.specifier)
-        if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+        if len(specs) == 1 and specs[0].operator == "==" and "*" not in specs[0].version:
             found[canonicalize_name(req.name)] = specs[0].version
     return found
 
