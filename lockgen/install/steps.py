@@ -136,8 +136,7 @@ def install(project: Project, options: Options, say: Say = print, warn: Say | No
     if options.installer not in INSTALLERS:
         raise UsageError(f"--installer {options.installer!r}: use one of {', '.join(INSTALLERS)}")
     manifest = read_manifest(project)
-    venv = Venv(Path(options.venv) if options.venv else project.root / ".venv")
-    venv = Venv(venv.path if venv.path.is_absolute() else Path.cwd() / venv.path)
+    venv = Venv((Path(options.venv) if options.venv else project.root / ".venv").absolute())
     _refuse_venv(venv)
     present = venv.inspect(project.root) if venv.exists() else None
     name, entry, said = choose(
@@ -307,7 +306,8 @@ def _install_layers(job: _Run) -> int:
             )
         outcome.append((layer, True))
     installed = [layer for layer, ok in outcome if ok]
-    problems = installed_problems(expected(installed), job.venv.distributions(job.root), SEED)
+    wanted = expected(installed)
+    problems = installed_problems(wanted, job.venv.distributions(job.root), SEED)
     if problems:
         raise InstallFailed(
             f"{job.venv.path} does not match the locks of {job.cell}:\n" + "\n".join(f"  - {p}" for p in problems)
@@ -315,10 +315,10 @@ def _install_layers(job: _Run) -> int:
     names = {layer.name for layer in installed}
     for swap in [swap for swap in job.entry.get("replaces") or [] if swap.get("by") in names]:
         job.say(
-            f"replaces: {swap['package']} {swap['main']} (main) -> {swap['layer']} ({swap.get('by', 'a layer')}), declared by `replace` in the config"
+            f"replaces: {swap['package']} {swap['main']} (main) -> {swap['layer']} ({swap['by']}), declared by `replace` in the config"
         )
     write_state(job.venv.path, job.cell, job.options.installer, outcome)
-    count = len(expected(installed))
+    count = len(wanted)
     job.say(
         f"verified: {count} package{'s' if count != 1 else ''} in {job.venv.path} at the locked versions (local labels included)"
     )

@@ -76,9 +76,6 @@ def pip_network_options(environ: Mapping[str, str]) -> list[str]:
     return [part for option, value in options.items() for part in (option, value)]
 
 
-#: OS names as uv's Python requests spell them.
-_UV_OS = {"linux": "linux", "macos": "macos", "windows": "windows"}
-
 #: Run inside the venv (``python -I``): its interpreter, and the distributions under its prefix.
 _PROBE = """
 import importlib.metadata as m, json, os, platform, sys
@@ -169,13 +166,13 @@ def find_python(uv: str, python: str, os_name: str, arch: str, cwd: Path) -> str
     (``uv python find --system``: interpreters on PATH and uv-managed ones, not virtual
     environments; never a download). Raises :class:`InstallRefused` saying what was asked and uv's
     answer."""
-    request = f"cpython-{python}-{_UV_OS.get(os_name, os_name)}-{arch}"
+    request = f"cpython-{python}-{os_name}-{arch}"
     done = run([uv, "python", "find", "--system", "--no-config", request], base_env(os.environ), cwd)
     found = done.output.strip().splitlines()
     if done.returncode != 0 or not found:
         raise InstallRefused(
             f"no CPython {python} ({arch}) interpreter found: {done.tail(3) or 'uv found none'}; install "
-            f"Python {python} for {arch} (e.g. `uv python install cpython-{python}-{_UV_OS.get(os_name, os_name)}-{arch}`) "
+            f"Python {python} for {arch} (e.g. `uv python install cpython-{python}-{os_name}-{arch}`) "
             "or pass --venv with a venv made from one"
         )
     return found[-1].strip()

@@ -58,9 +58,7 @@ def lockset_of(folder: Path, locks: str, names: Collection[str]) -> LockSet:
     from a scratch copy so only those cells are parsed. ``locks``: the project-relative name of
     the locks folder (header paths start with it)."""
     with tempfile.TemporaryDirectory(prefix="lockgen-report-") as tmp:
-        copy_cells(folder, sorted(names), Path(tmp))
-        with contextlib.suppress(OSError):
-            shutil.copyfile(folder / MANIFEST_NAME, Path(tmp, MANIFEST_NAME))
+        copy_cells(folder, sorted(names), Path(tmp))  # with the manifest
         return LockSet.from_folder(Path(tmp), locks, label=locks)
 
 

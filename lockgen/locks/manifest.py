@@ -94,8 +94,10 @@ def build(
                     "python": row.python,
                     "interpreter": row.requires.get("interpreter", row.arch),
                 }
-                entry.pop("environment", None)
-                entry.update({"environment": dict(source["environment"])} if "environment" in source else {})
+                if "environment" in source:
+                    entry["environment"] = dict(source["environment"])
+                else:
+                    entry.pop("environment", None)
             entry.update(status="alias" if source.get("status") == "locked" else source.get("status", "missing"))
             entry["alias_of"] = row.alias
             if source.get("status") != "locked":
