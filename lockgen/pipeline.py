@@ -109,13 +109,15 @@ def lock(
 
 
 def _plan_all(project: Project, chosen: Sequence[Cell]) -> list[Plan]:
-    """Plans of the ``chosen`` cells; all cells when they render, to refresh the no-op stamp."""
-    from lockgen.errors import TemplateError
+    """Plans of the ``chosen`` cells; all cells when they plan, to refresh the no-op stamp. A
+    problem in a cell that was not chosen (a template error, or a per-cell config problem such
+    as a placeholder that cell lacks) does not stop locking the chosen ones."""
+    from lockgen.errors import ConfigError, TemplateError
 
     try:
         everything = project.plans(project.cells)
-    except TemplateError:
-        return project.plans(chosen)  # report only the selected cells' template errors
+    except (TemplateError, ConfigError):
+        return project.plans(chosen)  # report only the selected cells' problems
     config = project.config
     folders = sorted(
         {s.local for s in config.sources.values() if s.local} | {f for p in everything for f in p.local_files}

@@ -175,6 +175,12 @@ def test_both_configs_in_one_folder_use_lockgen_toml_and_say_so(tmp_path, caplog
     assert len(said) == 1 and "pyproject.toml's table is ignored" in said[0]
 
 
+def test_lockgen_toml_beside_a_broken_pyproject_is_still_found(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project\nname = \n")
+    (tmp_path / "lockgen.toml").write_text(GOOD.replace("tool.lockgen.", ""))
+    assert find_config(tmp_path) == tmp_path / "lockgen.toml"
+
+
 def test_pyproject_without_table_is_not_a_config(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     with pytest.raises(UsageError, match=r"no lockgen.toml"):

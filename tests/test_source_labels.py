@@ -83,3 +83,31 @@ def test_what_the_requirements_name_for_the_target(tmp_path):
     assert 'torch = { index = "lockgen-pytorch" }' in text
     assert 'url = "http://mirror/whl/cu128"' in text
     assert [r.name for _, r in index_pins(plans["macos-aarch64-cpu-py3.12"])] == ["xformers", "torch"]
+
+
+def test_a_cell_problem_elsewhere_does_not_stop_planning_the_chosen_cells(tmp_path):
+    """A placeholder only the linux cells fill is a config problem of the windows cell alone:
+    ``lockgen lock <linux cell>`` plans its cell all the same (``all`` reports the problem)."""
+    from lockgen.errors import ConfigError
+    from lockgen.pipeline import _plan_all
+    from lockgen.project import Project
+
+    config = """
+        use = ["llama"]
+        [tool.lockgen.sources.llama]
+        urls = ["https://example.org/{wheel_set}/x-1.0-py3-none-any.whl"]
+        packages = ["x"]
+        [tool.lockgen.matrix]
+        os = ["linux", "windows"]
+        arch = ["x86_64"]
+        backend = ["cpu"]
+        python = ["3.12"]
+        [[tool.lockgen.rules]]
+        match = { os = "linux" }
+        vars = { wheel_set = "cpu" }
+    """
+    project = Project.load(write_project(tmp_path, config, {"requirements.in.j2": "x\n"}))
+    with pytest.raises(ConfigError, match="wheel_set"):
+        project.plans(project.cells)
+    linux = [c for c in project.cells if c.os == "linux"]
+    assert [p.cell.name for p in _plan_all(project, linux)] == ["linux-x86_64-cpu-py3.12"]

@@ -49,8 +49,8 @@ def find_config(start: Path, explicit: str | None = None) -> Path:
 def _config_in(folder: Path) -> Path | None:
     pyproject = folder / "pyproject.toml"
     if (folder / "lockgen.toml").is_file():
-        if pyproject.is_file() and _has_table(pyproject):
-            _warn_both(folder)
+        if pyproject.is_file():
+            _warn_if_both(folder)
         return folder / "lockgen.toml"
     if pyproject.is_file() and _has_table(pyproject):
         return pyproject
@@ -62,10 +62,16 @@ def _has_table(pyproject: Path) -> bool:
 
 
 @functools.cache  # once per folder and process, however often the config is looked up
-def _warn_both(folder: Path) -> None:
+def _warn_if_both(folder: Path) -> None:
     """A folder with both configs: ``lockgen.toml`` wins (as documented), but a user who edits
     the other one would see nothing change, and a full run removes the locks of cells only the
-    ignored one has (a fresh-eyes review: silent)."""
+    ignored one has (a fresh-eyes review: silent). A ``pyproject.toml`` that is not valid TOML is
+    not lockgen's business here: ``lockgen.toml`` is used as before."""
+    try:
+        if not _has_table(folder / "pyproject.toml"):
+            return
+    except ConfigError:
+        return
     log.warning(
         "%s has both lockgen.toml and pyproject.toml with [tool.lockgen]: using lockgen.toml, "
         "pyproject.toml's table is ignored; remove one of them",
