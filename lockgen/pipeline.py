@@ -25,10 +25,6 @@ from lockgen.check import orphan_cells, state_of
 from lockgen.credentials import redact
 from lockgen.errors import Interrupted, LockgenError
 from lockgen.locks import manifest, stamp, store
-from lockgen.locks.changed import check_upgrade_names, copy_cells, run_report
-from lockgen.locks.lockset import LockSet
-from lockgen.locks.shard import Shard, shard_manifest_text
-from lockgen.locks.shard import select as select_shard
 from lockgen.noop import up_to_date
 from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, select, with_alias_sources
@@ -36,14 +32,14 @@ from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.project import Project
 from lockgen.resolve import uv
-from lockgen.resolve.hashcheck import Verified
-from lockgen.resolve.probe import Reach
 from lockgen.runs import SILENT, CellResult, Reporter, RunOptions, RunResult, Silent, default_jobs
 from lockgen.states import CellState
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the no-op path (lockgen.noop) imports this module: heavy imports are lazy
+    from lockgen.locks.shard import Shard
     from lockgen.resolve.cellrun import CellRun
     from lockgen.resolve.freshness import Freshness
+    from lockgen.resolve.probe import Reach
     from lockgen.resolve.resolve import CellFiles
 
 # the run's values live in lockgen.runs and the no-op path in lockgen.noop; named here too, as
@@ -66,6 +62,11 @@ def lock(
     an upgrade option) and rewrite the manifest. A failed cell keeps all its old files and does
     not stop the others. Raises ``UsageError`` (bad selection, another run holds the project)
     and ``TemplateError`` before anything is resolved."""
+    from lockgen.locks.changed import check_upgrade_names, copy_cells, run_report
+    from lockgen.locks.lockset import LockSet
+    from lockgen.locks.shard import select as select_shard
+    from lockgen.resolve.hashcheck import Verified
+
     chosen = with_alias_sources(project.cells, select(project.cells, names, only))
     if options.shard is not None:
         chosen = select_shard(chosen, options.shard)
@@ -162,7 +163,7 @@ def _unreachable(
     needs a host that is down fails at once, without uv, with one message per host. Returns the
     cells left to resolve, ``{cell: reason}`` of those failed, and the probe's findings (optional
     layers whose host is down are unavailable without running uv)."""
-    from lockgen.resolve.probe import probe
+    from lockgen.resolve.probe import Reach, probe
 
     failed: dict[str, str] = {}
     if not todo:
@@ -355,6 +356,8 @@ def _write_manifest(
 ) -> None:
     """Write the manifest (a shard run: the shard manifest of its ``cells``); a failure to write
     it is reported, not raised: every cell's result is still printed (issue 8)."""
+    from lockgen.locks.shard import shard_manifest_text
+
     where = manifest.manifest_path(project.config.locks)
     path = project.root / where
     previous = manifest.failures(manifest.read(path))

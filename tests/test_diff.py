@@ -425,3 +425,11 @@ def test_a_locks_folder_is_itself_even_beside_a_locks_subfolder(tmp_path: Path) 
     (new / "manifest.json").write_text("{}\n")
     out, _ = diff_command(tmp_path, "locks", str(old), str(new), "json", exit_code=False)
     assert {row["kind"] for row in json.loads(out)} == {"cell-removed"}
+
+
+def test_the_command_line_offers_every_diff_format():
+    """cli.py names the formats itself (building the parser must not import the diff code)."""
+    from lockgen.cli import DIFF_FORMATS
+    from lockgen.locks.diffcmd import FORMATS
+
+    assert tuple(FORMATS) == DIFF_FORMATS
