@@ -78,8 +78,9 @@ def sources(entry: Entry, header: Header, package: Package | None) -> frozenset[
         if package.index:
             found.add(place(package.index))
         for _, artifact in artifacts(package):
-            if artifact.url or artifact.path:
-                found.add(folder(artifact.url or artifact.path))
+            where = artifact.url or artifact.path
+            if where:
+                found.add(folder(where))
         if found:
             return frozenset(found)
     if header.index_url:

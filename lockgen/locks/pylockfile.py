@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 
 import tomlkit
 from packaging.markers import Marker
-from packaging.pylock import Package, PackageWheel, Pylock, PylockValidationError
+from packaging.pylock import Package, PackageArchive, PackageSdist, PackageWheel, Pylock, PylockValidationError
 from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, NormalizedName, parse_wheel_filename
@@ -102,7 +102,7 @@ def file_name(artifact: Any) -> str:
     return unquote(posixpath.basename(urlsplit(where).path))
 
 
-def artifacts(package: Package) -> Iterator[tuple[str, Any]]:
+def artifacts(package: Package) -> Iterator[tuple[str, PackageSdist | PackageWheel | PackageArchive]]:
     """``(kind, artifact)`` for the sdist, each wheel and a direct-URL archive of a package."""
     if package.sdist is not None:
         yield "sdist", package.sdist

@@ -34,7 +34,7 @@ from lockgen.resolve.hashcheck import Verified
 from lockgen.resolve.inputs import URL_PINS
 from lockgen.resolve.probe import Reach
 
-__all__ = ["Builds", "CellRun", "Resolved", "committed", "describe", "pylock_path", "read_pylock"]
+__all__ = ["Builds", "CellRun", "Resolved", "committed", "describe", "pylock_path", "read_pylock", "registry"]
 
 
 @dataclass
@@ -267,7 +267,7 @@ def describe(run: CellRun, inputs: uv.Inputs, pylock: Pylock, name: str, no_deps
     hashes come from ``pylock``. Raises :class:`CellFailed` when uv cannot."""
     plan = run.plan
     pins = f"{plan.work}/{name}-pins.txt"
-    run.write(pins, "".join(f"{p.name}=={p.version}\n" for p in pylock.packages if _registry(p)))
+    run.write(pins, "".join(f"{p.name}=={p.version}\n" for p in pylock.packages if registry(p)))
     given = replace(inputs, constraints=(*inputs.constraints, pins))
     output = f"{plan.work}/{name}.requirements.txt"
     (run.root / output).unlink(missing_ok=True)
@@ -354,7 +354,7 @@ def _reference(folder: str, package: Package, written: str | None) -> str:
     return "." if rel == "." else f"./{rel}"
 
 
-def _registry(package: Package) -> bool:
+def registry(package: Package) -> bool:
     """A package from an index or find-links page (not a direct URL, a VCS checkout or a local
     project), which an exact ``==`` pin can hold."""
     return package.version is not None and package.archive is None and package.vcs is None and package.directory is None

@@ -156,8 +156,7 @@ def check(
             if source.kind == "index":
                 unverified.add(source.name)
                 continue
-            size = getattr(artifact, "size", None)
-            if source.kind == "find-links" and size is not None and size > LIMIT:
+            if source.kind == "find-links" and artifact.size is not None and artifact.size > LIMIT:
                 unverified.add(source.name)
                 continue
             actual = (

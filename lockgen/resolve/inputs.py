@@ -18,7 +18,6 @@ carries the values (:meth:`~lockgen.plan.mirror.Mirrors.uv_env`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,7 +29,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from lockgen.errors import CellFailed
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import INDEX_PROJECT, CellSource, index_pages, index_pins, index_project, required
-from lockgen.resolve import fetch
+from lockgen.resolve import fetch, uvout
 
 if TYPE_CHECKING:
     from lockgen.resolve.cellrun import CellRun
@@ -39,8 +38,6 @@ __all__ = ["URL_PINS", "UrlPin", "failure_hint", "install_links", "layer_index",
 
 #: The constraints that pin ``urls``-source packages to their URL, under the cell's work folder.
 URL_PINS = "url-pins.txt"
-#: uv 0.13's words for a package an (explicit) index does not serve, or refused to show.
-_NOT_FOUND = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the package registry")
 
 
 @dataclass(frozen=True)
@@ -148,7 +145,7 @@ def failure_hint(plan: Plan, stderr: str) -> str:
     the login (uv reports HTTP 401/403 the same way). Empty when no such package is named."""
     pinned = {canonicalize_name(r.name): s for s, r in index_pins(plan)}
     hints = []
-    for name in dict.fromkeys(canonicalize_name(n) for n in _NOT_FOUND.findall(stderr)):
+    for name in uvout.not_in_registry(stderr):  # an (explicit) index that does not serve it, or refused to
         source = pinned.get(name)
         if source is not None:
             hints.append(

@@ -147,7 +147,7 @@ def _layer_pins(run: CellRun) -> str:
     if not plan.replace:
         return pins
     lines = (run.root / pins).read_text(encoding="utf-8").splitlines()
-    kept = [line for line in lines if canonicalize_name(line.partition("==")[0]) not in plan.replace]
+    kept = [line for line in lines if line.strip() and canonicalize_name(Requirement(line).name) not in plan.replace]
     run.write(f"{plan.work}/layer-pins.txt", "".join(f"{line}\n" for line in kept))
     return f"{plan.work}/layer-pins.txt"
 
@@ -259,7 +259,7 @@ def _requirement(run: CellRun, entry: str) -> tuple[str, str, list[str]]:
         candidates = list(served.urls)
     kept, notes = fetch.fitting(candidates, plan.target, name)
     if specifier is not None:
-        kept = [u for u in kept if specifier.contains(parse_wheel_filename(fetch.wheel_name(u))[1], prereleases=True)]
+        kept = [u for u in kept if specifier.contains(fetch.version_of(u), prereleases=True)]
     if not kept:
         raise _Unavailable("no wheel URL fits this target (" + ("; ".join(notes) or "none listed") + ")")
     url = kept[0]

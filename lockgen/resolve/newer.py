@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from packaging.pylock import Package, Pylock
+from packaging.pylock import Pylock
 
 from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
 from lockgen.plan.target import Target
 from lockgen.resolve import uv, uvout
-from lockgen.resolve.cellrun import CellRun, pylock_path
+from lockgen.resolve.cellrun import CellRun, pylock_path, registry
 
 __all__ = ["NEWEST_MACOS", "NEWEST_MANYLINUX", "add_newer_wheels", "newest"]
 
@@ -64,7 +64,7 @@ def add_newer_wheels(
     list them."""
     plan = run.plan
     wide = newest(plan.target)
-    pinned = [p for p in pylock.packages if p.wheels and _registry(p)]
+    pinned = [p for p in pylock.packages if p.wheels and registry(p)]
     if wide is None or not pinned:
         return pylock
     pins = f"{plan.work}/{name}-newer-pins.txt"
@@ -86,11 +86,6 @@ def add_newer_wheels(
     folder = pylock_path(plan.lock).rsplit("/", 1)[0]
     found = pylockfile.relative_files(pylockfile.loads(run.read(output), output), run.root, folder)
     return _merged(pylock, found, plan.target, wide)
-
-
-def _registry(package: Package) -> bool:
-    """A package from an index or find-links page (an exact ``==`` pin can name it)."""
-    return package.version is not None and package.archive is None and package.vcs is None and package.directory is None
 
 
 def _levels(target: Target) -> str:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
@@ -77,14 +78,13 @@ def layer_urls(plan: Plan, entry: str) -> tuple[str, ...]:
     if "://" in entry:
         return (entry,)
     try:
-        from packaging.utils import canonicalize_name
-
         name = canonicalize_name(Requirement(entry).name)
     except InvalidRequirement:
         return ()
     served = plan.served_by(name)
     extra = served.urls if served is not None and served.kind == "urls" else ()
-    return tuple(u for u in (*plan.layer_find_links(name), *extra) if u not in main_urls(plan))
+    main = set(main_urls(plan))
+    return tuple(u for u in (*plan.layer_find_links(name), *extra) if u not in main)
 
 
 @dataclass(frozen=True)
