@@ -10,9 +10,7 @@ other byte of the file kept.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from lockgen.bump_toml import write_atomic
 from lockgen.writing import writing
 
 __all__ = ["TemplatePin", "apply", "find"]
@@ -90,22 +89,10 @@ def apply(root: Path, pins: Iterable[TemplatePin], wanted: Mapping[NormalizedNam
         for pin in moving:
             lines[pin.line - 1] = _with_version(lines[pin.line - 1], wanted[pin.name])
         with writing(rel):
-            _write(path, "".join(lines))
+            write_atomic(path, "".join(lines))
     return [pin for moving in by_file.values() for pin in moving]
 
 
 def _with_version(line: str, version: Version) -> str:
     """``line`` with the version after its ``==`` replaced (spacing and comment kept)."""
     return re.sub(r"(==\s*)([^\s;#\\]+)", lambda m: m.group(1) + str(version), line, count=1)
-
-
-def _write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-        os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

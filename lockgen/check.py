@@ -182,7 +182,7 @@ def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ())
     chosen = select(project.cells, names, only)
     result = CheckResult()
     by_name = {p.cell.name: p for p in project.plans(chosen)}
-    resolved = {c.name for c in project.cells if not (c.settings.skip or c.settings.alias)}
+    resolved = {c.name for c in project.cells if c.resolves}
     left = orphan_cells(project.root, project.config.locks, resolved)
     for cell in chosen:
         if cell.name in by_name:

@@ -14,12 +14,12 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import replace
 from pathlib import Path
 from queue import Empty, SimpleQueue
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lockgen.check import orphan_cells, state_of
 from lockgen.credentials import redact
@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # the no-op path (lockgen.noop) imports this module: heavy im
     from lockgen.locks.shard import Shard
     from lockgen.resolve.cellrun import CellRun
     from lockgen.resolve.freshness import Freshness
+    from lockgen.resolve.hashcheck import Verified
     from lockgen.resolve.probe import Reach
     from lockgen.resolve.resolve import CellFiles
 
@@ -87,17 +88,16 @@ def lock(
         reporter.start([c.name for c in chosen])
         todo = _stale(project, chosen, plans, options, run, reporter)
         todo, failed, reach = _unreachable(todo, mirrors, run, reporter)
-        shared = {"reach": reach, "verified": Verified(root, fresh=options.refresh)}  # CellRun fields of the run
-        touched = [p.cell.name for p, _ in todo]
-        with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
-            old = Path(tmp, "old")
-            copy_cells(root / locks, touched, old)  # the touched cells' files before the run
-            failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, shared=shared))
-            if todo:
+        if todo:
+            verified = Verified(root, fresh=options.refresh)
+            touched = [p.cell.name for p, _ in todo]
+            with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
+                old = Path(tmp, "old")
+                copy_cells(root / locks, touched, old)  # the touched cells' files before the run
+                failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified))
                 run.report, run.changes = run_report(
                     root / locks, locks, before, old, touched, options.uv.upgrade_packages
                 )
-        if todo:
             for prefix in mirrors.never_used() if not run.interrupted else ():
                 log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
         order = {c.name: i for i, c in enumerate(chosen)}
@@ -190,8 +190,8 @@ def _resolve_all(
     mirrors: Mirrors,
     run: RunResult,
     reporter: Reporter,
-    *,
-    shared: Mapping[str, Any] | None = None,
+    reach: Reach,
+    verified: Verified,
 ) -> dict[str, str]:
     """Resolve ``todo`` concurrently, in matrix order, ``jobs`` cells at once; returns ``{cell:
     reason}`` of the failed cells. Unless ``online``, uv goes through the run's page cache and
@@ -217,7 +217,7 @@ def _resolve_all(
             return CellResult(plan.cell.name, CellState.INTERRUPTED, message="not started")
         cell_run = CellRun(
             project.root, plan, uv_options, mirrors, runner, project.config.source, builds,
-            locked=locked.get(plan.cell.name), **(shared or {}),
+            locked=locked.get(plan.cell.name), reach=reach, verified=verified,
         )  # fmt: skip
         return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter)
 
@@ -340,7 +340,7 @@ def _stale_layers(root: Path, plan: Plan, files: CellFiles) -> list[str]:
 
 def _remove_orphans(project: Project, run: RunResult, reporter: Reporter) -> None:
     """A full run owns the locks folder: drop locks of cells the matrix no longer resolves."""
-    resolved = {c.name for c in project.cells if not (c.settings.skip or c.settings.alias)}
+    resolved = {c.name for c in project.cells if c.resolves}
     for cell, paths in orphan_cells(project.root, project.config.locks, resolved).items():
         files: list[Path] = []
         for path in paths:

@@ -62,7 +62,7 @@ class Project:
         config_problems: list[Problem] = []
         template_problems: list[Problem] = []
         for cell in cells:
-            if cell.settings.skip or cell.settings.alias:
+            if not cell.resolves:
                 continue
             try:
                 plans.append(make_plan(self.config, env, cell, target_for(cell), version))

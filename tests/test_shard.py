@@ -42,6 +42,10 @@ class _Cell:
     name: str
     settings: _Settings = field(default_factory=_Settings)
 
+    @property
+    def resolves(self) -> bool:  # as lockgen.plan.matrix.Cell
+        return not (self.settings.skip or self.settings.alias)
+
 
 def _cells(resolved: int, skipped: int = 0) -> list[_Cell]:
     cells = [_Cell(f"c{i}") for i in range(resolved)]

@@ -61,15 +61,11 @@ class Shard:
         return cls(index, total)
 
 
-def _resolves(cell: Cell) -> bool:
-    return not (cell.settings.skip or cell.settings.alias)
-
-
 def assign(cells: Sequence[Cell], total: int) -> dict[str, int]:
     """``{cell name: shard}`` (1-based) for ``cells`` in matrix order: the cells that resolve in
     ``total`` contiguous blocks of sizes differing by at most one; an alias in its cell's shard
     (shard 1 when that cell is not in ``cells`` or resolves nothing); skipped cells in shard 1."""
-    resolved = [c for c in cells if _resolves(c)]
+    resolved = [c for c in cells if c.resolves]
     size, extra = divmod(len(resolved), total)
     shards: dict[str, int] = {}
     start = 0
@@ -173,7 +169,7 @@ def _owners(project: Project, parts: Sequence[_Part]) -> dict[str, tuple[_Part, 
     """The shard folder and files of every cell the matrix resolves. Raises :class:`UsageError`
     naming the cell and both folders when two shards hold different files for it, and naming
     the cells no shard holds."""
-    wanted = [c.name for c in project.cells if _resolves(c)]
+    wanted = [c.name for c in project.cells if c.resolves]
     owners: dict[str, tuple[_Part, dict[str, str]]] = {}
     for part in parts:
         for cell in sorted(part.cells & set(wanted)):
@@ -265,7 +261,7 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
             ] if folder.is_dir() else []  # fmt: skip
             changed = store.replace_files(root, cell, texts, stale)
             result.cells[cell] = "changed" if changed else "unchanged"
-        resolved = {c.name for c in project.cells if _resolves(c)}
+        resolved = {c.name for c in project.cells if c.resolves}
         for path in orphans(root, locks, resolved):
             target = root / path
             gone = [target] if target.is_file() else [p for p in target.rglob("*") if p.is_file()]

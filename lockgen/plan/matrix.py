@@ -50,6 +50,11 @@ class Cell:
         return "-".join((self.os, self.arch, self.backend, f"py{self.python}", *self.extra.values()))
 
     @property
+    def resolves(self) -> bool:
+        """Whether a run resolves this cell (it is neither skipped nor an alias of another)."""
+        return not (self.settings.skip or self.settings.alias)
+
+    @property
     def axes(self) -> dict[str, str]:
         """The four built-in axes (os, arch, backend, python) -> value."""
         return {axis: getattr(self, axis) for axis in AXES}

@@ -164,7 +164,7 @@ class Plan:
             "find_links": list(self.find_links),
             "exclude_newer": self.exclude_newer,
             "sources": [s.to_dict() for s in self.sources],
-            "pinned": dict(self.pinned),
+            "pinned": {**self.pinned, **self.pinned_specifiers},
             "optional": list(self.optional),
             "no_deps": list(self.no_deps),
             "allow_build": sorted(self.allow_build),
@@ -174,7 +174,6 @@ class Plan:
         }
         if self.replace:  # only when set, so that adding the setting left every other hash as it was
             data["replace"] = sorted(self.replace)
-        data["pinned"] = {**self.pinned, **self.pinned_specifiers}
         # parts added by issue 9 only when used, so the input hash of every other lock stays
         if self.prerelease or self.prerelease_package:
             data["prerelease"] = {"mode": self.prerelease, "packages": dict(sorted(self.prerelease_package.items()))}
