@@ -78,16 +78,16 @@ def cmd_lock(args: argparse.Namespace) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from lockgen.plan.matrix import select
+    from lockgen.plan.matrix import select, with_alias_sources
     from lockgen.plan.target import target_for
 
     project = _project(args)
     cells = select(project.cells, only=args.only)
     shard = _shard(args)
-    if shard is not None:
+    if shard is not None:  # the cells `lockgen all --shard` locks: an alias's cell goes with it
         from lockgen.locks.shard import select as select_shard
 
-        cells = select_shard(cells, shard)
+        cells = select_shard(with_alias_sources(project.cells, cells), shard)
     rows = []
     for cell in cells:
         target = target_for(cell)

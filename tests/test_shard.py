@@ -271,3 +271,15 @@ def test_shard_option_only_on_all_and_matrix(released):
     run = run_cli("all", "--shard", "3/2", "-C", str(released))
     assert run.code == 2
     assert "--shard 3/2: I must be between 1 and N" in run.err
+
+
+def test_matrix_lists_the_cells_all_locks_in_a_shard(tmp_path):
+    """``matrix --shard`` chooses as ``all --shard`` does: an alias's cell goes with the alias,
+    even when ``--only`` left that cell out."""
+    root = write_project(
+        tmp_path, CONFIG.format(index="https://pypi.org/simple", alpha="1.0"), {"requirements.in.j2": REQUIREMENTS}
+    )
+    run = run_cli("matrix", "--json", "--only", "arch=aarch64", "--shard", "1/1", "-C", str(root))
+    assert run.code == 0, run.err
+    names = [row["name"] for row in json.loads(run.out)]
+    assert names.index("windows-x86_64-cpu-py3.12") < names.index("windows-aarch64-cpu-py3.12")
