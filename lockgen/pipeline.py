@@ -342,11 +342,7 @@ def _remove_orphans(project: Project, run: RunResult, reporter: Reporter) -> Non
     """A full run owns the locks folder: drop locks of cells the matrix no longer resolves."""
     resolved = {c.name for c in project.cells if c.resolves}
     for cell, paths in orphan_cells(project.root, project.config.locks, resolved).items():
-        files: list[Path] = []
-        for path in paths:
-            target = project.root / path.rstrip("/")
-            files += [target] if target.is_file() else [p for p in target.rglob("*") if p.is_file()]
-        store.replace_files(project.root, cell, {}, [f.relative_to(project.root).as_posix() for f in files])
+        store.remove_cell(project.root, cell, paths)
         message = f"its cell is not resolved by the matrix any more; removed {', '.join(paths)}"
         _report(run, reporter, CellResult(cell, CellState.REMOVED, message=message))
 

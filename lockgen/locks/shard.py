@@ -232,7 +232,7 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
     shard's, two shards disagreeing on a cell, a cell no shard holds, or a cell locked from other
     inputs than the project's (:func:`_check_inputs`); :class:`~lockgen.locks.store.Busy`;
     :class:`~lockgen.errors.ConfigError`/:class:`~lockgen.errors.TemplateError` from the plans."""
-    from lockgen.check import orphans
+    from lockgen.check import orphan_cells
     from lockgen.locks.lockset import LockSet
     from lockgen.locks.report import change_report
 
@@ -262,11 +262,9 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
             changed = store.replace_files(root, cell, texts, stale)
             result.cells[cell] = "changed" if changed else "unchanged"
         resolved = {c.name for c in project.cells if c.resolves}
-        for path in orphans(root, locks, resolved):
-            target = root / path
-            gone = [target] if target.is_file() else [p for p in target.rglob("*") if p.is_file()]
-            store.replace_files(root, Path(path).name, {}, [p.relative_to(root).as_posix() for p in gone])
-            result.removed.append(path)
+        for cell, paths in orphan_cells(root, locks, resolved).items():
+            store.remove_cell(root, cell, paths)
+            result.removed += [path.rstrip("/") for path in paths]
         store.write_text(root / manifest.manifest_path(locks), project.manifest_text(result.failed))
         after = LockSet.from_folder(root / locks, locks)
         result.report = change_report(before, after, sorted(owners)).lines()

@@ -31,7 +31,7 @@ from lockgen.errors import LockgenError
 from lockgen.locks.lock import normalized
 from lockgen.writing import write_error
 
-__all__ = ["Busy", "ProjectLock", "clean_temporaries", "recover", "replace_files", "write_text"]
+__all__ = ["Busy", "ProjectLock", "clean_temporaries", "recover", "remove_cell", "replace_files", "write_text"]
 
 log = logging.getLogger("lockgen")
 
@@ -140,6 +140,18 @@ def _temporary(path: Path, text: str) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return tmp
+
+
+def remove_cell(root: Path, cell: str, paths: Iterable[str]) -> None:
+    """Delete a cell's project-relative ``paths`` (files, and folders ending in ``/`` with every
+    file under them) as one unit, journaled under the cell's name like :func:`replace_files`:
+    a full run and ``lockgen merge`` remove locks of cells the matrix no longer resolves so."""
+    files: list[str] = []
+    for path in paths:
+        target = root / path.rstrip("/")
+        found = [target] if target.is_file() else [p for p in sorted(target.rglob("*")) if p.is_file()]
+        files += [f.relative_to(root).as_posix() for f in found]
+    replace_files(root, cell, {}, files)
 
 
 def replace_files(root: Path, name: str, files: Mapping[str, str], remove: Iterable[str] = ()) -> bool:
