@@ -17,7 +17,7 @@ from lockgen.select import DetectRules
 
 __all__ = [
     "ARCHES", "AXES", "DEFAULT_BACKENDS", "DEFAULT_INDEX_URL", "DEFAULT_MACOS", "DEFAULT_MANYLINUX",
-    "MANYLINUX_LEVELS", "OSES", "PRERELEASE_MODES", "RESERVED_NAMES", "WORK", "BackendFamily", "Config", "Include",
+    "MANYLINUX_LEVELS", "MINOR_POLICIES", "OSES", "PRERELEASE_MODES", "RESERVED_NAMES", "WORK", "BackendFamily", "Config", "Include",
     "ProjectMetadata", "Rule", "Settings", "Source", "selector_matches",
 ]  # fmt: skip
 
@@ -157,6 +157,12 @@ class BackendFamily:
     versioned: tuple[str, ...] = ()  # names whose version's major is the family's: "nvidia-cuda-runtime"
     gpu: bool = False  # a cell of this family must lock a GPU build of each of `builds`
     builds: tuple[str, ...] = ("torch",)  # framework packages built per backend (extensions name them)
+    #: how an extension's minor version may differ from the cell's (MINOR_POLICIES; lockgen.resolve.compat)
+    minor: str = "exact"
+
+
+#: How an extension's backend minor version may differ from its cell's (lockgen.resolve.compat).
+MINOR_POLICIES = ("any", "older", "exact")
 
 
 _NVIDIA_LIBS = (
@@ -178,6 +184,7 @@ DEFAULT_BACKENDS: tuple[BackendFamily, ...] = (
             "nvidia-nvjitlink", "nvidia-nvtx", "cuda-toolkit", "cuda-bindings", "cuda-python",
         ),
         gpu=True,
+        minor="any",  # NVIDIA's minor version compatibility (lockgen.resolve.compat)
     ),
     BackendFamily(name="rocm", flavors=("rocm{version}",), packages=("pytorch-triton-rocm", "rocm", "rocm-*"), gpu=True),
     BackendFamily(name="cpu", flavors=("cpu",)),

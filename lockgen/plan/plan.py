@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from packaging.utils import NormalizedName, canonicalize_name
 
 from lockgen.config import WORK, Config
-from lockgen.config.model import BackendFamily
+from lockgen.config.model import DEFAULT_BACKENDS, BackendFamily
 from lockgen.errors import ConfigError, TemplateError
 from lockgen.plan.matrix import Cell
 from lockgen.plan.render import ROLES, Rendered, render, render_strings, variables
@@ -183,7 +183,7 @@ class Plan:
             "no_deps": list(self.no_deps),
             "allow_build": sorted(self.allow_build),
             "local_files": dict(self.local_files),
-            "backends": [dataclasses.asdict(f) for f in self.backends],
+            "backends": [_family_data(f) for f in self.backends],
             "allow_mix": dict(self.cell.settings.allow_mix),
         }
         if self.replace:  # only when set, so that adding the setting left every other hash as it was
@@ -248,6 +248,16 @@ PART_NAMES = {
     "backends": "backends (the backend invariants)", "allow_mix": "allow-mix", "replace": "replace",
     "prerelease": "prerelease, prerelease-package", "local_projects": "the metadata files of a local project requirement",
 }  # fmt: skip
+
+
+def _family_data(family: BackendFamily) -> dict[str, object]:
+    """A backend family as input data; its ``minor`` policy only when not the built-in default
+    (added by issue 17: every other lock keeps its hash)."""
+    data = dataclasses.asdict(family)
+    builtin = next((f.minor for f in DEFAULT_BACKENDS if f.name == family.name), BackendFamily.minor)
+    if data["minor"] == builtin:
+        del data["minor"]
+    return data
 
 
 def _digest(value: object) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.pylock import Package, PackageArchive, PackageDirectory, Pylock
+from packaging.version import Version
 
 from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
@@ -73,13 +74,29 @@ def resolved(run: CellRun, asked: Request, inputs: Inputs, pylock: Pylock, text:
     via = _via_names(run, inputs, asked.pins)
     fixed = []
     for entry in entries:
-        if entry.name in versions and entry.version is not None and entry.version != versions[entry.name]:
+        if entry.name in versions and entry.version is not None and not _same_build(entry, versions[entry.name]):
             raise CellFailed(
                 f"cell {plan.cell.name}: uv described {entry.name} {entry.version}, not {versions[entry.name]}"
             )
         notes = tuple(dict.fromkeys(via.get(v, v) for v in entry.via if via.get(v, v)))
         fixed.append(replace(entry, hashes=tuple(hashes.get(entry.name, ())), via=notes))
     return Resolved(pylock=pylock, entries=tuple(sorted(fixed, key=lambda e: e.name)))
+
+
+def _same_build(entry: Entry, locked: Version | None) -> bool:
+    """Whether ``entry`` (uv's requirements line) is the version the pylock data ``locked``. A
+    direct URL's version is its file name's, which may carry a local label its metadata lacks
+    (flash-attn's release-page wheels: ``flash_attn-2.8.3+cu130torch2.13-…whl``, metadata 2.8.3;
+    issue 16): the same build."""
+    if entry.version == locked:
+        return True
+    return (
+        entry.url is not None
+        and locked is not None
+        and locked.local is None
+        and entry.version is not None
+        and Version(entry.version.public) == locked
+    )
 
 
 def _direct_entries(run: CellRun, entries: Iterable[Entry], pylock: Pylock) -> list[Entry]:

@@ -28,14 +28,15 @@ from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
 
 from lockgen.errors import CellFailed, LockgenError
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import body_entries
 from lockgen.plan.mirror import Mirrors
-from lockgen.plan.plan import Plan, index_pins, required
+from lockgen.plan.plan import Plan, exact_pin, index_pins, required
 from lockgen.plan.sources import INDEX_PROJECT, CellSource, index_project
-from lockgen.resolve import fetch
+from lockgen.resolve import choose, fetch
 
 __all__ = [
     "URL_PINS", "Inputs", "UrlPin", "layer_index", "main_inputs", "url_constraints", "url_pins", "write_file",
@@ -70,7 +71,9 @@ class UrlPin:
 
 def url_pins(plan: Plan) -> list[UrlPin]:
     """The URL each package of the cell's ``urls`` sources comes from: of its URLs whose wheel
-    tags fit the target, the newest version the main requirements allow (:func:`fetch.best`)."""
+    tags fit the target, the newest version the main requirements allow (:func:`fetch.best`)
+    among the builds whose label fits the cell and its pinned torch
+    (:func:`lockgen.resolve.choose.by_label`; issue 16)."""
     wanted: dict[str, list[SpecifierSet]] = {}
     for req in required(plan):
         wanted.setdefault(canonicalize_name(req.name), []).append(req.specifier)
@@ -80,10 +83,17 @@ def url_pins(plan: Plan) -> list[UrlPin]:
             continue
         for package in source.packages:
             kept, _ = fetch.fitting(source.urls, plan.target, package)
-            url = fetch.best(kept, wanted.get(package, ()))
+            url = choose.by_label(kept, plan, pinned_torch(plan)).best(wanted.get(package, ()))
             if url is not None:
                 pins.append(UrlPin(source, canonicalize_name(package), url, package in wanted))
     return pins
+
+
+def pinned_torch(plan: Plan) -> Version | None:
+    """The torch version the cell's ``pins`` fix exactly (None: not pinned, or a specifier)."""
+    value = plan.cell.settings.pins.get("torch")
+    exact = exact_pin(value) if value is not None else None
+    return Version(exact) if exact else None
 
 
 def url_constraints(plan: Plan) -> tuple[str, ...]:
@@ -150,7 +160,8 @@ def _missing(plan: Plan, chosen: Sequence[UrlPin]) -> None:
         name = canonicalize_name(req.name)
         source = plan.served_by(name)
         if source is not None and source.kind == "urls" and name not in have:
-            _, notes = fetch.fitting(source.urls, plan.target, name)
+            kept, notes = fetch.fitting(source.urls, plan.target, name)
+            notes += choose.by_label(kept, plan, pinned_torch(plan)).notes
             listed = "; ".join(notes) or "none listed for it"
             raise CellFailed(
                 f"cell {plan.cell.name}: {name}: source {source.name!r} has no wheel URL for "

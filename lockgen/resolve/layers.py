@@ -37,13 +37,16 @@ from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import index_pages
-from lockgen.resolve import fetch, uvout
+from lockgen.resolve import choose, fetch, uvout
 from lockgen.resolve.cellrun import CellRun, install_links
 from lockgen.resolve.describe import Resolved
 from lockgen.resolve.inputs import Inputs, layer_index, url_constraints, url_pins
+from lockgen.resolve.invariants import Problem
+from lockgen.text import cut
 
 __all__ = [
-    "Built", "Job", "LayerUnavailable", "Main", "failed", "job_inputs", "jobs", "layer_folder", "layer_lock",
+    "REASON_CHARS", "Built", "Job", "LayerUnavailable", "Main", "broken_stack", "failed", "job_inputs", "jobs",
+    "layer_folder", "layer_lock",
     "main_of", "no_resolution", "refuse_moves", "replacements", "unavailable", "unhashed_lock",
 ]  # fmt: skip
 
@@ -59,6 +62,17 @@ class Built:
     dateless: set[str] = field(default_factory=set)  # sources that served layer artifacts without upload times
     packages: list[Package] = field(default_factory=list)  # what the layers install (backend invariants)
     unverified: set[str] = field(default_factory=set)  # sources whose page hashes were not checked
+    #: layer name -> (its optional entry, None for no-deps; the packages it installs), for step 7
+    installs: dict[str, tuple[str | None, list[Package]]] = field(default_factory=dict)
+
+    def withdraw(self, name: str, unavailable: Unavailable) -> None:
+        """Take optional layer ``name`` out (its lock, replacements and packages): the cell cannot
+        have it, for the ``unavailable`` reason (a backend mix found after it was resolved)."""
+        self.locks = [lock for lock in self.locks if _name(lock) != name]
+        self.replaces = [r for r in self.replaces if r.by != name]
+        _, gone = self.installs.pop(name, (None, []))
+        self.packages = [p for p in self.packages if all(p is not g for g in gone)]
+        self.unavailable.append(unavailable)
 
     def refs(self) -> tuple[LayerRef, ...]:
         """The main lock's ``layer`` fields: each layer file's path and the sha256 of its text."""
@@ -145,7 +159,7 @@ def jobs(run: CellRun, main: Main) -> Iterator[tuple[str | None, Job | LayerUnav
             yield entry, LayerUnavailable(f"{UNREACHABLE} {down}")
             continue
         try:
-            name, line, notes = _requirement(run, entry)
+            name, line, notes = _requirement(run, entry, main.mains.get("torch"))
         except LayerUnavailable as exc:
             yield entry, exc
             continue
@@ -171,6 +185,19 @@ def job_inputs(run: CellRun, job: Job) -> tuple[Inputs, str]:
     (run.root / output).unlink(missing_ok=True)
     extra = layer_index(run.root, plan, run.mirrors, job.source, job.requirements)
     return Inputs(source, job.constraints, find_links=tuple(dict.fromkeys(job.links)), extra=extra), output
+
+
+#: How long an unavailable reason may be (cut at a sentence end: :func:`lockgen.text.cut`).
+REASON_CHARS = 300
+
+
+def broken_stack(plan: Plan, entry: str, found: Sequence[Problem]) -> Unavailable:
+    """The record of an optional layer that would break the cell's backend invariants (C27):
+    what each package shows, and how to accept it anyway."""
+    hint = f' (to accept it: allow-mix = {{ "{found[0].package}" = "why" }})'
+    what = "; ".join(f"{p.evidence}, but {p.why}" if p.why else p.evidence for p in found)
+    reason = cut(f"it would install a broken {plan.flavor} stack (backend invariants, C27): {what}", REASON_CHARS)
+    return Unavailable(requirement=entry, reason=reason + hint)
 
 
 def unavailable(plan: Plan, entry: str | None, job: Job | None, why: LayerUnavailable) -> Unavailable:
@@ -267,11 +294,13 @@ def _layer_pins(run: CellRun) -> str:
     return f"{plan.work}/layer-pins.txt"
 
 
-def _requirement(run: CellRun, entry: str) -> tuple[str, str, list[str]]:
+def _requirement(run: CellRun, entry: str, torch: str | None = None) -> tuple[str, str, list[str]]:
     """``(canonical name, requirements line, notes on skipped URLs)`` of an optional entry: a
-    requirement, a direct wheel URL, or a package a ``urls`` source serves (its URL that fits the
-    target, pinned by sha256). Raises :class:`LayerUnavailable` with the reason when nothing fits or
-    is reachable."""
+    requirement, a direct wheel URL, or a package a ``urls`` source serves (of its URLs that fit
+    the target, the newest build whose label fits the cell and main's ``torch``:
+    :func:`lockgen.resolve.choose.by_label`; pinned by sha256). Raises :class:`LayerUnavailable`
+    with the reason when nothing fits (every build seen, and why it was passed over) or is
+    reachable."""
     plan = run.plan
     if "://" in entry:
         candidates, name, specifier = [entry], None, None
@@ -288,9 +317,11 @@ def _requirement(run: CellRun, entry: str) -> tuple[str, str, list[str]]:
     kept, notes = fetch.fitting(candidates, plan.target, name)
     if specifier is not None:
         kept = [u for u in kept if specifier.contains(fetch.version_of(u), prereleases=True)]
-    if not kept:
-        raise LayerUnavailable("no wheel URL fits this target (" + ("; ".join(notes) or "none listed") + ")")
-    url = kept[0]
+    chosen = choose.by_label(kept, plan, Version(torch) if torch else None)
+    url = chosen.best()
+    if url is None:
+        seen = "; ".join([*notes, *chosen.notes]) or "none listed"
+        raise LayerUnavailable(f"no build fits this cell (builds seen: {seen})")
     project = canonicalize_name(parse_wheel_filename(fetch.wheel_name(url))[0])
     try:
         digest = fetch.sha256_of(run.root, url, run.mirrors, refresh=run.options.refresh, stop=run.stop)

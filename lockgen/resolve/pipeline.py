@@ -89,16 +89,37 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     resolved = _described(run, given, pylock, "main")
     checked = _verified(run, pylock, main=True)  # 5
     built = resolve_layers(run, resolved)  # 6
-    mixed = invariants.problems(  # 7
-        plan.flavor, [*pylock.packages, *built.packages], plan.backends, plan.cell.settings.allow_mix
+    notes = _invariants(run, pylock, built)  # 7
+    return cell_files(  # 8
+        run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer, notes=notes
     )
+
+
+# -- step 7: the backend invariants
+
+
+def _invariants(run: CellRun, pylock: Pylock, built: Built) -> tuple[str, ...]:
+    """Check the backend invariants (C27) of what the cell installs: main and the no-deps layer
+    must keep them, or the cell fails; an optional layer that breaks them (with main) is taken out
+    of ``built`` as unavailable, with the reason (issue 17: an optional layer never fails the
+    cell). Returns the label warnings for the summary (labels the grammar cannot read)."""
+    plan = run.plan
+    optional = {name: packages for name, (entry, packages) in built.installs.items() if entry is not None}
+    required = [p for name, (_, packages) in built.installs.items() if name not in optional for p in packages]
+    allow = plan.cell.settings.allow_mix
+    mixed = invariants.problems(plan.flavor, [*pylock.packages, *required], plan.backends, allow)
     if mixed:
         raise CellFailed(
             f"cell {plan.cell.name}: the lock would install a broken {plan.flavor} stack (backend invariants, C27):\n"
             + "\n".join(f"  - {p.message}" for p in mixed)
             + '\n  declare an intended mix with allow-mix = { "<package>" = "why" } in the cell\'s settings'
         )
-    return cell_files(run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer)  # 8
+    for name, packages in optional.items():
+        found = invariants.problems(plan.flavor, [*pylock.packages, *required, *packages], plan.backends, allow)
+        if found:
+            entry = built.installs[name][0] or name
+            built.withdraw(name, layers.broken_stack(plan, entry, found))
+    return tuple(invariants.label_warnings([*pylock.packages, *built.packages], plan.backends))
 
 
 # -- steps 2 and 3: the uv command and its run
@@ -283,6 +304,7 @@ def _layer(run: CellRun, built: Built, job: Job, mains: Mapping[str, str]) -> Lo
     if plan.exclude_newer:
         built.dateless.update(verify.without_upload_time(plan, pylock))
     built.packages += pylock.packages
+    built.installs[job.name] = (job.entry, list(pylock.packages))
     resolved = _described(run, given, pylock, job.source, job.no_deps)
     return layers.layer_lock(run, job, given, resolved)
 
