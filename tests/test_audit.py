@@ -5,6 +5,7 @@ across cells, labelled versions, withdrawn records, layer-only packages, ignores
 from __future__ import annotations
 
 import datetime
+from decimal import Decimal
 import json
 
 import pytest
@@ -204,7 +205,7 @@ def test_versions_list_and_git_ranges_and_fixes():
 
 def test_severity_from_cvss_vectors_and_github_words():
     v31 = parse(record("A", "p", ["1"], cvss="CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"))
-    assert v31.score() == 9.8 and v31.level() is Severity.CRITICAL
+    assert v31.score() == Decimal("9.8") and v31.level() is Severity.CRITICAL
     word = parse(record("B", "p", ["1"], rating="MODERATE"))
     assert word.score() is None and word.level() is Severity.MEDIUM
     assert parse(record("C", "p", ["1"])).level() is Severity.UNKNOWN
