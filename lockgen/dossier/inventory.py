@@ -49,6 +49,7 @@ class Locked:
     line: int
     entry: Entry
     artifacts: tuple[Artifact, ...] = ()
+    index_url: str | None = None  # the lock's default index (its header's index-url)
 
     @property
     def name(self) -> NormalizedName:
@@ -129,7 +130,7 @@ def _cell(cell: CellLocks) -> Iterator[Locked]:
             artifacts = _artifacts(package) if package is not None else _hashed(entry)
             yield Locked(
                 cell=cell.name, layer=layer, lock=lock.header.path, line=lines.get(entry.name, 1), entry=entry,
-                artifacts=artifacts,
+                artifacts=artifacts, index_url=lock.header.index_url,
             )  # fmt: skip
 
 
