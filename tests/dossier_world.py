@@ -85,7 +85,10 @@ class World:
 
     @property
     def mirrors(self) -> list[str]:
-        return [f"https://pypi.org/simple={self.pypi.url}/pypi/simple", f"https://files.pythonhosted.org={self.pypi.url}/files"]
+        return [
+            f"https://pypi.org/simple={self.pypi.url}/pypi/simple",
+            f"https://files.pythonhosted.org={self.pypi.url}/files",
+        ]
 
     def mirror_args(self) -> list[str]:
         return [arg for pair in self.mirrors for arg in ("--mirror", pair)]

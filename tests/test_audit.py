@@ -58,7 +58,10 @@ def test_findings_are_grouped_by_advisory_across_cells_and_judged_by_public_vers
     out = run.out
     assert "against https://api.osv.dev" in out  # the canonical URL; fetched from the mirror
     # aliases merged (GHSA + PYSEC), one of two cells, the smallest fix
-    assert "GHSA-h5c8-rqwp-cp95 in jinja2 3.1.4: 1 of 2 cells; fixed in 3.1.5 [medium 4.2] (CVE-2026-22195, PYSEC-2026-11)" in out
+    assert (
+        "GHSA-h5c8-rqwp-cp95 in jinja2 3.1.4: 1 of 2 cells; fixed in 3.1.5 [medium 4.2] (CVE-2026-22195, PYSEC-2026-11)"
+        in out
+    )
     assert "PYSEC-2026-11 in" not in out
     # the labelled build is judged as 10.0.0 and shown as it is locked
     assert "GHSA-44wm-f244-xhp3 in pillow 10.0.0: 2 of 2 cells; fixed in 10.0.1 [high]" in out
@@ -114,7 +117,9 @@ def test_json_names_every_location_with_its_exact_build(world, osv):
         (OLD, "main", "10.0.0+build1"), (NEW, "main", "10.0.0+build1"),
     }  # fmt: skip
     layer = next(f for f in data["findings"] if f["package"] == "extra-lib")
-    assert {loc["lock"] for loc in layer["locations"]} == {f"locks/{c}/optional-extra-lib.txt" for c in dossier_world.CELLS}
+    assert {loc["lock"] for loc in layer["locations"]} == {
+        f"locks/{c}/optional-extra-lib.txt" for c in dossier_world.CELLS
+    }
     assert data["expired_ignores"][0]["findings"] == ["GHSA-h5c8-rqwp-cp95"]
     assert data["withdrawn"][0]["id"] == "GHSA-9w8r-397f-prfh"
 
@@ -196,8 +201,18 @@ def test_range_events(events, version, affected):
 
 def test_versions_list_and_git_ranges_and_fixes():
     listed = _advisory(versions=("1.0", "1.1"))
-    assert listed.affects(canonicalize_name("p"), Version("1.0.0")) and not listed.affects(canonicalize_name("p"), Version("1.2"))
-    git = Advisory(id="G", affected=(Affected(name=canonicalize_name("p"), ranges=(Range(type="GIT", events=(Event(kind="introduced", version="0"),)),)),))
+    assert listed.affects(canonicalize_name("p"), Version("1.0.0")) and not listed.affects(
+        canonicalize_name("p"), Version("1.2")
+    )
+    git = Advisory(
+        id="G",
+        affected=(
+            Affected(
+                name=canonicalize_name("p"),
+                ranges=(Range(type="GIT", events=(Event(kind="introduced", version="0"),)),),
+            ),
+        ),
+    )
     assert not git.affects(canonicalize_name("p"), Version("1.0"))
     two = _advisory(("introduced", "0"), ("fixed", "1.2"), ("introduced", "2.0"), ("fixed", "2.1"))
     assert two.fixed_after(canonicalize_name("p"), Version("1.1")) == [Version("1.2"), Version("2.1")]

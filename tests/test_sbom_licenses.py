@@ -50,12 +50,21 @@ def test_licenses_come_from_metadata_files_and_the_policy_names_cell_package_and
     assert "numpy 2.0.0           BSD-3-Clause AND 0BSD AND MIT" in out
     assert "pillow 10.0.0+build1  HPND" in out
     # NVIDIA's runtime: proprietary, said so, accepted by the exception
-    assert "nvidia-cublas 13.1.0  LicenseRef-NVIDIA-Proprietary (proprietary)  redistribution needs the vendor's terms" in out
+    assert (
+        "nvidia-cublas 13.1.0  LicenseRef-NVIDIA-Proprietary (proprietary)  redistribution needs the vendor's terms"
+        in out
+    )
     assert "exception: redistributed under the CUDA EULA's attachment A" in out
     # only in a layer (no URL in its lock: found on the index page by hash), denied
     assert "extra-lib 1.0         GPL-3.0-only  (layer optional-extra-lib)" in out
-    assert f"  {OLD} (layer optional-extra-lib): extra-lib 1.0: GPL-3.0-only: GPL-3.0-only denied by [licenses] deny" in out
-    assert f"  {NEW} (layer optional-extra-lib): extra-lib 1.0: GPL-3.0-only: GPL-3.0-only denied by [licenses] deny" in out
+    assert (
+        f"  {OLD} (layer optional-extra-lib): extra-lib 1.0: GPL-3.0-only: GPL-3.0-only denied by [licenses] deny"
+        in out
+    )
+    assert (
+        f"  {NEW} (layer optional-extra-lib): extra-lib 1.0: GPL-3.0-only: GPL-3.0-only denied by [licenses] deny"
+        in out
+    )
     assert out.count("denied by") == 2 and "nvidia-cublas 13.1.0: " not in out.split("license problems:")[1]
 
 
@@ -99,8 +108,19 @@ def test_licenses_json_per_cell_and_merged(world):
         (["License-Expression: mit or apache-2.0"], "MIT OR Apache-2.0", False),
         (["License: BSD-3-Clause"], "BSD-3-Clause", False),
         (["License: Copyright (c) …\n long text", "Classifier: License :: OSI Approved :: MIT License"], "MIT", False),
-        (["Classifier: License :: OSI Approved :: MIT License", "Classifier: License :: OSI Approved :: Apache Software License"], "Apache-2.0 OR MIT", False),
-        (["License: NVIDIA Proprietary Software", "Classifier: License :: Other/Proprietary License"], "NVIDIA Proprietary Software (proprietary)", True),
+        (
+            [
+                "Classifier: License :: OSI Approved :: MIT License",
+                "Classifier: License :: OSI Approved :: Apache Software License",
+            ],
+            "Apache-2.0 OR MIT",
+            False,
+        ),
+        (
+            ["License: NVIDIA Proprietary Software", "Classifier: License :: Other/Proprietary License"],
+            "NVIDIA Proprietary Software (proprietary)",
+            True,
+        ),
         (["Classifier: License :: OSI Approved :: BSD License"], "BSD License", False),
         ([], "unknown: its metadata names no license", False),
     ],
@@ -165,7 +185,9 @@ def test_a_cell_sbom_has_purls_hashes_urls_licenses_properties_layers_and_the_gr
     pillow = by_name["pillow"]
     assert pillow["purl"] == "pkg:pypi/pillow@10.0.0%2Bbuild1" and pillow["version"] == "10.0.0+build1"
     assert len(pillow["hashes"]) == 1 and pillow["hashes"][0]["alg"] == "SHA-256"
-    assert pillow["externalReferences"][0]["url"].startswith("https://files.pythonhosted.org/")  # canonical, not the mirror
+    assert pillow["externalReferences"][0]["url"].startswith(
+        "https://files.pythonhosted.org/"
+    )  # canonical, not the mirror
     assert by_name["jinja2"]["licenses"] == [{"license": {"id": "BSD-3-Clause"}}]
     assert by_name["numpy"]["licenses"] == [{"expression": "BSD-3-Clause AND 0BSD AND MIT"}]
     assert by_name["nvidia-cublas"]["licenses"] == [{"expression": "LicenseRef-NVIDIA-Proprietary"}]
@@ -183,7 +205,11 @@ def test_the_merged_sbom_lists_each_package_version_once_with_its_cells(sboms):
     packages = [c for c in data["components"] if c["type"] == "library"]
     refs = [c["bom-ref"] for c in packages]
     assert len(refs) == len(set(refs))
-    jinja = {c["version"]: {p["value"] for p in c["properties"] if p["name"] == "lockgen:cell"} for c in packages if c["name"] == "jinja2"}
+    jinja = {
+        c["version"]: {p["value"] for p in c["properties"] if p["name"] == "lockgen:cell"}
+        for c in packages
+        if c["name"] == "jinja2"
+    }
     assert jinja == {"3.1.4": {NEW}, "3.1.6": {OLD}}
     cells = {c["name"]: c for c in data["components"] if c["type"] == "application"}
     assert set(cells) == set(dossier_world.CELLS)
@@ -224,5 +250,8 @@ def test_purl_repository_url_for_an_index_source():
         def served_by(self, name):
             return Source() if name == "torch" else None
 
-    assert purl_of(item, Plan()).to_string() == "pkg:pypi/torch@2.13.0%2Bcu130?repository_url=https://download.pytorch.org/whl/cu130"
+    assert (
+        purl_of(item, Plan()).to_string()
+        == "pkg:pypi/torch@2.13.0%2Bcu130?repository_url=https://download.pytorch.org/whl/cu130"
+    )
     assert purl_of(item, None).to_string() == "pkg:pypi/torch@2.13.0%2Bcu130"

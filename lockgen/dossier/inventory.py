@@ -23,7 +23,7 @@ from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry
 from lockgen.locks.lockset import MAIN, CellLocks, LockSet
 
-__all__ = ["Artifact", "Inventory", "Locked", "read"]
+__all__ = ["Artifact", "Inventory", "Locked", "from_lockset", "read"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,7 +100,11 @@ def read(root: Path, locks: str, cells: Sequence[str] = (), *, artifacts: bool =
     limited to ``cells`` when given; without ``artifacts`` the pylocks are not read (an audit needs
     names and versions only) and main packages carry their hashes alone. Raises :class:`UsageError` naming an unknown cell (with the
     closest names), and :class:`LockFormatError` naming every lock that cannot be read."""
-    lockset = LockSet.from_folder(root / locks, locks, label=locks, pylocks=artifacts)
+    return from_lockset(LockSet.from_folder(root / locks, locks, label=locks, pylocks=artifacts), cells, locks)
+
+
+def from_lockset(lockset: LockSet, cells: Sequence[str] = (), locks: str = "locks") -> Inventory:
+    """The inventory of a lock set read elsewhere (a git revision, a folder): see :func:`read`."""
     known = sorted(lockset.cells)
     for name in cells:
         if name not in lockset.cells:

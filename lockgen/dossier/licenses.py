@@ -187,7 +187,9 @@ def check(inventory: Inventory, cache: MetadataCache, policy: LicensePolicy) -> 
     per_cell = {
         cell: tuple(r for r in table if cell in r.cells) for cell in inventory.cells
     }  # a row per package version of the cell
-    return LicenseReport(cells=inventory.cells, rows=table, per_cell=per_cell, violations=tuple(violations), policy=policy)
+    return LicenseReport(
+        cells=inventory.cells, rows=table, per_cell=per_cell, violations=tuple(violations), policy=policy
+    )
 
 
 def _license(value: Fetched) -> License:
@@ -222,7 +224,12 @@ def _verdict(policy: LicensePolicy, found: License) -> str | None:
 def _evaluate(text: str, allow: set[str], deny: set[str]) -> tuple[bool, set[str]]:
     """Whether the expression ``text`` can be met by allowed, undenied licenses, and every key it
     names. A text that is no expression is one key (a name)."""
-    from license_expression import ExpressionError, Licensing, LicenseSymbol, LicenseWithExceptionSymbol
+    from license_expression import (  # type: ignore[import-untyped]  # the library ships no type hints
+        ExpressionError,
+        Licensing,
+        LicenseSymbol,
+        LicenseWithExceptionSymbol,
+    )
 
     licensing = Licensing()  # no license database: the ids are SPDX already (packaging normalized them)
     try:

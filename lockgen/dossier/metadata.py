@@ -93,7 +93,9 @@ class MetadataCache:
         url, expected = (artifact.url, None) if artifact is not None and artifact.url else self._from_page(key, items)
         if url is None:
             return Fetched(missing=expected or "no download URL for it")
-        return self._download(url, expected, hashes[0] if artifact is not None and artifact.url else _digest_of(url, items))
+        return self._download(
+            url, expected, hashes[0] if artifact is not None and artifact.url else _digest_of(url, items)
+        )
 
     def _download(self, url: str, expected: str | None, digest: str) -> Fetched:
         import httpx
@@ -141,7 +143,9 @@ class MetadataCache:
             try:
                 with self._lock:
                     self.requests += 1
-                response = self._client.get(self.mirrors.fetch_url(page), headers={"Accept": f"{_JSON}, text/html;q=0.1"})
+                response = self._client.get(
+                    self.mirrors.fetch_url(page), headers={"Accept": f"{_JSON}, text/html;q=0.1"}
+                )
             except Exception as exc:  # httpx.HTTPError: try the next index
                 log.debug("%s: %s", page, exc)
                 continue
@@ -151,7 +155,9 @@ class MetadataCache:
                 if file.sha256 in wanted:
                     if file.metadata is False:
                         return None, f"{_host(page)} serves no metadata file for it (PEP 658)"
-                    joined = self.mirrors.canonical(urljoin(self.mirrors.mirrored(page), file.url))  # links are relative to the page fetched
+                    joined = self.mirrors.canonical(
+                        urljoin(self.mirrors.mirrored(page), file.url)
+                    )  # links are relative to the page fetched
                     return joined, file.metadata if isinstance(file.metadata, str) else None
         return None, "not found by its hash on its index's project page"
 
@@ -171,7 +177,7 @@ def _choose(items: list[Locked], known: Mapping[str, Artifact]) -> Artifact | No
     if with_url:
         return sorted(with_url, key=lambda a: a.name)[0]
     for artifact in artifacts:
-        if artifact.sha256 in known:
+        if artifact.sha256 is not None and artifact.sha256 in known:
             return known[artifact.sha256]
     return None
 

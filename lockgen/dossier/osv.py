@@ -43,7 +43,7 @@ from lockgen.errors import LockgenError
 from lockgen.plan.mirror import Mirrors
 
 __all__ = [
-    "Advisory", "Affected", "Api", "AuditFailed", "BadRecord", "Event", "Export", "Range", "Severity", "Source",
+    "Advisory", "Affected", "Api", "Cached", "AuditFailed", "BadRecord", "Event", "Export", "Range", "Severity", "Source",
     "open_source", "parse",
 ]  # fmt: skip
 
@@ -463,17 +463,36 @@ def _query(key: Key, token: str | None) -> dict[str, Any]:
     return query
 
 
+@dataclass
+class Cached:
+    """A source that asks ``source`` about each key once per run (``lockgen diff`` and
+    ``audit --fix`` audit two sets of locks, or candidates, against one source)."""
+
+    source: Source
+
+    def __post_init__(self) -> None:
+        self.where = self.source.where
+        self._seen: dict[Key, list[Advisory]] = {}
+
+    def advisories(self, keys: Sequence[Key]) -> dict[Key, list[Advisory]]:
+        new = [key for key in dict.fromkeys(keys) if key not in self._seen]
+        if new:
+            answer = self.source.advisories(new)
+            self._seen.update({key: answer.get(key, []) for key in new})
+        return {key: self._seen[key] for key in keys if self._seen.get(key)}
+
+
 def open_source(value: str, root: Path, mirrors: Mirrors) -> Source:
     """The source ``value`` names: an ``http(s)://`` URL is the OSV API; anything else a path
     (relative to ``root``) of an export folder or zip. Raises :class:`AuditFailed` when the path
     does not exist."""
     if value.startswith(("http://", "https://")):
-        return Api(value, mirrors)
+        return Cached(Api(value, mirrors))
     path = Path(value).expanduser()
     path = path if path.is_absolute() else root / path
     if not path.exists():
         raise AuditFailed(f"OSV export {value}: no such folder or file")
-    return Export(path, value)
+    return Cached(Export(path, value))
 
 
 def merged_ids(advisories: Iterable[Advisory]) -> list[list[Advisory]]:

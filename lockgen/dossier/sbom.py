@@ -85,7 +85,9 @@ def build_all(
 
 def _digest(inventory: Inventory, cell: str) -> str:
     locks = inventory.locks.cells[cell]
-    return " ".join(lock.render().rsplit("content-sha256: ", 1)[-1][:64] for lock in [locks.main, *locks.layers.values()])
+    return " ".join(
+        lock.render().rsplit("content-sha256: ", 1)[-1][:64] for lock in [locks.main, *locks.layers.values()]
+    )
 
 
 def _context(project: Project, inventory: Inventory, cache: MetadataCache) -> _Context:
@@ -144,7 +146,8 @@ def _component(context: _Context, item: Locked, ref: str, cells: Sequence[str] =
     hashes = sorted({a.sha256 for a in item.artifacts if a.sha256})
     refs = [
         ExternalReference(
-            type=ExternalReferenceType.DISTRIBUTION, url=XsUri(a.url),
+            type=ExternalReferenceType.DISTRIBUTION,
+            url=XsUri(a.url),
             hashes=[HashType(alg=HashAlgorithm.SHA_256, content=a.sha256)] if a.sha256 else [],
         )  # fmt: skip
         for a in item.artifacts
@@ -255,7 +258,9 @@ def _cell_bom(context: _Context, inventory: Inventory, cell: str) -> Bom:
             bom.components.add(component)
         else:
             if item.layer not in layers:
-                layers[item.layer] = _layer_component(cell, item.layer, kinds.get(item.layer, ""), f"layer:{item.layer}")
+                layers[item.layer] = _layer_component(
+                    cell, item.layer, kinds.get(item.layer, ""), f"layer:{item.layer}"
+                )
                 bom.components.add(layers[item.layer])
             layers[item.layer].components.add(component)
     _register(bom, root, components, layers, items, refs)
@@ -312,8 +317,12 @@ def _merged_bom(context: _Context, inventory: Inventory) -> Bom:
             component.components.add(layer_parts[layer])
         bom.components.add(component)
         cells.append(component)
-        direct = [(i.layer, refs[(i.layer, i.name)]) for i in items if refs[(i.layer, i.name)] in set(_direct([i], refs))]
-        bom.register_dependency(component, [*(packages[r] for layer, r in direct if layer == MAIN), *layer_parts.values()])
+        direct = [
+            (i.layer, refs[(i.layer, i.name)]) for i in items if refs[(i.layer, i.name)] in set(_direct([i], refs))
+        ]
+        bom.register_dependency(
+            component, [*(packages[r] for layer, r in direct if layer == MAIN), *layer_parts.values()]
+        )
         for layer, part in layer_parts.items():
             bom.register_dependency(part, [packages[r] for name, r in direct if name == layer])
         for parent, children in _edges(items, refs).items():
