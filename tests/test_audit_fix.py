@@ -84,7 +84,9 @@ def test_fix_moves_each_package_to_its_smallest_fixed_version_and_names_what_blo
     assert after == before.replace('numpy = "2.0.0"', 'numpy = "2.0.1"')
     assert "pillow==10.0.1" in (project / "templates" / "requirements.in.j2").read_text()
     out = run.out
-    assert "fix: jinja2 3.1.4 -> 3.1.5 (GHSA-h5c8-rqwp-cp95; 1 cells): re-lock with --upgrade-package jinja2==3.1.5" in out
+    assert (
+        "fix: jinja2 3.1.4 -> 3.1.5 (GHSA-h5c8-rqwp-cp95; 1 cells): re-lock with --upgrade-package jinja2==3.1.5" in out
+    )
     assert "fix: numpy 2.0.0 -> 2.0.1 (GHSA-2x4m-9vq8-fj2c; 1 cells): move its pin (as lockgen bump)" in out
     assert (
         f"cannot fix GHSA-hvqx-g3r7-4mmw in markupsafe 2.1.5 ({CELL}): templates/constraints.txt.j2 renders "
@@ -111,7 +113,10 @@ def test_the_markdown_diff_of_a_bump_names_the_advisories_it_fixes(project, tmp_
     text = diff.out
     assert "### Advisories" in text
     assert "This change fixes 3 advisories and introduces 0 (osv)." in text
-    assert "| ✅ fixed | [GHSA-h5c8-rqwp-cp95](https://github.com/advisories/GHSA-h5c8-rqwp-cp95) medium | jinja2 3.1.4 | 1 of 1 |" in text
+    assert (
+        "| ✅ fixed | [GHSA-h5c8-rqwp-cp95](https://github.com/advisories/GHSA-h5c8-rqwp-cp95) medium | jinja2 3.1.4 | 1 of 1 |"
+        in text
+    )
     # without a configured or given source nothing is asked (and no section is added)
     plain = run_cli("diff", str(old), "-C", str(project), "--format", "text")
     assert "Advisories" not in plain.out

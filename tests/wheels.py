@@ -40,7 +40,11 @@ def make_wheel(
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
     more_metadata = metadata
-    metadata = ["Metadata-Version: 2.4" if more_metadata else "Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    metadata = [
+        "Metadata-Version: 2.4" if more_metadata else "Metadata-Version: 2.1",
+        f"Name: {name}",
+        f"Version: {version}",
+    ]
     if requires_python:
         metadata.append(f"Requires-Python: {requires_python}")
     extras = sorted({m for r in requires for m in re.findall(r"""extra\s*==\s*['"]([^'"]+)['"]""", r)})
