@@ -62,7 +62,8 @@ def locked_versions() -> list[tuple[str, str]]:
     sys.path.insert(0, str(ROOT))
     from lockgen.dossier.inventory import read
 
-    return sorted({(str(n), str(v)) for n, v in read(ROOT, "locks", artifacts=False).keys()})
+    keys = read(ROOT, "locks", artifacts=False).keys()  # Inventory.keys(): (name, public version) pairs
+    return sorted({(str(n), str(v)) for n, v in keys})
 
 
 def once(export: Path, cold: bool) -> float:

@@ -149,7 +149,7 @@ def _handler(osv: FakeOsv) -> type[http.server.BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             if self.path != "/v1/querybatch" or len(body.get("queries", [])) > 1000:
                 self._send(400, {"code": 3, "message": "bad request"})
@@ -159,7 +159,7 @@ def _handler(osv: FakeOsv) -> type[http.server.BaseHTTPRequestHandler]:
                 osv.queries += body["queries"]
             self._send(200, {"results": [osv.answer(q) for q in body["queries"]]})
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             ident = self.path.removeprefix("/v1/vulns/")
             with osv._lock:
                 osv.fetched.append(ident)

@@ -5,8 +5,8 @@ across cells, labelled versions, withdrawn records, layer-only packages, ignores
 from __future__ import annotations
 
 import datetime
-from decimal import Decimal
 import json
+from decimal import Decimal
 
 import pytest
 from packaging.utils import canonicalize_name

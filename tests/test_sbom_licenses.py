@@ -83,7 +83,7 @@ def test_metadata_is_cached_by_hash_and_no_wheel_is_downloaded(world, monkeypatc
     for file in cache.glob("*.metadata") if cache.is_dir() else []:
         file.unlink()
     cli(world, "licenses")
-    assert asked and all(url.endswith(".metadata") or url.endswith("/") for url in asked), asked
+    assert asked and all(url.endswith((".metadata", "/")) for url in asked), asked
     assert not any(url.endswith(".whl") for url in asked)
     first = len(asked)
     assert len(list(cache.glob("*.metadata"))) == 7  # one per package version, named by sha256
@@ -232,11 +232,12 @@ def test_sboms_are_byte_stable_and_serials_come_from_the_locks(world, sboms, tmp
 
 
 def test_purl_repository_url_for_an_index_source():
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
     from lockgen.dossier.inventory import Locked
     from lockgen.dossier.sbom import purl_of
     from lockgen.locks.lock import Entry
-    from packaging.utils import canonicalize_name
-    from packaging.version import Version
 
     entry = Entry(name=canonicalize_name("torch"), version=Version("2.13.0+cu130"))
     item = Locked(cell="c", layer="main", lock="locks/c.txt", line=1, entry=entry, index_url="https://pypi.org/simple")

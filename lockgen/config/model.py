@@ -16,9 +16,30 @@ from typing import Any
 from lockgen.select import DetectRules
 
 __all__ = [
-    "ARCHES", "AXES", "DEFAULT_BACKENDS", "DEFAULT_OSV", "SEVERITIES", "AuditIgnore", "AuditSettings", "LicensePolicy", "DEFAULT_INDEX_URL", "DEFAULT_MACOS", "DEFAULT_MANYLINUX",
-    "MANYLINUX_LEVELS", "OSES", "PRERELEASE_MODES", "RESERVED_NAMES", "WORK", "BackendFamily", "Config", "Include",
-    "ProjectMetadata", "Rule", "Settings", "Source", "selector_matches",
+    "ARCHES",
+    "AXES",
+    "DEFAULT_BACKENDS",
+    "DEFAULT_INDEX_URL",
+    "DEFAULT_MACOS",
+    "DEFAULT_MANYLINUX",
+    "DEFAULT_OSV",
+    "MANYLINUX_LEVELS",
+    "OSES",
+    "PRERELEASE_MODES",
+    "RESERVED_NAMES",
+    "SEVERITIES",
+    "WORK",
+    "AuditIgnore",
+    "AuditSettings",
+    "BackendFamily",
+    "Config",
+    "Include",
+    "LicensePolicy",
+    "ProjectMetadata",
+    "Rule",
+    "Settings",
+    "Source",
+    "selector_matches",
 ]  # fmt: skip
 
 AXES = ("os", "arch", "backend", "python")

@@ -202,8 +202,7 @@ def render_sarif(report: AuditReport) -> str:
 def _per_lock(f: Finding) -> list[tuple[str, int, str]]:
     seen: dict[str, tuple[int, set[str]]] = {}
     for hit in f.hits:
-        line, versions = seen.setdefault(hit.lock, (hit.line, set()))
-        versions.add(str(hit.version))
+        seen.setdefault(hit.lock, (hit.line, set()))[1].add(str(hit.version))
     return [(lock, line, ", ".join(sorted(v))) for lock, (line, v) in sorted(seen.items())]
 
 

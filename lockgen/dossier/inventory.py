@@ -147,7 +147,7 @@ def _artifacts(package: Package) -> tuple[Artifact, ...]:
                 name=pylockfile.file_name(artifact),
                 url=getattr(artifact, "url", None),
                 sha256=artifact.hashes.get("sha256"),
-            )  # fmt: skip
+            )
         )
     return tuple(sorted(found, key=lambda a: (a.kind != "wheel", a.name)))
 

@@ -226,9 +226,9 @@ def _evaluate(text: str, allow: set[str], deny: set[str]) -> tuple[bool, set[str
     names. A text that is no expression is one key (a name)."""
     from license_expression import (  # type: ignore[import-untyped]  # the library ships no type hints
         ExpressionError,
-        Licensing,
         LicenseSymbol,
         LicenseWithExceptionSymbol,
+        Licensing,
     )
 
     licensing = Licensing()  # no license database: the ids are SPDX already (packaging normalized them)

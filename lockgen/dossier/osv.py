@@ -352,13 +352,13 @@ class Export:
         and records when they cover them, else by reading the export (and caching what it gives)."""
         cached = self._load()
         if cached is not None:
-            index, records = cached
-            members = sorted({m for n in names for m in index.get(n, ())})
-            missing = [m for m in members if m not in records]
+            known, kept = cached
+            members = sorted({m for n in names for m in known.get(n, ())})
+            missing = [m for m in members if m not in kept]
             if missing:
-                records.update(self._members(missing))
-                self._save(index, records)
-            return [(m, records[m].encode()) for m in members if m in records]
+                kept.update(self._members(missing))
+                self._save(known, kept)
+            return [(m, kept[m].encode()) for m in members if m in kept]
         index: dict[str, list[str]] = {}
         records: dict[str, str] = {}
         for label, raw in self._records():

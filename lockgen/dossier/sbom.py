@@ -149,7 +149,7 @@ def _component(context: _Context, item: Locked, ref: str, cells: Sequence[str] =
             type=ExternalReferenceType.DISTRIBUTION,
             url=XsUri(a.url),
             hashes=[HashType(alg=HashAlgorithm.SHA_256, content=a.sha256)] if a.sha256 else [],
-        )  # fmt: skip
+        )
         for a in item.artifacts
         if a.url
     ]
@@ -237,7 +237,6 @@ def _direct(items: Iterable[Locked], refs: Mapping[tuple[str, NormalizedName], s
 
 
 def _cell_bom(context: _Context, inventory: Inventory, cell: str) -> Bom:
-    from cyclonedx.model.bom import Bom
     from cyclonedx.model.component import Component, ComponentType
 
     bom = _new_bom(context)
