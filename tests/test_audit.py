@@ -280,3 +280,11 @@ def test_today_decides_expiry():
     entry = AuditIgnore(id="X", reason="r", until="2026-05-01", key="audit.ignore[0]")
     assert run_audit(empty, Nothing(), [entry], today=datetime.date(2026, 5, 1)).unused == (entry,)
     assert run_audit(empty, Nothing(), [entry], today=datetime.date(2026, 5, 2)).expired == ((entry, ()),)
+
+
+def test_the_cli_names_the_formats_and_thresholds_the_core_has():
+    from lockgen import cli
+    from lockgen.config.model import SEVERITIES
+    from lockgen.dossier.auditformat import FORMATS
+
+    assert cli.AUDIT_FORMATS == tuple(FORMATS) and cli.FAIL_ON == SEVERITIES
