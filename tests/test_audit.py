@@ -287,4 +287,4 @@ def test_the_cli_names_the_formats_and_thresholds_the_core_has():
     from lockgen.config.model import SEVERITIES
     from lockgen.dossier.auditformat import FORMATS
 
-    assert cli.AUDIT_FORMATS == tuple(FORMATS) and cli.FAIL_ON == SEVERITIES
+    assert tuple(FORMATS) == cli.AUDIT_FORMATS and cli.FAIL_ON == SEVERITIES
