@@ -89,22 +89,26 @@ def license_of(raw: RawMetadata) -> License:
         spdx = _spdx(expression)
         return License(
             expression=spdx, name=None if spdx else expression, source="License-Expression",
-            proprietary=proprietary or "proprietary" in expression.lower(),
+            proprietary=proprietary or "licenseref-" in expression.lower() and "proprietary" in expression.lower(),
         )  # fmt: skip
     text = (raw.get("license") or "").strip()
-    if text and "\n" not in text and len(text) < 100:
+    short = bool(text) and "\n" not in text and len(text) < 100  # a name, not a license's whole text
+    # only a name says "proprietary" (a license's full text may use the word about other code)
+    said = short and "proprietary" in text.lower()
+    if short:
         spdx = _spdx(text)
         if spdx:
-            return License(expression=spdx, source="License", proprietary=proprietary or "proprietary" in text.lower())
+            return License(expression=spdx, source="License", proprietary=proprietary or said)
     mapped = sorted({CLASSIFIERS[c] for c in classifiers if c in CLASSIFIERS})
     if mapped:
         return License(expression=" OR ".join(mapped), source="classifiers", proprietary=proprietary)
-    if text:
-        name = text.splitlines()[0].strip()[:100]
-        return License(name=name, source="License", proprietary=proprietary or "proprietary" in text.lower())
+    if short:
+        return License(name=text, source="License", proprietary=proprietary or said)
     if classifiers:
         name = classifiers[0].rsplit(" :: ", 1)[-1]
         return License(name=name, source="classifiers", proprietary=proprietary)
+    if text:
+        return License(name=text.splitlines()[0].strip()[:100], source="License", proprietary=proprietary)
     return License(missing="its metadata names no license")
 
 

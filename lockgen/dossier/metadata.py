@@ -90,12 +90,21 @@ class MetadataCache:
             return Fetched(missing="not in the metadata cache (--offline)")
         if not hashes:
             return Fetched(missing="the lock has no hash for it")
-        url, expected = (artifact.url, None) if artifact is not None and artifact.url else self._from_page(key, items)
+        if artifact is not None and artifact.url:
+            # the chosen file first, then the package version's other files: a partial mirror
+            # (a caching proxy) may serve the metadata of some files only (at most 4 tries)
+            tries = [artifact, *_others(items, artifact)][:4]
+            result = Fetched(missing="no download URL for it")
+            for candidate in tries:
+                assert candidate.url is not None and candidate.sha256 is not None
+                result = self._download(candidate.url, None, candidate.sha256)
+                if result.raw is not None or "serves no metadata file" not in (result.missing or ""):
+                    return result
+            return result
+        url, expected = self._from_page(key, items)
         if url is None:
             return Fetched(missing=expected or "no download URL for it")
-        return self._download(
-            url, expected, hashes[0] if artifact is not None and artifact.url else _digest_of(url, items)
-        )
+        return self._download(url, expected, _digest_of(url, items))
 
     def _download(self, url: str, expected: str | None, digest: str) -> Fetched:
         import httpx
@@ -160,6 +169,17 @@ class MetadataCache:
                     )  # links are relative to the page fetched
                     return joined, file.metadata if isinstance(file.metadata, str) else None
         return None, "not found by its hash on its index's project page"
+
+
+def _others(items: list[Locked], first: Artifact) -> list[Artifact]:
+    """The package version's other files with a URL and a hash, wheels first, each once."""
+    seen = {first.sha256}
+    out = []
+    for artifact in sorted((a for i in items for a in i.artifacts), key=lambda a: (a.kind != "wheel", a.name)):
+        if artifact.url and artifact.sha256 and artifact.sha256 not in seen:
+            seen.add(artifact.sha256)
+            out.append(artifact)
+    return out
 
 
 def _digest_of(url: str, items: list[Locked]) -> str:
