@@ -89,7 +89,7 @@ def license_of(raw: RawMetadata) -> License:
         spdx = _spdx(expression)
         return License(
             expression=spdx, name=None if spdx else expression, source="License-Expression",
-            proprietary=proprietary or "licenseref-" in expression.lower() and "proprietary" in expression.lower(),
+            proprietary=proprietary or ("licenseref-" in expression.lower() and "proprietary" in expression.lower()),
         )  # fmt: skip
     text = (raw.get("license") or "").strip()
     short = bool(text) and "\n" not in text and len(text) < 100  # a name, not a license's whole text
