@@ -96,8 +96,9 @@ class MetadataCache:
             tries = [artifact, *_others(items, artifact)][:4]
             result = Fetched(missing="no download URL for it")
             for candidate in tries:
-                assert candidate.url is not None and candidate.sha256 is not None
-                result = self._download(candidate.url, None, candidate.sha256)
+                if candidate.url is None:
+                    continue
+                result = self._download(candidate.url, None, candidate.sha256 or hashes[0])
                 if result.raw is not None or "serves no metadata file" not in (result.missing or ""):
                     return result
             return result
