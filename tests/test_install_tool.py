@@ -19,11 +19,10 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
 
 from lockgen import __version__
 from lockgen.uvbin import pinned_uv_binary
-from tests.wheelhouse import wheelhouse
+from tests.wheelhouse import lockgen_wheelhouse, offline_env, source_copy
 
 pytestmark = [pytest.mark.slow, pytest.mark.uv, pytest.mark.skipif(shutil.which("git") is None, reason="needs git")]
 
@@ -32,27 +31,11 @@ BIN = "Scripts" if sys.platform == "win32" else "bin"
 UV_VERSION = metadata.version("uv")
 
 
-def runtime_requirements() -> list[str]:
-    """lockgen's own requirements, without the extras' (read from the installed metadata)."""
-    found = []
-    for text in metadata.requires("lockgen") or []:
-        requirement = Requirement(text)
-        if requirement.marker is None or "extra" not in str(requirement.marker):
-            found.append(str(requirement))
-    return found
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory) -> dict[str, str]:
     """Subprocess environment: pip finds packages only in the wheelhouse, reads no config."""
-    house = wheelhouse(tmp_path_factory.mktemp("wheelhouse"), [*runtime_requirements(), "setuptools>=77", "pip"])
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "PIPX_", "VIRTUAL_ENV"))}
-    return {
-        **clean, "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(house),
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_NO_CONFIG": "1", "UV_PYTHON_DOWNLOADS": "never",
-        "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR", str(tmp_path_factory.mktemp("uv-cache"))),
-        "WHEELHOUSE": str(house),
-    }  # fmt: skip
+    house = lockgen_wheelhouse(tmp_path_factory.mktemp("wheelhouse"))
+    return offline_env(house, Path(os.environ.get("UV_CACHE_DIR") or tmp_path_factory.mktemp("uv-cache")))
 
 
 def run(argv: list[str | Path], env: dict[str, str], cwd: Path | None = None) -> str:
@@ -65,18 +48,7 @@ def run(argv: list[str | Path], env: dict[str, str], cwd: Path | None = None) ->
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory) -> Path:
-    """The repository's files (tracked, and new ones not ignored), copied: a build leaves
-    ``*.egg-info`` in its source folder."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, capture_output=True, check=True,
-    ).stdout.decode().split("\0")  # fmt: skip
-    target = tmp_path_factory.mktemp("source") / "lockgen"
-    for rel in filter(None, listed):
-        if (REPO / rel).is_file():
-            (target / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / rel, target / rel)
-    return target
+    return source_copy(REPO, tmp_path_factory.mktemp("source") / "lockgen")
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import shutil
+import subprocess
 import sysconfig
 import zipfile
 from collections.abc import Iterable
@@ -24,7 +26,7 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 
-__all__ = ["closure", "repack", "wheelhouse"]
+__all__ = ["closure", "offline_env", "repack", "source_copy", "wheelhouse"]
 
 _SKIP = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
 
@@ -101,3 +103,47 @@ def wheelhouse(folder: Path, roots: Iterable[str]) -> Path:
     for dist in closure(roots):
         repack(dist, folder)
     return folder
+
+
+def runtime_requirements() -> list[str]:
+    """lockgen's own requirements, without the extras' (read from the installed metadata)."""
+    found = []
+    for text in metadata.requires("lockgen") or []:
+        requirement = Requirement(text)
+        if requirement.marker is None or "extra" not in str(requirement.marker):
+            found.append(str(requirement))
+    return found
+
+
+def offline_env(house: Path, uv_cache: Path) -> dict[str, str]:
+    """An environment for subprocesses in which pip (and the isolated builds it runs) finds
+    packages only in the wheelhouse ``house`` made for lockgen (:func:`wheelhouse` of
+    :func:`runtime_requirements`, setuptools and pip) and reads no configuration; the wheelhouse
+    is also ``WHEELHOUSE``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "PIPX_", "VIRTUAL_ENV"))}
+    return {
+        **clean, "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(house),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_NO_CONFIG": "1", "UV_PYTHON_DOWNLOADS": "never",
+        "UV_CACHE_DIR": str(uv_cache), "WHEELHOUSE": str(house),
+    }  # fmt: skip
+
+
+def lockgen_wheelhouse(folder: Path) -> Path:
+    """:func:`wheelhouse` of what installing and building lockgen needs."""
+    return wheelhouse(folder, [*runtime_requirements(), "setuptools>=77", "pip"])
+
+
+def source_copy(repo: Path, target: Path) -> Path:
+    """The repository's files (tracked, and new ones not ignored) copied to ``target``: a build
+    leaves ``*.egg-info`` in its source folder."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for rel in filter(None, listed.split("\0")):
+        if (repo / rel).is_file():
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(repo / rel, target / rel)
+    return target
