@@ -184,6 +184,27 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from lockgen.scaffold import Options, scaffold, write
+
+    root = Path(args.config) if args.config else Path.cwd()
+    pythons = tuple(v.strip() for v in (args.python or "").split(",") if v.strip())
+    options = Options(
+        files=tuple(args.files), indexes=tuple(args.index), pythons=pythons, exclude_newer=args.exclude_newer
+    )
+    draft = scaffold(root, options)
+    for line in draft.explanation:
+        print(f"  {line}", file=sys.stderr)
+    if args.dry_run:
+        for rel, text in draft.files.items():
+            print(f"--- {rel}\n{text}", end="" if text.endswith("\n") else "\n")
+        return 0
+    for rel in write(root, draft):
+        print(f"wrote {rel}", file=sys.stderr)
+    print("next: lockgen matrix (the cells), lockgen all (lock them), lockgen check (in CI)", file=sys.stderr)
+    return 0
+
+
 class _Version(argparse.Action):
     """``--version``, looked up only when asked for (reading uv's metadata costs a no-op run)."""
 
@@ -221,7 +242,7 @@ class _Option:
 
 _RESOLVING = ("all", "lock", "bump")
 _SELECTING = ("all", "lock", "matrix", "check")
-_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge")
+_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge", "init")
 _INSTALL = ("install",)
 OPTIONS = (
     _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
@@ -244,7 +265,7 @@ OPTIONS = (
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
     _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
     _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
-    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's)"}, None, ("detect", "install")),
+    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's; init: the matrix's, comma-separated)"}, None, ("detect", "install", "init")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
     _Option(("--arch",), {"choices": ["x86_64", "aarch64"], "help": "pretend: host arch"}, None, ("detect",)),
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
@@ -253,7 +274,7 @@ OPTIONS = (
     _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
     _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.select picks for this machine"}, False, _INSTALL),
     _Option(("--venv",), {"metavar": "PATH", "help": "the virtual environment (default: .venv in the project root)"}, None, _INSTALL),
-    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed; change nothing"}, False, _INSTALL),
+    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed (init: written); change nothing"}, False, (*_INSTALL, "init")),
     _Option(("--installer",), {"choices": ["uv", "pip"], "help": "run the manifest's uv (default) or pip commands"}, "uv", _INSTALL),
     _Option(("--index-url",), {"metavar": "URL", "help": "install from this index instead of the recorded one"}, None, _INSTALL),
     _Option(("--reinstall",), {"action": "store_true", "help": "install even when the venv is up to date"}, False, _INSTALL),
@@ -301,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
         "bump": (cmd_bump, "edit pins in the config, then re-lock the cells whose inputs changed"),
         "install": (cmd_install, "install a cell's layers into a venv, as the manifest says"),
         "merge": (cmd_merge, "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest"),
+        "init": (cmd_init, "write a config and templates from the project's requirement files or pyproject.toml"),
     }
     for command, (func, text) in commands.items():
         usage = f"lockgen {command} [OPTIONS]{_ARGUMENTS.get(command, '')}"  # argparse's lists every option
@@ -319,7 +341,7 @@ DIFF_FORMATS = ("text", "markdown", "json")
 #: The arguments of each command as its one-line usage shows them (see :func:`_positionals`).
 _ARGUMENTS = {
     "lock": " CELL [CELL ...]", "check": " [CELL ...]", "diff": " [OLD [NEW]]", "install": " [CELL]",
-    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]",
+    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "init": " [FILE ...]",
 }  # fmt: skip
 
 
@@ -340,6 +362,18 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("cell", nargs="?", metavar="CELL", help="the cell to install (or --detect)")
     elif command == "merge":
         p.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
+    elif command == "init":
+        p.add_argument(
+            "files", nargs="*", metavar="FILE", help="requirement files (default: requirements*.txt, requirements/)"
+        )
+        p.add_argument(
+            "--index",
+            action="append",
+            default=[],
+            metavar="URL",
+            help="a backend index (…/whl/cu128) for files that name none (repeatable)",
+        )
+        p.add_argument("--exclude-newer", metavar="DATE", help="resolve as of this date or time (default: today, UTC)")
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
         p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")
