@@ -61,17 +61,22 @@ def compose(
     ``project_dependencies``: the shared template also renders ``project.dependencies``."""
     why: list[str] = []
     known = [p for _, facts in files for p in facts.platforms or ()]
-    fallback = tuple(p for p in PLATFORMS if p in set(known)) or DEFAULT_PLATFORMS
+    everywhere = tuple(p for p in PLATFORMS if p in {*DEFAULT_PLATFORMS, *known})
     cells: dict[str, list[Cell]] = {}
     for file, facts in files:
         why += [f"{file.path}: {r}" for r in facts.reasons]
-        platforms = facts.platforms or fallback
-        if facts.platforms is None:
-            why.append(
-                f"{file.path}: platforms {', '.join(' '.join(p) for p in platforms)}: nothing in it names one, so "
-                + ("those the other files name" if known else "linux x86_64, windows x86_64 and macos aarch64")
-            )
         backends = facts.backends or ("cpu",)
+        platforms = facts.platforms
+        if platforms is None:  # what other files of its backends do not claim; no macOS for a GPU build
+            claimed = {p for f, other in files if other.platforms and set(other.backends or ("cpu",)) & set(backends)
+                       for p in other.platforms}  # fmt: skip
+            gpu = all(is_gpu(b) for b in backends)
+            platforms = tuple(p for p in everywhere if p not in claimed and not (gpu and p[0] == "macos"))
+            platforms = platforms or everywhere
+            why.append(
+                f"{file.path}: platforms {', '.join(' '.join(p) for p in platforms)}: nothing in it names one"
+                + (" (no macOS: no GPU build there)" if gpu else "")
+            )
         if not facts.backends:
             why.append(f"{file.path}: backend cpu (mps on Apple silicon): nothing in it names a GPU build")
         found: list[Cell] = []
@@ -116,7 +121,7 @@ def compose(
         matrix["exclude"] = excludes.multiline(True)
     doc["matrix"] = matrix
     rules = tomlkit.aot()
-    for file, _facts in files:
+    for file, facts in files:
         for match in _matches(cells[file.path], list(axes)):
             rule = tomlkit.table()
             rule["match"] = _inline(match)
@@ -130,6 +135,10 @@ def compose(
                 rule["use"] = use
             if file.prerelease:
                 rule["prerelease"] = "allow"
+            if facts.mixed:
+                rule["allow-mix"] = _inline(
+                    {n: f"lockgen init: {file.path} names its {lb} build; review" for n, lb in facts.mixed}
+                )
             vars_: dict[str, object] = {"parts": parts[file.path]} if parts[file.path] else {}
             file_pins = {
                 name: versions[file.path]

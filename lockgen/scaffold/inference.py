@@ -58,6 +58,7 @@ class Facts:
     indexes: dict[str, str]  # backend label -> index URL
     words: tuple[str, ...]
     reasons: tuple[str, ...]
+    mixed: tuple[tuple[str, str], ...] = ()  # (package, label) of wheels built for another backend
 
 
 def backend_label(url: str) -> str | None:
@@ -171,7 +172,10 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str]) -> 
             reasons.append(f"backend {name_backend}: its name")
         elif labels:
             family = {"cuda": "cu", "rocm": "rocm"}.get(name_backend or "", "")
-            label = next((lb for lb, _ in labels.most_common() if lb.startswith(family)), labels.most_common(1)[0][0])
+            # an extension built against torch (+cu128torch2.9.0) shows torch's build: it counts first
+            torch_built = Counter(lb for lb, ln in wheels if "torch" in str(ln.version and ln.version.local))
+            ranked = [lb for lb, _ in (torch_built or labels).most_common()]
+            label = next((lb for lb in ranked if lb.startswith(family)), ranked[0])
             backends = [label]
             reasons.append(f"backend {label}: the local label most of the wheels it names carry (+{label})")
         elif cli_indexes:
@@ -181,9 +185,23 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str]) -> 
                     indexes[label] = url
                     backends.append(label)
             reasons.append(f"backends {', '.join(backends)}: the --index URLs")
-    return Facts(
-        platforms=platforms, backends=tuple(backends), indexes=indexes, words=tuple(rest), reasons=tuple(reasons)
-    )
+    names_torch = any(ln.name == "torch" for ln in file.lines)
+    mixed = tuple(
+        dict.fromkeys(
+            (str(ln.name), lb)
+            for ln in file.lines
+            if ln.name is not None and (lb := _local_label(ln)) and backends
+            and ((lb not in backends and lb != "cpu") or ("torch" in str(ln.version and ln.version.local) and not names_torch))
+        )
+    )  # fmt: skip
+    if mixed:
+        reasons.append(
+            f"allow-mix for {', '.join(n for n, _ in mixed)}: it names their {', '.join(sorted({lb for _, lb in mixed}))} "
+            f"builds beside {', '.join(backends)} (or without the torch they were built for); the backend invariants "
+            "would refuse that: review it"
+        )
+    return Facts(platforms=platforms, backends=tuple(backends), indexes=indexes, words=tuple(rest),
+                 reasons=tuple(reasons), mixed=mixed)  # fmt: skip
 
 
 def is_gpu(backend: str) -> bool:
