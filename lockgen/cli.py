@@ -227,6 +227,27 @@ def cmd_licenses(args: argparse.Namespace) -> int:
     return code
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from lockgen.scaffold import Options, scaffold, write
+
+    root = Path(args.config) if args.config else Path.cwd()
+    pythons = tuple(v.strip() for v in (args.python or "").split(",") if v.strip())
+    options = Options(
+        files=tuple(args.files), indexes=tuple(args.index), pythons=pythons, exclude_newer=args.exclude_newer
+    )
+    draft = scaffold(root, options)
+    for line in draft.explanation:
+        print(f"  {line}", file=sys.stderr)
+    if args.dry_run:
+        for rel, text in draft.files.items():
+            print(f"--- {rel}\n{text}", end="" if text.endswith("\n") else "\n")
+        return 0
+    for rel in write(root, draft):
+        print(f"wrote {rel}", file=sys.stderr)
+    print("next: lockgen matrix (the cells), lockgen all (lock them), lockgen check (in CI)", file=sys.stderr)
+    return 0
+
+
 class _Version(argparse.Action):
     """``--version``, looked up only when asked for (reading uv's metadata costs a no-op run)."""
 
@@ -265,7 +286,7 @@ class _Option:
 _RESOLVING = ("all", "lock", "bump")
 _SELECTING = ("all", "lock", "matrix", "check")
 _DOSSIER = ("audit", "sbom", "licenses")
-_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge", *_DOSSIER)
+_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge", "init", *_DOSSIER)
 _INSTALL = ("install",)
 OPTIONS = (
     _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
@@ -288,7 +309,7 @@ OPTIONS = (
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
     _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
     _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
-    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's)"}, None, ("detect", "install")),
+    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's; init: the matrix's, comma-separated)"}, None, ("detect", "install", "init")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
     _Option(("--arch",), {"choices": ["x86_64", "aarch64"], "help": "pretend: host arch"}, None, ("detect",)),
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
@@ -297,7 +318,7 @@ OPTIONS = (
     _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
     _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.select picks for this machine"}, False, _INSTALL),
     _Option(("--venv",), {"metavar": "PATH", "help": "the virtual environment (default: .venv in the project root)"}, None, _INSTALL),
-    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed; change nothing"}, False, _INSTALL),
+    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed (init: written); change nothing"}, False, (*_INSTALL, "init")),
     _Option(("--installer",), {"choices": ["uv", "pip"], "help": "run the manifest's uv (default) or pip commands"}, "uv", _INSTALL),
     _Option(("--index-url",), {"metavar": "URL", "help": "install from this index instead of the recorded one"}, None, _INSTALL),
     _Option(("--reinstall",), {"action": "store_true", "help": "install even when the venv is up to date"}, False, _INSTALL),
@@ -351,6 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         "sbom": (cmd_sbom, "write CycloneDX 1.6 SBOMs of the locks, per cell and merged"),
         "licenses": (cmd_licenses, "list each locked package's license per cell and check the [licenses] policy"),
+        "init": (cmd_init, "write a config and templates from the project's requirement files or pyproject.toml"),
     }
     for command, (func, text) in commands.items():
         usage = f"lockgen {command} [OPTIONS]{_ARGUMENTS.get(command, '')}"  # argparse's lists every option
@@ -370,7 +392,7 @@ DIFF_FORMATS = ("text", "markdown", "json")
 _ARGUMENTS = {
     "lock": " CELL [CELL ...]", "check": " [CELL ...]", "diff": " [OLD [NEW]]", "install": " [CELL]",
     "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "audit": " [CELL ...]",
-    "sbom": " [CELL ...]", "licenses": " [CELL ...]",
+    "sbom": " [CELL ...]", "licenses": " [CELL ...]", "init": " [FILE ...]",
 }  # fmt: skip
 #: ``lockgen audit --format`` values (:data:`lockgen.dossier.auditformat.FORMATS`).
 AUDIT_FORMATS = ("text", "markdown", "json", "sarif")
@@ -445,6 +467,18 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
                 action="store_true",
                 help="record the time of writing in the metadata (default: none, for byte-stable SBOMs)",
             )
+    elif command == "init":
+        p.add_argument(
+            "files", nargs="*", metavar="FILE", help="requirement files (default: requirements*.txt, requirements/)"
+        )
+        p.add_argument(
+            "--index",
+            action="append",
+            default=[],
+            metavar="URL",
+            help="a backend index (…/whl/cu128) for files that name none (repeatable)",
+        )
+        p.add_argument("--exclude-newer", metavar="DATE", help="resolve as of this date or time (default: today, UTC)")
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
         p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")
