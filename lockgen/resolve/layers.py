@@ -37,7 +37,7 @@ from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import index_pages
-from lockgen.resolve import choose, fetch, uvout
+from lockgen.resolve import choose, fetch, inputs, uvout
 from lockgen.resolve.cellrun import CellRun, install_links
 from lockgen.resolve.describe import Resolved
 from lockgen.resolve.inputs import Inputs, layer_index, url_constraints, url_pins
@@ -45,9 +45,9 @@ from lockgen.resolve.invariants import Problem
 from lockgen.text import cut
 
 __all__ = [
-    "REASON_CHARS", "Built", "Job", "LayerUnavailable", "Main", "broken_stack", "failed", "job_inputs", "jobs",
-    "layer_folder", "layer_lock",
-    "main_of", "no_resolution", "refuse_moves", "replacements", "unavailable", "unhashed_lock",
+    "REASON_CHARS", "Built", "Job", "Layer", "LayerKilled", "LayerUnavailable", "Main", "broken_stack", "failed",
+    "job_inputs", "jobs", "layer_folder", "layer_lock", "main_of", "no_resolution", "not_had", "refuse_moves",
+    "replacements", "unavailable", "unhashed_lock", "write_preferences",
 ]  # fmt: skip
 
 
@@ -64,6 +64,15 @@ class Built:
     unverified: set[str] = field(default_factory=set)  # sources whose page hashes were not checked
     #: layer name -> (its optional entry, None for no-deps; the packages it installs), for step 7
     installs: dict[str, tuple[str | None, list[Package]]] = field(default_factory=dict)
+
+    def add(self, layer: Layer) -> None:
+        """Take in a resolved layer."""
+        self.locks.append(layer.lock)
+        self.replaces += layer.replaces
+        self.unverified |= layer.unverified
+        self.dateless |= layer.dateless
+        self.packages += layer.packages
+        self.installs[layer.job.name] = (layer.job.entry, list(layer.packages))
 
     def withdraw(self, name: str, unavailable: Unavailable) -> None:
         """Take optional layer ``name`` out (its lock, replacements and packages): the cell cannot
@@ -89,6 +98,23 @@ def _name(lock: Lock) -> str:
 def layer_folder(lock: str) -> str:
     """``locks/<cell>``: where the layer files of the main lock ``locks/<cell>.txt`` live."""
     return lock.removesuffix(".txt")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One resolved layer: its job, lock, what it installs, the main versions it replaces and
+    what its checks found (sources with unchecked page hashes or without upload times)."""
+
+    job: Job
+    lock: Lock
+    packages: tuple[Package, ...]
+    replaces: tuple[Replacement, ...]
+    unverified: frozenset[str]
+    dateless: frozenset[str]
+
+
+class LayerKilled(CellFailed):
+    """uv was killed while resolving a layer: not a reason to drop the layer for good."""
 
 
 class LayerUnavailable(Exception):
@@ -175,14 +201,15 @@ def jobs(run: CellRun, main: Main) -> Iterator[tuple[str | None, Job | LayerUnav
         yield None, Job(LayerKind.NO_DEPS, "no-deps", text, (main.pins, *main.url_pins), links, no_deps=True)
 
 
-def job_inputs(run: CellRun, job: Job) -> tuple[Inputs, str]:
+def job_inputs(run: CellRun, job: Job, mains: Mapping[str, str]) -> tuple[Inputs, str]:
     """Write the layer's requirements (and its index pins project); its uv inputs and the output
-    uv writes (removed first)."""
+    uv writes, seeded with main's versions ``mains`` as uv's preferences (a ``replace`` package
+    the constraint leaves free keeps main's version unless the layer needs another; issue 17)."""
     plan = run.plan
     source = f"{plan.work}/{job.source}.in"
     output = f"{plan.work}/{job.source}/pylock.toml"
     run.write(source, job.requirements)
-    (run.root / output).unlink(missing_ok=True)
+    write_preferences(run, output, mains)
     extra = layer_index(run.root, plan, run.mirrors, job.source, job.requirements)
     return Inputs(source, job.constraints, find_links=tuple(dict.fromkeys(job.links)), extra=extra), output
 
@@ -225,15 +252,31 @@ def failed(run: CellRun, job: Job, returncode: int, stderr: str) -> LayerUnavail
     (:func:`refuse_moves`) from a layer that cannot be had (:func:`no_resolution`). Raises :class:`CellFailed` when uv was
     killed by a signal: not a reason to drop the layer for good."""
     if returncode < 0:
-        raise CellFailed(f"cell {run.plan.cell.name}: uv was killed while resolving layer {job.name}")
+        raise LayerKilled(f"cell {run.plan.cell.name}: uv was killed while resolving layer {job.name}")
     if uvout.unreachable_hosts(stderr):
         return LayerUnavailable(f"{UNREACHABLE} {run.mirrors.canonical(uvout.reason(stderr))}")
     return None
 
 
+def write_preferences(run: CellRun, output: str, versions: Mapping[str, str]) -> None:
+    """Seed uv's ``output`` with ``versions`` (name -> version) as its preferences: uv reads an
+    existing output file's versions, as pip-compile does."""
+    inputs.write_preferences(run.root, run.plan, output, dict(versions), prefer=True)
+
+
 def no_resolution(run: CellRun, stderr: str) -> LayerUnavailable:
-    """A layer uv could not resolve (and that does not fight main): unavailable, with uv's reason."""
-    return LayerUnavailable(run.mirrors.canonical(uvout.reason(stderr)), uvout.not_in_registry(stderr))
+    """A layer uv could not resolve (and that does not fight main): unavailable, with uv's
+    explanation cut at a sentence end."""
+    reason = cut(run.mirrors.canonical(uvout.without_build_hints(uvout.cause(stderr))), REASON_CHARS)
+    return LayerUnavailable(reason, uvout.not_in_registry(stderr))
+
+
+def not_had(plan: Plan, job: Job, failure: CellFailed) -> LayerUnavailable:
+    """An optional layer a step refused (it would move a main version ``replace`` does not name,
+    a verify problem, uv could not describe it): unavailable with that reason, without the
+    ``cell X: layer Y`` the cell's message would start with (issue 17: optional means optional)."""
+    text = str(failure).removeprefix(f"cell {plan.cell.name}: ").removeprefix(f"layer {job.name}").lstrip(": ")
+    return LayerUnavailable(cut(f"it {text}" if text.startswith("would ") else text, REASON_CHARS))
 
 
 def refuse_moves(run: CellRun, name: str, layer: Mapping[str, str], mains: Mapping[str, str]) -> list[tuple[str, str]]:

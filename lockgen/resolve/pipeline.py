@@ -35,7 +35,6 @@ from packaging.pylock import Pylock
 
 from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
-from lockgen.locks.lock import Lock
 from lockgen.plan.plan import Plan, explicit_indexes
 from lockgen.resolve import describe, hashcheck, hints, inputs, invariants, layers, newer, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun
@@ -259,10 +258,12 @@ def _verified(run: CellRun, pylock: Pylock, *, main: bool, layer: str = "") -> h
 def resolve_layers(run: CellRun, main: Resolved) -> Built:
     """Resolve every layer of ``run.plan`` against the main resolution ``main`` (its versions are
     ``<work>/main-pins.txt``, written when main was described; the ``replace`` packages are left
-    out of that constraint), in install order (:mod:`lockgen.resolve.layers`). Raises
-    :class:`CellFailed` when a layer would set a package to another version than main without
-    ``replace`` naming it (C22), when the no-deps layer cannot be had, or for an optional entry
-    that names no project."""
+    out of that constraint; uv prefers main's versions for those), in install order
+    (:mod:`lockgen.resolve.layers`). An optional layer that cannot be had, for any reason (no
+    resolution against main, a move of a main version, a verify problem) is recorded unavailable
+    with the reason (issue 17). Raises :class:`CellFailed` when the no-deps layer cannot be had
+    or would move a main version that ``replace`` does not name (C22), when uv was killed, or
+    for an optional entry that names no project."""
     plan = run.plan
     known = layers.main_of(run, main)
     built = Built()
@@ -270,50 +271,59 @@ def resolve_layers(run: CellRun, main: Resolved) -> Built:
         if isinstance(job, LayerUnavailable):
             built.unavailable.append(layers.unavailable(plan, entry, None, job))
             continue
-        built.skipped_urls += job.notes
         try:
-            lock = _layer(run, built, job, known.mains)
+            layer = _layer(run, job, known.mains)
         except LayerUnavailable as exc:
             built.unavailable.append(layers.unavailable(plan, entry, job, exc))
             continue
-        built.locks.append(lock)
+        except layers.LayerKilled:
+            raise
+        except CellFailed as exc:
+            if entry is None:
+                raise
+            built.unavailable.append(layers.unavailable(plan, entry, job, layers.not_had(plan, job, exc)))
+            continue
+        built.skipped_urls += job.notes
+        built.add(layer)
     unhashed = layers.unhashed_lock(run, main)
     if unhashed is not None:
         built.locks.append(unhashed)
     return built
 
 
-def _layer(run: CellRun, built: Built, job: Job, mains: Mapping[str, str]) -> Lock:
-    """One layer's lock, through the steps of the main resolution. Raises
-    :class:`LayerUnavailable` with uv's reason when it cannot be had, and :class:`CellFailed`
-    when it would move a version of main that ``replace`` does not name."""
+def _layer(run: CellRun, job: Job, mains: Mapping[str, str]) -> layers.Layer:
+    """One layer, through the steps of the main resolution. Raises :class:`LayerUnavailable`
+    with uv's reason when it cannot be had, and :class:`CellFailed` when it would move a version
+    of main that ``replace`` does not name (naming only what must move: the resolution without
+    main's versions still prefers them, issue 17), or a step fails."""
     plan = run.plan
-    given, output = layers.job_inputs(run, job)  # 1
+    given, output = layers.job_inputs(run, job, mains)  # 1
     result = _learning(run, output, given, no_deps=job.no_deps)  # 2-3
     if result.returncode != 0:
         retry = layers.failed(run, job, result.returncode, result.stderr)
         if retry is not None:
             raise retry
         free = replace(given, constraints=given.constraints[1:])  # without main's versions
-        layers.refuse_moves(run, job.name, _unconstrained(run, job, free), mains)
+        layers.refuse_moves(run, job.name, _unconstrained(run, job, free, mains), mains)
         raise layers.no_resolution(run, result.stderr)
     pylock = _with_newer_wheels(run, read_pylock(run, output), given, job.source)  # 4
-    built.replaces += layers.replacements(run, job, pylock, mains)
+    replaces = layers.replacements(run, job, pylock, mains)
     checked = _verified(run, pylock, main=False, layer=job.name)  # 5
-    built.unverified |= checked.unverified
-    if plan.exclude_newer:
-        built.dateless.update(verify.without_upload_time(plan, pylock))
-    built.packages += pylock.packages
-    built.installs[job.name] = (job.entry, list(pylock.packages))
+    dateless = set(verify.without_upload_time(plan, pylock)) if plan.exclude_newer else set()
     resolved = _described(run, given, pylock, job.source, job.no_deps)
-    return layers.layer_lock(run, job, given, resolved)
+    lock = layers.layer_lock(run, job, given, resolved)
+    return layers.Layer(
+        job, lock, tuple(pylock.packages), tuple(replaces), frozenset(checked.unverified), frozenset(dateless)
+    )
 
 
-def _unconstrained(run: CellRun, job: Job, given: Inputs) -> dict[str, str]:
-    """``{name: version}`` the layer resolves to without main's versions ({} when it cannot be
-    resolved even so): what it would set, to name both versions when it fights main (C22)."""
+def _unconstrained(run: CellRun, job: Job, given: Inputs, mains: Mapping[str, str]) -> dict[str, str]:
+    """``{name: version}`` the layer resolves to without main's versions as constraints, but with
+    them as uv's preferences, so only what must move does ({} when it cannot be resolved even
+    so): what it would set, to name both versions when it fights main (C22; issue 17: a hint
+    that named every difference sent users to replace 17 packages where 3 had to move)."""
     output = f"{run.plan.work}/{job.source}-free/pylock.toml"
-    (run.root / output).unlink(missing_ok=True)
+    layers.write_preferences(run, output, mains)
     if _learning(run, output, given, no_deps=job.no_deps).returncode != 0:
         return {}
     return {p.name: str(p.version) for p in read_pylock(run, output).packages if p.version is not None}

@@ -15,7 +15,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidName, NormalizedName, canonicalize_name
 
 __all__ = [
-    "Yank", "explain", "mentioned", "needs_wheels", "not_found", "reason", "unreachable_hosts", "warnings",
+    "Yank", "cause", "explain", "mentioned", "needs_wheels", "not_found", "reason", "unreachable_hosts", "warnings",
     "yanked",
 ]  # fmt: skip
 
@@ -71,6 +71,22 @@ def reason(stderr: str) -> str:
     if not lines:
         return "uv failed without a message"
     return lines[0] if len(lines) == 1 else f"{lines[0]}: {lines[-1]}"
+
+
+def cause(stderr: str) -> str:
+    """uv's whole explanation on one line: every line of its error and cause chain, without
+    hints and warnings (``No solution found when resolving dependencies: Because only torch<=2.13.0
+    is available and stubborn==1.0 depends on torch<2, …``); callers cut it at a sentence end
+    (:func:`lockgen.text.cut`). A reason made of the first line and the last cause
+    (:func:`reason`) lost the middle, where uv names the package that fought."""
+    kept: list[str] = []
+    for line in (line.strip(" ╰─▶×│") for line in explain(stderr).splitlines()):
+        if not line or line.startswith(("hint", "warning:", "help:")):
+            continue
+        if line.startswith("cause: ") and kept and not kept[-1].endswith((".", ":", ";")):
+            kept[-1] += ":"  # uv writes "error: X" then "cause: Y" on a pipe: X: Y
+        kept.append(line.removeprefix("error: ").removeprefix("cause: "))
+    return " ".join(kept) or "uv failed without a message"
 
 
 def unreachable_hosts(stderr: str) -> list[str]:
