@@ -11,14 +11,41 @@ templates).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from lockgen.errors import CellFailed
 from lockgen.plan.plan import Plan, exact_pin, index_pins
 from lockgen.resolve import blame, fetch, uvout
 from lockgen.resolve.cellrun import CellRun
 
-__all__ = ["explain"]
+__all__ = ["NeedsBuilding", "explain", "needs_building"]
+
+
+class NeedsBuilding(CellFailed):
+    """Packages of the cell have no wheel for its target in any version the requirements allow,
+    and ``allow-build`` does not name them (CASES C26); the message names them all."""
+
+
+def needs_building(run: CellRun, names: Sequence[str], stderr: str) -> str:
+    """The message of a cell (or layer) whose ``names`` have no wheel for its target: every one
+    found in this run (uv names one per run; lockgen left each out to look for the next), and one
+    ``allow-build`` line to copy, with the packages it already allows (issue 17). ``stderr``: uv's
+    first failure, for the first package's versions."""
+    plan = run.plan
+    target = plan.target
+    listed = ", ".join(names)
+    line = json.dumps(sorted({*plan.allow_build, *names}))
+    where = run.mirrors.canonical(uvout.without_build_hints(uvout.cause(stderr)))
+    return (
+        f"cell {plan.cell.name}: {listed}: no wheel for {target.platform} {target.python_tag} in any version the "
+        f"requirements allow ({len(names)} package{'s' if len(names) > 1 else ''}, all found in this run); to build "
+        f"{'them' if len(names) > 1 else 'it'} from source, copy into the cell's settings: allow-build = {line}\n"
+        f"uv said, of the first one: {where}"
+    )
 
 
 def explain(run: CellRun, stderr: str) -> str:

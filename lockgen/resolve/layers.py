@@ -40,12 +40,13 @@ from lockgen.plan.sources import index_pages
 from lockgen.resolve import choose, fetch, inputs, uvout
 from lockgen.resolve.cellrun import CellRun, install_links
 from lockgen.resolve.describe import Resolved
+from lockgen.resolve.hints import NeedsBuilding
 from lockgen.resolve.inputs import Inputs, layer_index, url_constraints, url_pins
 from lockgen.resolve.invariants import Problem
 from lockgen.text import cut
 
 __all__ = [
-    "REASON_CHARS", "Built", "Job", "Layer", "LayerKilled", "LayerUnavailable", "Main", "broken_stack", "failed",
+    "REASON_CHARS", "Built", "Job", "Layer", "LayerKilled", "LayerUnavailable", "Main", "Untrusted", "broken_stack", "failed",
     "job_inputs", "jobs", "layer_folder", "layer_lock", "main_of", "no_resolution", "not_had", "refuse_moves",
     "replacements", "unavailable", "unhashed_lock", "write_preferences",
 ]  # fmt: skip
@@ -115,6 +116,11 @@ class Layer:
 
 class LayerKilled(CellFailed):
     """uv was killed while resolving a layer: not a reason to drop the layer for good."""
+
+
+class Untrusted(CellFailed):
+    """A layer's files failed verify (a hash that does not match its page, a file from another
+    host than its source): the cell fails even for an optional layer, as for main."""
 
 
 class LayerUnavailable(Exception):
@@ -276,6 +282,8 @@ def not_had(plan: Plan, job: Job, failure: CellFailed) -> LayerUnavailable:
     a verify problem, uv could not describe it): unavailable with that reason, without the
     ``cell X: layer Y`` the cell's message would start with (issue 17: optional means optional)."""
     text = str(failure).removeprefix(f"cell {plan.cell.name}: ").removeprefix(f"layer {job.name}").lstrip(": ")
+    if isinstance(failure, NeedsBuilding):  # its first line says it all; uv's wording follows
+        text = text.split("\n", 1)[0]
     return LayerUnavailable(cut(f"it {text}" if text.startswith("would ") else text, REASON_CHARS))
 
 

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
 
 from packaging.pylock import Pylock
 
@@ -133,15 +134,16 @@ def _uv(
     offline: bool = False,
     fmt: uv.Format = uv.Format.PYLOCK,
     no_deps: bool = False,
+    excludes: str | None = None,
 ) -> uv.Result:
     """One ``uv pip compile`` of ``given`` writing ``output``: the command (pure), run by the
     cell's runner. ``plan``: another target's plan (the newer levels'); the ``allow-build``
-    packages the run learned must be built are built."""
+    packages this cell learned must be built are built; ``excludes``: packages left out."""
     plan = plan or run.plan
     build = run.builds.names & run.plan.allow_build
     argv = uv.compile_argv(
         plan, output, run.options, mirrors=run.mirrors, inputs=given, offline=offline, fmt=fmt, no_deps=no_deps,
-        no_binary=build,
+        no_binary=build, excludes=excludes,
     )  # fmt: skip
     env = uv.compile_env(os.environ, plan) | run.mirrors.uv_env(explicit_indexes(plan))
     return run.runner.run(argv, env, str(run.root))
@@ -149,17 +151,43 @@ def _uv(
 
 def _learning(run: CellRun, output: str, given: Inputs, *, offline: bool = False, no_deps: bool = False) -> uv.Result:
     """:func:`_uv`, wheels first: when uv says an ``allow-build`` package has no wheel in any
-    version it may pick, that package is built from source (remembered in ``run.builds`` for the
-    run's other cells) and uv runs again (field case C26: an older version with a wheel beats a
-    newer sdist-only one; builds only where allowed and needed). Main and layer resolutions both
-    go through here."""
+    version it may pick, that package is built from source (remembered in ``run.builds``, this
+    cell's only: issue 17, cells are independent) and uv runs again (field case C26: an older
+    version with a wheel beats a newer sdist-only one; builds only where allowed and needed).
+    A package without wheels that ``allow-build`` does not name is left out (uv ``--excludes``)
+    and uv runs again, until it names no other: then :class:`NeedsBuilding` names them all, with
+    the ``allow-build`` line to copy (issue 17: a project with 8 needed 7 runs). Offline, the
+    failure is returned (the online run looks). Main and layer resolutions go through here."""
+    left_out: list[str] = []
+    first: uv.Result | None = None
     while True:
-        tried = run.builds.names  # another cell may learn one while this one resolves
-        result = _uv(run, output, given, offline=offline, no_deps=no_deps)
-        wanted = {n for n in uvout.needs_wheels(result.stderr) if n in run.plan.allow_build}
-        if result.returncode == 0 or wanted <= tried:
+        excludes = _left_out(run, output, left_out)
+        result = _uv(run, output, given, offline=offline, no_deps=no_deps, excludes=excludes)
+        if result.returncode == 0 and not left_out:
             return result
-        run.builds.add(wanted)
+        needs = uvout.needs_wheels(result.stderr)
+        wanted = {n for n in needs if n in run.plan.allow_build}
+        if not wanted <= run.builds.names:
+            run.builds.add(wanted)
+            continue
+        new = [n for n in needs if n not in run.plan.allow_build and n not in left_out]
+        if new and not offline and result.returncode != 0:
+            first = first or result
+            left_out += new
+            continue
+        break
+    if left_out and first is not None:
+        raise hints.NeedsBuilding(hints.needs_building(run, left_out, first.stderr))
+    return result
+
+
+def _left_out(run: CellRun, output: str, names: Sequence[str]) -> str | None:
+    """The ``--excludes`` file of ``names`` beside ``output`` (None when there are none)."""
+    if not names:
+        return None
+    path = str(PurePosixPath(output).with_name("left-out.txt"))
+    run.write(path, "".join(f"{name}\n" for name in sorted(names)))
+    return path
 
 
 # -- steps 2 to 4 of the main resolution, then its newer levels' wheels and its entries
@@ -247,8 +275,8 @@ def _verified(run: CellRun, pylock: Pylock, *, main: bool, layer: str = "") -> h
             raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
     else:
         found = verify.artifact_problems(plan, pylock, run.mirrors) + list(checked.problems)
-        if found:
-            raise CellFailed(f"cell {plan.cell.name}: layer {layer}: " + "; ".join(found))
+        if found:  # a source serving other bytes or another host's files: the cell fails, optional or not
+            raise layers.Untrusted(f"cell {plan.cell.name}: layer {layer}: " + "; ".join(found))
     return checked
 
 
@@ -260,10 +288,12 @@ def resolve_layers(run: CellRun, main: Resolved) -> Built:
     ``<work>/main-pins.txt``, written when main was described; the ``replace`` packages are left
     out of that constraint; uv prefers main's versions for those), in install order
     (:mod:`lockgen.resolve.layers`). An optional layer that cannot be had, for any reason (no
-    resolution against main, a move of a main version, a verify problem) is recorded unavailable
-    with the reason (issue 17). Raises :class:`CellFailed` when the no-deps layer cannot be had
-    or would move a main version that ``replace`` does not name (C22), when uv was killed, or
-    for an optional entry that names no project."""
+    resolution against main, a move of a main version, a build it may not make, a description uv
+    cannot give) is recorded unavailable with the reason (issue 17). Raises :class:`CellFailed`
+    when the no-deps layer cannot be had or would move a main version that ``replace`` does not
+    name (C22), when uv was killed, when a layer's files fail verify (a hash that does not match
+    its page, a file from another host than its source: a trust problem, never an optional
+    outcome), or for an optional entry that names no project."""
     plan = run.plan
     known = layers.main_of(run, main)
     built = Built()
@@ -276,7 +306,7 @@ def resolve_layers(run: CellRun, main: Resolved) -> Built:
         except LayerUnavailable as exc:
             built.unavailable.append(layers.unavailable(plan, entry, job, exc))
             continue
-        except layers.LayerKilled:
+        except (layers.LayerKilled, layers.Untrusted):
             raise
         except CellFailed as exc:
             if entry is None:

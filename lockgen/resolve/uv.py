@@ -98,6 +98,7 @@ def compile_argv(
     fmt: Format = Format.PYLOCK,
     no_deps: bool = False,
     no_binary: Iterable[str] = (),
+    excludes: str | None = None,
 ) -> list[str]:
     """The ``uv pip compile`` arguments (after the binary) for ``plan``, writing ``fmt`` to
     ``output``.
@@ -108,7 +109,8 @@ def compile_argv(
     Index and find-links URLs go through ``mirrors``. Nothing is built from source except the
     ``no_binary`` packages (``--only-binary :all:`` with ``--no-binary`` for them: ``allow-build``
     packages that have no wheel for the target), so uv prefers an older version with a wheel to a
-    newer sdist-only one (CASES C26).
+    newer sdist-only one (CASES C26). ``excludes``: a file of packages uv leaves out of the
+    resolution (``--excludes``: lockgen looks past a package without wheels for the next one).
     """
     if inputs is None:
         from lockgen.resolve.inputs import main_inputs
@@ -120,6 +122,8 @@ def compile_argv(
         argv += ["--constraint", constraints]
     if inputs.overrides:
         argv += ["--override", inputs.overrides]
+    if excludes:
+        argv += ["--excludes", excludes]
     argv += [
         "--output-file", output,
         "--format", fmt.value,
