@@ -26,7 +26,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from lockgen.config import WORK, Config
 from lockgen.config.model import DEFAULT_BACKENDS, BackendFamily
-from lockgen.errors import ConfigError, TemplateError
+from lockgen.errors import ConfigError, Problem, TemplateError
 from lockgen.plan.matrix import Cell
 from lockgen.plan.render import ROLES, Rendered, render, render_strings, variables
 from lockgen.plan.sources import (
@@ -377,6 +377,22 @@ def local_projects(root: Path, paths: Iterable[str], where: str, cell: Cell) -> 
     return dict(sorted(result.items()))
 
 
+def _check_optional(config: Config, cell: Cell, entries: Iterable[str]) -> None:
+    """Refuse, when the config is read, an optional entry a hashed layer cannot lock (a VCS URL,
+    a project folder: :mod:`lockgen.plan.direct`), naming it, its setting and the cell."""
+    from lockgen.plan.direct import EntryRefused, read_optional
+
+    problems = []
+    for entry in entries:
+        try:
+            read_optional(entry)
+        except EntryRefused as exc:
+            key = config.setting_key(cell.values, "optional", "optional")
+            problems.append(Problem(key=key, cells=(cell.name,), message=f"optional entry {entry!r} is {exc}"))
+    if problems:
+        raise ConfigError(config.source, problems)
+
+
 def make_plan(config: Config, env: jinja2.Environment, cell: Cell, target: Target, uv_version: str) -> Plan:
     """Render the cell's templates and build its plan: its lock under the config's ``locks``
     folder, its rendered inputs under ``.lockgen/<cell>/``. Raises ``TemplateError``/``ConfigError``."""
@@ -393,6 +409,7 @@ def make_plan(config: Config, env: jinja2.Environment, cell: Cell, target: Targe
         rendered = Rendered(files=files)
     context = variables(config, cell, target)
     optional = render_strings(env, cell.settings.optional or (), context, cell, "optional")
+    _check_optional(config, cell, optional)
     requirements = rendered.files.get("requirements", ("", ""))
     projects = local_projects(
         config.root, local_requirements(requirements[1]), f"{config.templates}/{requirements[0]}", cell

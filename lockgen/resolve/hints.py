@@ -34,17 +34,18 @@ def needs_building(run: CellRun, names: Sequence[str], stderr: str) -> str:
     """The message of a cell (or layer) whose ``names`` have no wheel for its target: every one
     found in this run (uv names one per run; lockgen left each out to look for the next), and one
     ``allow-build`` line to copy, with the packages it already allows (issue 17). ``stderr``: uv's
-    first failure, for the first package's versions."""
+    first failure, for the first package's versions ("" when uv did not fail: a source archive
+    whose metadata uv read without building)."""
     plan = run.plan
     target = plan.target
     listed = ", ".join(names)
     line = json.dumps(sorted({*plan.allow_build, *names}))
-    where = run.mirrors.canonical(uvout.without_build_hints(uvout.cause(stderr)))
+    where = run.mirrors.canonical(uvout.without_build_hints(uvout.cause(stderr))) if stderr else ""
     return (
         f"cell {plan.cell.name}: {listed}: no wheel for {target.platform} {target.python_tag} in any version the "
         f"requirements allow ({len(names)} package{'s' if len(names) > 1 else ''}, all found in this run); to build "
-        f"{'them' if len(names) > 1 else 'it'} from source, copy into the cell's settings: allow-build = {line}\n"
-        f"uv said, of the first one: {where}"
+        f"{'them' if len(names) > 1 else 'it'} from source, copy into the cell's settings: allow-build = {line}"
+        + (f"\nuv said, of the first one: {where}" if where else "")
     )
 
 

@@ -29,12 +29,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packaging.pylock import Package, Pylock
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
+from lockgen.plan.direct import SDISTS, EntryRefused, read_optional
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import index_pages
 from lockgen.resolve import choose, fetch, inputs, uvout
@@ -48,7 +49,7 @@ from lockgen.text import cut
 __all__ = [
     "REASON_CHARS", "Built", "Job", "Layer", "LayerKilled", "LayerUnavailable", "Main", "Untrusted", "broken_stack", "failed",
     "job_inputs", "jobs", "layer_folder", "layer_lock", "main_of", "no_resolution", "not_had", "refuse_moves",
-    "replacements", "unavailable", "unhashed_lock", "write_preferences",
+    "replacements", "unavailable", "unbuilt", "unhashed_lock", "write_preferences",
 ]  # fmt: skip
 
 
@@ -264,6 +265,23 @@ def failed(run: CellRun, job: Job, returncode: int, stderr: str) -> LayerUnavail
     return None
 
 
+def unbuilt(plan: Plan, pylock: Pylock) -> list[str]:
+    """Packages of a layer's resolution that only a source archive serves (an sdist URL whose
+    static metadata uv read without building) and that ``allow-build`` does not name: the layer
+    cannot install them without a build the config did not allow."""
+    return sorted(
+        p.name
+        for p in pylock.packages
+        if p.name not in plan.allow_build and not p.wheels and (p.sdist is not None or _source_archive(p))
+    )
+
+
+def _source_archive(package: Package) -> bool:
+    archive = package.archive
+    location = (archive.url or archive.path or "") if archive is not None else ""
+    return location.split("#")[0].endswith(SDISTS)
+
+
 def write_preferences(run: CellRun, output: str, versions: Mapping[str, str]) -> None:
     """Seed uv's ``output`` with ``versions`` (name -> version) as its preferences: uv reads an
     existing output file's versions, as pip-compile does."""
@@ -346,20 +364,27 @@ def _layer_pins(run: CellRun) -> str:
 
 
 def _requirement(run: CellRun, entry: str, torch: str | None = None) -> tuple[str, str, list[str]]:
-    """``(canonical name, requirements line, notes on skipped URLs)`` of an optional entry: a
-    requirement, a direct wheel URL, or a package a ``urls`` source serves (of its URLs that fit
-    the target, the newest build whose label fits the cell and main's ``torch``:
-    :func:`lockgen.resolve.choose.by_label`; pinned by sha256). Raises :class:`LayerUnavailable`
+    """``(canonical name, requirements line, notes on skipped URLs)`` of an optional entry
+    (:mod:`lockgen.plan.direct` reads its form): a requirement; a direct wheel URL or a package
+    a ``urls`` source serves (of its URLs that fit the target, the newest build whose label fits
+    the cell and main's ``torch``: :func:`lockgen.resolve.choose.by_label`; pinned by sha256);
+    a source archive URL or a local archive (uv hashes it). Raises :class:`LayerUnavailable`
     with the reason when nothing fits (every build seen, and why it was passed over) or is
-    reachable."""
+    reachable, :class:`CellFailed` for a form the config check lets through by mistake."""
     plan = run.plan
-    if "://" in entry:
-        candidates, name, specifier = [entry], None, None
+    try:
+        form = read_optional(entry)
+    except EntryRefused as exc:
+        raise CellFailed(f"cell {plan.cell.name}: optional entry {entry!r} is {exc}") from None
+    specifier = None
+    if form.kind in ("archive", "local") and form.name is not None and form.url is not None:
+        line = f"{form.name} @ {run.mirrors.file_url(form.url)}" if form.kind == "archive" else form.text
+        return form.name, f"{line}\n", []
+    if form.kind == "wheel" and form.url is not None:
+        candidates, name = [form.url], form.name
     else:
-        try:
-            req = Requirement(entry)
-        except InvalidRequirement as exc:
-            raise CellFailed(f"cell {plan.cell.name}: optional entry {entry!r} is not a requirement: {exc}") from None
+        req = form.requirement
+        assert req is not None
         name, specifier = canonicalize_name(req.name), req.specifier
         served = plan.served_by(name)
         if served is None or served.kind != "urls":
@@ -369,10 +394,11 @@ def _requirement(run: CellRun, entry: str, torch: str | None = None) -> tuple[st
     if specifier is not None:
         kept = [u for u in kept if specifier.contains(fetch.version_of(u), prereleases=True)]
     chosen = choose.by_label(kept, plan, Version(torch) if torch else None)
-    url = chosen.best()
-    if url is None:
+    best = chosen.best()
+    if best is None:
         seen = "; ".join([*notes, *chosen.notes]) or "none listed"
         raise LayerUnavailable(f"no build fits this cell (builds seen: {seen})")
+    url = best
     project = canonicalize_name(parse_wheel_filename(fetch.wheel_name(url))[0])
     try:
         digest = fetch.sha256_of(run.root, url, run.mirrors, refresh=run.options.refresh, stop=run.stop)

@@ -337,6 +337,9 @@ def _layer(run: CellRun, job: Job, mains: Mapping[str, str]) -> layers.Layer:
         layers.refuse_moves(run, job.name, _unconstrained(run, job, free, mains), mains)
         raise layers.no_resolution(run, result.stderr)
     pylock = _with_newer_wheels(run, read_pylock(run, output), given, job.source)  # 4
+    unbuilt = layers.unbuilt(plan, pylock)
+    if unbuilt:
+        raise hints.NeedsBuilding(hints.needs_building(run, unbuilt, ""))
     replaces = layers.replacements(run, job, pylock, mains)
     checked = _verified(run, pylock, main=False, layer=job.name)  # 5
     dateless = set(verify.without_upload_time(plan, pylock)) if plan.exclude_newer else set()
