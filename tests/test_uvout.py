@@ -64,8 +64,14 @@ def test_no_such_version(name, versions):
 
 @pytest.mark.parametrize(
     ("name", "names"),
-    [("too-new", ["numpy"]), ("no-such-version", []), ("not-found", []), ("conflict", [])],
-    ids=["after-the-cutoff", "no-such-version", "no-project", "conflict"],
+    [
+        ("too-new", ["numpy"]),
+        ("filtered-by-exclude-newer", ["fresh"]),
+        ("no-such-version", []),
+        ("not-found", []),
+        ("conflict", []),
+    ],
+    ids=["after-the-cutoff", "every-version-filtered", "no-such-version", "no-project", "conflict"],
 )
 def test_too_new(name, names):
     assert uvout.too_new(recorded(name)) == names

@@ -117,7 +117,7 @@ class _Run:
         """Run one install command; on failure, warn with the end of its output."""
         done = run(argv, self.env, self.root)
         if done.returncode != 0:
-            self.warn(f"{self.shown(argv)} failed (exit {done.returncode}):\n{done.tail()}")
+            self.warn(f"{self.shown(argv)} failed (exit {done.returncode}):\n{done.cause()}")
         return done.returncode == 0
 
     def uninstall(self, names: Sequence[str]) -> bool:
@@ -145,6 +145,8 @@ def install(project: Project, options: Options, say: Say = print, warn: Say | No
     )  # fmt: skip
     for line in said:
         say(line)
+    for gap in entry.get("unavailable") or []:  # what the cell lacks, before anything runs (issue 17)
+        say(f"not available for {name}: optional {gap.get('requirement')} ({gap.get('reason')})")
     layers = load_layers(project.root, name, entry)
     refuse_host(name, entry, select.gather(probe_gpus=False))
     mirrors = project.mirrors(options.mirrors)

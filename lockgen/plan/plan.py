@@ -105,6 +105,11 @@ class Plan:
         return self.cell.settings.prerelease_package
 
     @property
+    def exclude_newer_package(self) -> Mapping[str, str]:
+        """uv ``--exclude-newer-package``: canonical name -> ``false`` or its own cutoff."""
+        return self.cell.settings.exclude_newer_package
+
+    @property
     def find_links(self) -> tuple[str, ...]:
         """All find-links of the cell, de-duplicated: the ``find-links`` setting (sorted by key),
         then each source's pages. Layers resolve with all of them."""
@@ -193,6 +198,8 @@ class Plan:
             data["prerelease"] = {"mode": self.prerelease, "packages": dict(sorted(self.prerelease_package.items()))}
         if self.local_projects:
             data["local_projects"] = dict(self.local_projects)
+        if self.exclude_newer_package:  # issue 17, only when set
+            data["exclude_newer_package"] = dict(sorted(self.exclude_newer_package.items()))
         for role, (template, text) in sorted(self.rendered.files.items()):
             data[role] = {"template": template, "text": text}
         return data
@@ -247,6 +254,7 @@ PART_NAMES = {
     "allow_build": "allow-build", "local_files": "the files of a local wheel folder",
     "backends": "backends (the backend invariants)", "allow_mix": "allow-mix", "replace": "replace",
     "prerelease": "prerelease, prerelease-package", "local_projects": "the metadata files of a local project requirement",
+    "exclude_newer_package": "exclude-newer-package",
 }  # fmt: skip
 
 

@@ -98,7 +98,8 @@ def _cutoff_hint(run: CellRun, stderr: str) -> str:
         return ""
     return (
         f"\nlockgen: {', '.join(names)}: the versions required were published after exclude-newer "
-        f"({run.plan.exclude_newer}, set in {run.config}): move the cutoff or the requirement"
+        f"({run.plan.exclude_newer}, set in {run.config}): move the cutoff or the requirement, or exempt the "
+        f"package: exclude-newer-package = {{ {names[0]} = false }} (or a date of its own)"
     )
 
 
@@ -124,7 +125,8 @@ def _where_hint(plan: Plan, stderr: str) -> str:
     """Name the pages uv read for a package it found nowhere (a typo, or a page that lists
     nothing: an empty or garbled index page), canonical URLs only."""
     lines = []
-    for name in uvout.not_found(stderr):
+    newer = set(uvout.too_new(stderr))  # its versions exist, after the cutoff: _cutoff_hint says so
+    for name in (n for n in uvout.not_found(stderr) if n not in newer):
         source = plan.served_by(name)
         if source is not None:
             pages = ", ".join(source.find_links() or source.urls)

@@ -39,7 +39,8 @@ from lockgen.plan.sources import INDEX_PROJECT, CellSource, index_project
 from lockgen.resolve import choose, fetch
 
 __all__ = [
-    "URL_PINS", "Inputs", "UrlPin", "layer_index", "main_inputs", "url_constraints", "url_pins", "write_file",
+    "URL_PINS", "Inputs", "UrlPin", "has_lines", "layer_index", "main_inputs", "pinned_torch", "url_constraints", "url_pins",
+    "write_file",
     "write_main", "write_preferences",
 ]  # fmt: skip
 
@@ -103,16 +104,24 @@ def url_constraints(plan: Plan) -> tuple[str, ...]:
 
 def main_inputs(plan: Plan) -> Inputs:
     """The files the main resolution of ``plan`` reads: the rendered requirements, constraints and
-    overrides, the index pins project and the URL pins when the cell has any."""
+    overrides, the index pins project and the URL pins when the cell has any. A constraints or
+    overrides file that renders to no requirement (a template whose lines are all for other
+    cells) is not handed to uv, whose warning about it became every such cell's note (issue 17)."""
     files = plan.rendered.files
     extra = (f"{plan.work}/{INDEX_PROJECT}",) if index_pins(plan) else ()
     pins = url_constraints(plan)
+    given = {role for role in ("constraints", "overrides") if role in files and has_lines(files[role][1])}
     return Inputs(
         requirements=plan.input_path("requirements"),
-        constraints=((plan.input_path("constraints"),) if "constraints" in files else ()) + pins,
-        overrides=plan.input_path("overrides") if "overrides" in files else None,
+        constraints=((plan.input_path("constraints"),) if "constraints" in given else ()) + pins,
+        overrides=plan.input_path("overrides") if "overrides" in given else None,
         extra=extra,
     )
+
+
+def has_lines(text: str) -> bool:
+    """Whether rendered requirements ``text`` holds anything but blank and comment lines."""
+    return any(line.split(" #", 1)[0].strip() and not line.lstrip().startswith("#") for line in text.splitlines())
 
 
 def write_file(root: Path, path: str, text: str) -> None:

@@ -147,10 +147,12 @@ def _source_args(plan: Plan, inputs: Inputs, mirrors: Mirrors) -> list[str]:
         argv += ["--find-links", mirrors.fetch_url(link)]
     if plan.exclude_newer:
         argv += ["--exclude-newer", plan.exclude_newer]
-        # Backend indexes and find-links pages publish no upload times, and uv drops an artifact
-        # without one under a cutoff: the cutoff applies to what the default index serves.
-        for package in sorted({p for source in plan.sources for p in source.packages}):
-            argv += ["--exclude-newer-package", f"{package}=false"]
+    # Backend indexes and find-links pages publish no upload times, and uv drops an artifact
+    # without one under a cutoff: the cutoff applies to what the default index serves. The
+    # config's exclude-newer-package exempts a package or gives it its own cutoff.
+    exempt = {p: "false" for source in plan.sources for p in source.packages} if plan.exclude_newer else {}
+    for package, cutoff in sorted({**exempt, **plan.exclude_newer_package}.items()):
+        argv += ["--exclude-newer-package", f"{package}={cutoff}"]
     return argv
 
 

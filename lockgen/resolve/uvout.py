@@ -184,10 +184,17 @@ def no_such_version(stderr: str) -> dict[NormalizedName, str]:
     return found
 
 
+#: uv's hint when every version was filtered out by the cutoff (``hint: `fresh` was filtered by
+#: `exclude-newer` to only include packages uploaded before …``).
+_FILTERED = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)` was filtered by `exclude-newer`")
+
+
 def too_new(stderr: str) -> list[NormalizedName]:
     """Packages uv could not use because the versions asked for were published after the
-    ``exclude-newer`` cutoff (``Because numpy>2.2.1 was published after the exclude newer time``)."""
-    return sorted({canonicalize_name(r.name) for r in _requirements(_TOO_NEW, stderr)})
+    ``exclude-newer`` cutoff (``Because numpy>2.2.1 was published after the exclude newer time``;
+    ``hint: `fresh` was filtered by `exclude-newer` …``)."""
+    names = {canonicalize_name(r.name) for r in _requirements(_TOO_NEW, stderr)}
+    return sorted(names | {canonicalize_name(n) for n in _FILTERED.findall(stderr)})
 
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
