@@ -104,3 +104,15 @@ def test_the_module_docstring_tables_every_token():
     for token in labels.GRAMMAR:
         if token.name not in ("post", "git", "date", "llama", "lw", "commit"):
             assert token.name in doc, token.name
+
+
+def test_the_docs_page_tables_the_grammar_and_the_policy():
+    from lockgen.config.model import MINOR_POLICIES
+
+    page = (Path(__file__).parents[1] / "docs" / "layers-labels-builds.md").read_text()
+    for token in labels.GRAMMAR:
+        if token.name not in ("post", "git", "date", "llama", "lw", "commit"):
+            assert f"| `{token.name}`" in page or f"`{token.name}`," in page, token.name
+    for policy in MINOR_POLICIES:
+        assert f"`{policy}`" in page
+    assert "docs.nvidia.com/deploy/cuda-compatibility" in page and "RELEASE.md" in page
