@@ -69,6 +69,7 @@ class Unlocated:
     version: str
     sha256: str
     reason: str
+    others: tuple[str, ...] = ()  # files of the same version the pages list, with other hashes (``name sha256``)
 
 
 @dataclass(frozen=True)
@@ -188,6 +189,15 @@ def _from_pages(
     for digest in digests:
         listed = next(((p, f) for p in map(reader.page, pages) if (f := p.by_sha256(digest)) is not None), None)
         if listed is None:
+            others = tuple(
+                f"{f.filename} {f.sha256}"
+                for p in map(reader.page, pages)
+                for f in p.files
+                if f.sha256 and f.sha256 not in digests and _of_version(f.filename, entry)
+            )
+            reason = f"no page lists a file with sha256 {digest}: {_asked(pages, reader)}"
+            if others:
+                reason = f"the pages list {entry.name} {version} with other hashes only ({'; '.join(others)}); the lock has {digest}"
             missing.append(
                 Unlocated(
                     cell=cell,
@@ -195,7 +205,8 @@ def _from_pages(
                     package=entry.name,
                     version=version,
                     sha256=digest,
-                    reason=f"no page lists a file with sha256 {digest[:16]}…: {_asked(pages, reader)}",
+                    reason=reason,
+                    others=others,
                 )
             )
             continue
@@ -214,6 +225,21 @@ def _from_pages(
             )
         )
     return found, missing
+
+
+def _of_version(filename: str, entry: Entry) -> bool:
+    """Whether ``filename`` is a wheel or sdist of ``entry``'s project and version (packaging
+    parses the name)."""
+    from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+
+    try:
+        if filename.endswith(".whl"):
+            name, version = parse_wheel_filename(filename)[:2]
+        else:
+            name, version = parse_sdist_filename(filename)
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return False
+    return name == entry.name and version == entry.version
 
 
 def _asked(pages: Iterable[str], reader: PageReader) -> str:
