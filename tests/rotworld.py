@@ -34,7 +34,10 @@ DATA = Path(__file__).parent / "data" / "provenance"
 #: for gcb_attestation_test-0.0.0.tar.gz, a Google Cloud Build Trusted Publisher).
 RECORDED = DATA / "gcb_attestation_test-0.0.0.tar.gz.provenance"
 #: The file it attests: its name and sha256 (the statement's subject).
-RECORDED_FILE = ("gcb_attestation_test-0.0.0.tar.gz", "461317362419124b6012e855423a9078d6de8aed3e74fa78cc74d669b23dc6cf")
+RECORDED_FILE = (
+    "gcb_attestation_test-0.0.0.tar.gz",
+    "461317362419124b6012e855423a9078d6de8aed3e74fa78cc74d669b23dc6cf",
+)
 CELLS = ("linux-x86_64-cpu-py3.11", "linux-x86_64-cpu-py3.12")
 GITHUB = {"kind": "GitHub", "repository": "example/alpha", "workflow": "release.yml", "environment": "pypi"}
 

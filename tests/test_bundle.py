@@ -56,9 +56,9 @@ def test_a_bundle_stores_each_file_once_and_points_its_locks_at_them(world, tmp_
     assert main.header.index_url == "index" and main.header.find_links == ()
     assert "--index-url index locks/linux-x86_64-cpu-py3.11.txt" in files[f"locks/{CELL}.txt"].decode()
     page = files["index/alpha/index.html"].decode()
-    assert f'href="../../files/' in page and f"/{ALPHA}#sha256=" in page
+    assert 'href="../../files/' in page and f"/{ALPHA}#sha256=" in page
     pylock = files[f"locks/{CELL}/pylock.toml"].decode()
-    assert f'path = "../../files/' in pylock and "https://" not in pylock
+    assert 'path = "../../files/' in pylock and "https://" not in pylock
     manifest = json.loads(files["locks/manifest.json"])
     assert sorted(manifest["cells"]) == list(CELLS) and "detect" not in manifest
     layers = manifest["cells"][CELL]["layers"]
@@ -115,7 +115,9 @@ OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:
 
 def _python311() -> str:
     found = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False)
-    candidates = sorted(Path(found.stdout.strip(), "versions").glob("3.11.*/bin/python3")) if found.returncode == 0 else []
+    candidates = (
+        sorted(Path(found.stdout.strip(), "versions").glob("3.11.*/bin/python3")) if found.returncode == 0 else []
+    )
     if not candidates and sys.version_info[:2] == (3, 11):
         return sys.executable
     if not candidates:
@@ -158,7 +160,9 @@ def test_a_bundle_installs_with_no_network_with_uv_and_pip(world, pypi, tmp_path
     subprocess.run([uv_binary(), "venv", "-q", "--python", python, str(tmp_path / "uv-hand")], env=env, check=True)
     uv_env = {**env, "VIRTUAL_ENV": str(tmp_path / "uv-hand")}
     for layer in manifest["cells"][CELL]["layers"]:
-        subprocess.run([uv_binary(), *layer["commands"]["uv"][1:]], cwd=out, env=uv_env, check=True, capture_output=True)
+        subprocess.run(
+            [uv_binary(), *layer["commands"]["uv"][1:]], cwd=out, env=uv_env, check=True, capture_output=True
+        )
     assert _installed(tmp_path / "uv-hand") == wanted
     # the cell's pylock.toml (PEP 751) installs from the bundle too
     subprocess.run([uv_binary(), "venv", "-q", "--python", python, str(tmp_path / "pylock")], env=env, check=True)

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-import textwrap
 
 import pytest
 from packaging.pylock import Pylock
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry, FileRef, Header, LayerKind, Lock, text_sha256
 from lockgen.locks.lockset import LockSet
 from lockgen.plan.mirror import Mirrors
-from lockgen.rot.online import Kind, _header_sha256, check_online
+from lockgen.rot.online import _header_sha256, check_online
 from tests.conftest import run_cli
 from tests.fakehost import AuthHost
 from tests.rotworld import CELLS, RotHost, json_pages, locked_world, publish
@@ -99,7 +99,11 @@ def test_a_file_gone_from_its_page_and_a_yank(world, pypi):
     json_pages(pypi, yanked={BETA: "broken metadata"})
     for name in ("index.html", "index.json"):  # alpha's page lists nothing now; its URL still serves it
         page = pypi.root / "pypi" / "simple" / "alpha" / name
-        page.write_text('{"meta": {"api-version": "1.1"}, "name": "alpha", "files": []}' if name.endswith("json") else "<html></html>")
+        page.write_text(
+            '{"meta": {"api-version": "1.1"}, "name": "alpha", "files": []}'
+            if name.endswith("json")
+            else "<html></html>"
+        )
     code, report = _online()
     assert code == 1
     found = {f["kind"]: f for f in report["findings"]}
@@ -134,7 +138,12 @@ def test_logins_from_netrc_reach_the_host_and_are_never_shown(world, pypi, tmp_p
         assert secret not in done.out + done.err
         monkeypatch.delenv("NETRC")
         monkeypatch.setenv("FILES_TOKEN", secret)  # a login in the mirror URL, from the environment
-        done = run_cli("check", "--online", "--mirror", f"https://files.pythonhosted.org=http://reader:${{FILES_TOKEN}}@{files.url.removeprefix('http://')}/files")
+        done = run_cli(
+            "check",
+            "--online",
+            "--mirror",
+            f"https://files.pythonhosted.org=http://reader:${{FILES_TOKEN}}@{files.url.removeprefix('http://')}/files",
+        )
         assert done.code == 0, done.out + done.err
         assert secret not in done.out + done.err
     finally:
@@ -175,15 +184,19 @@ def _twelve_cells(folder, pypi) -> LockSet:
             canonical = f"https://files.pythonhosted.org/{name}"
             packages.append({"name": project, "version": "1.0",
                              "wheels": [{"url": canonical, "size": len(data), "hashes": {"sha256": digest}}]})  # fmt: skip
-            entries.append(Entry(name=project, version=packages[-1]["version"] and __import__("packaging.version").version.Version("1.0"), hashes=(f"sha256:{digest}",)))
-        pylock = pylockfile.dumps(Pylock.from_dict({"lock-version": "1.0", "created-by": "lockgen", "packages": packages}))
+            entries.append(Entry(name=canonicalize_name(project), version=Version("1.0"), hashes=(f"sha256:{digest}",)))
+        pylock = pylockfile.dumps(
+            Pylock.from_dict({"lock-version": "1.0", "created-by": "lockgen", "packages": packages})
+        )
         (folder / cell).mkdir(parents=True)
         (folder / cell / "pylock.toml").write_text(pylock)
         header = Header(
             cell=cell, kind=LayerKind.MAIN, path=f"locks/{cell}.txt", target="x", uv="0.13.9", input_hash="sha256:0",
             index_url="https://pypi.org/simple", pylock=FileRef(sha256=text_sha256(pylock), path=f"locks/{cell}/pylock.toml"),
         )  # fmt: skip
-        (folder / f"{cell}.txt").write_text(Lock(header=header, entries=tuple(sorted(entries, key=lambda e: e.name))).render())
+        (folder / f"{cell}.txt").write_text(
+            Lock(header=header, entries=tuple(sorted(entries, key=lambda e: e.name))).render()
+        )
     return LockSet.from_folder(folder)
 
 
@@ -191,7 +204,12 @@ def test_twelve_cells_ask_for_each_distinct_url_once(tmp_path):
     pypi = RotHost(tmp_path / "pypi")
     try:
         lockset = _twelve_cells(tmp_path / "locks", pypi)
-        mirrors = Mirrors({"https://pypi.org/simple": f"{pypi.url}/pypi/simple", "https://files.pythonhosted.org": f"{pypi.url}/files"})
+        mirrors = Mirrors(
+            {
+                "https://pypi.org/simple": f"{pypi.url}/pypi/simple",
+                "https://files.pythonhosted.org": f"{pypi.url}/files",
+            }
+        )
         pypi.log.clear()
         report = check_online(lockset, TWELVE, mirrors)
         assert report.exit_code == 0 and report.findings == []
@@ -201,3 +219,19 @@ def test_twelve_cells_ask_for_each_distinct_url_once(tmp_path):
         assert len([line for line in pypi.log if line.startswith("GET")]) == 64  # one page per project
     finally:
         pypi.stop()
+
+
+def test_the_scheduled_recipes_command_line_parses():
+    from lockgen.cli import parse
+
+    args = parse(
+        ["check", "--online", "--attestations", "--timeout", "1200", "--json", "--mirror", "https://a=http://b"]
+    )
+    assert (args.online, args.attestations, args.timeout, args.json, args.mirror) == (
+        True,
+        True,
+        1200.0,
+        True,
+        ["https://a=http://b"],
+    )
+    assert parse(["check", "--resolve", "-j", "2", "--wait"]).resolve

@@ -33,7 +33,9 @@ def _pylock(tables=None) -> Pylock:
 
 
 def test_an_identity_is_the_publishers_string_fields_sorted():
-    identity = Identity.from_mapping({**GITHUB, "claims": {"sha": "abc"}, "environment": None} | {"environment": "pypi"})
+    identity = Identity.from_mapping(
+        {**GITHUB, "claims": {"sha": "abc"}, "environment": None} | {"environment": "pypi"}
+    )
     assert identity is not None
     assert identity.to_dict() == GITHUB
     assert identity.describe() == "GitHub example/alpha workflow=release.yml environment=pypi"
@@ -82,7 +84,9 @@ def pypi(tmp_path):
 
 
 def _mirrors(pypi) -> Mirrors:
-    return Mirrors({"https://pypi.org/simple": f"{pypi.url}/pypi/simple", "https://files.pythonhosted.org": f"{pypi.url}/files"})
+    return Mirrors(
+        {"https://pypi.org/simple": f"{pypi.url}/pypi/simple", "https://files.pythonhosted.org": f"{pypi.url}/files"}
+    )
 
 
 def _package(pypi, name: str):
@@ -180,11 +184,16 @@ def test_check_online_attestations_reports_what_does_not_verify(pypi, tmp_path, 
     json_pages(pypi)  # the index serves no provenance for alpha any more
     done = run_cli("check", "--online", "--attestations")
     assert done.code == 1
-    assert "the lock records GitHub example/alpha workflow=release.yml environment=pypi; the index serves no provenance" in done.out
+    assert (
+        "the lock records GitHub example/alpha workflow=release.yml environment=pypi; the index serves no provenance"
+        in done.out
+    )
 
 
 def test_attestations_only_with_online(tmp_path, monkeypatch, cli):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "lockgen.toml").write_text('[matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]\n')
+    (tmp_path / "lockgen.toml").write_text(
+        '[matrix]\nos = ["linux"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]\n'
+    )
     done = cli("check", "--attestations")
     assert done.code == 2 and "--attestations goes with --online" in done.err

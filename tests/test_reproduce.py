@@ -74,7 +74,11 @@ def test_drift_is_explained_per_package(project, pypi):
     for page in ("delta",):
         html = pypi.root / "pypi" / "simple" / page / "index.html"
         html.write_text("\n".join(line for line in html.read_text().splitlines() if "delta-1.0" not in line))
-    json_pages(pypi, yanked={"beta-2.0-py3-none-any.whl": "broken"}, upload_time={"alpha-1.1-py3-none-any.whl": "2026-06-01T00:00:00Z"})
+    json_pages(
+        pypi,
+        yanked={"beta-2.0-py3-none-any.whl": "broken"},
+        upload_time={"alpha-1.1-py3-none-any.whl": "2026-06-01T00:00:00Z"},
+    )
     done = run_cli("check", "--resolve", "--json")
     assert done.code == 1, done.err
     (cell,) = json.loads(done.out)["cells"]
