@@ -27,10 +27,10 @@ from lockgen.locks.publishers import Identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve.provenance import INTEGRITY_ACCEPT, identities_of
 from lockgen.resolve.simplepages import PageReader, netrc_auth
+from lockgen.rot.findings import Finding, Kind
 
 if TYPE_CHECKING:
     from lockgen.rot.locate import LockedFile
-    from lockgen.rot.online import Finding
 
 __all__ = ["check", "require", "verify"]
 
@@ -81,8 +81,6 @@ def check(
 ) -> tuple[list[Finding], int]:
     """The attestation findings of the main ``files`` (see the module docstring) and how many
     provenance objects were verified. Pages are read through ``reader`` (already fetched)."""
-    from lockgen.rot.online import Finding, Kind
-
     out: list[Finding] = []
     verified = 0
     seen: dict[str, tuple[list[str], tuple[Identity, ...]] | str] = {}

@@ -114,7 +114,7 @@ def bundle_command(
     (see the module docstring). Raises :class:`UsageError` for an unknown cell, a cell without a
     lock or with a VCS requirement, or an ``output`` that is neither new, empty nor a bundle;
     :class:`BundleError` for a file that cannot be had or does not match its hash."""
-    from lockgen.rot.command import chosen_cells
+    from lockgen.rot.cells import chosen_cells
 
     if not names:
         raise UsageError("name the cells to bundle (lockgen matrix lists them)")

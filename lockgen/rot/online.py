@@ -29,7 +29,6 @@ and the cells (and layers) that lock the file.
 from __future__ import annotations
 
 import base64
-import enum
 import logging
 import threading
 import time
@@ -42,6 +41,7 @@ from urllib.parse import urljoin, urlsplit
 from lockgen.locks.lockset import LockSet
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve.simplepages import PageFile, PageReader, netrc_auth
+from lockgen.rot.findings import _ORDER, Finding, Kind
 from lockgen.rot.locate import Located, LockedFile, locate
 
 __all__ = ["Finding", "Kind", "OnlineReport", "check_online"]
@@ -55,50 +55,6 @@ REQUEST_TIMEOUT = 20.0
 TIMEOUT = 600.0
 _RETRIES = (0.5, 1.5)  # seconds before each retry of a transient failure
 _REDIRECTS = 5
-
-
-class Kind(str, enum.Enum):
-    """What is wrong with a locked file (see the module docstring)."""
-
-    DELETED = "deleted"
-    MOVED = "moved"
-    SIZE = "size-changed"
-    HASH = "hash-changed"
-    UNLISTED = "unlisted"
-    ATTESTATION = "attestation"
-    REFUSED = "refused"
-    UNREACHABLE = "unreachable"
-    YANKED = "yanked"
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def fails(self) -> bool:
-        return self is not Kind.YANKED
-
-
-_ORDER = {kind: i for i, kind in enumerate(Kind)}
-
-
-@dataclass(frozen=True, kw_only=True)
-class Finding:
-    """One problem of one URL (or locked hash): ``kind``, the package and version, the ``url``
-    ("" for a hash no page lists), what was seen (``detail``), and where it is locked
-    (``where``: ``cell`` or ``cell [layer]``, sorted)."""
-
-    kind: Kind
-    package: str
-    version: str
-    url: str
-    detail: str
-    where: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "kind": str(self.kind), "package": self.package, "version": self.version, "url": self.url,
-            "detail": self.detail, "where": list(self.where), "fails": self.kind.fails,
-        }  # fmt: skip
 
 
 @dataclass

@@ -123,7 +123,7 @@ def reproduce(
     project (without ``wait``)."""
     from lockgen import pipeline
     from lockgen.check import state_of
-    from lockgen.rot.command import chosen_cells
+    from lockgen.rot.cells import chosen_cells
     from lockgen.uvbin import uv_version
 
     locks = project.config.locks
