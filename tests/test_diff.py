@@ -67,6 +67,19 @@ def _cell_added(cells: Cells) -> None:
 
 
 NEW_SHA = "f" * 64
+FA_PAGES = ("https://wheels.example.org/fa/", "https://wheels.example.org/natten/")
+
+
+def _moved_layer(pages: tuple[str, ...]) -> Callable[[CellSpec], None]:
+    """The flash-attn layer's pages become ``pages`` and its wheel another file (other hash)."""
+
+    def edit(cell: CellSpec) -> None:
+        cell.layers["optional-flash-attn"].find_links = pages
+        cell.layers["optional-flash-attn"].pins["flash-attn"] = Pin("2.8.2", digest=NEW_SHA)
+
+    return edit
+
+
 RELEASES = "https://github.com/x/fa/releases/download"
 CASES: list[tuple[str, Callable[[Cells], None], set[Row]]] = [
     ("upgrade", _all(_set("matplotlib", Pin("3.10.3"))), {("matplotlib", "upgrade", "3.10.1", "3.10.3", "main", False, 3, 3)}),
@@ -79,8 +92,14 @@ CASES: list[tuple[str, Callable[[Cells], None], set[Row]]] = [
      {("torch", "label", "2.13.0+cu126", "2.13.0+cu130", "main", False, 3, 3)}),
     ("source-index", _all(_set("numpy", Pin("2.4.5", where="https://mirror.example.org/numpy"))),
      {("numpy", "source", "files.pythonhosted.org/packages", "mirror.example.org/numpy", "main", False, 3, 3)}),
-    ("source-find-links", _all(lambda c: setattr(c.layers["optional-flash-attn"], "find_links", ("https://other.example.org/fa/",))),
+    # a layer lock names no file's place, only the pages of its header: identical lines are no change (issue 18)
+    ("layer-page-moved-same-lines", _all(lambda c: setattr(c.layers["optional-flash-attn"], "find_links", ("https://other.example.org/fa/",))),
+     set()),
+    ("layer-gains-a-page", _all(lambda c: setattr(c.layers["optional-flash-attn"], "find_links", FA_PAGES)), set()),
+    ("layer-page-moved-other-files", _all(_moved_layer(("https://other.example.org/fa/",))),
      {("flash-attn", "source", "wheels.example.org/fa", "other.example.org/fa", "optional-flash-attn", False, 3, 3)}),
+    ("layer-gains-a-page-other-files", _all(_moved_layer(FA_PAGES)),
+     {("flash-attn", "hash", "2.8.2", "2.8.2", "optional-flash-attn", True, 3, 3)}),
     ("hash", _all(_set("numpy", Pin("2.4.5", digest=NEW_SHA)), (C,)), {("numpy", "hash", "2.4.5", "2.4.5", "main", True, 1, 3)}),
     ("files-added", _all(_set("numpy", Pin("2.4.5", extra=(NEW_SHA,))), (C,)), {("numpy", "files", "2.4.5", "2.4.5", "main", False, 1, 3)}),
     ("vcs", _all(_set("mylib", Pin(None, url=MYLIB + "b" * 40), "unhashed")),
@@ -287,13 +306,9 @@ def test_change_report_counts_the_cells_the_run_touched(tmp_path: Path) -> None:
     ("moved", "name", "expected"),
     [
         ((A, B, C), "numpy", "numpy 2.4.5 → 2.4.6 in 3 cells"),
-        ((), "NumPy", "numpy: already the newest allowed under the exclude-newer cutoff (2.4.5) in 3 cells"),
-        (
-            (A,),
-            "numpy",
-            "numpy 2.4.5 → 2.4.6 in 1 cell; already the newest allowed under the exclude-newer cutoff (2.4.5) in 2 cells",
-        ),
-        ((), "flash-attn", "flash-attn: already the newest allowed under the exclude-newer cutoff (2.8.2) in 3 cells"),
+        ((), "NumPy", "numpy: kept at 2.4.5 in 3 cells"),
+        ((A,), "numpy", "numpy 2.4.5 → 2.4.6 in 1 cell; kept at 2.4.5 in 2 cells"),
+        ((), "flash-attn", "flash-attn: kept at 2.8.2 in 3 cells"),
         ((), "scipy", "scipy: not in any selected cell"),
     ],
     ids=["all-moved", "none-moved", "some-moved", "in-a-layer", "absent"],
@@ -305,6 +320,18 @@ def test_upgrade_outcome(tmp_path: Path, moved: tuple[str, ...], name: str, expe
         cells[cell].pins["numpy"] = Pin("2.4.6")
     new = LockSet.from_folder(write_locks(tmp_path / "new", cells))
     assert upgrade_outcome(name, old, new) == expected
+
+
+def test_upgrade_outcome_says_what_holds_each_cell(tmp_path: Path) -> None:
+    old = LockSet.from_folder(write_locks(tmp_path / "old", base_cells()))
+    held = {
+        A: "the pin templates/requirements.in.j2:3: numpy==2.4.5",
+        B: "the pin templates/requirements.in.j2:3: numpy==2.4.5",
+    }
+    assert upgrade_outcome("numpy", old, old, held=held) == (
+        "numpy: kept at 2.4.5 in 2 cells, held by the pin templates/requirements.in.j2:3: numpy==2.4.5; "
+        "kept at 2.4.5 in 1 cell"
+    )
 
 
 # --------------------------------------------------------------------------- git revisions and the command
