@@ -212,8 +212,13 @@ def loads(text: str) -> dict[str, Any]:
 def _set(data: Any, where: Where, value: str) -> None:
     for part in where[:-1]:
         data = data[part]
-    assert isinstance(data, (MutableMapping, list))
-    data[where[-1]] = value
+    key = where[-1]
+    if isinstance(data, list):
+        assert isinstance(key, int)
+        data[key] = value
+    else:
+        assert isinstance(data, MutableMapping)
+        data[key] = value
 
 
 def key_path(where: Where) -> str:

@@ -58,7 +58,7 @@ def test_only_the_line_whose_cells_the_version_fits_moves():
 
 
 def test_a_version_that_fits_both_sides_is_refused_naming_the_lines():
-    moves, refused = decide(NUMPY, Wanted(version=Version("2.2.0")), SPLIT, None, lambda cell: True)
+    _moves, refused = decide(NUMPY, Wanted(version=Version("2.2.0")), SPLIT, None, lambda cell: True)
     assert len(refused) == 1
     assert (
         "templates/r.j2:1 'numpy==1.26.4; python_version < \"3.12\"' (cells: linux-py3.10, linux-py3.11)" in refused[0]
@@ -73,7 +73,7 @@ def test_a_marker_on_the_command_line_chooses_the_lines():
 
 
 def test_fitting_no_cell_is_refused():
-    moves, refused = decide(NUMPY, Wanted(version=Version("9.0")), SPLIT, None, lambda cell: False)
+    _moves, refused = decide(NUMPY, Wanted(version=Version("9.0")), SPLIT, None, lambda cell: False)
     assert refused and "numpy 9.0 fits none of the cells its lines pin it for" in refused[0]
 
 
@@ -97,5 +97,5 @@ def test_a_line_without_a_movable_pin(text, refused):
 
 
 def test_already_at_the_version():
-    moves, refused = decide(NUMPY, Wanted(version=Version("2.1")), [site("numpy==2.1.0", 1, NEW)], None, never)
+    moves, _refused = decide(NUMPY, Wanted(version=Version("2.1")), [site("numpy==2.1.0", 1, NEW)], None, never)
     assert [m.state for m in moves] == [State.CURRENT]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -460,3 +461,42 @@ def test_the_command_line_offers_every_diff_format():
     from lockgen.locks.diffcmd import FORMATS
 
     assert tuple(FORMATS) == DIFF_FORMATS
+
+
+def test_two_folders_need_no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``lockgen diff DIR DIR`` outside any project (a CI job comparing two artifacts)."""
+    from tests.conftest import run_cli
+
+    old = write_locks(tmp_path / "a", base_cells())
+    cells = base_cells()
+    cells[C].pins["numpy"] = Pin("2.4.6")
+    write_locks(tmp_path / "b", cells)
+    monkeypatch.chdir(tmp_path)
+    run = run_cli("diff", "a", str(tmp_path / "b"), "--exit-code")
+    assert (run.code, run.out) == (1, f"numpy 2.4.5 → 2.4.6 (1 of 3 cells: {C})\n"), run.err
+    assert old.is_dir()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda folder: folder.mkdir(), re.escape("empty: holds no locks (no lock lockgen wrote, no manifest.json)")),
+        (lambda folder: (folder / "notes.txt").parent.mkdir() or (folder / "notes.txt").write_text("x\n"), "empty: holds no locks"),
+    ],
+    ids=["empty", "no-lock-files"],
+)  # fmt: skip
+def test_a_folder_without_locks_is_an_error_naming_it(tmp_path: Path, make, message: str) -> None:
+    """Not an empty lock set: every cell would read as added, with exit 0."""
+    locks = write_locks(tmp_path / "locks", base_cells())
+    make(tmp_path / "empty")
+    with pytest.raises(UsageError, match=message):
+        diff_command(tmp_path, "locks", "empty", str(locks), "text", exit_code=True)
+
+
+def test_a_project_without_its_locks_folder_is_an_error(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "lockgen.toml").write_text("locks = 'locks'\n")
+    locks = write_locks(tmp_path / "other", base_cells())
+    with pytest.raises(UsageError, match=r"proj/locks: does not exist"):
+        diff_command(tmp_path, "locks", str(project), str(locks), "text", exit_code=False)

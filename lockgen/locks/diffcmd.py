@@ -87,8 +87,9 @@ def _from_folder(folder: Path, locks: str, label: str) -> LockSet:
     )
     if not found:
         what = "does not exist" if not folder.exists() else "holds no locks (no lock lockgen wrote, no manifest.json)"
+        shown = label if folder.name == Path(label).name else str(folder)  # a project folder stands for <locks>/
         raise UsageError(
-            f"{label}: {what}; name a locks folder (or a project folder holding one), or run `lockgen all` first"
+            f"{shown}: {what}; name a locks folder (or a project folder holding one), or run `lockgen all` first"
         )
     return LockSet.from_folder(folder, locks, label=label)
 

@@ -180,8 +180,8 @@ def replace_files(
     staged: list[tuple[str, str]] = []
     try:
         for path, text in changes.items():
-            tmp = _temporary(root / path, text, keep_mode)
-            staged.append((tmp.relative_to(root).as_posix() if tmp.is_relative_to(root) else str(tmp), path))
+            made = _temporary(root / path, text, keep_mode)
+            staged.append((made.relative_to(root).as_posix() if made.is_relative_to(root) else str(made), path))
     except OSError as exc:
         for tmp, _ in staged:
             (root / tmp).unlink(missing_ok=True)

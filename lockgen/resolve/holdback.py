@@ -40,7 +40,15 @@ _STOPS = ("==", "===", "~=", "<", "<=")
 _ROLE = {"requirements": "requirement", "constraints": "constraint", "overrides": "override"}
 
 
-def holder(config: Config, lines: LineMap, plan: Plan, name: str, locked: Version, mirrors: Mirrors) -> str:
+def holder(
+    config: Config,
+    lines: LineMap,
+    plan: Plan,
+    name: str,
+    locked: Version,
+    mirrors: Mirrors,
+    runner: uv.RunnerLike | None = None,
+) -> str:
     """What keeps ``name`` at ``locked`` in ``plan``'s cell, as a phrase (``the pin
     templates/requirements.in.j2:3: numpy==2.4.5``, ``the exclude-newer cutoff
     2026-11-25T00:00:00Z: …``, ``torch==2.13.0, which requires numpy<2.5``); "" when nothing
@@ -52,7 +60,7 @@ def holder(config: Config, lines: LineMap, plan: Plan, name: str, locked: Versio
     found = _input_line(lines, plan, key)
     if found:
         return found
-    return _ask_uv(config.root, plan, key, locked, mirrors)
+    return _ask_uv(config.root, plan, key, locked, mirrors, runner or uv.Runner())
 
 
 def _input_line(lines: LineMap, plan: Plan, name: str) -> str:
@@ -76,7 +84,7 @@ def _input_line(lines: LineMap, plan: Plan, name: str) -> str:
     return ""
 
 
-def _ask_uv(root: Path, plan: Plan, name: str, locked: Version, mirrors: Mirrors) -> str:
+def _ask_uv(root: Path, plan: Plan, name: str, locked: Version, mirrors: Mirrors, runner: uv.RunnerLike) -> str:
     """Resolve the cell's inputs with ``name>locked`` added and read why uv cannot."""
     from lockgen.resolve.cellrun import CellRun
     from lockgen.resolve.inputs import write_main
@@ -88,7 +96,7 @@ def _ask_uv(root: Path, plan: Plan, name: str, locked: Version, mirrors: Mirrors
         (text if not text or text.endswith("\n") else text + "\n") + f"{name}>{locked.public}\n",
     )
     probe = replace(plan, rendered=Rendered(files=files), work=f"{plan.work}/holdback")
-    run = CellRun(root, probe, uv.Options(), mirrors, uv.Runner())
+    run = CellRun(root, probe, uv.Options(), mirrors, runner)
     try:
         write_main(run)
         result = run.compile(f"{probe.work}/pylock.toml")
