@@ -206,7 +206,7 @@ class _Version(argparse.Action):
         values: str | Sequence[Any] | None,
         option_string: str | None = None,
     ) -> NoReturn:
-        from lockgen.resolve.uv import uv_version
+        from lockgen.uvbin import uv_version
 
         print(f"lockgen {__version__} (uv {uv_version()})")
         parser.exit()
