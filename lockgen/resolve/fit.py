@@ -34,7 +34,7 @@ def fits(
     """Whether uv finds a file of ``name==version`` for ``plan``'s cell (True/False); None when
     it could not tell (a host it could not reach, a file lockgen could not write)."""
     from lockgen.resolve.cellrun import CellRun
-    from lockgen.resolve.inputs import write_main
+    from lockgen.resolve.pipeline import ask
 
     template = plan.rendered.files.get("requirements", ("requirements.in.j2", ""))[0]
     probe = replace(
@@ -43,8 +43,7 @@ def fits(
     )  # fmt: skip
     run = CellRun(root, probe, uv.Options(), mirrors, runner)
     try:
-        write_main(run)
-        result = run.compile(f"{probe.work}/pylock.toml", no_deps=True)
+        result = ask(run, f"{probe.work}/pylock.toml", no_deps=True)
     except (LockgenError, OSError) as exc:
         log.debug("cell %s: could not ask uv whether %s %s fits: %s", plan.cell.name, name, version, exc)
         return None

@@ -87,7 +87,7 @@ def _input_line(lines: LineMap, plan: Plan, name: str) -> str:
 def _ask_uv(root: Path, plan: Plan, name: str, locked: Version, mirrors: Mirrors, runner: uv.RunnerLike) -> str:
     """Resolve the cell's inputs with ``name>locked`` added and read why uv cannot."""
     from lockgen.resolve.cellrun import CellRun
-    from lockgen.resolve.inputs import write_main
+    from lockgen.resolve.pipeline import ask
 
     files = dict(plan.rendered.files)
     template, text = files.get("requirements", ("", ""))
@@ -98,8 +98,7 @@ def _ask_uv(root: Path, plan: Plan, name: str, locked: Version, mirrors: Mirrors
     probe = replace(plan, rendered=Rendered(files=files), work=f"{plan.work}/holdback")
     run = CellRun(root, probe, uv.Options(), mirrors, runner)
     try:
-        write_main(run)
-        result = run.compile(f"{probe.work}/pylock.toml")
+        result = ask(run, f"{probe.work}/pylock.toml")
     except (LockgenError, OSError) as exc:
         log.debug("cell %s: the hold-back probe of %s failed: %s", plan.cell.name, name, exc)
         return ""
