@@ -58,8 +58,8 @@ def actionlint(*files: Path | str) -> tuple[int, list[dict]]:
     return run.returncode, json.loads(run.stdout)
 
 
-def test_there_are_two_workflows():
-    assert [p.name for p in WORKFLOWS] == ["lockgen-check.yml", "lockgen-release.yml"]
+def test_there_are_three_workflows():
+    assert [p.name for p in WORKFLOWS] == ["lockgen-check.yml", "lockgen-release.yml", "lockgen-relock.yml"]
 
 
 def test_actionlint_finds_nothing():
@@ -149,6 +149,8 @@ def test_run_scripts_are_found_by_indentation():
         ("lockgen-release.yml", "path: ${{ runner.temp }}/bump.patch"),
         ("lockgen-release.yml", 'git apply "$RUNNER_TEMP/bump/bump.patch"'),
         ("lockgen-release.yml", "${{ steps.edited.outputs.paths }}"),
+        ("lockgen-relock.yml", 'lockgen -C "$CONFIG" all'),
+        ("lockgen-relock.yml", 'lockgen -C "$CONFIG" diff "$BASE" --format markdown > diff.md'),
     ],
     ids=[
         "check-json",
@@ -163,6 +165,8 @@ def test_run_scripts_are_found_by_indentation():
         "upload-patch",
         "apply-patch",
         "commit-edited-files",
+        "relock-all",
+        "relock-diff-against-base",
     ],
 )
 def test_the_lockgen_commands_are_spelt_as_the_cli_has_them(workflow, command):
