@@ -189,6 +189,26 @@ def test_old_format_locks_group_into_one_line(tmp_path: Path) -> None:
     assert render_text(groups) == "the old main lock could not be read: the header has no 'kind' field (3 of 3 cells)\n"
 
 
+def test_an_older_lockgen_format_says_so(tmp_path: Path) -> None:
+    """A lock an older lockgen wrote (untouched: its digest holds) is named as such, not as a
+    broken file (issue 15's message list, in diff's use of the lock model)."""
+    from lockgen.locks.lock import DIGEST, text_sha256
+
+    old = write_locks(tmp_path / "old", base_cells())
+    for cell in (A, B, C):
+        path = old / f"{cell}.txt"
+        head, _, body = path.read_text().partition("\n\n")
+        lines = [line for line in head.split("\n") if line != "# kind: main" and not line.startswith(f"# {DIGEST}: ")]
+        text = "\n".join(lines) + "\n\n" + body
+        head, _, body = text.partition("\n\n")
+        path.write_text(f"{head}\n# {DIGEST}: {text_sha256(text)}\n\n{body}")
+    groups = group(diff(LockSet.from_folder(old), LockSet.from_folder(write_locks(tmp_path / "new", base_cells()))))
+    assert render_text(groups) == (
+        "the old main lock could not be read: written by an older lockgen, in a lock format this one does not read "
+        "(the header has no 'kind' field); re-lock it with lockgen all (3 of 3 cells)\n"
+    )
+
+
 def test_hash_change_names_the_file_and_needs_a_look(tmp_path: Path) -> None:
     groups = compare(tmp_path, _all(_set("numpy", Pin("2.4.5", digest="f" * 64)), (C,)))
     assert groups[0].details == ((C, "sha256 of numpy-2.4.5-py3-none-any.whl changed"),)
