@@ -349,3 +349,14 @@ def test_another_run_holding_the_project_stops_bump_before_it_writes(tmp_path):
 def test_parse_wanted_takes_a_marker():
     wanted = parse_wanted(['numpy==2.2.0; python_version >= "3.12"', "torch==2.14"])
     assert str(wanted["numpy"].marker) == 'python_version >= "3.12"' and wanted["torch"].marker is None
+
+
+def test_a_no_deps_entry_of_the_config_is_a_pin_too(tmp_path):
+    config = PROJECT.replace(
+        'pins = { torch = "2.13.0" }', 'pins = { torch = "2.13.0" }\nno-deps = ["lycoris-lora==3.1.0"]  # kept apart'
+    )
+    root = project(tmp_path, "torch=={{ pins.torch }}\n", config)
+    run = run_cli("bump", "lycoris-lora==3.2.0", "--no-lock", "-C", str(root))
+    assert run.code == 0, run.err
+    assert "pyproject.toml: tool.lockgen.no-deps[0]: lycoris-lora 3.1.0 -> 3.2.0" in run.err
+    assert (root / "pyproject.toml").read_text() == config.replace("3.1.0", "3.2.0")
