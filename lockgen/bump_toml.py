@@ -1,18 +1,19 @@
-"""The TOML side of ``lockgen bump``: where the pins are in the document, and writing the edited file.
+"""The TOML side of ``lockgen bump``: where the pins and requirement strings are in a document, and the edit.
 
 :func:`find_sites` lists every pin of the config (the top-level ``pins`` table and each rule's,
-under the file's :class:`Layout`); :func:`check_only_pins_changed` refuses an edit that changed
-more than the pin values; :func:`write_atomic` replaces the file. The policy (which pins move)
-is in :mod:`lockgen.bump`.
+under the file's :class:`Layout`); :func:`requirement_strings` the requirement strings of the
+project's metadata (``[project]`` dependencies and optional dependencies, PEP 735 groups);
+:func:`edit_strings` replaces strings in the same style and :func:`check_only_pins_changed`
+refuses an edit that changed more than the values. The policy (which pins move) is in
+:mod:`lockgen.bump` and :mod:`lockgen.bump_lines`; the files are written by
+:mod:`lockgen.bump_run`, together with the locks, through :mod:`lockgen.locks.store`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from lockgen.errors import ConfigError
 
 __all__ = [
     "Layout", "Requirement", "Site", "Where", "check_only_pins_changed", "edit_strings", "find_sites", "key_path",
-    "loads", "requirement_strings", "write_atomic",
+    "loads", "requirement_strings",
 ]  # fmt: skip
 
 #: A key path inside the TOML document: table keys and array indexes.
@@ -232,26 +233,3 @@ def key_path(where: Where) -> str:
             key = part if _BARE_KEY.match(part) else json.dumps(part)
             text += f".{key}" if text else key
     return text
-
-
-def write_atomic(path: Path, text: str) -> bool:
-    """Replace ``path`` (through a symlink: its target) with ``text`` via a temporary file in
-    the same folder and :func:`os.replace`, keeping the file's permission bits. The bytes are
-    written as they are (no newline translation: a CRLF file stays CRLF)."""
-    target = path.resolve()
-    data = text.encode("utf-8")
-    if target.read_bytes() == data:
-        return False
-    mode = target.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return True

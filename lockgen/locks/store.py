@@ -9,6 +9,8 @@
   over its target and the journal removed. A run killed between two renames leaves the journal;
   the next run finishes it (:func:`recover`) before doing anything else. Until then the main lock's
   ``layer`` digests do not match, so ``check`` reports the cell instead of passing it.
+  ``lockgen bump`` writes its config, template and lock changes as one such unit (journal
+  ``bump``, :mod:`lockgen.locks.stage`), its files keeping their permission bits.
 * :func:`clean_temporaries`: temporary files a killed run left (``.<name>.<random>.tmp``) are
   removed by the next run.
 """
