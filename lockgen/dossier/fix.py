@@ -89,7 +89,6 @@ def plan_fixes(project: Project, report: AuditReport, source: Source) -> FixPlan
     from lockgen.bump import plan_bumps
     from lockgen.bump_templates import find
     from lockgen.config import find_config
-    from lockgen.reqline import pin_of
 
     config = project.config
     path = find_config(config.root, config.source)
@@ -98,7 +97,7 @@ def plan_fixes(project: Project, report: AuditReport, source: Source) -> FixPlan
     for finding in report.findings:
         by_key.setdefault((finding.package, finding.version), []).append(finding)
     names = {name for name, _ in by_key}
-    template_pins = {t.name for t in find(config.root, config.templates, names) if pin_of(t.requirement.requirement)}
+    template_pins = {t.name for t in find(config.root, config.templates, names) if _exact(t.requirement.requirement)}
     cells = {c.name: c for c in project.cells}
     plans = {p.cell.name: p for p in project.plans([cells[n] for n in report.cells if n in cells])}
     plan = FixPlan()
@@ -133,6 +132,15 @@ def plan_fixes(project: Project, report: AuditReport, source: Source) -> FixPlan
             ids = ", ".join(sorted({f.id for f in findings}))
             plan.moves.append(f"{name} {version} -> {target} ({ids}; {len(fixed_cells)} cells): {how}")
     return plan
+
+
+def _exact(req: Requirement) -> bool:
+    """Whether a template line pins exactly (``==``, ``===``): a lower bound is no pin a fix moves
+    (bump would move ``jinja2>=3.1`` to ``>=3.1.5``, and uv then takes the newest)."""
+    from lockgen.reqline import pin_of
+
+    spec = pin_of(req)
+    return spec is not None and spec.operator in ("==", "===")
 
 
 def _blocker(plan: Plan, name: NormalizedName, target: Version, movable: bool) -> str | None:
