@@ -7,8 +7,8 @@ nothing. Only :mod:`lockgen.pipeline` writes (locks, manifest, lockgen's work fo
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,13 +32,17 @@ class Project:
 
     config: Config
     cells: tuple[Cell, ...]
+    #: project-relative path -> text read instead of the file (``lockgen bump``'s planned edits:
+    #: the config, the pyproject.toml of ``[project]``, templates); empty for the files as they are
+    overlay: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, start: Path, config_path: str | None = None) -> Project:
-        """Find (see :func:`~lockgen.config.find_config`), validate and expand the config.
-        Raises ``UsageError`` (no config) or ``ConfigError`` (every problem, with key paths)."""
-        config = load_config(find_config(start, config_path))
-        return cls(config=config, cells=tuple(expand(config)))
+    def load(cls, start: Path, config_path: str | None = None, overlay: Mapping[str, str] | None = None) -> Project:
+        """Find (see :func:`~lockgen.config.find_config`), validate and expand the config, reading
+        the files ``overlay`` names from it. Raises ``UsageError`` (no config) or ``ConfigError``
+        (every problem, with key paths)."""
+        config = load_config(find_config(start, config_path), overlay)
+        return cls(config=config, cells=tuple(expand(config)), overlay=dict(overlay or {}))
 
     @property
     def root(self) -> Path:
@@ -56,7 +60,7 @@ class Project:
         from lockgen.plan.render import environment
         from lockgen.uvbin import uv_version
 
-        env = environment(self.config)
+        env = environment(self.config, self.template_overlay())
         version = uv_version()
         plans: list[Plan] = []
         config_problems: list[Problem] = []
@@ -75,6 +79,11 @@ class Project:
         if template_problems:
             raise TemplateError(*merged(template_problems))
         return plans
+
+    def template_overlay(self) -> dict[str, str]:
+        """The overlay's templates, by name relative to the templates folder."""
+        prefix = self.config.templates.rstrip("/") + "/"
+        return {path.removeprefix(prefix): text for path, text in self.overlay.items() if path.startswith(prefix)}
 
     def read_files(self) -> set[str]:
         """Project files besides the config and the templates that every plan reads: the
@@ -107,9 +116,10 @@ class Project:
         rules = self.config.detect
         return rules.to_dict() if rules is not None else None
 
-    def manifest_text(self, failed: dict[str, str] | None = None) -> str:
-        """The manifest the locks on disk give, with ``failed`` cells (cell -> reason)."""
-        return manifest.dumps(manifest.build(self.root, self.rows(), self.detect_rules(), failed))
+    def manifest_text(self, failed: dict[str, str] | None = None, root: Path | None = None) -> str:
+        """The manifest the locks on disk give (under ``root``: the project's, or a stage's copy
+        of its locks folder), with ``failed`` cells (cell -> reason)."""
+        return manifest.dumps(manifest.build(root or self.root, self.rows(), self.detect_rules(), failed))
 
 
 def requires(cell: Cell, target: Target) -> dict[str, str]:
