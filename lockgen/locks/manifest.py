@@ -24,7 +24,7 @@ from lockgen.locks.lock import LayerKind, Lock, text_sha256
 __all__ = ["MANIFEST_FORMAT", "Row", "build", "dumps", "failures", "manifest_path", "read"]
 
 #: Version of the manifest layout (the installer contract); installers refuse a newer major.
-MANIFEST_FORMAT = 2
+MANIFEST_FORMAT = 3
 MANIFEST_NAME = "manifest.json"
 
 
