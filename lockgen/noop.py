@@ -55,7 +55,9 @@ def up_to_date(
     if text is None or manifest.failures(text):
         return None
     try:
-        expected = manifest.dumps(manifest.build(root, memo.rows, memo.detect))
+        expected = manifest.dumps(
+            manifest.build(root, memo.rows, memo.detect, coverage=manifest.recorded_coverage(text))
+        )
     except LockgenError:
         return None
     if text != expected:

@@ -19,7 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import replace
 from pathlib import Path
 from queue import Empty, SimpleQueue
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lockgen.check import orphan_cells, state_of
 from lockgen.credentials import redact
@@ -104,7 +104,7 @@ def lock(
         run.results.sort(key=lambda r: order.get(r.name, len(order)))
         if not names and not only and options.shard is None and not run.interrupted:
             _remove_orphans(project, run, reporter)
-        _write_manifest(project, failed, run, options.shard, [c.name for c in chosen])
+        _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], mirrors)
     reporter.finish(run)
     return run
 
@@ -348,7 +348,12 @@ def _remove_orphans(project: Project, run: RunResult, reporter: Reporter) -> Non
 
 
 def _write_manifest(
-    project: Project, failed: dict[str, str], run: RunResult, shard: Shard | None = None, cells: Sequence[str] = ()
+    project: Project,
+    failed: dict[str, str],
+    run: RunResult,
+    shard: Shard | None = None,
+    cells: Sequence[str] = (),
+    mirrors: Mirrors | None = None,
 ) -> None:
     """Write the manifest (a shard run: the shard manifest of its ``cells``); a failure to write
     it is reported, not raised: every cell's result is still printed (issue 8)."""
@@ -362,9 +367,29 @@ def _write_manifest(
         if shard is not None:
             store.write_text(path, shard_manifest_text(project, cells, {**kept, **failed}, shard), where)
             return
-        store.write_text(path, project.manifest_text({**kept, **failed}), where)
+        store.write_text(path, project.manifest_text({**kept, **failed}, _coverage(project, mirrors, run)), where)
     except LockgenError as exc:
         run.manifest_error = str(exc)
+
+
+def _coverage(project: Project, mirrors: Mirrors | None, run: RunResult) -> dict[str, Any] | None:
+    """The GPU cells' kernel coverage (:mod:`lockgen.wheels.cells`): carried while their GPU
+    wheels are the same, else read from the wheels (range requests through the mirrors, cached
+    by sha256); a wheel that cannot be read is recorded as unread and warned about, never a
+    failed cell. An interrupted run reads nothing."""
+    if mirrors is None or run.interrupted:
+        return None
+    from lockgen.wheels import cells as gpu
+
+    def read(wheels: list[Any]) -> dict[str, Any]:
+        record, fetched = gpu.refresh(project.root, wheels, mirrors.fetch_url)
+        if fetched:
+            log.info("read the GPU code of %d wheel(s): %.0f MB", len(wheels), fetched / 1e6)
+        for item in record["unread"]:
+            log.warning("kernel coverage of %s %s not read: %s", item["name"], item["version"], item["reason"])
+        return record
+
+    return project.coverage(read)
 
 
 def _report(run: RunResult, reporter: Reporter, result: CellResult) -> None:

@@ -7,13 +7,13 @@ nothing. Only :mod:`lockgen.pipeline` writes (locks, manifest, lockgen's work fo
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockgen.config import Config, find_config, load_config
-from lockgen.errors import ConfigError, Problem, TemplateError, merged
+from lockgen.errors import ConfigError, LockgenError, Problem, TemplateError, merged
 from lockgen.locks import manifest
 from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, expand
@@ -107,9 +107,37 @@ class Project:
         rules = self.config.detect
         return rules.to_dict() if rules is not None else None
 
-    def manifest_text(self, failed: dict[str, str] | None = None) -> str:
-        """The manifest the locks on disk give, with ``failed`` cells (cell -> reason)."""
-        return manifest.dumps(manifest.build(self.root, self.rows(), self.detect_rules(), failed))
+    def manifest_text(self, failed: dict[str, str] | None = None, coverage: Mapping[str, Any] | None = None) -> str:
+        """The manifest the locks on disk give, with ``failed`` cells (cell -> reason) and the GPU
+        cells' ``coverage`` (default: :meth:`coverage`, carried from the manifest on disk)."""
+        coverage = self.coverage() if coverage is None else coverage
+        return manifest.dumps(manifest.build(self.root, self.rows(), self.detect_rules(), failed, coverage=coverage))
+
+    def coverage(self, read: Callable[[list[Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
+        """``{cell: coverage record}`` of the GPU cells (:mod:`lockgen.wheels.cells`): the manifest
+        on disk's record while the cell's GPU wheels are the same; else ``read(wheels)`` when
+        given (``lockgen all``), else none. A cell without a pylock or GPU wheels has none."""
+        from lockgen.wheels import cells as gpu
+
+        text = manifest.read(self.root / manifest.manifest_path(self.config.locks))
+        previous = manifest.recorded_coverage(text)
+        records: dict[str, Any] = {}
+        for cell in self.cells:
+            family = gpu.gpu_family(cell.backend, self.config.backends) if cell.resolves else None
+            if family is None:
+                continue
+            try:
+                wheels = gpu.gpu_wheels(self.root, cell.lock_path(self.config), family)
+            except LockgenError:
+                continue
+            if not wheels:
+                continue
+            record = gpu.carried(previous.get(cell.name), wheels, allow_unread=read is None)
+            if record is None and read is not None:
+                record = read(wheels)
+            if record is not None:
+                records[cell.name] = record
+        return records
 
 
 def requires(cell: Cell, target: Target) -> dict[str, str]:

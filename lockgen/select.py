@@ -903,12 +903,13 @@ _RULES_KEYS = ("apple", "amd", "amd-targets", "axes", "coverage", "no-gpu", "no-
                "nvidia-too-old", "nvidia")  # fmt: skip
 _NVIDIA_KEYS = ("match", "min-cuda", "backend", "refuse-compute-capability", "refuse")
 _AXIS_KEYS = ("value", "match", "compute-capability", "gpu-name", "memory", "gfx")
-_COVERAGE_KEYS = ("drop", "min-compute-capability")
+_COVERAGE_KEYS = ("drop", "min-compute-capability", "optional")
 _AXES = {"os": OSES, "arch": ARCHES}
 _LABEL = re.compile(r"[a-z0-9][a-z0-9._]{0,63}")
 _AXIS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _CODE = re.compile(r"(sm|compute)_(\d{2,3})([af]?)|gfx[0-9a-f]{3,5}(?:-[0-9]+)*(?:-generic)?(?::[a-z]+[+-])*")
 _GFX_NAME = re.compile(r"gfx[0-9a-f]{3,5}")
+_LABEL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")  # a normalized package name
 
 
 @dataclass(frozen=True)
@@ -1011,6 +1012,7 @@ class DetectRules:
     axes: dict[str, tuple[AxisRule, ...]] = field(default_factory=dict)
     drop: tuple[str, ...] = ()
     min_capability: tuple[int, int] | None = None
+    optional: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "detect") -> DetectRules:
@@ -1044,6 +1046,7 @@ class DetectRules:
                     no_gpu_refuse=text["no-gpu-refuse"] or DEFAULT_NO_GPU,
                     axes=_axes(data.get("axes", {}), f"{path}.axes", problems),
                     drop=_names(coverage.get("drop", []), f"{path}.coverage.drop", _CODE, problems),
+                    optional=_names(coverage.get("optional", []), f"{path}.coverage.optional", _LABEL_NAME, problems),
                     min_capability=_cap_pair(coverage.get("min-compute-capability"),
                                              f"{path}.coverage.min-compute-capability", problems))  # fmt: skip
         if problems:
@@ -1066,10 +1069,12 @@ class DetectRules:
         data["nvidia"] = [rule.to_dict() for rule in self.nvidia]
         if self.axes:
             data["axes"] = {axis: [rule.to_dict() for rule in rules] for axis, rules in sorted(self.axes.items())}
-        if self.drop or self.min_capability:
+        if self.drop or self.min_capability or self.optional:
             coverage: dict[str, Any] = {}
             if self.drop:
                 coverage["drop"] = list(self.drop)
+            if self.optional:
+                coverage["optional"] = list(self.optional)
             if self.min_capability:
                 coverage["min-compute-capability"] = "{}.{}".format(*self.min_capability)
             data["coverage"] = coverage
@@ -1501,8 +1506,10 @@ def coverage_gaps(facts: Facts, coverage: Coverage, rules: DetectRules) -> tuple
     """``(gaps, unknown, covered)`` for a cell: one line per GPU a wheel has no code for (naming
     the GPU, its capability or gfx, and the wheel's list), per NVIDIA GPU whose capability was
     not reported (coverage cannot be checked; ``[N/A]`` devices are not GPUs, C14), and per GPU
-    covered (with the code each wheel runs). Wheels with CUDA code are checked against the
-    NVIDIA GPUs, wheels with ROCm code against the AMD ones: every GPU counts."""
+    covered (with the code each wheel runs, and a warning per ``detect.coverage.optional`` wheel
+    without code for it: such a wheel never blocks a cell). Wheels with CUDA code are checked
+    against the NVIDIA GPUs of ``facts``, wheels with ROCm code against its AMD ones: every GPU
+    counts (the candidate's facts hold only the GPUs of its kind)."""
     gaps: list[str] = []
     unknown: list[str] = []
     covered: list[str] = []
@@ -1516,14 +1523,26 @@ def coverage_gaps(facts: Facts, coverage: Coverage, rules: DetectRules) -> tuple
                 unknown.append(f"GPU {index} {gpu.describe()}: its kernels cannot be checked")
             continue
         runs = [(wheel, code_covers(wheel.sass, wheel.ptx, cap)) for wheel in cuda]
-        gaps += [f"GPU {index} {gpu.describe()}: {wheel.describe()}" for wheel, code in runs if code is None]
-        if all(code for _, code in runs):
-            covered.append(f"GPU {index} {gpu.describe()}: " + ", ".join(f"{w.name} {code}" for w, code in runs))
+        gaps += [
+            f"GPU {index} {gpu.describe()}: {w.describe()}"
+            for w, code in runs
+            if code is None and w.name not in rules.optional
+        ]
+        if all(code or w.name in rules.optional for w, code in runs):
+            covered.append(
+                f"GPU {index} {gpu.describe()}: " + ", ".join(f"{w.name} {code}" for w, code in runs if code)
+            )
+            covered += [f"warning: GPU {index} {gpu.describe()}: {w.describe()}: its kernels will not run there "
+                        "(detect.coverage.optional)" for w, code in runs if code is None]  # fmt: skip
     for agent in facts.amd_agents if rocm else ():
         found = [(wheel, gfx_covers(wheel.gfx, agent)) for wheel in rocm]
-        gaps += [f"AMD GPU {agent}: {wheel.describe()}" for wheel, code in found if code is None]
-        if all(code for _, code in found):
-            covered.append(f"AMD GPU {agent}: " + ", ".join(f"{w.name} {code}" for w, code in found))
+        gaps += [
+            f"AMD GPU {agent}: {w.describe()}" for w, code in found if code is None and w.name not in rules.optional
+        ]
+        if all(code or w.name in rules.optional for w, code in found):
+            covered.append(f"AMD GPU {agent}: " + ", ".join(f"{w.name} {code}" for w, code in found if code))
+            covered += [f"warning: AMD GPU {agent}: {w.describe()}: its kernels will not run there "
+                        "(detect.coverage.optional)" for w, code in found if code is None]  # fmt: skip
     return gaps, unknown, covered
 
 
@@ -1590,7 +1609,7 @@ def backend_candidates(facts: Facts, rules: DetectRules, allow_cpu: bool = False
     nvidia_rules = bool(rules.nvidia or rules.nvidia_unknown_cuda)
     _refuse_without_driver(facts, "nvidia", nvidia_rules and not facts.nvidia)
     if facts.nvidia and nvidia_rules:
-        return _nvidia_candidates(facts, rules)
+        return _nvidia_candidates(replace(facts, amd_agents=()), rules)  # the NVIDIA GPUs decide
     notes: list[str] = []
     if facts.amd_agents and rules.amd:
         amd = _amd_candidate(facts, rules, rules.amd)
@@ -1704,7 +1723,7 @@ def _amd_candidate(facts: Facts, rules: DetectRules, backend: str) -> Candidate 
     if apus:
         reasons.append(f"ignored: the integrated GPU {', '.join(apus)} that {backend} does not support "
                        "(hide it from ROCm with HIP_VISIBLE_DEVICES if torch lists it)")  # fmt: skip
-    counted = replace(facts, amd_agents=tuple(supported))
+    counted = replace(facts, amd_agents=tuple(supported), gpus=(), nvidia=False)
     if discrete:
         refusal = Refused(f"the AMD GPU {', '.join(discrete)} is not supported by {backend} (every GPU counts)",
                           [f"{backend} supports {', '.join(targets or ())}",
@@ -1933,7 +1952,7 @@ def select_cell(facts: Facts, manifest: Mapping[str, Any], python: str | None = 
             return _selection(facts, name, entry, [*candidate.reasons, why], covered, skipped, manifest_dir)
     if gaps_seen:
         raise Refused(f"no cell the detect rules allow has code for every GPU of this machine: {gaps_seen[0]}",
-                      [*gaps_seen[1:], *skipped,
+                      [*gaps_seen[1:], *(line for line in skipped if ": no code for " not in line),
                        "a cell built for this GPU is needed (add its architecture to the build), or name a cell: "
                        "select.py --cell NAME"])  # fmt: skip
     raise first_error or NoCell("no cell")

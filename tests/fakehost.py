@@ -89,9 +89,10 @@ class FakeHost:
         tag: str = "py3-none-any",
         requires=(),
         requires_python: str | None = None,
+        files: dict[str, bytes] | None = None,
     ) -> Path:
         """Build a wheel into ``<root>/<folder>`` (see :func:`tests.wheels.make_wheel`)."""
-        path = make_wheel(self._folder(folder), name, version, tag, tuple(requires), requires_python)
+        path = make_wheel(self._folder(folder), name, version, tag, tuple(requires), requires_python, files)
         if requires_python:
             self._requires_python[path] = requires_python
         return path

@@ -29,8 +29,10 @@ def make_wheel(
     tag: str = "py3-none-any",
     requires: tuple[str, ...] = (),
     requires_python: str | None = None,
+    files: dict[str, bytes] | None = None,
 ) -> Path:
-    """Write ``<name>-<version>-<tag>.whl`` into ``folder`` and return its path.
+    """Write ``<name>-<version>-<tag>.whl`` into ``folder`` and return its path. ``files``: more
+    members (``torch/lib/libtorch_cuda.so`` -> bytes), listed in RECORD like the others.
 
     ``tag`` may be a compressed tag set (``cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64``);
     the ``WHEEL`` file lists every tag it expands to, as real wheels do.
@@ -49,6 +51,7 @@ def make_wheel(
         f"{dist}/__init__.py": f'__version__ = "{version}"\n'.encode(),
         f"{info}/METADATA": ("\n".join(metadata) + "\n").encode(),
         f"{info}/WHEEL": ("\n".join(wheel) + "\n").encode(),
+        **(files or {}),
     }
     record = [f"{path},{_record_hash(data)},{len(data)}" for path, data in files.items()]
     record.append(f"{info}/RECORD,,")
