@@ -13,9 +13,9 @@ from lockgen.select import (
     gather,
 )
 from tests.select_samples import (
-    NO_SYSFS,
     BANNER,
     LIST,
+    NO_SYSFS,
     QUERY,
     QUERY_NO_CAP,
     ROCMINFO,

@@ -78,7 +78,7 @@ def gpu_wheels(root: Path, lock_path: str, family: BackendFamily) -> list[GpuWhe
         raise LockFormatError(f"{pylock_path}: cannot read it ({exc.strerror})") from None
     pylock = pylockfile.loads(text, pylock_path)
     main = Lock.read(root / lock_path, lock_path)
-    builds = {canonicalize_name(b) for b in family.builds}
+    builds: set[str] = {canonicalize_name(b) for b in family.builds}
     wanted = _dependents(builds, main) | {p.name for p in pylock.packages if any(p.name.startswith(b) for b in builds)}
     found = []
     for package in pylock.packages:
