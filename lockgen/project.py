@@ -23,7 +23,7 @@ from lockgen.plan.target import Target, target_for
 if TYPE_CHECKING:
     from lockgen.plan.plan import Plan
 
-__all__ = ["Project", "requires"]
+__all__ = ["Project", "detect_problems", "requires"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,10 @@ class Project:
         """Find (see :func:`~lockgen.config.find_config`), validate and expand the config.
         Raises ``UsageError`` (no config) or ``ConfigError`` (every problem, with key paths)."""
         config = load_config(find_config(start, config_path))
-        return cls(config=config, cells=tuple(expand(config)))
+        cells = tuple(expand(config))
+        if config.detect is not None:
+            detect_problems(config, cells)
+        return cls(config=config, cells=cells)
 
     @property
     def root(self) -> Path:
@@ -138,6 +141,21 @@ class Project:
             if record is not None:
                 records[cell.name] = record
         return records
+
+
+def detect_problems(config: Config, cells: Sequence[Cell]) -> None:
+    """Raise :class:`ConfigError` when the ``[detect]`` rules do not fit the matrix (issue 19):
+    a backend no cell has for the machines a rule can match, a rule no machine can reach, an
+    axis rule for an axis or value the matrix has not (:func:`lockgen.select.rules_problems`),
+    each with its key path."""
+    from lockgen.select import rules_problems
+
+    assert config.detect is not None
+    path = f"{config.key_prefix}.detect" if config.key_prefix else "detect"
+    rows = [{"os": c.os, "arch": c.arch, "backend": c.backend, "axes": dict(c.extra)} for c in cells]
+    problems = rules_problems(config.detect, rows, path)
+    if problems:
+        raise ConfigError(config.source, [f"{key}: {message}" for key, message in problems])
 
 
 def requires(cell: Cell, target: Target) -> dict[str, str]:
