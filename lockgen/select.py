@@ -1513,7 +1513,8 @@ def _arch_number(number: str) -> tuple[int, int]:
 
 
 def code_covers(sass: Sequence[str], ptx: Sequence[str], capability: tuple[int, int]) -> str | None:
-    """The first code name that runs on a GPU of ``capability`` (major, minor), or None.
+    """The code that runs on a GPU of ``capability`` (major, minor), or None: the closest SASS
+    (the highest minor not above the device's), else the newest PTX not above it.
 
     From NVIDIA's CUDA C++ Programming Guide (binary and PTX compatibility) and its Blackwell
     compatibility guide: SASS ``sm_XY`` runs on X.Z for Z >= Y (same major, minor not above
@@ -1521,13 +1522,16 @@ def code_covers(sass: Sequence[str], ptx: Sequence[str], capability: tuple[int, 
     on X.Y. PTX ``compute_XY`` is compiled by the driver for any X.Y or newer; ``compute_XYf``
     for the same major at minor >= Y; ``compute_XYa`` only for X.Y.
     """
+    fits = []
     for code in sass:
         match = _SASS.fullmatch(code)
         if match:
             major, minor = _arch_number(match.group(1))
             exact = match.group(2) == "a"
             if major == capability[0] and (minor == capability[1] if exact else minor <= capability[1]):
-                return code
+                fits.append(((minor, exact), code))
+    if fits:  # the closest cubin, as the CUDA runtime picks it
+        return max(fits)[1]
     for code in ptx:
         match = _PTX.fullmatch(code)
         if match:
@@ -1537,8 +1541,8 @@ def code_covers(sass: Sequence[str], ptx: Sequence[str], capability: tuple[int, 
                 or (kind == "f" and arch[0] == capability[0] and arch <= capability)
                 or (kind == "a" and arch == capability)
             ):
-                return code
-    return None
+                fits.append(((arch[1] + 10 * arch[0], False), code))
+    return max(fits)[1] if fits else None
 
 
 def gfx_covers(gfx: Sequence[str], agent: str) -> str | None:

@@ -150,6 +150,7 @@ def refresh(
     mirror mapping) and cached. A wheel that cannot be read (offline, HTTP errors, a broken
     file) is ``unread`` with the reason: the selector then says the cell's coverage is partial."""
     cache = root / CACHE
+    cache.mkdir(parents=True, exist_ok=True)  # also the folder of the members' temporary copies
     codes: dict[str, Code] = {}
     unread: dict[str, str] = {}
     fetched = 0
