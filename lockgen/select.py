@@ -2256,7 +2256,7 @@ def read_gpu_query(path: str) -> str:
     return text
 
 
-def _axis_value(text: str) -> tuple[str, str]:
+def parse_axis(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not _AXIS_NAME.fullmatch(name.strip()) or not _LABEL.fullmatch(value.strip()):
         raise argparse.ArgumentTypeError(f"{text[:60]!r}: write NAME=VALUE, like profile=legacy")
@@ -2275,7 +2275,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--cpu", action="store_true", help="without a supported GPU, use the no-gpu backend")
     parser.add_argument("--python", help="target Python X.Y (default: the matrix's only one, else this one's)")
     parser.add_argument("--cell", metavar="NAME", help="take this cell (the way past facts that cannot be known)")
-    parser.add_argument("--axis", metavar="NAME=VALUE", action="append", type=_axis_value, default=[],
+    parser.add_argument("--axis", metavar="NAME=VALUE", action="append", type=parse_axis, default=[],
                         help="the value of an extra matrix axis (repeat for several axes)")  # fmt: skip
     pretend_ = parser.add_argument_group("pretend other facts (they replace the probed ones)")
     pretend_.add_argument("--os", choices=OSES)

@@ -166,8 +166,8 @@ def refresh(
             try:
                 if wheel.path is not None:
                     code = read_local(root / wheel.path, wheel.sha256, cache.parent)
-                elif offline or wheel.url is None or wheel.size is None:
-                    raise CoverageError("offline" if offline else "the pylock gives no URL and size")
+                elif offline or wheel.url is None:
+                    raise CoverageError("offline" if offline else "the pylock gives no URL")
                 else:
                     if client is None:
                         client = _client()

@@ -84,6 +84,17 @@ class RangeFile(io.RawIOBase):
             raise CoverageError(f"the server did not send bytes {start}-{end} of the wheel")
 
 
+def _remote_size(client: Any, url: str) -> int:
+    import httpx
+
+    try:
+        response = client.head(url)
+        response.raise_for_status()
+        return int(response.headers["content-length"])
+    except (httpx.HTTPError, KeyError, ValueError) as exc:
+        raise CoverageError(f"cannot tell the wheel's size ({type(exc).__name__}: {exc})") from None
+
+
 def cached(cache: Path, sha256: str) -> Code | None:
     """The cached code of the wheel ``sha256`` (``<cache>/<sha256>.json``), or None."""
     try:
@@ -115,10 +126,13 @@ def read_local(path: Path, sha256: str, work: Path | None = None) -> Code:
         return scan_wheel(file, work)
 
 
-def read_remote(client: Any, url: str, size: int, work: Path | None = None,
+def read_remote(client: Any, url: str, size: int | None, work: Path | None = None,
                 progress: Callable[[int], None] | None = None) -> tuple[Code, int]:  # fmt: skip
-    """(the code, bytes fetched) of the wheel at ``url`` whose lock records ``size`` bytes,
-    read with range requests (:class:`RangeFile`). Raises :class:`CoverageError`."""
+    """(the code, bytes fetched) of the wheel at ``url`` whose lock records ``size`` bytes (None:
+    the index gave none; then a HEAD request's ``Content-Length``), read with range requests
+    (:class:`RangeFile`). Raises :class:`CoverageError`."""
+    if size is None:
+        size = _remote_size(client, url)
     raw = RangeFile(client, url, size)
     with io.BufferedReader(raw, buffer_size=1 << 20) as file:
         code = scan_wheel(file, work)
