@@ -120,17 +120,34 @@ class Project:
         """``{cell: coverage record}`` of the GPU cells (:mod:`lockgen.wheels.cells`): the manifest
         on disk's record while the cell's GPU wheels are the same; else ``read(wheels)`` when
         given (``lockgen all``), else none. A cell without a pylock or GPU wheels has none."""
+        from lockgen.locks.lock import text_sha256
         from lockgen.wheels import cells as gpu
 
         text = manifest.read(self.root / manifest.manifest_path(self.config.locks))
         previous = manifest.recorded_coverage(text)
+        pylocks = manifest.recorded_pylocks(text)
         records: dict[str, Any] = {}
         for cell in self.cells:
             family = gpu.gpu_family(cell.backend, self.config.backends) if cell.resolves else None
             if family is None:
                 continue
+            lock = cell.lock_path(self.config)
+            if (
+                cell.name in previous
+                and cell.name in pylocks
+                and (read is None or not previous[cell.name].get("unread"))
+            ):
+                try:  # the same pylock as when the record was made: the same GPU wheels (no parsing)
+                    pylock = (self.root / pylocks[cell.name]).read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    pylock = ""
+                same = pylock and text_sha256(pylock) == manifest.recorded_pylock_sha(text, cell.name)
+                listed = [w.get("sha256") for key in ("wheels", "unread") for w in previous[cell.name].get(key, [])]
+                if same and all(isinstance(s, str) and f'sha256 = "{s}"' in pylock for s in listed):
+                    records[cell.name] = previous[cell.name]
+                    continue
             try:
-                wheels = gpu.gpu_wheels(self.root, cell.lock_path(self.config), family)
+                wheels = gpu.gpu_wheels(self.root, lock, family)
             except LockgenError:
                 continue
             if not wheels:

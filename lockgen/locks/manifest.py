@@ -202,6 +202,25 @@ def recorded_coverage(text: str | None) -> dict[str, Any]:
         return {}
 
 
+def recorded_pylocks(text: str | None) -> dict[str, str]:
+    """``{cell: pylock path}`` of the locked cells of a manifest's text."""
+    return {name: path for name, (path, _) in _pylocks(text).items()}
+
+
+def recorded_pylock_sha(text: str | None, cell: str) -> str | None:
+    """The sha256 a manifest's text records for a cell's pylock, or None."""
+    return _pylocks(text).get(cell, (None, None))[1]
+
+
+def _pylocks(text: str | None) -> dict[str, tuple[str, str]]:
+    try:
+        cells = json.loads(text or "{}").get("cells", {})
+        found = {name: e.get("pylock") for name, e in cells.items() if e.get("status") == "locked"}
+        return {name: (str(p["path"]), str(p["sha256"])) for name, p in found.items() if isinstance(p, dict)}
+    except (ValueError, AttributeError, TypeError, KeyError):
+        return {}
+
+
 def dumps(manifest: Mapping[str, Any]) -> str:
     """Stable bytes: sorted keys, two-space indent, trailing newline."""
     return json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
