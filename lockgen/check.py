@@ -16,14 +16,14 @@ from pathlib import Path
 
 from lockgen.errors import LockFormatError
 from lockgen.locks import manifest
-from lockgen.locks.header import FIRST_PREFIX
-from lockgen.locks.lock import LayerKind, Lock, intact, text_sha256
+from lockgen.locks.folder import edited, orphan_cells
+from lockgen.locks.lock import Lock, older_lock
 from lockgen.plan.matrix import select
 from lockgen.plan.plan import PART_NAMES, Plan
 from lockgen.project import Project
 from lockgen.states import CellState
 
-__all__ = ["CellCheck", "CheckResult", "check", "edited", "orphan_cells", "orphans", "state_of"]
+__all__ = ["CellCheck", "CheckResult", "check", "state_of"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def _older_format(path: Path) -> bool:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
-    return text.startswith(FIRST_PREFIX) and intact(text)
+    return older_lock(text)
 
 
 def changed_inputs(main: Lock, plan: Plan) -> tuple[str, ...]:
@@ -98,82 +98,6 @@ def changed_inputs(main: Lock, plan: Plan) -> tuple[str, ...]:
         else:
             reasons.append(PART_NAMES.get(part, part))
     return tuple(reasons) or ("its input hash",)
-
-
-def edited(root: Path, path: str, main: Lock) -> str | None:
-    """Why the main lock at ``path`` or one of its layer files is not what lockgen wrote (None: it is)."""
-    text = (root / path).read_text(encoding="utf-8")
-    if not intact(text):
-        return f"{path} was changed by hand (its content-sha256 does not match)"
-    listed = set()
-    ref_pylock = main.header.pylock
-    if ref_pylock is not None:
-        try:
-            pylock_text = (root / ref_pylock.path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return f"{ref_pylock.path} is missing"
-        if text_sha256(pylock_text) != ref_pylock.sha256:
-            return f"{ref_pylock.path} is not the pylock.toml {path} lists (edited, or from another run)"
-    for ref in main.header.layers:
-        listed.add(ref.path)
-        try:
-            layer_text = (root / ref.path).read_text(encoding="utf-8")
-        except OSError:
-            return f"{ref.path} is missing"
-        if text_sha256(layer_text) != ref.sha256 or not intact(layer_text):
-            return f"{ref.path} is not the layer {path} lists (edited, or from another run)"
-    folder = root / path.removesuffix(".txt")
-    for extra in sorted(folder.glob("*.txt")) if folder.is_dir() else []:
-        rel = extra.relative_to(root).as_posix()
-        if rel not in listed and _is_layer(extra):
-            return f"{rel} is a layer lock {path} does not list"
-    return None
-
-
-def _is_layer(path: Path) -> bool:
-    try:
-        lock = Lock.read(path)
-    except LockFormatError:
-        return False
-    return lock is not None and lock.header.kind is not LayerKind.MAIN
-
-
-def orphans(root: Path, locks: str, keep: set[str]) -> list[str]:
-    """Project-relative lockgen main locks (and cell folders) in the ``locks`` folder whose cell
-    is not in ``keep`` (removed from the matrix, or now skipped or an alias): main locks first,
-    then folders, each sorted. :func:`orphan_cells` groups them by cell."""
-    return [path for _, path in _orphans(root, locks, keep)]
-
-
-def orphan_cells(root: Path, locks: str, keep: set[str]) -> dict[str, list[str]]:
-    """``{cell: [its orphan paths]}`` (see :func:`orphans`), cells sorted; a folder's path ends
-    with ``/``: ``{"linux-x86_64-cpu-py3.10": ["locks/linux-x86_64-cpu-py3.10.txt",
-    "locks/linux-x86_64-cpu-py3.10/"]}``."""
-    grouped: dict[str, list[str]] = {}
-    for cell, path in _orphans(root, locks, keep):
-        grouped.setdefault(cell, []).append(path if path.endswith(".txt") else f"{path}/")
-    return dict(sorted(grouped.items()))
-
-
-def _orphans(root: Path, locks: str, keep: set[str]) -> list[tuple[str, str]]:
-    folder = root / locks
-    if not folder.is_dir():
-        return []
-    found = [(p.stem, p) for p in sorted(folder.glob("*.txt")) if p.stem not in keep and _is_main(p)]
-    found += [(p.name, p) for p in sorted(folder.iterdir()) if p.is_dir() and p.name not in keep and _holds_locks(p)]
-    return [(cell, f"{locks}/{p.name}") for cell, p in found]
-
-
-def _is_main(path: Path) -> bool:
-    try:
-        lock = Lock.read(path)
-    except LockFormatError:
-        return False
-    return lock is not None and lock.header.kind is LayerKind.MAIN
-
-
-def _holds_locks(folder: Path) -> bool:
-    return (folder / "pylock.toml").is_file() or any(_is_layer(p) for p in folder.glob("*.txt"))
 
 
 def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ()) -> CheckResult:
