@@ -2367,7 +2367,8 @@ def _select(args: argparse.Namespace, run: Runner | None, env: Mapping[str, str]
     axes = dict(getattr(args, "axis", None) or [])
     folder = os.path.dirname(os.path.abspath(args.manifest)) if given is None else None
     try:
-        return select_cell(facts, manifest, python, args.cpu, cell=getattr(args, "cell", None), axes=axes,
+        cell = getattr(args, "select_cell", None) or getattr(args, "cell", None)  # lockgen detect: --select-cell
+        return select_cell(facts, manifest, python, args.cpu, cell=cell, axes=axes,
                            manifest_dir=folder)  # fmt: skip
     except InputError as exc:  # the manifest's fault: name the file
         where = getattr(args, "manifest", None) or "the project's manifest"
