@@ -365,14 +365,17 @@ def _write_manifest(
     kept = {name: why for name, why in previous.items() if name not in {r.name for r in run.results} or name in failed}
     try:
         if shard is not None:
-            store.write_text(path, shard_manifest_text(project, cells, {**kept, **failed}, shard), where)
+            coverage = _coverage(project, mirrors, run, cells)
+            store.write_text(path, shard_manifest_text(project, cells, {**kept, **failed}, shard, coverage), where)
             return
         store.write_text(path, project.manifest_text({**kept, **failed}, _coverage(project, mirrors, run)), where)
     except LockgenError as exc:
         run.manifest_error = str(exc)
 
 
-def _coverage(project: Project, mirrors: Mirrors | None, run: RunResult) -> dict[str, Any] | None:
+def _coverage(
+    project: Project, mirrors: Mirrors | None, run: RunResult, names: Sequence[str] | None = None
+) -> dict[str, Any] | None:
     """The GPU cells' kernel coverage (:mod:`lockgen.wheels.cells`): carried while their GPU
     wheels are the same, else read from the wheels (range requests through the mirrors, cached
     by sha256); a wheel that cannot be read is recorded as unread and warned about, never a
@@ -389,7 +392,7 @@ def _coverage(project: Project, mirrors: Mirrors | None, run: RunResult) -> dict
             log.warning("kernel coverage of %s %s not read: %s", item["name"], item["version"], item["reason"])
         return record
 
-    return project.coverage(read)
+    return project.coverage(read, names=names)
 
 
 def _report(run: RunResult, reporter: Reporter, result: CellResult) -> None:

@@ -116,35 +116,41 @@ class Project:
         coverage = self.coverage() if coverage is None else coverage
         return manifest.dumps(manifest.build(self.root, self.rows(), self.detect_rules(), failed, coverage=coverage))
 
-    def coverage(self, read: Callable[[list[Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
-        """``{cell: coverage record}`` of the GPU cells (:mod:`lockgen.wheels.cells`): the manifest
-        on disk's record while the cell's GPU wheels are the same; else ``read(wheels)`` when
-        given (``lockgen all``), else none. A cell without a pylock or GPU wheels has none."""
+    def coverage(
+        self,
+        read: Callable[[list[Any]], dict[str, Any]] | None = None,
+        previous: Mapping[str, Any] | None = None,
+        names: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """``{cell: coverage record}`` of the GPU cells (:mod:`lockgen.wheels.cells`): the record of
+        ``previous`` (a merge: the shards') or of the manifest on disk while the cell's GPU wheels
+        are the same; else ``read(wheels)`` when given (``lockgen all``), else none. A cell without
+        a pylock or GPU wheels has none; ``names`` limits the cells (a shard's)."""
         from lockgen.locks.lock import text_sha256
         from lockgen.wheels import cells as gpu
 
         text = manifest.read(self.root / manifest.manifest_path(self.config.locks))
-        previous = manifest.recorded_coverage(text)
+        on_disk = manifest.recorded_coverage(text)
+        given = dict(previous or {})
         pylocks = manifest.recorded_pylocks(text)
         records: dict[str, Any] = {}
         for cell in self.cells:
+            if names is not None and cell.name not in names:
+                continue
             family = gpu.gpu_family(cell.backend, self.config.backends) if cell.resolves else None
             if family is None:
                 continue
             lock = cell.lock_path(self.config)
-            if (
-                cell.name in previous
-                and cell.name in pylocks
-                and (read is None or not previous[cell.name].get("unread"))
-            ):
+            fast = on_disk.get(cell.name) if cell.name not in given and cell.name in pylocks else None
+            if fast is not None and (read is None or not fast.get("unread")):
                 try:  # the same pylock as when the record was made: the same GPU wheels (no parsing)
                     pylock = (self.root / pylocks[cell.name]).read_text(encoding="utf-8")
                 except (OSError, UnicodeDecodeError):
                     pylock = ""
                 same = pylock and text_sha256(pylock) == manifest.recorded_pylock_sha(text, cell.name)
-                listed = [w.get("sha256") for key in ("wheels", "unread") for w in previous[cell.name].get(key, [])]
+                listed = [w.get("sha256") for key in ("wheels", "unread") for w in fast.get(key, [])]
                 if same and all(isinstance(s, str) and f'sha256 = "{s}"' in pylock for s in listed):
-                    records[cell.name] = previous[cell.name]
+                    records[cell.name] = fast
                     continue
             try:
                 wheels = gpu.gpu_wheels(self.root, lock, family)
@@ -152,7 +158,9 @@ class Project:
                 continue
             if not wheels:
                 continue
-            record = gpu.carried(previous.get(cell.name), wheels, allow_unread=read is None)
+            record = None
+            for candidate in (given.get(cell.name), on_disk.get(cell.name)):
+                record = record or gpu.carried(candidate, wheels, allow_unread=read is None)
             if record is None and read is not None:
                 record = read(wheels)
             if record is not None:

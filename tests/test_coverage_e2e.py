@@ -5,6 +5,7 @@ code, ``check`` and a no-op run read nothing again, and ``lockgen detect`` decid
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -72,8 +73,22 @@ def test_the_manifest_records_the_wheels_code_and_detect_uses_it(tmp_path: Path,
     assert refused.code == 2
     assert "GPU 0 NVIDIA GPU (compute capability 8.0): torch 2.13.0 has sm_75, sm_86" in refused.err
 
-    # a coverage record that does not match the locked wheels is stale: check says so
+    # a shard run records it in its shard manifest, and merge takes it from there
+    shutil.rmtree(tmp_path / ".lockgen")
+    shard = tmp_path.parent / f"{tmp_path.name}-shard"
+    shutil.copytree(tmp_path, shard)
+    assert run_cli("all", "-C", str(shard), "--shard", "1/1", "--force").code == 0
+    shard_entry = json.loads((shard / "locks" / "manifest.json").read_text())["cells"]["linux-x86_64-cu130-py3.12"]
+    assert shard_entry["coverage"] == entry["coverage"]
     path = tmp_path / "locks" / "manifest.json"
+    data = json.loads(path.read_text())
+    del data["cells"]["linux-x86_64-cu130-py3.12"]["coverage"]  # the checkout's manifest has none yet
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    merged = run_cli("merge", str(shard / "locks"), "-C", str(tmp_path))
+    assert merged.code == 0, merged.err
+    assert json.loads(path.read_text())["cells"]["linux-x86_64-cu130-py3.12"]["coverage"] == entry["coverage"]
+
+    # a coverage record that does not match the locked wheels is stale: check says so
     data = json.loads(path.read_text())
     data["cells"]["linux-x86_64-cu130-py3.12"]["coverage"]["wheels"][0]["sha256"] = "0" * 64
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

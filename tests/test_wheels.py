@@ -171,7 +171,7 @@ def served(request: pytest.FixtureRequest, tmp_path: Path):
     handler = type("Handler", (RangeHandler,), {"requests": []})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: handler(*a, directory=str(tmp_path)))
     server.ranges = request.param  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/{wheel.name}", wheel, handler
     server.shutdown()
@@ -192,7 +192,7 @@ def test_the_range_file_refuses_a_wrong_size_without_ranges(tmp_path: Path) -> N
     handler = type("Handler", (RangeHandler,), {"requests": []})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: handler(*a, directory=str(tmp_path)))
     server.ranges = False  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/{wheel.name}"
         with httpx.Client() as client, pytest.raises(CoverageError, match="the lock says the wheel has"):
