@@ -19,7 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import replace
 from pathlib import Path
 from queue import Empty, SimpleQueue
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lockgen.check import state_of
 from lockgen.credentials import redact
@@ -130,7 +130,7 @@ def _run(
     run.results.sort(key=lambda r: order.get(r.name, len(order)))
     if not names and not only and options.shard is None and not run.interrupted:
         _remove_orphans(project, run, reporter, out)
-    _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], out)
+    _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], out, mirrors)
     reporter.finish(run)
     return run
 
@@ -415,6 +415,7 @@ def _write_manifest(
     shard: Shard | None = None,
     cells: Sequence[str] = (),
     out: Path | None = None,
+    mirrors: Mirrors | None = None,
 ) -> None:
     """Write the manifest under ``out`` (default: the project root; a shard run: the shard
     manifest of its ``cells``); a failure to write it is reported, not raised: every cell's
@@ -428,11 +429,40 @@ def _write_manifest(
     kept = {name: why for name, why in previous.items() if name not in {r.name for r in run.results} or name in failed}
     try:
         if shard is not None:
-            store.write_text(path, shard_manifest_text(project, cells, {**kept, **failed}, shard), where)
+            coverage = _coverage(project, mirrors, run, cells, root=out)
+            store.write_text(path, shard_manifest_text(project, cells, {**kept, **failed}, shard, coverage), where)
             return
-        store.write_text(path, project.manifest_text({**kept, **failed}, out), where)
+        store.write_text(
+            path, project.manifest_text({**kept, **failed}, out, _coverage(project, mirrors, run, root=out)), where
+        )
     except LockgenError as exc:
         run.manifest_error = str(exc)
+
+
+def _coverage(
+    project: Project,
+    mirrors: Mirrors | None,
+    run: RunResult,
+    names: Sequence[str] | None = None,
+    root: Path | None = None,
+) -> dict[str, Any] | None:
+    """The GPU cells' kernel coverage (:mod:`lockgen.wheels.cells`): carried while their GPU
+    wheels are the same, else read from the wheels (range requests through the mirrors, cached
+    by sha256); a wheel that cannot be read is recorded as unread and warned about, never a
+    failed cell. An interrupted run reads nothing."""
+    if mirrors is None or run.interrupted:
+        return None
+    from lockgen.wheels import cells as gpu
+
+    def read(wheels: list[Any]) -> dict[str, Any]:
+        record, fetched = gpu.refresh(project.root, wheels, mirrors.fetch_url)
+        if fetched:
+            log.info("read the GPU code of %d wheel(s): %.0f MB", len(wheels), fetched / 1e6)
+        for item in record["unread"]:
+            log.warning("kernel coverage of %s %s not read: %s", item["name"], item["version"], item["reason"])
+        return record
+
+    return project.coverage(read, names=names, root=root)
 
 
 def _report(run: RunResult, reporter: Reporter, result: CellResult) -> None:
