@@ -48,6 +48,7 @@ class Options:
     mirrors: tuple[str, ...] = ()
     index_url: str | None = None
     force: bool = False
+    axes: tuple[tuple[str, str], ...] = ()  # --axis NAME=VALUE for --detect (extra matrix axes)
 
 
 @dataclass
@@ -169,7 +170,7 @@ def _install(
     present = venv.inspect(root) if venv.exists() else None
     name, entry, said = choose(
         manifest, options.cell, options.detect, options.python, options.cpu,
-        (venv.path, present) if present is not None else None,
+        (venv.path, present) if present is not None else None, dict(options.axes),
     )  # fmt: skip
     for line in said:
         say(line)
