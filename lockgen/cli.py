@@ -151,10 +151,10 @@ def _check_over_time(args: argparse.Namespace) -> int:
             attestations=args.attestations,
         )  # fmt: skip
     if args.resolve:
+        print("resolving the cells again into .lockgen/reproduce/ (locks/ is not touched) …", file=sys.stderr)
         reports["resolve"] = resolve_command(
-            project, args.cells, args.only, mirrors=tuple(args.mirror), jobs=args.jobs, wait=args.wait,
-            reporter=_reporter(args),
-        )  # fmt: skip
+            project, args.cells, args.only, mirrors=tuple(args.mirror), jobs=args.jobs, wait=args.wait
+        )
     if args.json:
         data = {key: report.to_dict() for key, report in reports.items()}
         print(json.dumps(data[next(iter(data))] if len(data) == 1 else data, indent=2))
