@@ -19,7 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from lockgen.scaffold import Options, scaffold, write
-from lockgen.scaffold.inference import _marker_env, backend_label
+from lockgen.scaffold.inference import backend_label, marker_env
 from tests.conftest import locked_versions, run_cli, run_ok
 
 DATA = Path(__file__).parent / "data" / "realworld"
@@ -93,7 +93,7 @@ def world(root: Path, fake_host, indexes: dict[str, str]) -> list[str]:
 
 
 def expected(path: Path, cell: tuple[str, ...], python: str) -> set[str]:
-    env = _marker_env(cell[0], cell[1], python)
+    env = marker_env(cell[0], cell[1], python)
     return {name for name, _, marker, _ in requirements(path) if marker is None or marker.evaluate(env)}
 
 
