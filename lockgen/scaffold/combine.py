@@ -82,27 +82,26 @@ def combine(
             out.append((base, given))
             continue
         out += made
-        cpu = [g for _, g in made if family(g.backend or "cpu") == "cpu"]
-        if not cpu:
-            left: tuple[Platform, ...] | None = facts.platforms
-        elif any(g.platforms is None for g in cpu):
-            left = ()
-        else:
-            covered = {p for g in cpu for p in g.platforms or ()}
-            left = tuple(p for p in (facts.platforms or everywhere) if p not in covered)
-        if left == ():
+        own = _families(facts)
+        same = [g for _, g in made if family(g.backend or "cpu") in own]  # the commands that replace it
+        if not same:
+            out.append((base, given))  # only other builds: its own cells stay as they are
             continue
-        default = unused[0] if unused else None
+        if any(g.platforms is None for g in same):
+            continue
+        covered = {p for g in same for p in g.platforms or ()}
+        left = tuple(p for p in (facts.platforms or everywhere) if p not in covered)
+        if not left:
+            continue
+        default = unused[0] if unused and own == {"cpu"} else None
         if default is not None:
             used_default = True
             pair = _pair(base, default)
             out.append((pair, Given(platforms=left, why=f"{default.origin} installs PyPI's builds where no other "
                                     f"command of {base.path} does")))  # fmt: skip
-        elif cpu:
-            out.append((base, Given(platforms=left, backend=given.backend if given else None,
-                                    why="where no command of it installs a cpu build")))  # fmt: skip
         else:
-            out.append((base, given))
+            out.append((base, Given(platforms=left, backend=given.backend if given else None,
+                                    why=f"where no command for its {', '.join(sorted(own))} builds goes")))  # fmt: skip
     if unused and not used_default:
         why.append(f"{unused[0].origin}: installs PyPI's builds; every file has a command for its platforms "
                    "already, so it goes with none")  # fmt: skip

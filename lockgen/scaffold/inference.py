@@ -205,7 +205,7 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
     --index`` URLs ``cli_indexes``; what ``given`` says wins over what init would infer."""
     reasons: list[str] = []
     lines = (*file.lines, *file.rendered)
-    words = _words(file.path)
+    words = _words(file.stem or file.path)
     rest: list[str] = []
     name_os = sorted({_OS_WORDS[w] for w in words if w in _OS_WORDS})
     name_arch = sorted({_ARCH_WORDS[w] for w in words if w in _ARCH_WORDS})
@@ -294,23 +294,44 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
                     backends.append(label)
             reasons.append(f"backends {', '.join(backends)}: the --index URLs")
     names_torch = any(ln.name == "torch" for ln in lines)
+    torch_pin = next((ln.version.public for ln in lines if ln.name == "torch" and ln.version), None)
     builds = {flavors.get(b, b) for b in backends}
     mixed = tuple(
         dict.fromkeys(
             (str(ln.name), lb)
             for ln in lines
             if ln.name is not None and (lb := local_label(ln)) and backends
-            and ((lb not in builds and lb != "cpu") or ("torch" in str(ln.version and ln.version.local) and not names_torch))
+            and ((lb not in builds and lb != "cpu") or ("torch" in str(ln.version and ln.version.local) and not names_torch)
+                 or _other_torch(ln, torch_pin))
         )
     )  # fmt: skip
+    # torch from a wheel URL whose version carries no backend label (AMD's +gitfc14c65): the
+    # invariants cannot see its build, so they would refuse a GPU cell
+    unseen = [ln for ln in lines if ln.name == "torch" and ln.wheel_platforms and not local_label(ln)]
+    if unseen and any(is_gpu(b) for b in backends):
+        mixed += (
+            (
+                str(unseen[0].name),
+                f"+{unseen[0].version.local}" if unseen[0].version and unseen[0].version.local else "unlabelled",
+            ),
+        )
     if mixed:
         reasons.append(
             f"allow-mix for {', '.join(n for n, _ in mixed)}: it names their {', '.join(sorted({lb for _, lb in mixed}))} "
-            f"builds beside {', '.join(backends)} (or without the torch they were built for); the backend invariants "
-            "would refuse that: review it"
+            f"builds beside {', '.join(backends)} (or builds for another torch, or without the torch they were built "
+            "for); the backend invariants would refuse that: review it"
         )
     return Facts(platforms=platforms, backends=tuple(backends), indexes=indexes, words=tuple(rest),
                  reasons=tuple(reasons), mixed=mixed, flavors=flavors)  # fmt: skip
+
+
+def _other_torch(line: Line, torch: str | None) -> bool:
+    """Whether an extension's local label names a torch release (``+cu128torch2.9.0``) other
+    than the torch the file pins, at the precision the label gives."""
+    found = re.search(r"torch(\d+\.\d+(?:\.\d+)?)", str(line.version.local) if line.version else "")
+    if torch is None or found is None:
+        return False
+    return torch.split(".")[: found[1].count(".") + 1] != found[1].split(".")
 
 
 def is_gpu(backend: str) -> bool:

@@ -9,6 +9,7 @@ comments, ``\\`` continuations, every option spelling); each requirement is pars
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -126,7 +127,9 @@ def read_requirements(path: str, read: Callable[[str], str]) -> ReqFile:
                 )
                 i += 1 if attached or name in ("--pre", "--no-index", "--prefer-binary", "--require-hashes") else 2
                 if name in ("--requirement", "--constraint"):
-                    child = (PurePosixPath(rel).parent / value).as_posix()
+                    child = posixpath.normpath((PurePosixPath(rel).parent / value).as_posix())
+                    if child.startswith("../") or child == ".." or PurePosixPath(child).is_absolute():
+                        raise UsageError(f"{where}: {written} {value} names a file outside the project")
                     if child in stack:
                         raise UsageError(
                             f"{where}: {written} {value} includes a file that includes it ({' -> '.join((*stack, child))})"
