@@ -202,3 +202,26 @@ def test_init_with_commands_from_the_cli(tmp_path):
     texts = {p.cell.name: p.rendered.files["requirements"][1] for p in loaded.plans(loaded.cells)}
     assert texts["linux-x86_64-cu128-py3.12"].split() == ["numpy", "torch==2.7.1+cu128"]
     assert texts["macos-aarch64-mps-py3.12"].split() == ["numpy", "torch==2.7.1"]
+
+
+def test_commands_alone_make_a_config(tmp_path):
+    (tmp_path / "install.sh").write_text(
+        "pip install torch==2.7.1+cu128 --index-url https://download.pytorch.org/whl/cu128\npip install torch==2.7.1\n"
+    )
+    draft = scaffold(tmp_path, Options(commands=("install.sh",), pythons=("3.12",), exclude_newer="2026-11-25"))
+    assert draft.cells == {
+        "install.sh:1": (("linux", "x86_64", "cu128"), ("windows", "x86_64", "cu128")),
+        "install.sh:2": (("linux", "x86_64", "cpu"), ("windows", "x86_64", "cpu"), ("macos", "aarch64", "mps")),
+    }
+
+
+def test_a_script_outside_the_project_or_not_text_is_refused(tmp_path):
+    (tmp_path / "requirements.txt").write_text("-r ../elsewhere.txt\n")
+    run = run_cli("init", "--dry-run", "-C", str(tmp_path))
+    assert run.code == 2 and "requirements.txt:1: -r ../elsewhere.txt names a file outside the project" in run.err
+    (tmp_path / "requirements.txt").write_text("numpy\n")
+    (tmp_path / "install.bat").write_bytes(b"pip install torch \xff\n")
+    run = run_cli("init", "--dry-run", "-C", str(tmp_path), "--commands", "install.bat")
+    assert run.code == 2 and "install.bat: not UTF-8 text" in run.err
+    run = run_cli("init", "--dry-run", "-C", str(tmp_path), "--commands", "../install.sh")
+    assert run.code == 2 and "../install.sh: name a file inside the project" in run.err

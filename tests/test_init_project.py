@@ -194,3 +194,21 @@ def test_a_conflict_set_without_backends_is_no_axis(tmp_path):
     assert run.code == 0, run.err
     assert "old, new: mutually exclusive ([tool.uv] conflicts) but no backend builds" in run.err
     assert 'backend = ["cpu", "mps"]' in run.out  # the dependencies as a requirement file
+
+
+def test_a_pyproject_without_variants_takes_uvs_index_and_overrides(tmp_path):
+    """One backend for every install (a non-explicit uv index, or torch sent to an explicit
+    one for every install): the dependencies are composed as one requirement file with that
+    index; override-dependencies become the overrides template."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "app"\nversion = "1"\nrequires-python = ">=3.12"\ndependencies = ["torch", "pillow"]\n'
+        '[tool.uv]\noverride-dependencies = ["numpy<2"]\n'
+        '[tool.uv.sources]\ntorch = { index = "pytorch" }\n'
+        '[[tool.uv.index]]\nname = "pytorch"\nurl = "https://download.pytorch.org/whl/cu126"\nexplicit = true\n'
+    )
+    draft = scaffold(tmp_path, Options(exclude_newer="2026-11-25"))
+    config = draft.files["lockgen.toml"]
+    assert 'overrides = "overrides.txt.j2"' in config and 'backend = ["cu126"]' in config  # a GPU build: no macOS
+    assert draft.files["templates/overrides.txt.j2"].endswith("numpy<2\n")
+    assert 'index = "https://download.pytorch.org/whl/{flavor}"\npackages = ["torch"]' in config
+    assert '{{ project.dependencies | join("\\n") }}' in draft.files["templates/requirements.in.j2"]

@@ -88,15 +88,23 @@ def scaffold(root: Path, options: Options) -> Draft:
             notes += [f"{s}: not read: pyproject.toml's backend variants say the torch builds" for s, _ in scripts]
             return _checked(root, Draft(files=variants.files, explanation=(*variants.explanation, *notes),
                                         cells=variants.cells))  # fmt: skip
+    elif project is not None:
+        variants, _ = compose_variants(project, pythons, exclude_newer, options.indexes)
+        if variants is not None:
+            notes.append("pyproject.toml: its extras or groups are backend variants, but requirement files were "
+                         "named: init starts from the files (name none to start from the variants)")  # fmt: skip
     names = [n for n, _ in named] or discover(root)
     given = {n: g for n, g in named if g is not None}
     dependencies = bool(project and project.dependencies)
-    if not names and not dependencies:
+    if not names and not dependencies and not scripts:
         raise UsageError("no requirement files (requirements*.txt, requirements/…) and no [project].dependencies to "
                          "start from; name the files: lockgen init requirements_cuda.txt requirements_rocm.txt …")  # fmt: skip
 
     def read(rel: str) -> str:
-        return (root / rel).read_text(encoding="utf-8")
+        try:
+            return (root / rel).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{rel}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
     files: list[ReqFile] = [read_requirements(n, read) for n in names]
     included = {inc for f in files for inc in f.includes}
@@ -106,8 +114,8 @@ def scaffold(root: Path, options: Options) -> Draft:
     notes += [f"{f.path}: not a variant of its own: {', '.join(g.path for g in files if f.path in g.constraint_files)} "
               "read it with -c: the constraints template" for f in files if f.path in constraining - included]  # fmt: skip
     files = [f for f in files if f.path not in included | constraining]
-    if not files:  # only [project].dependencies
-        files = [_project_file(project)]
+    if not files:  # only [project].dependencies (or only commands)
+        files = [_project_file(project)] if dependencies or not scripts else []
     if project is not None and project.constraints:
         uv = tuple(requirement_line(c, f"pyproject.toml:{i + 1}") for i, c in enumerate(project.constraints))
         files = [replace(f, constraints=(*f.constraints, *uv), constraint_files=(*f.constraint_files, "pyproject.toml"))
@@ -122,7 +130,7 @@ def scaffold(root: Path, options: Options) -> Draft:
         notes.append("templates/overrides.txt.j2: [tool.uv] override-dependencies (uv --override)")
     if project is not None and project.prerelease:
         top["prerelease"] = project.prerelease
-    inputs = [*names, *(s for s, _ in scripts)] if names else ["pyproject.toml", *(s for s, _ in scripts)]
+    inputs = [*(names or (["pyproject.toml"] if dependencies else [])), *(s for s, _ in scripts)]
     draft = compose([(f, facts) for f, facts, _ in parts], pythons, exclude_newer, project_dependencies=dependencies,
                     inputs=inputs, top=top)  # fmt: skip
     notes += [d for f in files for d in f.dropped]

@@ -102,6 +102,13 @@ def combine(
         else:
             out.append((base, Given(platforms=left, backend=given.backend if given else None,
                                     why=f"where no command for its {', '.join(sorted(own))} builds goes")))  # fmt: skip
+    if unused and not files:  # nothing to go with: the default command is a variant of its own
+        command = unused[0]
+        used_default = True
+        file = ReqFile(path=command.origin, lines=command.lines, indexes=_indexes(command, ()),
+                       prerelease=command.prerelease, stem=_stem(command.origin, command))  # fmt: skip
+        alone.append((file, Given(why=f"the command at {command.origin} ({command.reason})")))
+        why.append(f"{command.origin}: a variant of its own: no requirement file to go with")
     if unused and not used_default:
         why.append(f"{unused[0].origin}: installs PyPI's builds; every file has a command for its platforms "
                    "already, so it goes with none")  # fmt: skip

@@ -387,9 +387,25 @@ def _stringish(node: ast.expr, scope: dict[str, ast.expr], depth: int = 0) -> bo
 _METHODS = {"replace", "lower", "upper", "strip", "lstrip", "rstrip"}
 
 
-def _fold(node: ast.expr, scope: dict[str, ast.expr], depth: int) -> str:
-    """The value of a string expression, unknown parts as ``{source}``."""
-    unknown = "{" + ast.unparse(node) + "}"
+#: The longest value init works out (a script is untrusted: ``x = x + x`` chains must not fill memory).
+_LONGEST = 100_000
+
+
+def _fold(
+    node: ast.expr, scope: dict[str, ast.expr], depth: int, memo: dict[tuple[int, int], str] | None = None
+) -> str:
+    """The value of a string expression, unknown parts as ``{source}``; a value longer than
+    :data:`_LONGEST` is unknown. ``memo``: values already worked out in this scope."""
+    memo = {} if memo is None else memo
+    key = (id(node), id(scope))
+    if key not in memo:
+        value = _fold_once(node, scope, depth, memo)
+        memo[key] = value if len(value) <= _LONGEST else "{" + ast.unparse(node)[:200] + "}"
+    return memo[key]
+
+
+def _fold_once(node: ast.expr, scope: dict[str, ast.expr], depth: int, memo: dict[tuple[int, int], str]) -> str:
+    unknown = "{" + ast.unparse(node)[:200] + "}"
     if depth > 20:
         return unknown
     if isinstance(node, ast.Constant):
@@ -398,16 +414,16 @@ def _fold(node: ast.expr, scope: dict[str, ast.expr], depth: int) -> str:
         out = ""
         for part in node.values:
             if isinstance(part, ast.FormattedValue) and part.conversion == -1 and part.format_spec is None:
-                out += _fold(part.value, scope, depth + 1)
+                out += _fold(part.value, scope, depth + 1, memo)
             elif isinstance(part, ast.Constant) and isinstance(part.value, str):
                 out += part.value
             else:
                 out += "{" + ast.unparse(part) + "}"
         return out
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _fold(node.left, scope, depth + 1) + _fold(node.right, scope, depth + 1)
+        return _fold(node.left, scope, depth + 1, memo) + _fold(node.right, scope, depth + 1, memo)
     if isinstance(node, ast.Name) and node.id in scope and _stringish(scope[node.id], scope):
-        return _fold(scope[node.id], scope, depth + 1)
+        return _fold(scope[node.id], scope, depth + 1, memo)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -415,9 +431,10 @@ def _fold(node: ast.expr, scope: dict[str, ast.expr], depth: int) -> str:
         and not node.keywords
         and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
     ):
-        receiver = _fold(node.func.value, scope, depth + 1)
-        if not _UNKNOWN.search(receiver):
-            args = [a.value for a in node.args if isinstance(a, ast.Constant)]
+        receiver = _fold(node.func.value, scope, depth + 1, memo)
+        args = [str(a.value) for a in node.args if isinstance(a, ast.Constant)]
+        grows = len(receiver) * (1 + max(map(len, args), default=0))
+        if not _UNKNOWN.search(receiver) and grows <= _LONGEST:
             try:
                 return str(getattr(receiver, node.func.attr)(*args))
             except TypeError:
