@@ -310,7 +310,11 @@ def cmd_init(args: argparse.Namespace) -> int:
     root = Path(args.config) if args.config else Path.cwd()
     pythons = tuple(v.strip() for v in (args.python or "").split(",") if v.strip())
     options = Options(
-        files=tuple(args.files), indexes=tuple(args.index), pythons=pythons, exclude_newer=args.exclude_newer
+        files=tuple(args.files),
+        commands=tuple(args.commands),
+        indexes=tuple(args.index),
+        pythons=pythons,
+        exclude_newer=args.exclude_newer,
     )
     draft = scaffold(root, options)
     for line in draft.explanation:
@@ -594,7 +598,19 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
             )
     elif command == "init":
         p.add_argument(
-            "files", nargs="*", metavar="FILE", help="requirement files (default: requirements*.txt, requirements/)"
+            "files",
+            nargs="*",
+            metavar="FILE",
+            help="requirement files (default: requirements*.txt, requirements/); FILE:os=linux,arch=aarch64 says "
+            "its platform (keys os, arch, backend)",
+        )
+        p.add_argument(
+            "--commands",
+            action="append",
+            default=[],
+            metavar="SCRIPT",
+            help="an installer script (or a file of pip install lines) whose torch install commands to read; "
+            "nothing in it runs (repeatable; SCRIPT:os=macos says its platform)",
         )
         p.add_argument(
             "--index",
