@@ -258,6 +258,7 @@ def _resolve_all(
     no cell waits for another."""
     from lockgen.resolve import freshness
     from lockgen.resolve.cellrun import CellRun, committed
+    from lockgen.resolve.provenance import Provenance
 
     failed: dict[str, str] = {}
     if not todo:
@@ -269,13 +270,14 @@ def _resolve_all(
     locked, builds = committed(project.root, plans)
     fresh = None if options.online else freshness.start(plans, mirrors, locked)
     states = {p.cell.name: s for p, s in todo}
+    provenance = Provenance(project.root, mirrors)  # publishers (PEP 740): shared by the cells
 
     def work(plan: Plan) -> CellResult:
         if runner.stopped.is_set():  # taken from the queue as the run was interrupted
             return CellResult(plan.cell.name, CellState.INTERRUPTED, message="not started")
         cell_run = CellRun(
             project.root, plan, uv_options, mirrors, runner, project.config.source, builds,
-            locked=locked.get(plan.cell.name), reach=reach, verified=verified,
+            locked=locked.get(plan.cell.name), reach=reach, verified=verified, provenance=provenance,
         )  # fmt: skip
         return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter, out)
 
@@ -295,6 +297,7 @@ def _resolve_all(
     finally:
         if fresh is not None:
             fresh.close()
+        provenance.close()
     return failed
 
 

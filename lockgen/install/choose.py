@@ -19,19 +19,19 @@ from lockgen.install.checks import Layer, glibc, host_problems, macos
 from lockgen.install.venv import Interpreter
 from lockgen.locks.lock import LayerKind, Lock, text_sha256
 from lockgen.locks.manifest import MANIFEST_FORMAT, manifest_path
-from lockgen.project import Project
 
 __all__ = ["choose", "load_layers", "read_manifest", "refuse_host"]
 
 
-def read_manifest(project: Project) -> dict[str, Any]:
-    """The project's ``locks/manifest.json``. Raises :class:`UsageError` when there is none and
-    :class:`InstallRefused` for a file this lockgen cannot read: not JSON, not a lockgen
-    manifest, an older format (``lockgen all`` rewrites it) or a newer one (a newer lockgen
-    reads it; docs/manifest.md: readers refuse any format they do not know)."""
-    where = manifest_path(project.config.locks)
+def read_manifest(root: Path, locks: str) -> dict[str, Any]:
+    """``<locks>/manifest.json`` of the project (or bundle) at ``root``. Raises
+    :class:`UsageError` when there is none and :class:`InstallRefused` for a file this lockgen
+    cannot read: not JSON, not a lockgen manifest, an older format (``lockgen all`` rewrites it)
+    or a newer one (a newer lockgen reads it; docs/manifest.md: readers refuse any format they do
+    not know)."""
+    where = manifest_path(locks)
     try:
-        data = json.loads((project.root / where).read_text(encoding="utf-8"))
+        data = json.loads((root / where).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"{where}: no manifest; run `lockgen all` first") from None
     except (OSError, ValueError) as exc:

@@ -21,7 +21,10 @@ Kinds (:class:`Kind`), per package in a cell's main lock or one of its layers:
 * ``files``: same version, same source, more files (every old hash kept): not flagged;
 * ``hash``: same version, same source, other hashes (an old one gone or replaced): flagged, a re-uploaded file or a tampered
   index;
-* ``vcs``: a VCS entry's commit changed (its repository changing is a ``source`` change).
+* ``vcs``: a VCS entry's commit changed (its repository changing is a ``source`` change);
+* ``publisher`` (flagged): a main package's PEP 740 publisher identities, as the pylocks record
+  them, changed or disappeared (:func:`lockgen.locks.publishers.changes`): the project is now
+  published by another repository or workflow, or without attestations.
 
 Per cell: ``cell-added``, ``cell-removed`` (``old``/``new`` carry the manifest status of a cell
 listed without a lock, e.g. ``failed: …``); ``layer-added``, ``layer-removed`` (with an
@@ -42,7 +45,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from lockgen.locks import _origin
+from lockgen.locks import _origin, publishers
 from lockgen.locks.lock import Entry, Lock
 from lockgen.locks.lockset import MAIN, CellLocks, LockSet, Unreadable
 
@@ -61,6 +64,7 @@ class Kind(str, enum.Enum):
     HASH = "hash"
     FILES = "files"  # same version and source, files added, every old hash kept (a newer wheel, a new lock format)
     VCS = "vcs"
+    PUBLISHER = "publisher"
     CELL_ADDED = "cell-added"
     CELL_REMOVED = "cell-removed"
     LAYER_ADDED = "layer-added"
@@ -74,7 +78,7 @@ class Kind(str, enum.Enum):
 
 
 _ORDER = {kind: i for i, kind in enumerate(Kind)}
-_FLAGGED = frozenset({Kind.DOWNGRADE, Kind.HASH, Kind.UNAVAILABLE})
+_FLAGGED = frozenset({Kind.DOWNGRADE, Kind.HASH, Kind.UNAVAILABLE, Kind.PUBLISHER})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -216,6 +220,8 @@ class _Cell:
     def compare(self, before: CellLocks, after: CellLocks) -> None:
         both_pylocks = before.pylock is not None and after.pylock is not None
         self.entries(MAIN, before.main, after.main, _packages(before, both_pylocks), _packages(after, both_pylocks))
+        for package, old, new in publishers.changes(before.pylock, after.pylock):
+            self.add(package, Kind.PUBLISHER, old, new)
         gone = [n for n in before.layers if n not in after.layers]
         came = [n for n in after.layers if n not in before.layers]
         explained = self.availability(before, after, gone, came)

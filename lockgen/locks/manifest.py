@@ -126,7 +126,7 @@ def build(
 
 _LOCK_KEYS = (
     "lock", "sha256", "pylock", "input_hash", "uv", "index_url", "find_links", "exclude_newer", "layers",
-    "unavailable", "replaces", "skipped_urls", "no_upload_time", "unverified_hashes", "coverage",
+    "unavailable", "replaces", "skipped_urls", "no_upload_time", "unverified_hashes", "coverage", "publishers",
 )  # fmt: skip
 
 
@@ -148,7 +148,11 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
     }  # fmt: skip
     pylock = f"{path.removesuffix('.txt')}/pylock.toml"
     if (root / pylock).is_file():
-        entry["pylock"] = {"path": pylock, "sha256": text_sha256((root / pylock).read_text(encoding="utf-8"))}
+        pylock_text = (root / pylock).read_text(encoding="utf-8")
+        entry["pylock"] = {"path": pylock, "sha256": text_sha256(pylock_text)}
+        found = _publishers(pylock_text, pylock)
+        if found:
+            entry["publishers"] = found
     if header.exclude_newer:
         entry["exclude_newer"] = header.exclude_newer
     if header.unavailable:
@@ -164,6 +168,18 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
     if header.unverified_hashes:
         entry["unverified_hashes"] = list(header.unverified_hashes)
     return entry
+
+
+def _publishers(text: str, where: str) -> dict[str, list[dict[str, str]]]:
+    """``{package: [identity, …]}`` of the pylock ``text``'s ``attestation-identities`` (PEP 740
+    publishers, :mod:`lockgen.locks.publishers`); parsed only when it records any (most do not,
+    and ``check`` rebuilds the manifest of every cell)."""
+    if "attestation-identities" not in text:
+        return {}
+    from lockgen.locks import pylockfile, publishers
+
+    found = publishers.of_pylock(pylockfile.loads(text, where))
+    return {name: [i.to_dict() for i in ids] for name, ids in found.items()}
 
 
 def _layer(root: Path, lock: Lock, path: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@
     5 verify      hashcheck.check, verify.problems(Pylock)          -> Checked, or the cell fails
     6 layers      layers.jobs(Resolved) -> each job through steps 1-5 -> Built
     7 invariants  invariants.problems(main + layer packages)        -> the cell fails on a mix (C27)
+    7b publishers provenance.attach(Pylock)                         -> Pylock with attestation-identities
     8 files       files.cell_files(Resolved, Checked, Built)        -> CellFiles (written by lockgen.locks.store)
 
 Per cell, one resolution: ``uv pip compile --format pylock.toml`` (the committed
@@ -98,6 +99,9 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
             + "\n".join(f"  - {p.message}" for p in mixed)
             + '\n  declare an intended mix with allow-mix = { "<package>" = "why" } in the cell\'s settings'
         )
+    if run.provenance is not None:  # 7b: who published each main file (PEP 740), where the index says
+        indexes = [plan.index_url, *explicit_indexes(plan).values()]
+        resolved = replace(resolved, pylock=run.provenance.attach(resolved.pylock, indexes))
     return cell_files(run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer)  # 8
 
 
