@@ -79,6 +79,7 @@ def lock(
             log.warning("finished writing cell %s, which a killed run had left half-written", name)
         store.clean_temporaries(root, project.config.locks)
         plans = _plan_all(project, chosen)
+        mirrors.refuse_shadowed(_configured_urls(plans))
         locks = project.config.locks
         # every lock is read up front only for an upgrade (its names are checked, its outcome
         # counts every cell); otherwise each cell's files are read when needed (memory flat)
@@ -130,6 +131,19 @@ def _plan_all(project: Project, chosen: Sequence[Cell]) -> list[Plan]:
     stamp.write(project.root, key, config.templates, memo, folders, files)
     names = {c.name for c in chosen}
     return [p for p in everything if p.cell.name in names]
+
+
+def _configured_urls(plans: Sequence[Plan]) -> dict[str, str]:
+    """Every canonical URL the plans' config names, and what names it (for messages)."""
+    named: dict[str, str] = {}
+    for plan in plans:
+        named.setdefault(plan.index_url, "index-url")
+        for link in plan.find_links:
+            named.setdefault(link, "find-links")
+        for source in plan.sources:
+            for url in source.urls:
+                named[url] = f"source {source.name!r}"
+    return {url: what for url, what in named.items() if url}
 
 
 def _stale(

@@ -111,6 +111,8 @@ class Parser:
                 current["via"].append(stripped.removeprefix("# via").strip())
             elif stripped.startswith("#   "):
                 current["via"].append(stripped.removeprefix("#").strip())
+            elif stripped.startswith("# from "):  # uv's --emit-index-annotation: the index that served it
+                current["index"] = stripped.removeprefix("# from ").strip()
             elif stripped != "# via":
                 raise self.fail(number, f"unexpected line {stripped!r}")
         if current is not None:

@@ -11,7 +11,8 @@ Kinds (:class:`Kind`), per package in a cell's main lock or one of its layers:
 * ``label``: the same public version with another local label (``2.13.0+cu126 → 2.13.0+cu130``);
 * ``source``: where it comes from changed (index, find-links, direct URL; see
   :mod:`lockgen.locks._origin`). With the version unchanged any change of place counts; when the
-  version moved too, only a change of host does (a release folder may be named after its version);
+  version moved too, any change but of a folder named after the version (a release folder moves
+  with its version); two repositories on one host are two places (issue 16);
 * ``files``: same version, same source, more files (every old hash kept): not flagged;
 * ``hash``: same version, same source, other hashes (an old one gone or replaced): flagged, a re-uploaded file or a tampered
   index;
@@ -272,7 +273,7 @@ class _Cell:
             return
         if va is not None and vb is not None and va != vb:
             self.add(name, _version_kind(va, vb), str(va), str(vb), layer)
-            if _origin.hosts(a.sources()) != _origin.hosts(b.sources()):
+            if _origin.unversioned(a.sources(), va) != _origin.unversioned(b.sources(), vb):
                 self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)
         elif a.sources() != b.sources() or ((va is None or vb is None) and a.entry.url != b.entry.url):
             self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)

@@ -8,7 +8,8 @@
     4 parse       parse.read_pylock(output)          -> Pylock      target-only, canonical URLs
                   + the newer levels' wheels (newer.request -> uv -> parse.read_wheels -> newer.merged)
                   + its entries (describe.request -> uv -> describe.resolved)  -> Resolved
-    5 verify      hashcheck.check, verify.problems(Pylock)          -> Checked, or the cell fails
+    5 verify      hashcheck.check, verify.problems(Resolved)        -> Checked, or the cell fails
+                  (sources judged by the index uv named for each package: lockgen.plan.identity)
     6 layers      layers.jobs(Resolved) -> each job through steps 1-5 -> Built
     7 invariants  invariants.problems(main + layer packages)        -> the cell fails on a mix (C27)
     8 files       files.cell_files(Resolved, Checked, Built)        -> CellFiles (written by lockgen.locks.store)
@@ -87,7 +88,7 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     main = _main(run, given, fresh, prefer)  # 2-4
     pylock = _with_newer_wheels(run, main.pylock, given, "main")
     resolved = _described(run, given, pylock, "main")
-    checked = _verified(run, pylock, main=True)  # 5
+    checked = _verified(run, resolved, main=True)  # 5
     built = resolve_layers(run, resolved)  # 6
     mixed = invariants.problems(  # 7
         plan.flavor, [*pylock.packages, *built.packages], plan.backends, plan.cell.settings.allow_mix
@@ -216,17 +217,18 @@ def _described(run: CellRun, given: Inputs, pylock: Pylock, name: str, no_deps: 
 # -- step 5: verify
 
 
-def _verified(run: CellRun, pylock: Pylock, *, main: bool, layer: str = "") -> hashcheck.Checked:
+def _verified(run: CellRun, resolved: Resolved, *, main: bool, layer: str = "") -> hashcheck.Checked:
     """Check the hashes that are cheap to check and every rule of :mod:`lockgen.resolve.verify`
-    (a layer: its artifacts; main: its pins too). Raises :class:`CellFailed` with the problems."""
-    plan = run.plan
-    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, run.stop)
+    (a layer: its artifacts; main: its pins too), sources judged by the index uv named for each
+    package. Raises :class:`CellFailed` with the problems."""
+    plan, pylock, indexes = run.plan, resolved.pylock, resolved.indexes
+    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, run.stop, indexes)
     if main:
-        found = verify.problems(plan, pylock, run.mirrors) + list(checked.problems)
+        found = verify.problems(plan, pylock, run.mirrors, indexes) + list(checked.problems)
         if found:
             raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
     else:
-        found = verify.artifact_problems(plan, pylock, run.mirrors) + list(checked.problems)
+        found = verify.artifact_problems(plan, pylock, run.mirrors, indexes) + list(checked.problems)
         if found:
             raise CellFailed(f"cell {plan.cell.name}: layer {layer}: " + "; ".join(found))
     return checked
@@ -278,12 +280,12 @@ def _layer(run: CellRun, built: Built, job: Job, mains: Mapping[str, str]) -> Lo
         raise layers.no_resolution(run, result.stderr)
     pylock = _with_newer_wheels(run, read_pylock(run, output), given, job.source)  # 4
     built.replaces += layers.replacements(run, job, pylock, mains)
-    checked = _verified(run, pylock, main=False, layer=job.name)  # 5
+    resolved = _described(run, given, pylock, job.source, job.no_deps)
+    checked = _verified(run, resolved, main=False, layer=job.name)  # 5
     built.unverified |= checked.unverified
     if plan.exclude_newer:
         built.dateless.update(verify.without_upload_time(plan, pylock))
     built.packages += pylock.packages
-    resolved = _described(run, given, pylock, job.source, job.no_deps)
     return layers.layer_lock(run, job, given, resolved)
 
 
