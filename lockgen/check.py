@@ -91,13 +91,48 @@ def changed_inputs(main: Lock, plan: Plan) -> tuple[str, ...]:
     for part in sorted(set(old) | set(new)):
         if old.get(part) == new.get(part):
             continue
-        if part in plan.rendered.files:
+        files = _changed_files(main, plan) if part in ("local_files", "local_projects") else []
+        if files:
+            reasons += [r for r in files if r not in reasons]
+        elif part in plan.rendered.files:
             reasons.append(f"the rendered {plan.templates}/{plan.rendered.files[part][0]}")
         elif part == "uv":
             reasons.append(f"the uv version ({main.header.uv} -> {plan.uv_version})")
         else:
             reasons.append(PART_NAMES.get(part, part))
     return tuple(reasons) or ("its input hash",)
+
+
+def _changed_files(main: Lock, plan: Plan) -> list[str]:
+    """The local input files whose content differs from what ``main`` records (its
+    ``local-file`` fields), each named: ``wheels/spark/x.whl changed (sha256 ab12… -> cd34…)``,
+    ``… added``, ``… removed`` (issue 16). Empty for a lock that records none (an older one)."""
+    old = {ref.path: ref.sha256 for ref in main.header.local_files}
+    new = dict(plan.local_inputs)
+    if not old:
+        return []
+    found = []
+    for path in sorted(old.keys() | new.keys()):
+        if path not in new:
+            found.append(f"{path} {_of(plan, path, 'removed from')}")
+        elif path not in old:
+            found.append(f"{path} {_of(plan, path, 'added to')}")
+        elif old[path] != new[path]:
+            found.append(f"{path} {_of(plan, path, 'of')} changed (sha256 {old[path][:12]}… -> {new[path][:12]}…)")
+    return found
+
+
+def _of(plan: Plan, path: str, how: str) -> str:
+    """``added to the local wheel folder wheels``, ``of the local project sub``: what ``path`` is to ``plan``."""
+    import posixpath
+
+    folder = posixpath.dirname(path)
+    if folder in plan.local_files:
+        return f"{how} the local wheel folder {folder}"
+    project = next((p for p in plan.local_projects if path == p or path.startswith(p.rstrip("/") + "/")), None)
+    if project is not None:
+        return f"{how} the local project requirement {project}" if path != project else "(a local requirement)"
+    return f"{how} the local inputs"
 
 
 def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ()) -> CheckResult:

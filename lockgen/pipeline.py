@@ -114,19 +114,25 @@ def lock(
 def _plan_all(project: Project, chosen: Sequence[Cell]) -> list[Plan]:
     """Plans of the ``chosen`` cells; all cells when they plan, to refresh the no-op stamp. A
     problem in a cell that was not chosen (a template error, or a per-cell config problem such
-    as a placeholder that cell lacks) does not stop locking the chosen ones."""
+    as a placeholder that cell lacks) does not stop locking the chosen ones. The digests of local
+    inputs hashed meanwhile are kept for the next run (:mod:`lockgen.plan.content`)."""
     from lockgen.errors import ConfigError, TemplateError
+    from lockgen.plan.content import Digests
 
+    digests = Digests(project.root)
     try:
-        everything = project.plans(project.cells)
+        everything = project.plans(project.cells, digests)
     except (TemplateError, ConfigError):
-        return project.plans(chosen)  # report only the selected cells' problems
+        return project.plans(chosen, digests)  # report only the selected cells' problems
+    finally:
+        digests.save()
     config = project.config
     folders = sorted(
         {s.local for s in config.sources.values() if s.local} | {f for p in everything for f in p.local_files}
     )
     files = sorted({f for p in everything for f in p.read_files} | project.read_files())  # issue 9
-    key = stamp.key(project.root, config.source, config.templates, folders, files=files)
+    key = stamp.key(project.root, config.source, config.templates, folders, files=files, digests=digests)
+    digests.save()
     memo = stamp.Memo(config.locks, project.rows(everything), project.detect_rules())
     stamp.write(project.root, key, config.templates, memo, folders, files)
     names = {c.name for c in chosen}

@@ -182,7 +182,7 @@ def test_a_local_find_links_setting_folder_is_part_of_the_input_hash(tmp_path, p
     make_wheel(root / "wheels", "localpkg", "1.1")
     run = run_cli("check", "-C", str(root))
     assert run.code == 1
-    assert "the files of a local wheel folder" in run.out + run.err
+    assert "wheels/localpkg-1.1-py3-none-any.whl added to the local wheel folder wheels" in run.out + run.err
 
 
 def test_a_server_error_on_an_optional_source_is_retried_not_recorded_for_good(tmp_path, pypi, monkeypatch):
