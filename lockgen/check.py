@@ -10,7 +10,7 @@ skipped cell, is an ``orphan``: one row per cell, naming its files (main lock an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from lockgen.plan.plan import PART_NAMES, Plan
 from lockgen.project import Project
 from lockgen.states import CellState
 
-__all__ = ["CellCheck", "CheckResult", "check", "state_of"]
+__all__ = ["CellCheck", "CheckResult", "check", "current_locks", "state_of"]
 
 
 @dataclass(frozen=True)
@@ -179,13 +179,45 @@ def _alias(project: Project, name: str, alias: str) -> CellCheck:
 
 
 def manifest_problem(project: Project) -> str | None:
-    """Why ``locks/manifest.json`` is not the manifest the locks give (None: it is)."""
+    """Why ``locks/manifest.json`` is not the manifest the locks give (None: it is). Every entry
+    is checked against its lock: the manifest is rebuilt from the locks, and a ``failed`` entry
+    is accepted only for a cell with no current, intact lock (issue 16: a manifest that says
+    ``failed`` over a good lock leaves installers nothing to install)."""
     path = manifest.manifest_path(project.config.locks)
     text = manifest.read(project.root / path)
     if text is None:
         return f"{path} is missing; run `lockgen all`"
+    failed = manifest.failures(text)
+    wrong = current_locks(project, failed)
+    if wrong:
+        return (
+            f"{path} records {', '.join(wrong)} as failed, but {'their locks are' if len(wrong) > 1 else 'its lock is'} "
+            "current and intact; run `lockgen all` to rewrite the manifest"
+        )
     try:
-        expected = project.manifest_text(manifest.failures(text))
+        expected = project.manifest_text(failed)
     except LockFormatError as exc:
         return str(exc)
     return None if text == expected else f"{path} does not match the locks; run `lockgen all`"
+
+
+def current_locks(project: Project, names: Iterable[str], plans: Sequence[Plan] = ()) -> list[str]:
+    """Those of the cells ``names`` whose lock is current and intact (``lockgen check`` would
+    call it up to date), planned from ``plans`` or, for a cell not among them, planned here (a
+    cell that cannot be planned has no current lock)."""
+    from lockgen.errors import ConfigError, TemplateError
+
+    by_name = {p.cell.name: p for p in plans}
+    found = []
+    for name in sorted(set(names)):
+        plan = by_name.get(name)
+        if plan is None:
+            cell = next((c for c in project.cells if c.name == name and c.resolves), None)
+            try:
+                planned = project.plans([cell]) if cell is not None else []
+            except (ConfigError, TemplateError):
+                planned = []
+            plan = planned[0] if planned else None
+        if plan is not None and state_of(project.root, plan).state is CellState.UP_TO_DATE:
+            found.append(name)
+    return found

@@ -21,7 +21,7 @@ from pathlib import Path
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING
 
-from lockgen.check import state_of
+from lockgen.check import current_locks, state_of
 from lockgen.credentials import redact
 from lockgen.errors import Interrupted, LockgenError
 from lockgen.locks import manifest, stamp, store
@@ -106,7 +106,7 @@ def lock(
         run.results.sort(key=lambda r: order.get(r.name, len(order)))
         if not names and not only and options.shard is None and not run.interrupted:
             _remove_orphans(project, run, reporter)
-        _write_manifest(project, failed, run, options.shard, [c.name for c in chosen])
+        _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], plans)
     reporter.finish(run)
     return run
 
@@ -368,21 +368,39 @@ def _remove_orphans(project: Project, run: RunResult, reporter: Reporter) -> Non
 
 
 def _write_manifest(
-    project: Project, failed: dict[str, str], run: RunResult, shard: Shard | None = None, cells: Sequence[str] = ()
+    project: Project,
+    failed: dict[str, str],
+    run: RunResult,
+    shard: Shard | None = None,
+    cells: Sequence[str] = (),
+    plans: Sequence[Plan] = (),
 ) -> None:
     """Write the manifest (a shard run: the shard manifest of its ``cells``); a failure to write
-    it is reported, not raised: every cell's result is still printed (issue 8)."""
+    it is reported, not raised: every cell's result is still printed (issue 8).
+
+    The manifest describes the locks, not the run (issue 16): a cell whose lock is current and
+    intact stays ``locked`` though this run failed to re-resolve it (a network blip under
+    ``--force``); ``failed`` is for a cell without such a lock. The run still fails and says so."""
     from lockgen.locks.shard import shard_manifest_text
 
     where = manifest.manifest_path(project.config.locks)
     path = project.root / where
     previous = manifest.failures(manifest.read(path))
     kept = {name: why for name, why in previous.items() if name not in {r.name for r in run.results} or name in failed}
+    recorded = {**kept, **failed}
+    current = set(current_locks(project, recorded, plans))
+    if current & set(failed):
+        kept_cells = sorted(current & set(failed))
+        run.report.append(
+            f"kept: {', '.join(kept_cells)} failed to re-resolve, but {'their locks are' if len(kept_cells) > 1 else 'its lock is'} "
+            "current and intact: the manifest lists them as locked, installable as before"
+        )
+    recorded = {name: why for name, why in recorded.items() if name not in current}
     try:
         if shard is not None:
-            store.write_text(path, shard_manifest_text(project, cells, {**kept, **failed}, shard), where)
+            store.write_text(path, shard_manifest_text(project, cells, recorded, shard), where)
             return
-        store.write_text(path, project.manifest_text({**kept, **failed}), where)
+        store.write_text(path, project.manifest_text(recorded), where)
     except LockgenError as exc:
         run.manifest_error = str(exc)
 
