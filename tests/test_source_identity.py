@@ -136,6 +136,14 @@ def test_two_canonical_prefixes_on_one_mirror_host(tmp_path, pypi):
     assert "https://download.pytorch.org/whl/cpu/torch-2.0%2Bcpu-py3-none-any.whl" in pylock
     assert "https://files.pythonhosted.org/app-1.0-py3-none-any.whl" in pylock
     assert pypi.url not in pylock
+    (root / "templates" / "requirements.in.j2").write_text("app\ntorch==3.0\n")
+    failed = run_cli("all", "-C", str(root), *mirrors)
+    assert failed.code == 1
+    assert (
+        "error: cell linux-x86_64-cpu-py3.12: source 'pytorch' (https://download.pytorch.org/whl/cpu) has torch "
+        "2.0+cpu, not 3.0\n"
+    ) in failed.err
+    assert pypi.url not in failed.err
 
 
 # ------------------------------------------------------------------ units

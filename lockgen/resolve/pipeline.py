@@ -38,7 +38,7 @@ from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Lock
 from lockgen.plan.plan import Plan, explicit_indexes
-from lockgen.resolve import describe, hashcheck, hints, inputs, invariants, layers, newer, uv, uvout, verify
+from lockgen.resolve import describe, hashcheck, hints, inputs, invariants, layers, newer, offers, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun
 from lockgen.resolve.describe import Resolved
 from lockgen.resolve.files import CellFiles, cell_files
@@ -96,7 +96,7 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     if mixed:
         raise CellFailed(
             f"cell {plan.cell.name}: the lock would install a broken {plan.flavor} stack (backend invariants, C27):\n"
-            + "\n".join(f"  - {p.message}" for p in mixed)
+            + "\n".join(f"  - {line}" for line in invariants.render(mixed))
             + '\n  declare an intended mix with allow-mix = { "<package>" = "why" } in the cell\'s settings'
         )
     return cell_files(run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer)  # 8
@@ -169,7 +169,8 @@ def _main(run: CellRun, given: Inputs, fresh: Freshness | None, prefer: bool) ->
         names = (*run.options.upgrade_packages, *(y.name for y in yanks))
         result = _learning(replace(run, options=replace(run.options, upgrade_packages=names)), output, given)
     if result.returncode != 0:
-        raise CellFailed(hints.explain(run, result.stderr))
+        offered = offers.offers(plan, run.mirrors, hints.to_ask(plan, result.stderr))  # what the sources do have
+        raise CellFailed(hints.explain(run, result.stderr, offered))
     return Resolution(read_pylock(run, output), ONLINE, _warnings(run, result))
 
 
@@ -192,7 +193,7 @@ def _with_newer_wheels(run: CellRun, pylock: Pylock, given: Inputs, name: str) -
     if result.returncode != 0:
         result = _uv(run, asked.output, asked.inputs, plan=wide, no_deps=True)
     if result.returncode != 0:
-        why = run.mirrors.canonical(uvout.explain(result.stderr))
+        why = hints.in_config_terms(run, run.mirrors.canonical(uvout.explain(result.stderr)))
         raise CellFailed(f"cell {plan.cell.name}: uv could not list the wheels of newer {asked.levels} levels:\n{why}")
     return newer.merged(pylock, read_wheels(run, asked.output), plan.target, asked.wide)
 
@@ -209,7 +210,7 @@ def _described(run: CellRun, given: Inputs, pylock: Pylock, name: str, no_deps: 
     if result.returncode != 0:
         result = _uv(run, asked.output, asked.inputs, fmt=fmt, no_deps=no_deps)
     if result.returncode != 0:
-        why = run.mirrors.canonical(uvout.explain(result.stderr))
+        why = hints.in_config_terms(run, run.mirrors.canonical(uvout.explain(result.stderr)))
         raise CellFailed(f"cell {run.plan.cell.name}: uv could not describe its resolution:\n{why}")
     return describe.resolved(run, asked, given, pylock, run.read(asked.output))
 

@@ -20,7 +20,8 @@ reason to fail the cell (the field cases of ``docs/cases.md``):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.pylock import Package, Pylock
@@ -34,7 +35,10 @@ from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan, index_pins
 from lockgen.plan.sources import CellSource
 
-__all__ = ["artifact_problems", "describe_place", "location", "pin_problems", "problems", "without_upload_time"]
+__all__ = [
+    "Finding", "artifact_problems", "describe_place", "location", "pin_problems", "problems", "render",
+    "without_upload_time",
+]  # fmt: skip
 
 
 def location(artifact: Any) -> str:
@@ -81,8 +85,9 @@ def artifact_problems(
     package of a resolution (main or layer); and no artifact URL left on a mirror. ``indexes``:
     ``{name: canonical index URL}`` uv took each registry package from (its ``# from``
     annotation, :attr:`lockgen.resolve.describe.Resolved.indexes`): sources are judged by it,
-    never by host (:mod:`lockgen.plan.identity`)."""
-    found: list[str] = []
+    never by host (:mod:`lockgen.plan.identity`). The same cause in several packages is one
+    line naming them all (issue 16)."""
+    found: list[Finding] = []
     mirrors = mirrors if mirrors is not None else Mirrors()
     indexes = indexes or {}
     supported = plan.target.supported_tags()
@@ -104,33 +109,56 @@ def artifact_problems(
             if mirrors.leftover(where, None if direct else came) and not (
                 direct and any(identity.same(where, u) for u in named)
             ):
-                found.append(
-                    f"{name} {version}: {kind} {where} was served by a mirror from a path no --mirror maps back "
-                    "to a canonical URL; add a mirror for the host the file really lives on "
-                    "(e.g. https://files.pythonhosted.org=<mirror files URL>)"
-                )
+                found.append(Finding(name, f"{name} {version}: {kind} {where}", (
+                    "was served by a mirror from a path no --mirror maps back to a canonical URL; add a mirror for "
+                    "the host the file really lives on (e.g. https://files.pythonhosted.org=<mirror files URL>)"
+                )))  # fmt: skip
                 continue
             if direct and source is not None and not _direct_from(source, where):
-                found.append(
-                    f"{name} {version}: source {source.name!r} ({_shown(source)}) serves it for this cell, but the "
-                    f"lock takes it from {where}; require it by name (its source serves it), or add that URL to "
-                    "the source"
-                )
+                found.append(Finding(name, f"{name} {version}", (
+                    f"source {source.name!r} ({_shown(source)}) serves it for this cell, but the lock takes it from "
+                    f"{where}; require it by name (its source serves it), or add that URL to the source"
+                )))  # fmt: skip
             if not artifact.hashes.get("sha256"):
-                found.append(
-                    f"{name} {version}: {kind} {where} has no sha256 hash; pip --require-hashes would refuse it"
-                )
+                found.append(Finding(
+                    name, f"{name} {version}: {kind} {where}", "has no sha256 hash; pip --require-hashes would refuse it"
+                ))  # fmt: skip
         if not _has_wheel(package, supported) and name not in plan.allow_build:
-            found.append(
-                f"{name} {version}: no wheel for {plan.target.platform} {plan.target.python_tag}; "
-                f"installing it would build from source (add it to allow-build if that is intended)"
-            )
-    return found
+            found.append(Finding(name, f"{name} {version}", (
+                f"no wheel for {plan.target.platform} {plan.target.python_tag}; installing it would build from "
+                "source (add {names} to allow-build if that is intended)"
+            )))  # fmt: skip
+    return render(found)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reason a resolution must not become a lock: the package ``name``, the ``subject``
+    (``torch 2.13.0``, or one of its files) and the ``cause``, written for any number of
+    packages; a ``{names}`` in it stands for the names of the packages that share it."""
+
+    name: str
+    subject: str
+    cause: str
+
+
+def render(findings: Iterable[Finding]) -> list[str]:
+    """One line per cause, in first-seen order, naming every subject that has it:
+    ``torchvision 0.28.0, torchaudio 2.13.0: source 'pytorch' (…) serves it…`` (issue 16: a
+    repeated cause is said once)."""
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(finding.cause, []).append(finding)
+    lines = []
+    for cause, members in groups.items():
+        names = ", ".join(dict.fromkeys(m.name for m in members))
+        lines.append(f"{', '.join(m.subject for m in members)}: {cause.replace('{names}', names)}")
+    return lines
 
 
 def _source_problem(
     plan: Plan, name: str, version: Version | None, source: CellSource | None, came: str | None, pinned: bool
-) -> list[str]:
+) -> list[Finding]:
     """Whether a registry package came from where the config says (C02, C03, issue 16): one
     named for a source from that source's index or page, any other from no source. ``came``:
     the index or page uv named (None: it named none, which passes only for a package no source
@@ -139,24 +167,23 @@ def _source_problem(
         hit = next((s for s in plan.sources if came and _listed_by(s, came)), None)
         if hit is None:
             return []
-        return [
-            f"{name} {version}: came from source {hit.name!r} ({_shown(hit)}), which may serve only "
-            f"{', '.join(hit.packages)}; it must come from the default index"
-        ]
+        return [Finding(name, f"{name} {version}", (
+            f"came from source {hit.name!r} ({_shown(hit)}), which may serve only {', '.join(hit.packages)}; "
+            "it must come from the default index"
+        ))]  # fmt: skip
     if came is not None and _listed_by(source, came):
         return []
     if source.kind == "index" and not pinned:
         hint = (
-            f"lockgen takes a package from its index where the requirements name it: add a line for {name} "
+            "lockgen takes a package from its index where the requirements name it: add a line for {names} "
             "to the requirements template (it is only a dependency here)"
         )
     else:
         hint = "pin it to a version that source has (another index must not fill in for it)"
     where = describe_place(plan, came) if came is not None else "a place uv did not name"
-    return [
-        f"{name} {version}: source {source.name!r} ({_shown(source)}) serves it for this cell, but it came from "
-        f"{where}; {hint}"
-    ]
+    return [Finding(name, f"{name} {version}", (
+        f"source {source.name!r} ({_shown(source)}) serves it for this cell, but it came from {where}; {hint}"
+    ))]  # fmt: skip
 
 
 def _listed_by(source: CellSource, page: str) -> bool:
@@ -212,20 +239,20 @@ def _direct_from(source: CellSource, where: str) -> bool:
     return any(identity.under(where, url) for url in source.urls if "://" in url)
 
 
-def _label_problem(source: CellSource, name: str, version: Version | None) -> list[str]:
+def _label_problem(source: CellSource, name: str, version: Version | None) -> list[Finding]:
     """The local label ``source``'s policy wants for ``name``, against the locked ``version``."""
     expected = source.expected_label(name)
     if expected is None or (version is not None and (version.local or "") == expected):
         return []
     if expected:
-        return [
-            f"{name} {version}: source {source.name!r} serves it for this cell, so its version must carry "
-            f"+{expected}; a bare version means a build from the default index (a CPU build in a GPU cell)"
-        ]
-    return [
-        f"{name} {version}: source {source.name!r} serves it unlabelled for this cell, but a labelled build was "
-        f"locked; set its label in [sources.{source.name}.labels] if the index labels it"
-    ]
+        return [Finding(name, f"{name} {version}", (
+            f"source {source.name!r} serves it for this cell, so its version must carry +{expected}; a bare "
+            "version means a build from the default index (a CPU build in a GPU cell)"
+        ))]  # fmt: skip
+    return [Finding(name, f"{name} {version}", (
+        f"source {source.name!r} serves it unlabelled for this cell, but a labelled build was locked; set its "
+        f"label in [sources.{source.name}.labels] if the index labels it"
+    ))]  # fmt: skip
 
 
 def _has_wheel(package: Package, supported: frozenset[Tag]) -> bool:
