@@ -175,7 +175,7 @@ def _main(run: CellRun, given: Inputs, fresh: Freshness | None, prefer: bool) ->
 
 
 def _warnings(run: CellRun, result: uv.Result) -> tuple[str, ...]:
-    return tuple(run.mirrors.canonical(w) for w in uvout.warnings(result.stderr))
+    return tuple(hints.in_config_terms(run, run.mirrors.canonical(w)) for w in uvout.warnings(result.stderr))
 
 
 def _with_newer_wheels(run: CellRun, pylock: Pylock, given: Inputs, name: str) -> Pylock:
