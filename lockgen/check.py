@@ -201,10 +201,13 @@ def manifest_problem(project: Project) -> str | None:
     return None if text == expected else f"{path} does not match the locks; run `lockgen all`"
 
 
-def current_locks(project: Project, names: Iterable[str], plans: Sequence[Plan] = ()) -> list[str]:
+def current_locks(
+    project: Project, names: Iterable[str], plans: Sequence[Plan] = (), root: Path | None = None
+) -> list[str]:
     """Those of the cells ``names`` whose lock is current and intact (``lockgen check`` would
-    call it up to date), planned from ``plans`` or, for a cell not among them, planned here (a
-    cell that cannot be planned has no current lock)."""
+    call it up to date) under ``root`` (default: the project's; a staged run's copy of the
+    locks), planned from ``plans`` or, for a cell not among them, planned here (a cell that
+    cannot be planned has no current lock)."""
     from lockgen.errors import ConfigError, TemplateError
 
     by_name = {p.cell.name: p for p in plans}
@@ -218,6 +221,6 @@ def current_locks(project: Project, names: Iterable[str], plans: Sequence[Plan] 
             except (ConfigError, TemplateError):
                 planned = []
             plan = planned[0] if planned else None
-        if plan is not None and state_of(project.root, plan).state is CellState.UP_TO_DATE:
+        if plan is not None and state_of(root or project.root, plan).state is CellState.UP_TO_DATE:
             found.append(name)
     return found

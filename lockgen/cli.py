@@ -63,9 +63,13 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
 def _lock(args: argparse.Namespace, names: Sequence[str]) -> int:
     from lockgen import pipeline
 
-    run = pipeline.lock_project(Path.cwd(), args.config, names, args.only, _run_options(args), _reporter(args))
+    run_lock = pipeline.dry_run if args.dry_run else pipeline.lock_project
+    run = run_lock(Path.cwd(), args.config, names, args.only, _run_options(args), _reporter(args))
     if args.json:
         print(json.dumps(run.to_dict(), indent=2))
+    if run.would_write is not None:
+        files = ", ".join(run.would_write) if run.would_write else "no file"
+        print(f"--dry-run: would write {files}; nothing written", file=sys.stderr)
     return run.exit_code
 
 
@@ -130,12 +134,20 @@ def cmd_detect(args: argparse.Namespace) -> int:
     return run(_project(args), args)
 
 
+def _axis(text: str) -> tuple[str, str]:
+    """``--axis NAME=VALUE``, parsed as the selector parses it."""
+    from lockgen.select import parse_axis
+
+    return parse_axis(text)
+
+
 def cmd_install(args: argparse.Namespace) -> int:
     from lockgen.install import Options, install
 
     options = Options(
         cell=args.cell, detect=args.detect, venv=args.venv, cpu=args.cpu, python=args.python, dry_run=args.dry_run,
         installer=args.installer, mirrors=tuple(args.mirror), index_url=args.index_url, force=args.reinstall,
+        axes=tuple(args.axis),
     )  # fmt: skip
     return install(_project(args), options)
 
@@ -143,30 +155,52 @@ def cmd_install(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     from lockgen.locks.diffcmd import diff_command
 
-    project = _project(args)
-    text, code = diff_command(project.root, project.config.locks, args.old, args.new, args.format, args.exit_code)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    project = _diff_project(args)
+    root, locks = (project.root, project.config.locks) if project is not None else (Path.cwd(), "locks")
+    text, code = diff_command(root, locks, args.old, args.new, args.format, args.exit_code)
+    if project is not None and args.format == "markdown" and (args.osv or project.config.audit.osv):
+        from lockgen.dossier.diffnote import advisories_note
+
+        text = text.rstrip("\n") + "\n" + advisories_note(project, args.old, args.new, args.osv, tuple(args.mirror))
+    _print(text)
     return code
+
+
+def _diff_project(args: argparse.Namespace) -> Project | None:
+    """The project ``lockgen diff`` compares in; None for two folders where no config is found
+    (comparing two copies of locks needs none)."""
+    from lockgen.locks.diffcmd import folders_only
+
+    try:
+        return _project(args)
+    except LockgenError:
+        if args.config is None and folders_only(Path.cwd(), args.old, args.new):
+            return None
+        raise
+
+
+def cmd_why(args: argparse.Namespace) -> int:
+    from lockgen.why import render_text, why
+
+    answer = why(_project(args), args.package, args.cells)
+    if args.json:
+        print(json.dumps(answer.to_dict(), indent=2))
+    else:
+        sys.stdout.write(render_text(answer))
+    return 0
 
 
 def cmd_bump(args: argparse.Namespace) -> int:
-    from lockgen.bump import bump
-    from lockgen.config import find_config
+    from lockgen.bump_run import BumpOptions, bump
 
-    path = find_config(Path.cwd(), args.config)
-    result = bump(path, args.pins, templates=_project(args).config.templates)
-    for line in result.lines():
-        print(line, file=sys.stderr)
-    if args.no_lock or not result.changed:
-        return 0
-    try:
-        code = _lock(args, ())
-    except BaseException:  # a config or template error, Ctrl-C: the edits stay all the same
-        print(f"lockgen bump: {result.kept_after_failure(Path.cwd())}", file=sys.stderr)
-        raise
-    if code:
-        print(f"lockgen bump: {result.kept_after_failure(Path.cwd())}", file=sys.stderr)
-    return code
+    options = BumpOptions(run=_run_options(args), no_lock=args.no_lock, dry_run=args.dry_run)
+    say = None if args.json else (lambda line: print(line, file=sys.stderr))
+    outcome = bump(Path.cwd(), args.config, args.pins, options, _reporter(args), say=say)
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2))
+    else:
+        print(outcome.final(), file=sys.stderr)
+    return outcome.exit_code
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -182,6 +216,66 @@ def cmd_merge(args: argparse.Namespace) -> int:
     changed = sum(state == "changed" for state in result.cells.values())
     print(f"merged {len(result.cells)} cells from {len(args.dirs)} shard folders: {changed} changed", file=sys.stderr)
     return result.exit_code
+
+
+def _print(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    if args.fix:
+        from lockgen.dossier.fix import fix_command
+
+        return fix_command(_project(args), args.cells, args.osv, args.fail_on, _run_options(args), _reporter(args))
+    from lockgen.dossier.run import audit_command
+
+    text, code = audit_command(
+        _project(args), args.cells, osv=args.osv, fail_on=args.fail_on, fmt=args.format, mirrors=tuple(args.mirror)
+    )
+    _print(text)
+    return code
+
+
+def cmd_sbom(args: argparse.Namespace) -> int:
+    from lockgen.dossier.run import sbom_command
+
+    text, code = sbom_command(
+        _project(args), args.cells, output=args.output, mirrors=tuple(args.mirror), offline=args.offline,
+        serial=args.serial_number, timestamp=args.timestamp,
+    )  # fmt: skip
+    (_print if args.output is None else functools.partial(print, end="", file=sys.stderr))(text)
+    return code
+
+
+def cmd_licenses(args: argparse.Namespace) -> int:
+    from lockgen.dossier.run import licenses_command
+
+    text, code = licenses_command(
+        _project(args), args.cells, fmt=args.format, mirrors=tuple(args.mirror), offline=args.offline
+    )
+    _print(text)
+    return code
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from lockgen.scaffold import Options, scaffold, write
+
+    root = Path(args.config) if args.config else Path.cwd()
+    pythons = tuple(v.strip() for v in (args.python or "").split(",") if v.strip())
+    options = Options(
+        files=tuple(args.files), indexes=tuple(args.index), pythons=pythons, exclude_newer=args.exclude_newer
+    )
+    draft = scaffold(root, options)
+    for line in draft.explanation:
+        print(f"  {line}", file=sys.stderr)
+    if args.dry_run:
+        for rel, text in draft.files.items():
+            print(f"--- {rel}\n{text}", end="" if text.endswith("\n") else "\n")
+        return 0
+    for rel in write(root, draft):
+        print(f"wrote {rel}", file=sys.stderr)
+    print("next: lockgen matrix (the cells), lockgen all (lock them), lockgen check (in CI)", file=sys.stderr)
+    return 0
 
 
 class _Version(argparse.Action):
@@ -221,7 +315,8 @@ class _Option:
 
 _RESOLVING = ("all", "lock", "bump")
 _SELECTING = ("all", "lock", "matrix", "check")
-_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge")
+_DOSSIER = ("audit", "sbom", "licenses")
+_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge", "init", "why", *_DOSSIER)
 _INSTALL = ("install",)
 OPTIONS = (
     _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
@@ -234,26 +329,32 @@ OPTIONS = (
     _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
     _Option(
         ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
-        [], (*_RESOLVING, "install"),
+        [], (*_RESOLVING, "install", "diff", *_DOSSIER),
     ),
     _Option(("--online",), {"action": "store_true", "help": "resolve every cell online (no reuse of pages fetched in this run)"}, False, _RESOLVING),
     _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
     _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),
-    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, (*_RESOLVING, "merge")),
+    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, (*_RESOLVING, "merge", "audit")),
     _Option(("--shard",), {"metavar": "I/N", "help": "only shard I of N (1-based) of the selected cells; see lockgen merge"}, None, ("all", "matrix")),
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
-    _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
+    _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check", "bump", "why")),
+    _Option(
+        ("--dry-run",), {"action": "store_true", "help": "change nothing: resolve in .lockgen/ and report what would change (all, lock, bump), say what would be installed (install) or written (init)"},
+        False, ("all", "lock", "bump", "install", "init"),
+    ),
     _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
-    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's)"}, None, ("detect", "install")),
+    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's; init: the matrix's, comma-separated)"}, None, ("detect", "install", "init")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
     _Option(("--arch",), {"choices": ["x86_64", "aarch64"], "help": "pretend: host arch"}, None, ("detect",)),
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
     _Option(("--gpu",), {"choices": ["nvidia", "amd", "apple", "none"], "help": "pretend: GPU kind"}, None, ("detect",)),
     _Option(("--cuda",), {"metavar": "X.Y", "help": "pretend: the NVIDIA driver's CUDA version"}, None, ("detect",)),
+    _Option(("--gfx",), {"metavar": "LIST", "help": "pretend: AMD GPUs by gfx target (gfx1100,gfx1036)"}, None, ("detect",)),
+    _Option(("--cell", "--select-cell"), {"metavar": "NAME", "help": "take this cell (the way past GPU facts that cannot be known)"}, None, ("detect",)),
+    _Option(("--axis",), {"action": "append", "type": lambda text: _axis(text), "metavar": "NAME=VALUE", "help": "the value of an extra matrix axis (repeatable)"}, [], ("detect", "install")),
     _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
     _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.select picks for this machine"}, False, _INSTALL),
     _Option(("--venv",), {"metavar": "PATH", "help": "the virtual environment (default: .venv in the project root)"}, None, _INSTALL),
-    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed; change nothing"}, False, _INSTALL),
     _Option(("--installer",), {"choices": ["uv", "pip"], "help": "run the manifest's uv (default) or pip commands"}, "uv", _INSTALL),
     _Option(("--index-url",), {"metavar": "URL", "help": "install from this index instead of the recorded one"}, None, _INSTALL),
     _Option(("--reinstall",), {"action": "store_true", "help": "install even when the venv is up to date"}, False, _INSTALL),
@@ -298,9 +399,17 @@ def build_parser() -> argparse.ArgumentParser:
         "detect": (cmd_detect, "print the cell (and lock) for this machine"),
         "check": (cmd_check, "exit 1 if any lock or the manifest is out of date"),
         "diff": (cmd_diff, "show what changed between two sets of locks (git revisions or folders)"),
-        "bump": (cmd_bump, "edit pins in the config, then re-lock the cells whose inputs changed"),
+        "bump": (cmd_bump, "move pins (config, templates, project dependencies), re-lock, write all of it or nothing"),
+        "why": (cmd_why, "show which requirements bring a package into each cell's lock"),
         "install": (cmd_install, "install a cell's layers into a venv, as the manifest says"),
         "merge": (cmd_merge, "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest"),
+        "audit": (
+            cmd_audit,
+            "check every locked package of every cell against OSV advisories (--fix: move to fixed versions)",
+        ),
+        "sbom": (cmd_sbom, "write CycloneDX 1.6 SBOMs of the locks, per cell and merged"),
+        "licenses": (cmd_licenses, "list each locked package's license per cell and check the [licenses] policy"),
+        "init": (cmd_init, "write a config and templates from the project's requirement files or pyproject.toml"),
     }
     for command, (func, text) in commands.items():
         usage = f"lockgen {command} [OPTIONS]{_ARGUMENTS.get(command, '')}"  # argparse's lists every option
@@ -319,8 +428,13 @@ DIFF_FORMATS = ("text", "markdown", "json")
 #: The arguments of each command as its one-line usage shows them (see :func:`_positionals`).
 _ARGUMENTS = {
     "lock": " CELL [CELL ...]", "check": " [CELL ...]", "diff": " [OLD [NEW]]", "install": " [CELL]",
-    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]",
+    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "why": " NAME [CELL ...]",
+    "audit": " [CELL ...]", "sbom": " [CELL ...]", "licenses": " [CELL ...]", "init": " [FILE ...]",
 }  # fmt: skip
+#: ``lockgen audit --format`` values (:data:`lockgen.dossier.auditformat.FORMATS`).
+AUDIT_FORMATS = ("text", "markdown", "json", "sarif")
+#: ``--fail-on`` thresholds (:data:`lockgen.config.model.SEVERITIES`).
+FAIL_ON = ("any", "low", "medium", "high", "critical", "none")
 
 
 def _positionals(command: str, p: argparse.ArgumentParser) -> None:
@@ -336,13 +450,78 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
             "--format", choices=DIFF_FORMATS, default="text", help="text (default), markdown (a PR comment) or json"
         )
         p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
+        p.add_argument(
+            "--osv",
+            metavar="SOURCE",
+            help="with markdown: also list the advisories the change fixes or introduces (an OSV API URL or export)",
+        )
     elif command == "install":
         p.add_argument("cell", nargs="?", metavar="CELL", help="the cell to install (or --detect)")
     elif command == "merge":
         p.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
+    elif command in ("audit", "sbom", "licenses"):
+        p.add_argument("cells", nargs="*", metavar="CELL", help="cells to read (default: every cell with a lock)")
+        if command == "audit":
+            p.add_argument(
+                "--format", choices=AUDIT_FORMATS, default="text", help="text (default), markdown, json or sarif"
+            )
+            p.add_argument(
+                "--osv",
+                metavar="SOURCE",
+                help="OSV API URL, or an export folder or zip (default: [audit] osv, else https://api.osv.dev)",
+            )
+            p.add_argument(
+                "--fail-on",
+                choices=FAIL_ON,
+                default=None,
+                help="lowest severity that makes the exit code 1 (default: [audit] fail-on, else any)",
+            )
+            p.add_argument(
+                "--fix",
+                action="store_true",
+                help="move each affected package to its smallest fixed version the config allows, and re-lock",
+            )
+        else:
+            p.add_argument(
+                "--offline", action="store_true", help="read package metadata from the cache only; fetch nothing"
+            )
+        if command == "licenses":
+            p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
+        if command == "sbom":
+            p.add_argument(
+                "-o",
+                "--output",
+                metavar="DIR",
+                help="write <cell>.cdx.json and matrix.cdx.json here (default: print the merged SBOM)",
+            )
+            p.add_argument(
+                "--serial-number",
+                metavar="UUID",
+                help="the SBOMs' serial number (default: derived from the locks, so the same locks give the same bytes)",
+            )
+            p.add_argument(
+                "--timestamp",
+                action="store_true",
+                help="record the time of writing in the metadata (default: none, for byte-stable SBOMs)",
+            )
+    elif command == "init":
+        p.add_argument(
+            "files", nargs="*", metavar="FILE", help="requirement files (default: requirements*.txt, requirements/)"
+        )
+        p.add_argument(
+            "--index",
+            action="append",
+            default=[],
+            metavar="URL",
+            help="a backend index (…/whl/cu128) for files that name none (repeatable)",
+        )
+        p.add_argument("--exclude-newer", metavar="DATE", help="resolve as of this date or time (default: today, UTC)")
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
         p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")
+    elif command == "why":
+        p.add_argument("package", metavar="NAME", help="the package to explain")
+        p.add_argument("cells", nargs="*", metavar="CELL", help="the cells to look at (default: every locked cell)")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -62,17 +62,19 @@ def choose(
     python: str | None,
     cpu: bool,
     present: tuple[Path, Interpreter] | None = None,
+    axes: Mapping[str, str] | None = None,
 ) -> tuple[str, Mapping[str, Any], list[str]]:
     """``(name, manifest entry, lines to say)`` of the cell to install: ``cell``, or the one the
     selector picks for this machine (``detect``). The selector's Python is ``python``, else the
     interpreter of the existing venv (``present``: its path and interpreter), else its own rule.
-    Raises :class:`UsageError` for a bad request and :class:`InstallRefused` for a cell that
-    cannot be installed (refused by the rules, failed, skipped, missing)."""
+    ``axes``: extra-axis values for the selector (``--axis``). Raises :class:`UsageError` for a
+    bad request and :class:`InstallRefused` for a cell that cannot be installed (refused by the
+    rules, failed, skipped, missing)."""
     cells: Mapping[str, Any] = manifest["cells"]
     if cell and detect:
         raise UsageError("give a CELL or --detect, not both")
     if detect:
-        name, said = _detect(manifest, python, cpu, present)
+        name, said = _detect(manifest, python, cpu, present, axes or {})
     elif cell:
         if cell not in cells:
             raise UsageError(f"no cell {cell!r} in the manifest; `lockgen matrix` lists the cells")
@@ -88,7 +90,11 @@ def choose(
 
 
 def _detect(
-    manifest: Mapping[str, Any], python: str | None, cpu: bool, present: tuple[Path, Interpreter] | None
+    manifest: Mapping[str, Any],
+    python: str | None,
+    cpu: bool,
+    present: tuple[Path, Interpreter] | None,
+    axes: Mapping[str, str],
 ) -> tuple[str, list[str]]:
     """The selector's choice on this machine; an existing venv's interpreter stands in for the
     running one (its Python minor and its arch)."""
@@ -98,7 +104,7 @@ def _detect(
         facts = replace(facts, interpreter=present[1].arch)
         wanted = python or present[1].minor
     try:
-        selection = select.select_cell(facts, manifest, wanted, cpu)
+        selection = select.select_cell(facts, manifest, wanted, cpu, axes=axes)
     except select.Refused as exc:
         raise InstallRefused("\n".join([exc.message, *(f"note: {n}" for n in exc.notes)])) from None
     except select.SelectError as exc:
