@@ -11,7 +11,8 @@ Kinds (:class:`Kind`), per package in a cell's main lock or one of its layers:
 * ``label``: the same public version with another local label (``2.13.0+cu126 → 2.13.0+cu130``);
 * ``source``: where its files come from changed (index, find-links, direct URL; see
   :mod:`lockgen.locks._origin`). With the version unchanged any change of place counts; when the
-  version moved too, only a change of host does (a release folder may be named after its version).
+  version moved too, any change but of a folder named after the version or its label (a release
+  folder moves with its version); two repositories on one host are two places (issue 16).
   Where its files come from is known from the cell's ``pylock.toml`` (its artifacts' URLs) or a
   direct URL; a layer lock (or a lock copied without its pylock) only lists, in its header, the
   pages an installer may read for all of its packages. Judged by that list alone, a package whose
@@ -284,7 +285,7 @@ class _Cell:
             return
         if va is not None and vb is not None and va != vb:
             self.add(name, _version_kind(va, vb), str(va), str(vb), layer)
-            if _moved(a, b, hosts=True):
+            if _moved(a, b, versions=(va, vb)):
                 self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)
         elif _moved(a, b) or ((va is None or vb is None) and a.entry.url != b.entry.url):
             self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)
@@ -317,12 +318,14 @@ class _Side:
         return _origin.exact(self.entry, self.package)
 
 
-def _moved(a: _Side, b: _Side, hosts: bool = False) -> bool:
-    """Whether the package's files come from elsewhere (by host only, with ``hosts``); see the
-    module docstring for a side that knows only its lock header's pages."""
+def _moved(a: _Side, b: _Side, versions: tuple[Version, Version] | None = None) -> bool:
+    """Whether the package's files come from elsewhere; with ``versions`` (old, new: the version
+    moved) a folder named after the version or its label may move with it
+    (:func:`lockgen.locks._origin.unversioned`). See the module docstring for a side that knows
+    only its lock header's pages."""
     old, new = a.sources(), b.sources()
-    if hosts:
-        old, new = _origin.hosts(old), _origin.hosts(new)
+    if versions is not None:
+        old, new = _origin.unversioned(old, versions[0]), _origin.unversioned(new, versions[1])
     if a.exact() and b.exact():
         return old != new
     if _same_lines(a.entry, b.entry):
