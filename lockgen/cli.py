@@ -63,9 +63,13 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
 def _lock(args: argparse.Namespace, names: Sequence[str]) -> int:
     from lockgen import pipeline
 
-    run = pipeline.lock_project(Path.cwd(), args.config, names, args.only, _run_options(args), _reporter(args))
+    run_lock = pipeline.dry_run if args.dry_run else pipeline.lock_project
+    run = run_lock(Path.cwd(), args.config, names, args.only, _run_options(args), _reporter(args))
     if args.json:
         print(json.dumps(run.to_dict(), indent=2))
+    if run.would_write is not None:
+        files = ", ".join(run.would_write) if run.would_write else "no file"
+        print(f"--dry-run: would write {files}; nothing written", file=sys.stderr)
     return run.exit_code
 
 
@@ -109,6 +113,11 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    if args.online or args.resolve:
+        return _check_over_time(args)
+    if args.attestations:
+        print("error: --attestations goes with --online", file=sys.stderr)
+        return 2
     from lockgen.check import check
 
     result = check(_project(args), args.cells, args.only)
@@ -124,28 +133,79 @@ def cmd_check(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def _check_over_time(args: argparse.Namespace) -> int:
+    """``check --online`` (the locked files on their hosts) and/or ``check --resolve`` (the same
+    inputs resolved again into a scratch folder): docs/locks-over-time.md."""
+    from lockgen.rot.command import online_command, resolve_command
+    from lockgen.rot.online import OnlineReport
+    from lockgen.rot.reproduce import ReproReport
+
+    if args.attestations and not args.online:
+        print("error: --attestations goes with --online", file=sys.stderr)
+        return 2
+    project = _project(args)
+    reports: dict[str, OnlineReport | ReproReport] = {}
+    if args.online:
+        reports["online"] = online_command(
+            project, args.cells, args.only, mirrors=tuple(args.mirror), jobs=args.jobs, timeout=args.timeout,
+            attestations=args.attestations,
+        )  # fmt: skip
+    if args.resolve:
+        print("resolving the cells again into .lockgen/reproduce/ (locks/ is not touched) …", file=sys.stderr)
+        reports["resolve"] = resolve_command(
+            project, args.cells, args.only, mirrors=tuple(args.mirror), jobs=args.jobs, wait=args.wait
+        )
+    if args.json:
+        data = {key: report.to_dict() for key, report in reports.items()}
+        print(json.dumps(data[next(iter(data))] if len(data) == 1 else data, indent=2))
+    else:
+        for report in reports.values():
+            _print("\n".join(report.lines()))
+    return max(report.exit_code for report in reports.values())
+
+
+def cmd_bundle(args: argparse.Namespace) -> int:
+    from lockgen.rot.bundle import bundle_command
+
+    result = bundle_command(_project(args), args.cells, args.output, mirrors=tuple(args.mirror), jobs=args.jobs)
+    for line in result.lines():
+        print(line, file=sys.stderr)
+    return result.exit_code
+
+
 def cmd_detect(args: argparse.Namespace) -> int:
     from lockgen.detect import run
 
     return run(_project(args), args)
 
 
+def _axis(text: str) -> tuple[str, str]:
+    """``--axis NAME=VALUE``, parsed as the selector parses it."""
+    from lockgen.select import parse_axis
+
+    return parse_axis(text)
+
+
 def cmd_install(args: argparse.Namespace) -> int:
-    from lockgen.install import Options, install
+    from lockgen.install import Options, install, install_bundle
 
     options = Options(
         cell=args.cell, detect=args.detect, venv=args.venv, cpu=args.cpu, python=args.python, dry_run=args.dry_run,
         installer=args.installer, mirrors=tuple(args.mirror), index_url=args.index_url, force=args.reinstall,
+        axes=tuple(args.axis),
     )  # fmt: skip
+    if args.from_dir is not None:  # a bundle: its own locks and manifest, no project, no network
+        return install_bundle(Path(args.from_dir), options)
     return install(_project(args), options)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from lockgen.locks.diffcmd import diff_command
 
-    project = _project(args)
-    text, code = diff_command(project.root, project.config.locks, args.old, args.new, args.format, args.exit_code)
-    if args.format == "markdown" and (args.osv or project.config.audit.osv):
+    project = _diff_project(args)
+    root, locks = (project.root, project.config.locks) if project is not None else (Path.cwd(), "locks")
+    text, code = diff_command(root, locks, args.old, args.new, args.format, args.exit_code)
+    if project is not None and args.format == "markdown" and (args.osv or project.config.audit.osv):
         from lockgen.dossier.diffnote import advisories_note
 
         text = text.rstrip("\n") + "\n" + advisories_note(project, args.old, args.new, args.osv, tuple(args.mirror))
@@ -153,24 +213,41 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return code
 
 
-def cmd_bump(args: argparse.Namespace) -> int:
-    from lockgen.bump import bump
-    from lockgen.config import find_config
+def _diff_project(args: argparse.Namespace) -> Project | None:
+    """The project ``lockgen diff`` compares in; None for two folders where no config is found
+    (comparing two copies of locks needs none)."""
+    from lockgen.locks.diffcmd import folders_only
 
-    path = find_config(Path.cwd(), args.config)
-    result = bump(path, args.pins, templates=_project(args).config.templates)
-    for line in result.lines():
-        print(line, file=sys.stderr)
-    if args.no_lock or not result.changed:
-        return 0
     try:
-        code = _lock(args, ())
-    except BaseException:  # a config or template error, Ctrl-C: the edits stay all the same
-        print(f"lockgen bump: {result.kept_after_failure(Path.cwd())}", file=sys.stderr)
+        return _project(args)
+    except LockgenError:
+        if args.config is None and folders_only(Path.cwd(), args.old, args.new):
+            return None
         raise
-    if code:
-        print(f"lockgen bump: {result.kept_after_failure(Path.cwd())}", file=sys.stderr)
-    return code
+
+
+def cmd_why(args: argparse.Namespace) -> int:
+    from lockgen.why import render_text, why
+
+    answer = why(_project(args), args.package, args.cells)
+    if args.json:
+        print(json.dumps(answer.to_dict(), indent=2))
+    else:
+        sys.stdout.write(render_text(answer))
+    return 0
+
+
+def cmd_bump(args: argparse.Namespace) -> int:
+    from lockgen.bump_run import BumpOptions, bump
+
+    options = BumpOptions(run=_run_options(args), no_lock=args.no_lock, dry_run=args.dry_run)
+    say = None if args.json else (lambda line: print(line, file=sys.stderr))
+    outcome = bump(Path.cwd(), args.config, args.pins, options, _reporter(args), say=say)
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2))
+    else:
+        print(outcome.final(), file=sys.stderr)
+    return outcome.exit_code
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -233,7 +310,11 @@ def cmd_init(args: argparse.Namespace) -> int:
     root = Path(args.config) if args.config else Path.cwd()
     pythons = tuple(v.strip() for v in (args.python or "").split(",") if v.strip())
     options = Options(
-        files=tuple(args.files), indexes=tuple(args.index), pythons=pythons, exclude_newer=args.exclude_newer
+        files=tuple(args.files),
+        commands=tuple(args.commands),
+        indexes=tuple(args.index),
+        pythons=pythons,
+        exclude_newer=args.exclude_newer,
     )
     draft = scaffold(root, options)
     for line in draft.explanation:
@@ -286,7 +367,21 @@ class _Option:
 _RESOLVING = ("all", "lock", "bump")
 _SELECTING = ("all", "lock", "matrix", "check")
 _DOSSIER = ("audit", "sbom", "licenses")
-_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge", "init", *_DOSSIER)
+_EVERY = (
+    "all",
+    "lock",
+    "matrix",
+    "detect",
+    "check",
+    "diff",
+    "bump",
+    "install",
+    "merge",
+    "init",
+    "why",
+    *_DOSSIER,
+    "bundle",
+)
 _INSTALL = ("install",)
 OPTIONS = (
     _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
@@ -295,19 +390,26 @@ OPTIONS = (
         ("--only",), {"action": "append", "metavar": "KEY=VALUE", "help": "select cells by os, arch, backend, python or name; repeat a key to accept several values"},
         [], _SELECTING,
     ),
-    _Option(("-j", "--jobs"), {"type": int, "metavar": "N", "help": "cells resolved at once (default: CPU cores + 1, 2 to 8)"}, None, _RESOLVING),
+    _Option(("-j", "--jobs"), {"type": int, "metavar": "N", "help": "cells resolved at once (default: CPU cores + 1, 2 to 8); check --online and bundle: requests at once (default 16, 8)"}, None, (*_RESOLVING, "check", "bundle")),
     _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
     _Option(
         ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
-        [], (*_RESOLVING, "install", "diff", *_DOSSIER),
+        [], (*_RESOLVING, "install", "diff", *_DOSSIER, "check", "bundle"),
     ),
-    _Option(("--online",), {"action": "store_true", "help": "resolve every cell online (no reuse of pages fetched in this run)"}, False, _RESOLVING),
+    _Option(
+        ("--online",), {"action": "store_true", "help": "all, lock, bump: resolve every cell online (no reuse of pages fetched in this run); check: check every locked file on its host (deleted, moved, size or hash changed)"},
+        False, (*_RESOLVING, "check"),
+    ),
     _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
     _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),
-    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, (*_RESOLVING, "merge", "audit")),
+    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, (*_RESOLVING, "merge", "audit", "check")),
     _Option(("--shard",), {"metavar": "I/N", "help": "only shard I of N (1-based) of the selected cells; see lockgen merge"}, None, ("all", "matrix")),
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
-    _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
+    _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check", "bump", "why")),
+    _Option(
+        ("--dry-run",), {"action": "store_true", "help": "change nothing: resolve in .lockgen/ and report what would change (all, lock, bump), say what would be installed (install) or written (init)"},
+        False, ("all", "lock", "bump", "install", "init"),
+    ),
     _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
     _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's; init: the matrix's, comma-separated)"}, None, ("detect", "install", "init")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
@@ -315,10 +417,12 @@ OPTIONS = (
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
     _Option(("--gpu",), {"choices": ["nvidia", "amd", "apple", "none"], "help": "pretend: GPU kind"}, None, ("detect",)),
     _Option(("--cuda",), {"metavar": "X.Y", "help": "pretend: the NVIDIA driver's CUDA version"}, None, ("detect",)),
+    _Option(("--gfx",), {"metavar": "LIST", "help": "pretend: AMD GPUs by gfx target (gfx1100,gfx1036)"}, None, ("detect",)),
+    _Option(("--cell", "--select-cell"), {"metavar": "NAME", "help": "take this cell (the way past GPU facts that cannot be known)"}, None, ("detect",)),
+    _Option(("--axis",), {"action": "append", "type": lambda text: _axis(text), "metavar": "NAME=VALUE", "help": "the value of an extra matrix axis (repeatable)"}, [], ("detect", "install")),
     _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
     _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.select picks for this machine"}, False, _INSTALL),
     _Option(("--venv",), {"metavar": "PATH", "help": "the virtual environment (default: .venv in the project root)"}, None, _INSTALL),
-    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed (init: written); change nothing"}, False, (*_INSTALL, "init")),
     _Option(("--installer",), {"choices": ["uv", "pip"], "help": "run the manifest's uv (default) or pip commands"}, "uv", _INSTALL),
     _Option(("--index-url",), {"metavar": "URL", "help": "install from this index instead of the recorded one"}, None, _INSTALL),
     _Option(("--reinstall",), {"action": "store_true", "help": "install even when the venv is up to date"}, False, _INSTALL),
@@ -363,7 +467,8 @@ def build_parser() -> argparse.ArgumentParser:
         "detect": (cmd_detect, "print the cell (and lock) for this machine"),
         "check": (cmd_check, "exit 1 if any lock or the manifest is out of date"),
         "diff": (cmd_diff, "show what changed between two sets of locks (git revisions or folders)"),
-        "bump": (cmd_bump, "edit pins in the config, then re-lock the cells whose inputs changed"),
+        "bump": (cmd_bump, "move pins (config, templates, project dependencies), re-lock, write all of it or nothing"),
+        "why": (cmd_why, "show which requirements bring a package into each cell's lock"),
         "install": (cmd_install, "install a cell's layers into a venv, as the manifest says"),
         "merge": (cmd_merge, "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest"),
         "audit": (
@@ -373,6 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sbom": (cmd_sbom, "write CycloneDX 1.6 SBOMs of the locks, per cell and merged"),
         "licenses": (cmd_licenses, "list each locked package's license per cell and check the [licenses] policy"),
         "init": (cmd_init, "write a config and templates from the project's requirement files or pyproject.toml"),
+        "bundle": (cmd_bundle, "write the locked files of cells into a folder that installs with no network"),
     }
     for command, (func, text) in commands.items():
         usage = f"lockgen {command} [OPTIONS]{_ARGUMENTS.get(command, '')}"  # argparse's lists every option
@@ -391,8 +497,9 @@ DIFF_FORMATS = ("text", "markdown", "json")
 #: The arguments of each command as its one-line usage shows them (see :func:`_positionals`).
 _ARGUMENTS = {
     "lock": " CELL [CELL ...]", "check": " [CELL ...]", "diff": " [OLD [NEW]]", "install": " [CELL]",
-    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "audit": " [CELL ...]",
-    "sbom": " [CELL ...]", "licenses": " [CELL ...]", "init": " [FILE ...]",
+    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "why": " NAME [CELL ...]",
+    "audit": " [CELL ...]", "sbom": " [CELL ...]", "licenses": " [CELL ...]", "init": " [FILE ...]",
+    "bundle": " CELL [CELL ...] -o DIR",
 }  # fmt: skip
 #: ``lockgen audit --format`` values (:data:`lockgen.dossier.auditformat.FORMATS`).
 AUDIT_FORMATS = ("text", "markdown", "json", "sarif")
@@ -406,6 +513,24 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("cells", nargs="+", metavar="CELL")
     elif command == "check":
         p.add_argument("cells", nargs="*", metavar="CELL")
+        p.add_argument(
+            "--resolve", action="store_true",
+            help="resolve every cell again into .lockgen/reproduce/ (the recorded uv and cutoff) and explain any drift",
+        )  # fmt: skip
+        p.add_argument(
+            "--attestations", action="store_true",
+            help="with --online: verify each file's PEP 740 attestations (needs lockgen[attestations])",
+        )  # fmt: skip
+        p.add_argument(
+            "--timeout", type=float, metavar="SECONDS", default=None,
+            help="with --online: the time budget of the whole check (default 600)",
+        )  # fmt: skip
+    elif command == "bundle":
+        p.add_argument("cells", nargs="+", metavar="CELL")
+        p.add_argument(
+            "-o", "--output", metavar="DIR", required=True,
+            help="the bundle folder (created; a bundle there already is added to, its files reused)",
+        )  # fmt: skip
     elif command == "diff":
         p.add_argument("old", nargs="?", metavar="OLD", help="git revision or folder (default: HEAD)")
         p.add_argument("new", nargs="?", metavar="NEW", help="git revision or folder (default: the work tree)")
@@ -420,6 +545,10 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
         )
     elif command == "install":
         p.add_argument("cell", nargs="?", metavar="CELL", help="the cell to install (or --detect)")
+        p.add_argument(
+            "--from", dest="from_dir", metavar="DIR", default=None,
+            help="install from a bundle folder (lockgen bundle): its locks and files, no network, no project",
+        )  # fmt: skip
     elif command == "merge":
         p.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
     elif command in ("audit", "sbom", "licenses"):
@@ -469,7 +598,19 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
             )
     elif command == "init":
         p.add_argument(
-            "files", nargs="*", metavar="FILE", help="requirement files (default: requirements*.txt, requirements/)"
+            "files",
+            nargs="*",
+            metavar="FILE",
+            help="requirement files (default: requirements*.txt, requirements/); FILE:os=linux,arch=aarch64 says "
+            "its platform (keys os, arch, backend)",
+        )
+        p.add_argument(
+            "--commands",
+            action="append",
+            default=[],
+            metavar="SCRIPT",
+            help="an installer script (or a file of pip install lines) whose torch install commands to read; "
+            "nothing in it runs (repeatable; SCRIPT:os=macos says its platform)",
         )
         p.add_argument(
             "--index",
@@ -482,6 +623,9 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
         p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")
+    elif command == "why":
+        p.add_argument("package", metavar="NAME", help="the package to explain")
+        p.add_argument("cells", nargs="*", metavar="CELL", help="the cells to look at (default: every locked cell)")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -41,7 +41,7 @@ from lockgen.plan.sources import index_pages
 from lockgen.resolve import choose, fetch, inputs, uvout
 from lockgen.resolve.cellrun import CellRun, install_links
 from lockgen.resolve.describe import Resolved
-from lockgen.resolve.hints import NeedsBuilding
+from lockgen.resolve.hints import NeedsBuilding, in_config_terms
 from lockgen.resolve.inputs import Inputs, layer_index, url_constraints, url_pins
 from lockgen.resolve.invariants import Problem
 from lockgen.text import cut
@@ -261,7 +261,7 @@ def failed(run: CellRun, job: Job, returncode: int, stderr: str) -> LayerUnavail
     if returncode < 0:
         raise LayerKilled(f"cell {run.plan.cell.name}: uv was killed while resolving layer {job.name}")
     if uvout.unreachable_hosts(stderr):
-        return LayerUnavailable(f"{UNREACHABLE} {run.mirrors.canonical(uvout.reason(stderr))}")
+        return LayerUnavailable(f"{UNREACHABLE} {in_config_terms(run, run.mirrors.canonical(uvout.reason(stderr)))}")
     return None
 
 
@@ -291,7 +291,8 @@ def write_preferences(run: CellRun, output: str, versions: Mapping[str, str]) ->
 def no_resolution(run: CellRun, stderr: str) -> LayerUnavailable:
     """A layer uv could not resolve (and that does not fight main): unavailable, with uv's
     explanation cut at a sentence end."""
-    reason = cut(run.mirrors.canonical(uvout.without_build_hints(uvout.cause(stderr))), REASON_CHARS)
+    why = in_config_terms(run, run.mirrors.canonical(uvout.without_build_hints(uvout.cause(stderr))))
+    reason = cut(why, REASON_CHARS)
     return LayerUnavailable(reason, uvout.not_in_registry(stderr))
 
 

@@ -111,6 +111,8 @@ def compile_argv(
     packages that have no wheel for the target), so uv prefers an older version with a wheel to a
     newer sdist-only one (CASES C26). ``excludes``: a file of packages uv leaves out of the
     resolution (``--excludes``: lockgen looks past a package without wheels for the next one).
+    newer sdist-only one (CASES C26). A requirements file says which index or find-links page
+    served each package (``# from …``: the source identity of :mod:`lockgen.plan.identity`).
     """
     if inputs is None:
         from lockgen.resolve.inputs import main_inputs
@@ -134,8 +136,8 @@ def compile_argv(
     ]  # fmt: skip
     argv += _source_args(plan, inputs, mirrors)
     argv += _resolution_args(plan, no_binary)
-    if fmt is Format.REQUIREMENTS:
-        argv.append("--no-strip-extras")
+    if fmt is Format.REQUIREMENTS:  # the extras asked for (C19), and the index each package came from
+        argv += ["--no-strip-extras", "--emit-index-annotation"]
     argv += ["--no-header", "--no-config"]
     return argv + _run_args(options, offline=offline, no_deps=no_deps)
 
