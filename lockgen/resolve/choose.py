@@ -5,9 +5,10 @@ and CUDA version of the same release (``flash_attn-2.8.3+cu130torch2.12-…``, `
 ``…+cu128torch2.13-…``), the label often only in the file name. Of the URLs whose wheel tags fit
 the target (:func:`lockgen.resolve.fetch.fitting`), :func:`by_label` keeps those whose label (read
 by :mod:`lockgen.resolve.labels`) names the torch the cell locks (or pins) and a backend the cell
-takes (:func:`lockgen.resolve.invariants.fits_cell`), and says for each other one why it was
-passed over. A label that names no build, or cannot be read, keeps its URL (the checks after the
-resolution still apply), after those whose label fits.
+takes (:func:`lockgen.resolve.invariants.fits_cell`), unless the cell's ``allow-mix`` names the
+package, and says for each other one why it was passed over. A label that names no build, or
+cannot be read, keeps its URL (the checks after the resolution still apply), after those whose
+label fits.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from packaging.version import Version
 
 from lockgen.plan.plan import Plan
 from lockgen.resolve import fetch, labels
-from lockgen.resolve.invariants import fits_cell, label_build
+from lockgen.resolve.invariants import fits_cell, label_build, mix_allowed
 
 __all__ = ["Choice", "by_label"]
 
@@ -41,10 +42,19 @@ class Choice:
         return [*self.fitting, *self.unknown]
 
     def best(self, specifiers: Iterable[SpecifierSet] = ()) -> str | None:
-        """The build to lock: the newest fitting one the specifiers allow
-        (:func:`lockgen.resolve.fetch.best`), else the newest one whose label says nothing."""
+        """The build to lock: the newest fitting one the specifiers allow, else the newest one whose
+        label says nothing that they allow (a requirement may name a build by its label:
+        ``llama-cpp-binaries==0.124.0+vulkan``), else the newest of all (uv then names the
+        conflict)."""
         specs = list(specifiers)
-        return fetch.best(list(self.fitting), specs) or fetch.best(list(self.unknown), specs)
+
+        def allowed(urls: Sequence[str]) -> list[str]:
+            return [u for u in urls if all(s.contains(fetch.version_of(u), prereleases=True) for s in specs)]
+
+        for urls in (allowed(self.fitting), allowed(self.unknown)):
+            if urls:
+                return fetch.best(urls)
+        return fetch.best(list(self.fitting)) or fetch.best(list(self.unknown))  # uv then names the conflict
 
 
 def by_label(urls: Sequence[str], plan: Plan, torch: Version | None) -> Choice:
@@ -70,7 +80,10 @@ def by_label(urls: Sequence[str], plan: Plan, torch: Version | None) -> Choice:
 
 
 def _passed_over(project: str, label: labels.Label, plan: Plan, torch: Version | None) -> str:
-    """Why a build with ``label`` does not go into the cell ("" when it does)."""
+    """Why a build with ``label`` does not go into the cell ("" when it does, or when the cell's
+    ``allow-mix`` declares that package's mix intended)."""
+    if mix_allowed(project, plan.cell.settings.allow_mix):
+        return ""
     if label.torch is not None and torch is not None and not label.torch.matches(torch):
         return f"built for torch {label.torch}, the cell locks torch {torch}"
     if label.backend is not None:

@@ -79,7 +79,7 @@ from lockgen.config.model import BackendFamily
 from lockgen.resolve import labels
 from lockgen.resolve.compat import TORCH_FAMILY, Build, fits
 
-__all__ = ["Build", "Problem", "backend_build", "fits_cell", "label_build", "label_warnings", "problems", "render"]
+__all__ = ["Build", "Problem", "backend_build", "fits_cell", "label_build", "label_warnings", "mix_allowed", "problems", "render"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,8 +153,13 @@ def problems(
             if problem is not None:
                 found.append(problem)
 
+    return [p for p in found if not mix_allowed(p.package, allow_mix)]
+
+
+def mix_allowed(name: str, allow_mix: Mapping[str, str] | None) -> bool:
+    """Whether ``allow_mix`` (package glob -> reason) names package ``name`` (canonical)."""
     allowed = [re.sub(r"[-_.]+", "-", pattern).lower() for pattern in allow_mix or {}]
-    return [p for p in found if not any(fnmatchcase(p.package, pattern) for pattern in allowed)]
+    return any(fnmatchcase(canonicalize_name(name), pattern) for pattern in allowed)
 
 
 def label_warnings(packages: Sequence[Package], rules: Sequence[BackendFamily]) -> list[str]:
