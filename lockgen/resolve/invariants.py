@@ -79,7 +79,17 @@ from lockgen.config.model import BackendFamily
 from lockgen.resolve import labels
 from lockgen.resolve.compat import TORCH_FAMILY, Build, fits
 
-__all__ = ["Build", "Problem", "backend_build", "fits_cell", "label_build", "label_warnings", "mix_allowed", "problems", "render"]
+__all__ = [
+    "Build",
+    "Problem",
+    "backend_build",
+    "fits_cell",
+    "label_build",
+    "label_warnings",
+    "mix_allowed",
+    "problems",
+    "render",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
