@@ -136,6 +136,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     options = Options(
         cell=args.cell, detect=args.detect, venv=args.venv, cpu=args.cpu, python=args.python, dry_run=args.dry_run,
         installer=args.installer, mirrors=tuple(args.mirror), index_url=args.index_url, force=args.reinstall,
+        wait=args.wait,
     )  # fmt: skip
     return install(_project(args), options)
 
@@ -239,7 +240,7 @@ OPTIONS = (
     _Option(("--online",), {"action": "store_true", "help": "resolve every cell online (no reuse of pages fetched in this run)"}, False, _RESOLVING),
     _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
     _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),
-    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, (*_RESOLVING, "merge")),
+    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project (install: into this venv) instead of refusing"}, False, (*_RESOLVING, "merge", "install")),
     _Option(("--shard",), {"metavar": "I/N", "help": "only shard I of N (1-based) of the selected cells; see lockgen merge"}, None, ("all", "matrix")),
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
     _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),

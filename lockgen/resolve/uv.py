@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import shlex
 import subprocess
 import sys
 import threading
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from lockgen.credentials import redact
+from lockgen.credentials import command_line
 from lockgen.errors import Interrupted
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
@@ -248,7 +247,7 @@ class Runner:
         with self._lock:
             if self.stopped.is_set():
                 raise Interrupted("interrupted before uv started")
-            log.debug("run in %s: %s", cwd, redact(shlex.join([binary, *argv])))
+            log.debug("run in %s: %s", cwd, command_line([binary, *argv]))
             proc = subprocess.Popen(
                 [binary, *argv], env=dict(env), cwd=cwd, shell=False, stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
