@@ -50,7 +50,7 @@ def find(root: Path, templates: str, names: Iterable[NormalizedName]) -> dict[No
     folder = root / templates
     for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = path.read_text(encoding="utf-8-sig").splitlines()  # a byte-order mark is not part of line 1
         except (OSError, UnicodeDecodeError):
             continue
         for number, line in enumerate(lines, 1):

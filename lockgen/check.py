@@ -10,6 +10,7 @@ skipped cell, is an ``orphan``: one row per cell, naming its files (main lock an
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,8 @@ from pathlib import Path
 from lockgen.errors import LockFormatError
 from lockgen.locks import manifest
 from lockgen.locks.header import FIRST_PREFIX
-from lockgen.locks.lock import LayerKind, Lock, intact, text_sha256
+from lockgen.locks.lock import LayerKind, Lock, decode, intact, text_sha256
+from lockgen.locks.paths import confine_file, refs_problem
 from lockgen.plan.matrix import select
 from lockgen.plan.plan import PART_NAMES, Plan
 from lockgen.project import Project
@@ -56,8 +58,9 @@ class CheckResult:
 def state_of(root: Path, plan: Plan) -> CellCheck:
     """The state of ``plan``'s cell from its files on disk (see the module docstring)."""
     name = plan.cell.name
+    locks = posixpath.dirname(plan.lock)
     try:
-        main = Lock.read(root / plan.lock, plan.lock)
+        main = Lock.read(confine_file(root, locks, plan.lock, LockFormatError), plan.lock)
     except LockFormatError as exc:
         if _older_format(root / plan.lock):
             return CellCheck(name, CellState.STALE, ("it was written by an older lockgen (the lock format changed)",))
@@ -76,8 +79,8 @@ def state_of(root: Path, plan: Plan) -> CellCheck:
 def _older_format(path: Path) -> bool:
     """A lock an older lockgen wrote, untouched since (its digest holds, its layout is not ours)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = decode(path.read_bytes(), str(path))
+    except (OSError, LockFormatError):
         return False
     return text.startswith(FIRST_PREFIX) and intact(text)
 
@@ -101,24 +104,35 @@ def changed_inputs(main: Lock, plan: Plan) -> tuple[str, ...]:
 
 
 def edited(root: Path, path: str, main: Lock) -> str | None:
-    """Why the main lock at ``path`` or one of its layer files is not what lockgen wrote (None: it is)."""
-    text = (root / path).read_text(encoding="utf-8")
-    if not intact(text):
+    """Why the main lock at ``path`` or one of its layer files is not what lockgen wrote (None: it
+    is). The files the main lock names are read only where lockgen writes them
+    (:func:`lockgen.locks.paths.refs_problem`), inside the locks folder after symlinks."""
+    locks = posixpath.dirname(path)
+
+    def text_of(rel: str) -> str | None:
+        try:
+            return decode(confine_file(root, locks, rel, LockFormatError).read_bytes(), rel)
+        except (OSError, LockFormatError):
+            return None
+
+    text = text_of(path)
+    if text is None or not intact(text):
         return f"{path} was changed by hand (its content-sha256 does not match)"
+    problem = refs_problem(main.header, path)
+    if problem:
+        return f"{path}: {problem}"
     listed = set()
     ref_pylock = main.header.pylock
     if ref_pylock is not None:
-        try:
-            pylock_text = (root / ref_pylock.path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        pylock_text = text_of(ref_pylock.path)
+        if pylock_text is None:
             return f"{ref_pylock.path} is missing"
         if text_sha256(pylock_text) != ref_pylock.sha256:
             return f"{ref_pylock.path} is not the pylock.toml {path} lists (edited, or from another run)"
     for ref in main.header.layers:
         listed.add(ref.path)
-        try:
-            layer_text = (root / ref.path).read_text(encoding="utf-8")
-        except OSError:
+        layer_text = text_of(ref.path)
+        if layer_text is None:
             return f"{ref.path} is missing"
         if text_sha256(layer_text) != ref.sha256 or not intact(layer_text):
             return f"{ref.path} is not the layer {path} lists (edited, or from another run)"
@@ -131,6 +145,8 @@ def edited(root: Path, path: str, main: Lock) -> str | None:
 
 
 def _is_layer(path: Path) -> bool:
+    if path.is_symlink():  # lockgen writes none: not one of its locks
+        return False
     try:
         lock = Lock.read(path)
     except LockFormatError:
@@ -165,6 +181,8 @@ def _orphans(root: Path, locks: str, keep: set[str]) -> list[tuple[str, str]]:
 
 
 def _is_main(path: Path) -> bool:
+    if path.is_symlink():
+        return False
     try:
         lock = Lock.read(path)
     except LockFormatError:

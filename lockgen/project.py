@@ -7,7 +7,7 @@ nothing. Only :mod:`lockgen.pipeline` writes (locks, manifest, lockgen's work fo
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,9 +107,13 @@ class Project:
         rules = self.config.detect
         return rules.to_dict() if rules is not None else None
 
-    def manifest_text(self, failed: dict[str, str] | None = None) -> str:
-        """The manifest the locks on disk give, with ``failed`` cells (cell -> reason)."""
-        return manifest.dumps(manifest.build(self.root, self.rows(), self.detect_rules(), failed))
+    def manifest_text(
+        self, failed: dict[str, str] | None = None, overlay: Mapping[str, str | None] | None = None
+    ) -> str:
+        """The manifest the locks on disk give, with ``failed`` cells (cell -> reason); with
+        ``overlay`` (project-relative path -> text, None: removed), as they will be once those
+        files are written (a merge writes the manifest with the locks, in one journal)."""
+        return manifest.dumps(manifest.build(self.root, self.rows(), self.detect_rules(), failed, overlay=overlay))
 
 
 def requires(cell: Cell, target: Target) -> dict[str, str]:

@@ -82,7 +82,7 @@ def _warn_if_both(folder: Path) -> None:
 def _read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file; raises :class:`ConfigError` naming it when it is not valid TOML."""
     try:
-        return parse_toml(path.read_text(encoding="utf-8"))
+        return parse_toml(path.read_text(encoding="utf-8-sig"))  # a byte-order mark (Notepad) is not TOML
     except Exception as exc:  # OSError, tomllib.TOMLDecodeError, tomlkit ParseError
         raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
 

@@ -38,7 +38,7 @@ class MetadataChecks(Checks):
         if self.read_toml is None:
             return None
         try:
-            table = self.read_toml((root / name).read_text(encoding="utf-8")).get("project")
+            table = self.read_toml((root / name).read_text(encoding="utf-8-sig")).get("project")
         except Exception as exc:  # OSError, TOML syntax
             self.problem(("project",), f"{name}: cannot read it as TOML: {exc}")
             return None

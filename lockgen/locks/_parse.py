@@ -48,8 +48,10 @@ class Parser:
     def lock(self) -> tuple[Header, tuple[Entry, ...]]:
         """The header and the entries of a whole lock."""
         head, sep, body = self.text.partition("\n\n")
-        if not head.startswith(FIRST_PREFIX) or not sep:
+        if not head.startswith(FIRST_PREFIX):
             raise self.fail(1, "not a lock written by lockgen (no lockgen header)")
+        if not sep:
+            raise self.fail(head.count("\n") + 1, "truncated: the header does not end (no blank line after it)")
         first = head.split("\n", 1)[0]
         self.fields["config"] = [first.partition(" from ")[2].partition("; do not edit")[0] or "pyproject.toml"]
         for number, line in enumerate(head.split("\n"), 1):

@@ -68,10 +68,12 @@ def build(
     failed: Mapping[str, str] | None = None,
     *,
     strict: bool = True,
+    overlay: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """The manifest as a dict, from every cell of the matrix, the locks on disk and ``failed``
-    (cell -> reason, from the run). Raises :class:`LockFormatError` when a lock cannot be read
-    (with ``strict=False`` such a cell is ``missing``)."""
+    (cell -> reason, from the run). ``overlay``: project-relative path -> text that stands for
+    the file on disk (None: the file is gone). Raises :class:`LockFormatError` when a lock cannot
+    be read (with ``strict=False`` such a cell is ``missing``)."""
     failed = failed or {}
     entries: dict[str, dict[str, Any]] = {}
     for row in sorted(rows, key=lambda r: bool(r.alias)):  # aliases copy their cell's entry
@@ -105,7 +107,7 @@ def build(
                 entry["reason"] = f"its cell {row.alias} is {source.get('status', 'missing')}"
         else:
             try:
-                entry.update(_locked(root, row.lock))
+                entry.update(_locked(root, row.lock, overlay or {}))
             except LockFormatError:
                 if strict:
                     raise
@@ -125,14 +127,15 @@ _LOCK_KEYS = (
 )  # fmt: skip
 
 
-def _locked(root: Path, path: str) -> dict[str, Any]:
+def _locked(root: Path, path: str, overlay: Mapping[str, str | None]) -> dict[str, Any]:
     """The lock fields of a cell whose main lock is at ``path`` (``status: missing`` when it has
     none). Raises :class:`LockFormatError` for a lock that cannot be read, a missing layer, or a
     layer or pylock the main lock names at another path than its own folder's
     (:func:`lockgen.locks.paths.refs_problem`: a lock from elsewhere cannot point outside)."""
-    from lockgen.locks.paths import confine_file, refs_problem
+    from lockgen.locks.paths import refs_problem
 
-    found = _read(root, path, posixpath.dirname(path))
+    locks = posixpath.dirname(path)
+    found = _read(root, path, locks, overlay)
     if found is None:
         return {"status": "missing"}
     main, sha = found
@@ -142,7 +145,7 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
         raise LockFormatError(f"{path}: {problem}; re-lock the cell")
     layers = [_layer(main, path, sha)]
     for ref in header.layers:
-        layer = _read(root, ref.path, posixpath.dirname(path))
+        layer = _read(root, ref.path, locks, overlay)
         if layer is None:
             raise LockFormatError(f"{path}: its layer {ref.path} is missing; re-lock the cell")
         layers.append(_layer(layer[0], ref.path, layer[1]))
@@ -151,8 +154,8 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
         "uv": header.uv, "index_url": header.index_url, "find_links": list(header.find_links), "layers": layers,
     }  # fmt: skip
     pylock = f"{path.removesuffix('.txt')}/pylock.toml"
-    if (root / pylock).is_file():
-        data = confine_file(root, posixpath.dirname(path), pylock, LockFormatError).read_bytes()
+    data = _bytes(root, pylock, locks, overlay)
+    if data is not None:
         entry["pylock"] = {"path": pylock, "sha256": text_sha256(decode(data, pylock))}
     if header.exclude_newer:
         entry["exclude_newer"] = header.exclude_newer
@@ -171,17 +174,28 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
     return entry
 
 
-def _read(root: Path, path: str, locks: str) -> tuple[Lock, str] | None:
-    """The lock at the project-relative ``path`` (inside ``locks`` after symlinks) and the
-    sha256 of its text; None when there is no such file."""
+def _bytes(root: Path, path: str, locks: str, overlay: Mapping[str, str | None]) -> bytes | None:
+    """The bytes of the project-relative file ``path`` (``overlay`` first; on disk confined to
+    ``locks`` after symlinks); None when there is no such file."""
     from lockgen.locks.paths import confine_file
 
+    if path in overlay:
+        text = overlay[path]
+        return text.encode("utf-8") if text is not None else None
     try:
-        data = confine_file(root, locks, path, LockFormatError).read_bytes()
-    except FileNotFoundError:
+        return confine_file(root, locks, path, LockFormatError).read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
     except OSError as exc:
         raise LockFormatError(f"{path}: cannot read it ({exc.strerror})") from None
+
+
+def _read(root: Path, path: str, locks: str, overlay: Mapping[str, str | None]) -> tuple[Lock, str] | None:
+    """The lock at the project-relative ``path`` (see :func:`_bytes`) and the sha256 of its text;
+    None when there is no such file."""
+    data = _bytes(root, path, locks, overlay)
+    if data is None:
+        return None
     text = decode(data, path)
     return Lock.parse(text, path), text_sha256(text)
 

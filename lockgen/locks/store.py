@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -33,8 +34,8 @@ from lockgen.locks.lock import normalized
 from lockgen.writing import write_error
 
 __all__ = [
-    "Busy", "FileLock", "ProjectLock", "clean_temporaries", "recover", "remove_cell", "replace_files", "work_folder",
-    "write_text",
+    "Busy", "FileLock", "ProjectLock", "clean_temporaries", "differs", "files_under", "recover", "remove_cell",
+    "replace_files", "work_folder", "write_text",
 ]  # fmt: skip
 
 log = logging.getLogger("lockgen")
@@ -187,16 +188,30 @@ def _temporary(path: Path, text: str) -> Path:
     return tmp
 
 
-def remove_cell(root: Path, cell: str, paths: Iterable[str]) -> None:
-    """Delete a cell's project-relative ``paths`` (files, and folders ending in ``/`` with every
-    file under them) as one unit, journaled under the cell's name like :func:`replace_files`:
-    a full run and ``lockgen merge`` remove locks of cells the matrix no longer resolves so."""
+def files_under(root: Path, paths: Iterable[str]) -> list[str]:
+    """The project-relative files of ``paths`` (files, and folders ending in ``/`` with every
+    file under them, temporaries left out), sorted per path; missing ones are skipped."""
     files: list[str] = []
     for path in paths:
         target = root / path.rstrip("/")
-        found = [target] if target.is_file() else [p for p in sorted(target.rglob("*")) if p.is_file()]
-        files += [f.relative_to(root).as_posix() for f in found]
-    replace_files(root, cell, {}, files)
+        if target.is_file():
+            found = [target]
+        else:
+            found = [p for p in sorted(target.rglob("*")) if p.is_file()] if target.is_dir() else []
+        files += [f.relative_to(root).as_posix() for f in found if not f.name.endswith(_TMP_SUFFIX)]
+    return files
+
+
+def differs(root: Path, path: str, text: str) -> bool:
+    """Whether the project-relative file ``path`` does not hold ``text`` (line endings aside)."""
+    return not _same(root / path, text)
+
+
+def remove_cell(root: Path, cell: str, paths: Iterable[str]) -> None:
+    """Delete a cell's project-relative ``paths`` (files, and folders ending in ``/`` with every
+    file under them) as one unit, journaled under the cell's name like :func:`replace_files`:
+    a full run removes locks of cells the matrix no longer resolves so."""
+    replace_files(root, cell, {}, files_under(root, paths))
 
 
 def replace_files(root: Path, name: str, files: Mapping[str, str], remove: Iterable[str] = ()) -> bool:
@@ -208,6 +223,9 @@ def replace_files(root: Path, name: str, files: Mapping[str, str], remove: Itera
     gone = [path for path in remove if (root / path).exists()]
     if not changes and not gone:
         return False
+    for path in changes:  # what would fail half way through the renames, refused before any
+        if (root / path).is_dir():
+            raise write_error(path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path))
     staged: list[tuple[str, str]] = []
     try:
         for path, text in changes.items():

@@ -46,7 +46,7 @@ def environment(config: Config) -> jinja2.Environment:
     from jinja2.sandbox import SandboxedEnvironment
 
     return SandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(config.root / config.templates),
+        loader=jinja2.FileSystemLoader(config.root / config.templates, encoding="utf-8-sig"),  # a BOM is not a line
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
