@@ -420,12 +420,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except LockgenError as exc:
         if args.verbose:
-            traceback.print_exc()
+            print(redact(traceback.format_exc()), end="", file=sys.stderr)  # -v: no secret in it either
         print(f"error: {redact(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # a file lockgen must read is not usable
         if args.verbose:
-            traceback.print_exc()
+            print(redact(traceback.format_exc()), end="", file=sys.stderr)  # -v: no secret in it either
         print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -217,4 +217,9 @@ class RedactFilter(logging.Filter):
         clean = redact(message)
         if clean != message:
             record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:  # a traceback logged with the record (exc_info=True)
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        record.exc_info = None
         return True

@@ -201,13 +201,11 @@ def parse(value: object, where: str, locks: str) -> Manifest:
     if not isinstance(raw_cells, dict):
         reader.problem("cells", f'expected an object of cells, got {_kind(raw_cells)} (not a format {fmt} manifest)')
     else:
+        reader.names = frozenset(str(name) for name in raw_cells)
         for name, entry in raw_cells.items():
             cell = reader.cell(str(name), entry)
             if cell is not None:
                 cells[cell.name] = cell
-        for cell in cells.values():
-            if cell.alias_of is not None and cell.alias_of not in raw_cells:
-                reader.problem(f"cells.{cell.name}.alias_of", f"names {cell.alias_of!r}, which is not a cell of the manifest")
     shard = value.get("shard")
     if shard is not None and not (isinstance(shard, str) and re.fullmatch(r"[1-9][0-9]{0,5}/[1-9][0-9]{0,5}", shard)):
         reader.problem("shard", f"expected I/N, got {shard!r}")
@@ -224,6 +222,7 @@ class _Reader:
     where: str
     locks: str
     problems: list[Problem] = field(default_factory=list)
+    names: frozenset[str] = frozenset()  # every cell the manifest lists
 
     #: At most this many problems are listed (a manifest of garbage is one error, not thousands).
     SHOWN = 20
@@ -316,7 +315,10 @@ class _Reader:
         alias_of = data.get("alias_of")
         if alias_of is not None and name_problem(alias_of):
             self.problem(f"{path}.alias_of", f"the cell name {name_problem(alias_of)}")
-            alias_of = None
+            return None
+        if alias_of is not None and alias_of not in self.names:
+            self.problem(f"{path}.alias_of", f"names {alias_of!r}, which is not a cell of the manifest")
+            return None
         reason = self.text(data, "reason", path, required=False)
         entry: dict[str, Any] = {
             "name": name, "status": status, "reason": reason, "alias_of": alias_of,
