@@ -11,6 +11,7 @@ skipped cell, is an ``orphan``: one row per cell, naming its files (main lock an
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,12 +137,21 @@ def edited(root: Path, path: str, main: Lock) -> str | None:
             return f"{ref.path} is missing"
         if text_sha256(layer_text) != ref.sha256 or not intact(layer_text):
             return f"{ref.path} is not the layer {path} lists (edited, or from another run)"
+    if ref_pylock is not None:
+        listed.add(ref_pylock.path)
     folder = root / path.removesuffix(".txt")
-    for extra in sorted(folder.glob("*.txt")) if folder.is_dir() else []:
+    for extra in sorted(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []:
         rel = extra.relative_to(root).as_posix()
-        if rel not in listed and _is_layer(extra):
+        if rel in listed or _TEMPORARY.fullmatch(extra.name):
+            continue
+        if extra.is_file() and not extra.is_symlink() and _is_layer(extra):
             return f"{rel} is a layer lock {path} does not list"
+        return f"{rel} is not a file lockgen writes for this cell ({path} does not list it); remove it"
     return None
+
+
+#: A temporary a killed run left (``.<name>.<8 hex>.tmp``): the next run removes it.
+_TEMPORARY = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
 
 
 def _is_layer(path: Path) -> bool:

@@ -269,6 +269,11 @@ def test_good_shards_merge_in_one_journal_and_leave_the_work_folder_ignored(tmp_
     assert "locks/manifest.json" in calls[0][1] and f"locks/{A}.txt" in calls[0][1] and f"locks/{B}.txt" in calls[0][1]
     assert (project / ".lockgen" / ".gitignore").read_text().endswith("*\n")
     assert run_cli("check", "-C", str(project)).code == 0
+    (project / "locks" / A / "evil.txt").write_text("numpy==1.0\n")  # a foreign file: check names it too
+    found = run_cli("check", "-C", str(project))
+    assert found.code == 1
+    assert f"locks/{A}/evil.txt is not a file lockgen writes for this cell" in found.out
+    (project / "locks" / A / "evil.txt").unlink()
     assert text_sha256((project / "locks" / f"{A}.txt").read_text()) == text_sha256(
         (shards[0] / f"{A}.txt").read_text()
     )
