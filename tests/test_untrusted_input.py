@@ -90,19 +90,19 @@ def _problems(data: object) -> tuple[Problem, ...]:
 
 
 def test_any_mutation_of_a_manifest_is_a_record_naming_the_field_or_valid():
-    """400 random one-node mutations of the repository's manifest: each reads, or raises
+    """250 random one-node mutations of the repository's manifest: each reads, or raises
     InputError whose every problem names the file (and a field); nothing else escapes."""
     base = _repo_manifest()
     rng = random.Random(15)
     refused = 0
-    for _ in range(400):
+    for _ in range(250):
         mutated = _mutations(copy.deepcopy(base), rng)
         problems = _problems(mutated)
         if problems:
             refused += 1
             assert all(p.file == "locks/manifest.json" for p in problems), problems
             assert problems[0].key or problems[0].message.startswith("not a lockgen manifest"), problems
-    assert refused > 150  # the rest changed what install does not read (detect, unavailable, …)
+    assert refused > 90  # the rest changed what install does not read (detect, unavailable, …)
 
 
 def test_a_manifest_with_too_many_problems_lists_twenty():
