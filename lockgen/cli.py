@@ -146,7 +146,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     project = _project(args)
     text, code = diff_command(project.root, project.config.locks, args.old, args.new, args.format, args.exit_code)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if args.format == "markdown" and (args.osv or project.config.audit.osv):
+        from lockgen.dossier.diffnote import advisories_note
+
+        text = text.rstrip("\n") + "\n" + advisories_note(project, args.old, args.new, args.osv, tuple(args.mirror))
+    _print(text)
     return code
 
 
@@ -185,6 +189,66 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def _print(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    if args.fix:
+        from lockgen.dossier.fix import fix_command
+
+        return fix_command(_project(args), args.cells, args.osv, args.fail_on, _run_options(args), _reporter(args))
+    from lockgen.dossier.run import audit_command
+
+    text, code = audit_command(
+        _project(args), args.cells, osv=args.osv, fail_on=args.fail_on, fmt=args.format, mirrors=tuple(args.mirror)
+    )
+    _print(text)
+    return code
+
+
+def cmd_sbom(args: argparse.Namespace) -> int:
+    from lockgen.dossier.run import sbom_command
+
+    text, code = sbom_command(
+        _project(args), args.cells, output=args.output, mirrors=tuple(args.mirror), offline=args.offline,
+        serial=args.serial_number, timestamp=args.timestamp,
+    )  # fmt: skip
+    (_print if args.output is None else functools.partial(print, end="", file=sys.stderr))(text)
+    return code
+
+
+def cmd_licenses(args: argparse.Namespace) -> int:
+    from lockgen.dossier.run import licenses_command
+
+    text, code = licenses_command(
+        _project(args), args.cells, fmt=args.format, mirrors=tuple(args.mirror), offline=args.offline
+    )
+    _print(text)
+    return code
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from lockgen.scaffold import Options, scaffold, write
+
+    root = Path(args.config) if args.config else Path.cwd()
+    pythons = tuple(v.strip() for v in (args.python or "").split(",") if v.strip())
+    options = Options(
+        files=tuple(args.files), indexes=tuple(args.index), pythons=pythons, exclude_newer=args.exclude_newer
+    )
+    draft = scaffold(root, options)
+    for line in draft.explanation:
+        print(f"  {line}", file=sys.stderr)
+    if args.dry_run:
+        for rel, text in draft.files.items():
+            print(f"--- {rel}\n{text}", end="" if text.endswith("\n") else "\n")
+        return 0
+    for rel in write(root, draft):
+        print(f"wrote {rel}", file=sys.stderr)
+    print("next: lockgen matrix (the cells), lockgen all (lock them), lockgen check (in CI)", file=sys.stderr)
+    return 0
+
+
 class _Version(argparse.Action):
     """``--version``, looked up only when asked for (reading uv's metadata costs a no-op run)."""
 
@@ -195,7 +259,7 @@ class _Version(argparse.Action):
         values: str | Sequence[Any] | None,
         option_string: str | None = None,
     ) -> NoReturn:
-        from lockgen.resolve.uv import uv_version
+        from lockgen.uvbin import uv_version
 
         print(f"lockgen {__version__} (uv {uv_version()})")
         parser.exit()
@@ -222,7 +286,8 @@ class _Option:
 
 _RESOLVING = ("all", "lock", "bump")
 _SELECTING = ("all", "lock", "matrix", "check")
-_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge")
+_DOSSIER = ("audit", "sbom", "licenses")
+_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge", "init", *_DOSSIER)
 _INSTALL = ("install",)
 OPTIONS = (
     _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
@@ -235,17 +300,17 @@ OPTIONS = (
     _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
     _Option(
         ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
-        [], (*_RESOLVING, "install"),
+        [], (*_RESOLVING, "install", "diff", *_DOSSIER),
     ),
     _Option(("--online",), {"action": "store_true", "help": "resolve every cell online (no reuse of pages fetched in this run)"}, False, _RESOLVING),
     _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
     _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),
-    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project (install: into this venv) instead of refusing"}, False, (*_RESOLVING, "merge", "install")),
+    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project (install: into this venv) instead of refusing"}, False, (*_RESOLVING, "merge", "audit", "install")),
     _Option(("--shard",), {"metavar": "I/N", "help": "only shard I of N (1-based) of the selected cells; see lockgen merge"}, None, ("all", "matrix")),
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
     _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
     _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
-    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's)"}, None, ("detect", "install")),
+    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's; init: the matrix's, comma-separated)"}, None, ("detect", "install", "init")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
     _Option(("--arch",), {"choices": ["x86_64", "aarch64"], "help": "pretend: host arch"}, None, ("detect",)),
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
@@ -254,7 +319,7 @@ OPTIONS = (
     _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
     _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.select picks for this machine"}, False, _INSTALL),
     _Option(("--venv",), {"metavar": "PATH", "help": "the virtual environment (default: .venv in the project root)"}, None, _INSTALL),
-    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed; change nothing"}, False, _INSTALL),
+    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed (init: written); change nothing"}, False, (*_INSTALL, "init")),
     _Option(("--installer",), {"choices": ["uv", "pip"], "help": "run the manifest's uv (default) or pip commands"}, "uv", _INSTALL),
     _Option(("--index-url",), {"metavar": "URL", "help": "install from this index instead of the recorded one"}, None, _INSTALL),
     _Option(("--reinstall",), {"action": "store_true", "help": "install even when the venv is up to date"}, False, _INSTALL),
@@ -302,6 +367,13 @@ def build_parser() -> argparse.ArgumentParser:
         "bump": (cmd_bump, "edit pins in the config, then re-lock the cells whose inputs changed"),
         "install": (cmd_install, "install a cell's layers into a venv, as the manifest says"),
         "merge": (cmd_merge, "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest"),
+        "audit": (
+            cmd_audit,
+            "check every locked package of every cell against OSV advisories (--fix: move to fixed versions)",
+        ),
+        "sbom": (cmd_sbom, "write CycloneDX 1.6 SBOMs of the locks, per cell and merged"),
+        "licenses": (cmd_licenses, "list each locked package's license per cell and check the [licenses] policy"),
+        "init": (cmd_init, "write a config and templates from the project's requirement files or pyproject.toml"),
     }
     for command, (func, text) in commands.items():
         usage = f"lockgen {command} [OPTIONS]{_ARGUMENTS.get(command, '')}"  # argparse's lists every option
@@ -320,8 +392,13 @@ DIFF_FORMATS = ("text", "markdown", "json")
 #: The arguments of each command as its one-line usage shows them (see :func:`_positionals`).
 _ARGUMENTS = {
     "lock": " CELL [CELL ...]", "check": " [CELL ...]", "diff": " [OLD [NEW]]", "install": " [CELL]",
-    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]",
+    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "audit": " [CELL ...]",
+    "sbom": " [CELL ...]", "licenses": " [CELL ...]", "init": " [FILE ...]",
 }  # fmt: skip
+#: ``lockgen audit --format`` values (:data:`lockgen.dossier.auditformat.FORMATS`).
+AUDIT_FORMATS = ("text", "markdown", "json", "sarif")
+#: ``--fail-on`` thresholds (:data:`lockgen.config.model.SEVERITIES`).
+FAIL_ON = ("any", "low", "medium", "high", "critical", "none")
 
 
 def _positionals(command: str, p: argparse.ArgumentParser) -> None:
@@ -337,10 +414,72 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
             "--format", choices=DIFF_FORMATS, default="text", help="text (default), markdown (a PR comment) or json"
         )
         p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
+        p.add_argument(
+            "--osv",
+            metavar="SOURCE",
+            help="with markdown: also list the advisories the change fixes or introduces (an OSV API URL or export)",
+        )
     elif command == "install":
         p.add_argument("cell", nargs="?", metavar="CELL", help="the cell to install (or --detect)")
     elif command == "merge":
         p.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
+    elif command in ("audit", "sbom", "licenses"):
+        p.add_argument("cells", nargs="*", metavar="CELL", help="cells to read (default: every cell with a lock)")
+        if command == "audit":
+            p.add_argument(
+                "--format", choices=AUDIT_FORMATS, default="text", help="text (default), markdown, json or sarif"
+            )
+            p.add_argument(
+                "--osv",
+                metavar="SOURCE",
+                help="OSV API URL, or an export folder or zip (default: [audit] osv, else https://api.osv.dev)",
+            )
+            p.add_argument(
+                "--fail-on",
+                choices=FAIL_ON,
+                default=None,
+                help="lowest severity that makes the exit code 1 (default: [audit] fail-on, else any)",
+            )
+            p.add_argument(
+                "--fix",
+                action="store_true",
+                help="move each affected package to its smallest fixed version the config allows, and re-lock",
+            )
+        else:
+            p.add_argument(
+                "--offline", action="store_true", help="read package metadata from the cache only; fetch nothing"
+            )
+        if command == "licenses":
+            p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
+        if command == "sbom":
+            p.add_argument(
+                "-o",
+                "--output",
+                metavar="DIR",
+                help="write <cell>.cdx.json and matrix.cdx.json here (default: print the merged SBOM)",
+            )
+            p.add_argument(
+                "--serial-number",
+                metavar="UUID",
+                help="the SBOMs' serial number (default: derived from the locks, so the same locks give the same bytes)",
+            )
+            p.add_argument(
+                "--timestamp",
+                action="store_true",
+                help="record the time of writing in the metadata (default: none, for byte-stable SBOMs)",
+            )
+    elif command == "init":
+        p.add_argument(
+            "files", nargs="*", metavar="FILE", help="requirement files (default: requirements*.txt, requirements/)"
+        )
+        p.add_argument(
+            "--index",
+            action="append",
+            default=[],
+            metavar="URL",
+            help="a backend index (…/whl/cu128) for files that name none (repeatable)",
+        )
+        p.add_argument("--exclude-newer", metavar="DATE", help="resolve as of this date or time (default: today, UTC)")
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
         p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")

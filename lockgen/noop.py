@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from lockgen.check import orphans
 from lockgen.config import find_config
 from lockgen.errors import LockgenError
 from lockgen.locks import manifest, stamp
+from lockgen.locks.folder import edited, orphans
 from lockgen.plan.matrix import select
 from lockgen.runs import CellResult, RunResult
 from lockgen.states import CellState
@@ -27,7 +27,6 @@ def up_to_date(
     """The no-op fast path: a :class:`RunResult` if the stamp (:mod:`lockgen.locks.stamp`) still
     describes the project and every selected lock and the manifest match it; None otherwise
     (then a full run decides). Reads files only: no rendering, no process."""
-    from lockgen.check import edited
     from lockgen.locks.lock import Lock
 
     path = find_config(start, config_path)

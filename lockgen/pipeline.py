@@ -21,10 +21,11 @@ from pathlib import Path
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING
 
-from lockgen.check import orphan_cells, state_of
+from lockgen.check import state_of
 from lockgen.credentials import redact
 from lockgen.errors import Interrupted, LockgenError
 from lockgen.locks import manifest, stamp, store
+from lockgen.locks.folder import orphan_cells
 from lockgen.noop import up_to_date
 from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, select, with_alias_sources
@@ -38,10 +39,10 @@ from lockgen.states import CellState
 if TYPE_CHECKING:  # the no-op path (lockgen.noop) imports this module: heavy imports are lazy
     from lockgen.locks.shard import Shard
     from lockgen.resolve.cellrun import CellRun
+    from lockgen.resolve.files import CellFiles
     from lockgen.resolve.freshness import Freshness
     from lockgen.resolve.hashcheck import Verified
     from lockgen.resolve.probe import Reach
-    from lockgen.resolve.resolve import CellFiles
 
 # the run's values live in lockgen.runs and the no-op path in lockgen.noop; named here too, as
 # the pipeline's interface
@@ -198,8 +199,7 @@ def _resolve_all(
     cells resolve offline where this run's pages cover them (:mod:`lockgen.resolve.freshness`);
     no cell waits for another."""
     from lockgen.resolve import freshness
-    from lockgen.resolve.cellrun import committed
-    from lockgen.resolve.resolve import CellRun
+    from lockgen.resolve.cellrun import CellRun, committed
 
     failed: dict[str, str] = {}
     if not todo:
@@ -294,7 +294,7 @@ def _resolve_one(cell_run: CellRun, fresh: Freshness | None, found: CellState, r
     """Resolve one cell and write its files together; every outcome is a :class:`CellResult`
     (a crash in one cell must not take the others down; a hand-edited lock's pins are not
     preferred)."""
-    from lockgen.resolve.resolve import resolve_cell
+    from lockgen.resolve.pipeline import resolve_cell
 
     plan, root = cell_run.plan, cell_run.root
     reporter.update(CellResult(plan.cell.name, CellState.RESOLVING))

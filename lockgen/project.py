@@ -54,7 +54,7 @@ class Project:
         cells it occurs in."""
         from lockgen.plan.plan import make_plan
         from lockgen.plan.render import environment
-        from lockgen.resolve.uv import uv_version
+        from lockgen.uvbin import uv_version
 
         env = environment(self.config)
         version = uv_version()

@@ -1,5 +1,5 @@
 """The uv binary of the pinned ``uv`` package, never another ``uv`` (issue "Trust": with the
-pinned binary missing, lockgen ran whatever ``uv`` the user's PATH had).
+pinned binary missing, lockgen ran whatever ``uv`` the user's PATH had), and its version.
 
 ``uv.find_uv_bin()`` looks in several script folders (the base interpreter's, the user's), so it
 may find a uv of another version. :func:`pinned_uv_binary` takes the file that the installed
@@ -16,7 +16,13 @@ from pathlib import Path
 
 from lockgen.errors import UvMissing
 
-__all__ = ["pinned_uv_binary"]
+__all__ = ["pinned_uv_binary", "uv_version"]
+
+
+def uv_version() -> str:
+    """Version of the pinned ``uv`` package (its binary reports the same), e.g. ``"0.13.9"``: read
+    from the package's metadata, so a no-op run starts no process."""
+    return metadata.version("uv")
 
 
 @functools.cache

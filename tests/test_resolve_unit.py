@@ -16,9 +16,9 @@ from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.plan.render import Rendered
 from lockgen.plan.target import target_for
-from lockgen.resolve import layers, uv
+from lockgen.resolve import uv
 from lockgen.resolve.cellrun import CellRun
-from lockgen.resolve.resolve import resolve_cell
+from lockgen.resolve.pipeline import resolve_cell, resolve_layers
 
 DATA = Path(__file__).parent / "data" / "uv"
 SHA = "a" * 64
@@ -167,11 +167,12 @@ def test_a_killed_uv_never_drops_a_layer(tmp_path):
     run, _ = cell_run(tmp_path, steps)
     run = CellRun(run.root, Plan(**{**run.plan.__dict__, "optional": ("extra",)}), run.options, run.mirrors, run.runner)
     with pytest.raises(CellFailed, match="uv was killed while resolving layer optional-extra"):
-        layers.resolve(run, _resolved(run))
+        resolve_layers(run, _resolved(run))
 
 
 def _resolved(run: CellRun):
-    from lockgen.resolve.cellrun import Resolved, read_pylock
+    from lockgen.resolve.describe import Resolved
+    from lockgen.resolve.parse import read_pylock
 
     (run.root / ".lockgen/x").mkdir(parents=True, exist_ok=True)
     (run.root / ".lockgen/x/pylock.toml").write_text(pylock(APP))

@@ -72,7 +72,8 @@ def test_label_and_placeholder_problems_name_their_keys(tmp_path):
 
 
 def test_what_the_requirements_name_for_the_target(tmp_path):
-    from lockgen.plan.sources import index_pins, index_project
+    from lockgen.plan.plan import index_pins
+    from lockgen.plan.sources import index_project
 
     template = "torch>=2.7 ; sys_platform == 'linux'\nxformers ; sys_platform == 'darwin'\nnumpy\nother @ https://x.org/o-1-py3-none-any.whl\n"
     plans = cells_of(tmp_path, PYTORCH.format(extra="", labels=""), template)

@@ -152,3 +152,25 @@ def test_diff_and_check_read_no_layer_a_lock_names_elsewhere(tmp_path, path):
     )
     problem = edited(tmp_path, "locks/linux-x86_64-cu130-py3.12.txt", Lock.parse(text, "x"))
     assert problem is not None and "where lockgen writes it" in problem
+
+
+def test_a_lock_run_over_committed_files_in_another_encoding_relocks_them(tmp_path, index):
+    """The committed lock and pylock.toml a run reads for preferences, saved in another encoding:
+    the cell is re-locked (``check`` named it), no traceback."""
+    from tests.conftest import one_cell, run_cli, run_ok
+
+    index.add("alpha", "1.0")
+    index.publish()
+    root = one_cell(tmp_path / "p", index.index_url(), "alpha\n")
+    run_ok("all", "-C", str(root))
+    cell = "linux-x86_64-cpu-py3.12"
+    for rel in (f"locks/{cell}.txt", f"locks/{cell}/pylock.toml"):
+        path = root / rel
+        path.write_bytes(b"\xff\xfe" + path.read_bytes())
+    check = run_cli("check", "-C", str(root))
+    assert check.code == 1
+    assert f"locks/{cell}.txt: saved as UTF-16" in check.out
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 0, run.err
+    assert "Traceback" not in run.err
+    assert run_cli("check", "-C", str(root)).code == 0

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from lockgen import __version__
+
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((REPO / "examples" / "github-actions").glob("*.yml"))
 LINTER = REPO / "tests" / "actionlint"
@@ -26,6 +28,7 @@ PINNED = {
     "actions/upload-artifact": ("ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"),
     "actions/download-artifact": ("d3f86a106a0bac45b974a628896c90dbdf5c8093", "v4.3.0"),
     "peter-evans/create-pull-request": ("271a8d0340265f705b14b6d32b9829c1cb33d45e", "v7.0.8"),
+    "github/codeql-action/upload-sarif": ("8aad20d150bbac5944a9f9d289da16a4b0d87c1e", "v4.36.2"),
 }
 
 BROKEN = """\
@@ -59,7 +62,7 @@ def actionlint(*files: Path | str) -> tuple[int, list[dict]]:
 
 
 def test_there_are_two_workflows():
-    assert [p.name for p in WORKFLOWS] == ["lockgen-check.yml", "lockgen-release.yml"]
+    assert [p.name for p in WORKFLOWS] == ["lockgen-check.yml", "lockgen-release.yml", "lockgen-sbom.yml"]
 
 
 def test_actionlint_finds_nothing():
@@ -106,8 +109,24 @@ def test_every_action_is_pinned_to_a_known_commit(workflow):
     uses = [m for line in workflow.read_text().splitlines() if (m := USES.match(line))]
     assert uses
     for match in uses:
+        if match["action"] == "lockgen/lockgen":  # lockgen's own action: the release that writes the locks
+            assert match["ref"] == f"v{__version__}", "the examples use another lockgen than this version"
+            continue
         assert match["action"] in PINNED, f"{match['action']}: not one of the vetted actions"
         assert (match["ref"], match["tag"]) == PINNED[match["action"]]
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_lockgen_is_installed_by_the_action_never_from_the_users_checkout(workflow):
+    """In a user's repository ``pip install -e .`` installs the user's app (and torch), not
+    lockgen: every job that runs lockgen gets it from lockgen's action first."""
+    text = workflow.read_text()
+    assert "pip install" not in text
+    for name, job in jobs(text).items():
+        if "lockgen " in "".join(run_scripts(job)) or "command:" in job:
+            assert "uses: lockgen/lockgen@" in job, f"job {name} runs lockgen without installing it"
+            first = job.index("uses: lockgen/lockgen@")
+            assert all(job.index(s) > first for s in run_scripts(job) if "lockgen " in s), name
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
@@ -137,7 +156,7 @@ def test_run_scripts_are_found_by_indentation():
 @pytest.mark.parametrize(
     ("workflow", "command"),
     [
-        ("lockgen-check.yml", "lockgen check --json > check.json || status=$?"),
+        ("lockgen-check.yml", "command: check\n          args: --json\n          output: check.json\n"),
         ("lockgen-release.yml", 'lockgen -C "$CONFIG" bump "${pins[@]}" --no-lock'),
         ("lockgen-release.yml", 'lockgen -C "$CONFIG" matrix --json --shard "$SHARD"'),
         ("lockgen-release.yml", 'lockgen -C "$CONFIG" all --shard "$SHARD"'),
@@ -149,6 +168,10 @@ def test_run_scripts_are_found_by_indentation():
         ("lockgen-release.yml", "path: ${{ runner.temp }}/bump.patch"),
         ("lockgen-release.yml", 'git apply "$RUNNER_TEMP/bump/bump.patch"'),
         ("lockgen-release.yml", "${{ steps.edited.outputs.paths }}"),
+        ("lockgen-check.yml", "lockgen audit --format sarif --fail-on high > audit.sarif || status=$?"),
+        ("lockgen-check.yml", "sarif_file: audit.sarif"),
+        ("lockgen-sbom.yml", "lockgen sbom -o sbom"),
+        ("lockgen-sbom.yml", 'gh release upload "$TAG" sbom/*.cdx.json'),
     ],
     ids=[
         "check-json",
@@ -163,6 +186,10 @@ def test_run_scripts_are_found_by_indentation():
         "upload-patch",
         "apply-patch",
         "commit-edited-files",
+        "audit-sarif",
+        "upload-sarif",
+        "sbom",
+        "release-assets",
     ],
 )
 def test_the_lockgen_commands_are_spelt_as_the_cli_has_them(workflow, command):

@@ -31,9 +31,17 @@ from lockgen.errors import LockFormatError
 if TYPE_CHECKING:
     from lockgen.plan.target import Target
 
-__all__ = ["artifacts", "dumps", "file_name", "for_target", "loads", "sha256s", "target_environment", "target_only"]
+__all__ = [
+    "artifacts", "dumps", "file_name", "for_target", "loads", "pylock_path", "registry", "sha256s",
+    "target_environment", "target_only",
+]  # fmt: skip
 
 PYLOCK_NAME = "pylock.toml"
+
+
+def pylock_path(lock: str) -> str:
+    """``locks/<cell>/pylock.toml`` for the main lock ``locks/<cell>.txt`` (and a layer's folder)."""
+    return f"{lock.removesuffix('.txt')}/{PYLOCK_NAME}"
 
 
 def loads(text: str, where: str, rewrite: Callable[[str], str] = lambda url: url) -> Pylock:
@@ -126,7 +134,7 @@ def target_only(pylock: Pylock, supported: frozenset[Tag], may_build: Iterable[N
     ``supported`` (the target's :meth:`~lockgen.plan.target.Target.supported_tags`), and the
     sdist only for packages in ``may_build`` (``allow-build``) or that have no fitting wheel (so
     verify can name them). Wheels of newer OS levels are added afterwards by
-    :func:`lockgen.resolve.newer.add_newer_wheels`."""
+    :mod:`lockgen.resolve.newer`."""
     allowed = set(may_build)
     packages = []
     for package in pylock.packages:
@@ -140,6 +148,12 @@ def sha256s(package: Package) -> list[str]:
     """``sha256:<hex>`` of every artifact of a package, sorted (what the requirements lock's
     ``--hash`` options list)."""
     return sorted({f"sha256:{a.hashes['sha256']}" for _, a in artifacts(package) if a.hashes.get("sha256")})
+
+
+def registry(package: Package) -> bool:
+    """A package from an index or find-links page (not a direct URL, a VCS checkout or a local
+    project), which an exact ``==`` pin can hold."""
+    return package.version is not None and package.archive is None and package.vcs is None and package.directory is None
 
 
 def by_name(pylock: Pylock) -> dict[NormalizedName, Package]:

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lockgen.errors import InputError, LockFormatError, Problem, UsageError
 from lockgen.locks import manifest, manifestfile, store
@@ -32,10 +32,29 @@ from lockgen.locks.manifestfile import CellEntry
 from lockgen.locks.paths import refs_problem
 
 if TYPE_CHECKING:
+    from lockgen.config import Config
     from lockgen.plan.matrix import Cell
-    from lockgen.project import Project
+    from lockgen.plan.plan import Plan
 
-__all__ = ["MergeResult", "Shard", "assign", "merge", "select", "shard_manifest_text"]
+__all__ = ["MergeResult", "Project", "Shard", "assign", "merge", "select", "shard_manifest_text"]
+
+
+class Project(Protocol):
+    """What the shard engine needs of a loaded project (:class:`lockgen.project.Project`, a layer
+    above the locks: the engine is handed one, it does not load one)."""
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def config(self) -> Config: ...
+    @property
+    def cells(self) -> tuple[Cell, ...]: ...
+    def plans(self, cells: Sequence[Cell]) -> list[Plan]: ...
+    def rows(self, plans: Sequence[Plan] = ()) -> list[manifest.Row]: ...
+    def detect_rules(self) -> dict[str, Any] | None: ...
+    def manifest_text(
+        self, failed: dict[str, str] | None = None, overlay: Mapping[str, str | None] | None = None
+    ) -> str: ...
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -309,7 +328,7 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
     cell, a cell no shard holds, or a cell locked from other inputs than the project's;
     :class:`InputError` for a shard file that is not what lockgen wrote; :class:`~lockgen.locks.store.Busy`;
     :class:`~lockgen.errors.ConfigError`/:class:`~lockgen.errors.TemplateError` from the plans."""
-    from lockgen.check import orphan_cells
+    from lockgen.locks.folder import orphan_cells
     from lockgen.locks.lockset import LockSet
     from lockgen.locks.report import change_report
 

@@ -22,24 +22,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.utils import NormalizedName
+from packaging.utils import NormalizedName, canonicalize_name
 
 from lockgen.config import WORK, Config
 from lockgen.config.model import BackendFamily
 from lockgen.errors import ConfigError, TemplateError
-from lockgen.locks.lock import LOCK_FORMAT  # part of the input hash
 from lockgen.plan.matrix import Cell
 from lockgen.plan.render import ROLES, Rendered, render, render_strings, variables
-from lockgen.plan.sources import CellSource, cell_sources, local_folder_listing
+from lockgen.plan.sources import (
+    CellSource,
+    applies,
+    cell_sources,
+    index_name,
+    local_folder_listing,
+    requirement_lines,
+)
 from lockgen.plan.target import Target
 
 if TYPE_CHECKING:
     import jinja2
+    from packaging.requirements import Requirement
 
 __all__ = [
-    "PART_NAMES", "PROJECT_FILES", "Plan", "exact_pin", "layer_only_sources", "local_projects",
-    "local_requirements", "make_plan", "pinned_versions",
+    "LOCK_FORMAT", "PART_NAMES", "PROJECT_FILES", "Plan", "exact_pin", "explicit_indexes", "index_pins",
+    "layer_only_sources", "local_projects", "local_requirements", "make_plan", "pinned_versions", "required",
 ]  # fmt: skip
+
+#: The version of the lock layout :mod:`lockgen.locks.lock` writes, a part of every input hash:
+#: bumped when the layout or what a lock lists changes, so every lock is re-resolved once (3: the
+#: wheels of newer manylinux/macOS levels, :mod:`lockgen.resolve.newer`; 4: the pylock.toml names
+#: its target, `requires-python` and `environments`, and the main lock its pylock digest). Kept
+#: here, with the other parts of the input hash: the lock model reads every format of its layout.
+LOCK_FORMAT = 4
 
 #: The files of a local project whose content decides its metadata (PEP 517/621 projects).
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
@@ -193,6 +207,36 @@ class Plan:
     def input_hash(self) -> str:
         """``sha256:<hex>`` of the canonical JSON of everything the lock depends on."""
         return "sha256:" + _digest(self.input_data)
+
+
+# -- what the requirements name, for the target
+
+
+def required(plan: Plan) -> list[Requirement]:
+    """The main requirements of ``plan`` that apply to its target, by name (not direct URLs)."""
+    text = plan.rendered.files.get("requirements", ("", ""))[1]
+    return [r for r in requirement_lines(text) if not r.url and applies(r.marker, plan.target)]
+
+
+def index_pins(plan: Plan, text: str | None = None) -> list[tuple[CellSource, Requirement]]:
+    """Requirements of ``text`` (default: the main requirements) that name a package of one of
+    the cell's index sources and apply to the target: each is pinned to that index."""
+    reqs = (
+        required(plan)
+        if text is None
+        else [r for r in requirement_lines(text) if not r.url and applies(r.marker, plan.target)]
+    )
+    found = []
+    for req in reqs:
+        source = plan.served_by(canonicalize_name(req.name))
+        if source is not None and source.kind == "index":
+            found.append((source, req))
+    return found
+
+
+def explicit_indexes(plan: Plan) -> dict[str, str]:
+    """``{index name: canonical URL}`` of the cell's index sources (for uv's login variables)."""
+    return {index_name(s): s.urls[0] for s in plan.sources if s.kind == "index"}
 
 
 #: What each input part is, for ``check``'s "stale because …" (issue 6).

@@ -27,7 +27,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
@@ -38,13 +38,10 @@ from lockgen.errors import ConfigError, Problem
 from lockgen.plan.matrix import Cell
 from lockgen.plan.target import Target
 
-if TYPE_CHECKING:
-    from lockgen.plan.plan import Plan
-
 __all__ = [
     "ANY_LABEL", "DEFAULT_LABELLED", "INDEX_PROJECT", "INDEX_PROJECT_NAME", "CellSource", "applies", "cell_sources",
-    "explicit_indexes", "folder_listing", "index_name", "index_pages", "index_pins", "index_project",
-    "local_folder_listing", "marker_environment", "placeholders", "required", "requirement_lines",
+    "folder_listing", "index_name", "index_pages", "index_project", "local_folder_listing", "marker_environment",
+    "placeholders", "requirement_lines",
 ]  # fmt: skip
 
 #: Packages an index source labels with ``+{flavor}`` unless its ``labels`` table says otherwise.
@@ -232,28 +229,6 @@ def requirement_lines(text: str) -> list[Requirement]:
     return found
 
 
-def required(plan: Plan) -> list[Requirement]:
-    """The main requirements of ``plan`` that apply to its target, by name (not direct URLs)."""
-    text = plan.rendered.files.get("requirements", ("", ""))[1]
-    return [r for r in requirement_lines(text) if not r.url and applies(r.marker, plan.target)]
-
-
-def index_pins(plan: Plan, text: str | None = None) -> list[tuple[CellSource, Requirement]]:
-    """Requirements of ``text`` (default: the main requirements) that name a package of one of
-    the cell's index sources and apply to the target: each is pinned to that index."""
-    reqs = (
-        required(plan)
-        if text is None
-        else [r for r in requirement_lines(text) if not r.url and applies(r.marker, plan.target)]
-    )
-    found = []
-    for req in reqs:
-        source = plan.served_by(canonicalize_name(req.name))
-        if source is not None and source.kind == "index":
-            found.append((source, req))
-    return found
-
-
 def index_name(source: CellSource) -> str:
     """The explicit index's name in the generated project (uv: letters, digits, ``-``, ``_``, ``.``)."""
     return "lockgen-" + "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "-" for c in source.name)
@@ -277,11 +252,6 @@ def index_project(pins: Sequence[tuple[CellSource, Requirement]], url_of: Callab
     for name, url in sorted(indexes.items()):
         lines += ["", "[[tool.uv.index]]", f'name = "{name}"', f"url = {json.dumps(url)}", "explicit = true"]
     return "\n".join(lines) + "\n"
-
-
-def explicit_indexes(plan: Plan) -> dict[str, str]:
-    """``{index name: canonical URL}`` of the cell's index sources (for uv's login variables)."""
-    return {index_name(s): s.urls[0] for s in plan.sources if s.kind == "index"}
 
 
 def folder_listing(root: Path, folder: str) -> list[str]:

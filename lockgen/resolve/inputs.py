@@ -1,4 +1,4 @@
-"""What uv reads for one cell, written under ``.lockgen/<cell>/`` before it resolves.
+"""Step 1 of a cell's resolution: what uv reads, written under ``.lockgen/<cell>/`` before it resolves.
 
 * The rendered requirements, constraints and overrides, with every URL in them through the
   mirrors (:meth:`~lockgen.plan.mirror.Mirrors.rewrite`): a direct reference written in a template
@@ -11,33 +11,50 @@
   package is required (directly or by a dependency), so a URL no requirement reaches is never
   fetched; a package the main requirements name is hashed by lockgen first (``--hash``: uv checks
   the file against it) and fails the cell when it cannot be had.
+* uv's output file, seeded with the versions the cell has locked (:func:`write_preferences`).
 
-No file here holds a login: URLs carry environment references uv expands, and uv's environment
-carries the values (:meth:`~lockgen.plan.mirror.Mirrors.uv_env`).
+What the files are is pure (:func:`main_inputs`: an :class:`Inputs`, the value the uv command is
+built from); :func:`write_main` writes them and returns that value. No file here holds a login:
+URLs carry environment references uv expands, and uv's environment carries the values
+(:meth:`~lockgen.plan.mirror.Mirrors.uv_env`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-from packaging.pylock import Package
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 
-from lockgen.errors import CellFailed
-from lockgen.plan.plan import Plan
-from lockgen.plan.sources import INDEX_PROJECT, CellSource, index_pages, index_pins, index_project, required
-from lockgen.resolve import fetch, uvout
+from lockgen.errors import CellFailed, LockgenError
+from lockgen.locks import pylockfile
+from lockgen.locks.lock import body_entries
+from lockgen.plan.mirror import Mirrors
+from lockgen.plan.plan import Plan, index_pins, required
+from lockgen.plan.sources import INDEX_PROJECT, CellSource, index_project
+from lockgen.resolve import fetch
 
-if TYPE_CHECKING:
-    from lockgen.resolve.cellrun import CellRun
-
-__all__ = ["URL_PINS", "UrlPin", "failure_hint", "install_links", "layer_index", "main_extra", "url_pins", "write_main"]
+__all__ = [
+    "URL_PINS", "Inputs", "UrlPin", "layer_index", "main_inputs", "url_constraints", "url_pins", "write_file",
+    "write_main", "write_preferences",
+]  # fmt: skip
 
 #: The constraints that pin ``urls``-source packages to their URL, under the cell's work folder.
 URL_PINS = "url-pins.txt"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Project-relative input files of one ``uv pip compile``."""
+
+    requirements: str
+    constraints: tuple[str, ...] = ()
+    overrides: str | None = None
+    find_links: tuple[str, ...] | None = None  # None: the plan's main find-links
+    extra: tuple[str, ...] = ()  # more requirement sources (the index pins project)
 
 
 @dataclass(frozen=True)
@@ -69,24 +86,45 @@ def url_pins(plan: Plan) -> list[UrlPin]:
     return pins
 
 
-def main_extra(plan: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(requirement sources, constraint files)`` the main resolution reads besides the rendered
-    inputs: the index pins project and the URL pins, when the cell has any."""
+def url_constraints(plan: Plan) -> tuple[str, ...]:
+    """The URL pins file as a constraint, when the cell has URL pins (main and layers read it)."""
+    return (f"{plan.work}/{URL_PINS}",) if url_pins(plan) else ()
+
+
+def main_inputs(plan: Plan) -> Inputs:
+    """The files the main resolution of ``plan`` reads: the rendered requirements, constraints and
+    overrides, the index pins project and the URL pins when the cell has any."""
+    files = plan.rendered.files
     extra = (f"{plan.work}/{INDEX_PROJECT}",) if index_pins(plan) else ()
-    constraints = (f"{plan.work}/{URL_PINS}",) if url_pins(plan) else ()
-    return extra, constraints
+    pins = url_constraints(plan)
+    return Inputs(
+        requirements=plan.input_path("requirements"),
+        constraints=((plan.input_path("constraints"),) if "constraints" in files else ()) + pins,
+        overrides=plan.input_path("overrides") if "overrides" in files else None,
+        extra=extra,
+    )
 
 
-def write_main(run: CellRun) -> None:
-    """Write everything the main resolution reads (see the module docstring). Raises
-    :class:`CellFailed` when a ``urls``-source package the requirements name has no URL for the
-    target, or its file cannot be downloaded (unreachable, unauthorized, gone)."""
-    plan, mirrors = run.plan, run.mirrors
+def write_file(root: Path, path: str, text: str) -> None:
+    """Write a work file at the project-relative ``path`` (its folders made as needed)."""
+    target = root / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+
+
+def write_main(
+    root: Path, plan: Plan, mirrors: Mirrors, *, refresh: bool = False, stop: threading.Event | None = None
+) -> Inputs:
+    """Write everything the main resolution reads (see the module docstring) and return it as
+    :func:`main_inputs` names it. ``refresh`` downloads a pinned URL's file again (its cached
+    hash not trusted); ``stop`` interrupts a download. Raises :class:`CellFailed` when a
+    ``urls``-source package the requirements name has no URL for the target, or its file cannot
+    be downloaded (unreachable, unauthorized, gone)."""
     for role, (_, text) in plan.rendered.files.items():
-        run.write(plan.input_path(role), mirrors.rewrite(text))
+        write_file(root, plan.input_path(role), mirrors.rewrite(text))
     pins = index_pins(plan)
     if pins:
-        run.write(f"{plan.work}/{INDEX_PROJECT}", index_project(pins, mirrors.mirrored))
+        write_file(root, f"{plan.work}/{INDEX_PROJECT}", index_project(pins, mirrors.mirrored))
     chosen = url_pins(plan)
     _missing(plan, chosen)
     lines = []
@@ -94,14 +132,15 @@ def write_main(run: CellRun) -> None:
         line = f"{pin.name} @ {mirrors.file_url(pin.url)}"
         if pin.direct:
             try:
-                digest = fetch.sha256_of(run.root, pin.url, mirrors, refresh=run.options.refresh, stop=run.stop)
+                digest = fetch.sha256_of(root, pin.url, mirrors, refresh=refresh, stop=stop)
                 line += f" --hash=sha256:{digest}"
             except fetch.FetchError as exc:
                 raise CellFailed(f"cell {plan.cell.name}: {pin.name} (source {pin.source.name!r}): {exc}") from None
         lines.append(line)
     if lines:
         header = "# generated by lockgen: the wheel URL of each package of the cell's urls sources\n"
-        run.write(f"{plan.work}/{URL_PINS}", header + "\n".join(lines) + "\n")
+        write_file(root, f"{plan.work}/{URL_PINS}", header + "\n".join(lines) + "\n")
+    return main_inputs(plan)
 
 
 def _missing(plan: Plan, chosen: Sequence[UrlPin]) -> None:
@@ -120,37 +159,46 @@ def _missing(plan: Plan, chosen: Sequence[UrlPin]) -> None:
             )
 
 
-def layer_index(run: CellRun, layer: str, requirements: str) -> tuple[str, ...]:
+def layer_index(root: Path, plan: Plan, mirrors: Mirrors, layer: str, requirements: str) -> tuple[str, ...]:
     """The index pins project of one layer's requirements (``layer`` names the layer), written
     when they name a package of an index source; the extra requirement sources uv gets."""
-    plan = run.plan
     pins = index_pins(plan, requirements)
     if not pins:
         return ()
     path = f"{plan.work}/{layer}-{INDEX_PROJECT}"
-    run.write(path, index_project(pins, run.mirrors.mirrored))
+    write_file(root, path, index_project(pins, mirrors.mirrored))
     return (path,)
 
 
-def install_links(plan: Plan, links: Iterable[str], packages: Iterable[Package]) -> tuple[str, ...]:
-    """The find-links an install of a resolution needs: ``links`` (the find-links setting and
-    sources uv read) and the per-package pages of the index-source packages it locked."""
-    return tuple(dict.fromkeys([*links, *index_pages(plan.sources, [p.name for p in packages])]))
+def write_preferences(root: Path, plan: Plan, output: str, locked: Mapping[str, str] | None, prefer: bool) -> None:
+    """Put the versions the cell has locked where uv writes, as a minimal ``pylock.toml`` (uv
+    reads an existing output file's names and versions as preferences, as pip-compile does), so a
+    changed input moves only what it must. ``locked``: name -> version of the committed
+    ``pylock.toml`` when the run read it already; else it is read here, and failing that the main
+    lock's entries (a lock of an older lockgen format). ``prefer=False`` (a hand-edited lock):
+    start from nothing."""
+    target = root / output
+    target.parent.mkdir(parents=True, exist_ok=True)
+    versions = _locked_versions(root, plan, locked) if prefer else {}
+    if not versions:
+        target.unlink(missing_ok=True)
+        return
+    lines = ['lock-version = "1.0"', 'created-by = "lockgen"']
+    for name, version in sorted(versions.items()):
+        lines += ["", "[[packages]]", f'name = "{name}"', f'version = "{version}"']
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def failure_hint(plan: Plan, stderr: str) -> str:
-    """Say where lockgen sent a package uv could not find: a package pinned to an index source
-    comes from that index only, so "not found in the package registry" means that index has no
-    page for it for this cell (HTTP 404: not every flavour's index has every package), or refused
-    the login (uv reports HTTP 401/403 the same way). Empty when no such package is named."""
-    pinned = {canonicalize_name(r.name): s for s, r in index_pins(plan)}
-    hints = []
-    for name in uvout.not_in_registry(stderr):  # an (explicit) index that does not serve it, or refused to
-        source = pinned.get(name)
-        if source is not None:
-            hints.append(
-                f"\nlockgen: {name} is taken only from index source {source.name!r} ({source.urls[0]}): that index has no "
-                f"{name} for this cell (HTTP 404 for {source.urls[0].rstrip('/')}/{name}/), or refused the login "
-                f"({fetch.LOGIN_HINT})"
-            )
-    return "".join(hints)
+def _locked_versions(root: Path, plan: Plan, locked: Mapping[str, str] | None) -> dict[str, str]:
+    if locked is not None:
+        return dict(locked)
+    try:
+        committed = (root / pylockfile.pylock_path(plan.lock)).read_text(encoding="utf-8")
+        return {p.name: str(p.version) for p in pylockfile.loads(committed, plan.lock).packages if p.version}
+    except (OSError, UnicodeDecodeError, LockgenError):  # an edited or foreign file: the main lock, else nothing
+        pass
+    try:
+        text = (root / plan.lock).read_text(encoding="utf-8")
+        return {e.name: str(e.version) for e in body_entries(text, plan.lock) if e.version and not e.url}
+    except (OSError, UnicodeDecodeError, LockgenError):
+        return {}

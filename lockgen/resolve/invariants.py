@@ -1,4 +1,4 @@
-"""Backend invariants of a resolution (CASES C27) and extension ABI checks. Pure: data in, data out.
+"""Step 7 of a cell's resolution: backend invariants (CASES C27) and extension ABI checks. Pure: data in, data out.
 
 A cell's *flavor* (``cell.settings.flavor or cell.backend``) names the build it must get. The
 first backend family (``[tool.lockgen.backends]``, defaults below) with a flavor pattern that

@@ -1,4 +1,6 @@
-"""Install layers after the main lock: one per optional package, then no-deps, then unhashed.
+"""Step 6 of a cell's resolution: the install layers after the main lock (what to resolve, and what an outcome means).
+
+One layer per optional package, then no-deps, then unhashed.
 
 The seed installs optional accelerators one by one after everything else and only warns when
 one cannot be had; it installs no-deps packages last, without their dependencies. lockgen
@@ -14,14 +16,19 @@ as unavailable with the reason, and the cell still succeeds; an interrupted or c
 a reason (the cell fails, or the run stops). Editable, local-path and VCS requirements of the
 main resolution go to the ``unhashed`` layer: they have no hash pip ``--require-hashes`` could
 check, so they are installed after main, without hashes and without dependencies (which main has).
+
+This module decides; :mod:`lockgen.resolve.pipeline` runs each layer through the same steps as
+the main resolution (inputs, uv, parse, newer levels, verify, describe): :func:`jobs` says what
+each layer resolves, :func:`unavailable` and :func:`replacements` what an outcome means,
+:func:`layer_lock` and :func:`unhashed_lock` make the lock files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from packaging.pylock import Package
+from packaging.pylock import Package, Pylock
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
@@ -30,13 +37,15 @@ from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import index_pages
-from lockgen.resolve import fetch, hashcheck, uv, uvout, verify
-from lockgen.resolve.cellrun import CellRun, Resolved, describe, read_pylock
-from lockgen.resolve.inputs import install_links, layer_index, main_extra
-from lockgen.resolve.inputs import url_pins as inputs_url_pins
-from lockgen.resolve.newer import add_newer_wheels
+from lockgen.resolve import fetch, uvout
+from lockgen.resolve.cellrun import CellRun, install_links
+from lockgen.resolve.describe import Resolved
+from lockgen.resolve.inputs import Inputs, layer_index, url_constraints, url_pins
 
-__all__ = ["Built", "layer_folder", "resolve"]
+__all__ = [
+    "Built", "Job", "LayerUnavailable", "Main", "failed", "job_inputs", "jobs", "layer_folder", "layer_lock",
+    "main_of", "no_resolution", "refuse_moves", "replacements", "unavailable", "unhashed_lock",
+]  # fmt: skip
 
 
 @dataclass
@@ -68,7 +77,7 @@ def layer_folder(lock: str) -> str:
     return lock.removesuffix(".txt")
 
 
-class _Unavailable(Exception):
+class LayerUnavailable(Exception):
     """A layer this cell cannot have, with uv's reason; ``not_in_registry``: the packages the
     index has no project for (see :func:`lockgen.resolve.uvout.not_in_registry`)."""
 
@@ -77,152 +86,130 @@ class _Unavailable(Exception):
         self.not_in_registry = tuple(not_in_registry)
 
 
-def resolve(run: CellRun, main: Resolved) -> Built:
-    """Resolve every layer of ``run.plan`` against the main resolution ``main`` (its versions are
-    written to ``<work>/main-pins.txt`` by :func:`~lockgen.resolve.resolve.describe`; the
-    ``replace`` packages are left out of that constraint). Raises :class:`CellFailed` when a layer
-    would set a package to another version than main without ``replace`` naming it (C22)."""
+@dataclass(frozen=True)
+class Main:
+    """What every layer takes from the main resolution: its versions (``mains``: name ->
+    version, which a layer must not move), the constraint file of those versions (``pins``), the
+    pages of its index-source packages (a layer constrained to their versions must find them
+    there) and the URL pins (its ``urls``-source packages come from their URL in a layer too)."""
+
+    mains: Mapping[str, str]
+    pins: str
+    pages: tuple[str, ...]
+    url_pins: tuple[str, ...]
+    url_names: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One layer to resolve: ``name`` (``optional-<package>``, ``no-deps``), its requirements text,
+    constraints and find-links; ``entry``: the optional entry it comes from (None: no-deps)."""
+
+    kind: LayerKind
+    name: str
+    requirements: str
+    constraints: tuple[str, ...]
+    links: tuple[str, ...]
+    no_deps: bool = False
+    entry: str | None = None
+    notes: tuple[str, ...] = ()  # wheel URLs of the entry that did not fit the target
+
+    @property
+    def source(self) -> str:
+        return f"layer-{self.name}"
+
+
+def main_of(run: CellRun, main: Resolved) -> Main:
+    """What the layers of ``run.plan`` take from the main resolution ``main`` (its versions are in
+    ``<work>/main-pins.txt``, written when main was described; without the ``replace`` packages,
+    ``<work>/layer-pins.txt``)."""
     plan = run.plan
-    pins = _layer_pins(run)
-    mains: dict[str, str] = {p.name: str(p.version) for p in main.pylock.packages if p.version is not None}
-    built = Built()
-    # main's packages from index sources: a layer constrained to their versions must find them there
-    main_pages = index_pages(plan.sources, [p.name for p in main.pylock.packages])
-    # and those from urls sources come from their URL in a layer too (a layer never moves one)
-    url_pins = main_extra(plan)[1]
-    url_names = {pin.name for pin in inputs_url_pins(plan)}
+    return Main(
+        mains={p.name: str(p.version) for p in main.pylock.packages if p.version is not None},
+        pins=_layer_pins(run),
+        pages=index_pages(plan.sources, [p.name for p in main.pylock.packages]),
+        url_pins=url_constraints(plan),
+        url_names=frozenset(pin.name for pin in url_pins(plan)),
+    )
+
+
+def jobs(run: CellRun, main: Main) -> Iterator[tuple[str | None, Job | LayerUnavailable]]:
+    """The layers of ``run.plan`` in install order: per optional entry ``(entry, job)``, or
+    ``(entry, why)`` when it cannot be had without running uv (its host is down: C28; no wheel
+    URL fits; its file cannot be downloaded); then ``(None, job)`` for the no-deps layer. Raises
+    :class:`CellFailed` for an optional entry that is not a requirement."""
+    plan = run.plan
     for entry in plan.optional:
         down = run.reach.layer_failure(plan, entry) if run.reach else None
         if down:  # the probe found its host down: no uv run, retried when a run reaches it (C28)
-            built.unavailable.append(Unavailable(requirement=entry, reason=f"{UNREACHABLE} {down}"))
+            yield entry, LayerUnavailable(f"{UNREACHABLE} {down}")
             continue
-        name = None  # known once _requirement has read the entry
         try:
             name, line, notes = _requirement(run, entry)
-            built.skipped_urls += notes
-            links = (*plan.layer_find_links(name), *main_pages)
-            constraints = (pins,) if name in url_names else (pins, *url_pins)
-            lock = _layer(run, built, LayerKind.OPTIONAL, f"optional-{name}", line, constraints, links, mains=mains)
-        except _Unavailable as exc:
-            if name in exc.not_in_registry and not (plan.served_by(name) or plan.layer_find_links(name)):
-                raise CellFailed(_no_such_project(plan, entry, name)) from None
-            built.unavailable.append(Unavailable(requirement=entry, reason=str(exc)))
+        except LayerUnavailable as exc:
+            yield entry, exc
             continue
-        built.locks.append(lock)
+        links = (*plan.layer_find_links(name), *main.pages)
+        constraints = (main.pins,) if name in main.url_names else (main.pins, *main.url_pins)
+        yield (
+            entry,
+            Job(LayerKind.OPTIONAL, f"optional-{name}", line, constraints, links, entry=entry, notes=tuple(notes)),
+        )
     if plan.no_deps:
         text = "".join(f"{line}\n" for line in plan.no_deps)
-        try:
-            links = (*plan.find_links, *main_pages)
-            lock = _layer(
-                run, built, LayerKind.NO_DEPS, "no-deps", text, (pins, *url_pins), links, no_deps=True, mains=mains
-            )
-            built.locks.append(lock)
-        except _Unavailable as exc:
-            raise CellFailed(
-                f"cell {plan.cell.name}: the no-deps layer cannot be resolved against the main lock's versions: {exc}"
-            ) from None
-    unhashed = [e for e in main.entries if e.unhashed]
-    if unhashed:
-        path = f"{layer_folder(plan.lock)}/unhashed.txt"
-        header = run.header(LayerKind.UNHASHED, path, layer_of=plan.lock, find_links=plan.main_find_links)
-        built.locks.append(Lock(header=header, entries=tuple(unhashed)))
-    return built
+        links = (*plan.find_links, *main.pages)
+        yield None, Job(LayerKind.NO_DEPS, "no-deps", text, (main.pins, *main.url_pins), links, no_deps=True)
 
 
-def _no_such_project(plan: Plan, entry: str, name: str) -> str:
-    """An optional entry the index has no project for, and that no source or find-links page may
-    serve, is a typo, not a layer this cell cannot have: recorded as unavailable it would pass ``check`` and be dropped for good (a
-    fresh-eyes review: ``optional = ["orjsn"]`` exited 0)."""
-    return (
-        f"cell {plan.cell.name}: optional entry {entry!r}: the index {plan.index_url} has no project {name}; "
-        "check the name in optional (a package from a named source or a find-links page is unavailable instead)"
-    )
-
-
-def _layer_pins(run: CellRun) -> str:
-    """The constraint file of the layers: the main lock's versions, without the ``replace``
-    packages (then written to ``<work>/layer-pins.txt``)."""
+def job_inputs(run: CellRun, job: Job) -> tuple[Inputs, str]:
+    """Write the layer's requirements (and its index pins project); its uv inputs and the output
+    uv writes (removed first)."""
     plan = run.plan
-    pins = f"{plan.work}/main-pins.txt"
-    if not plan.replace:
-        return pins
-    lines = (run.root / pins).read_text(encoding="utf-8").splitlines()
-    kept = [line for line in lines if line.strip() and canonicalize_name(Requirement(line).name) not in plan.replace]
-    run.write(f"{plan.work}/layer-pins.txt", "".join(f"{line}\n" for line in kept))
-    return f"{plan.work}/layer-pins.txt"
-
-
-def _layer(
-    run: CellRun,
-    built: Built,
-    kind: LayerKind,
-    name: str,
-    requirements: str,
-    constraints: tuple[str, ...],
-    links: Sequence[str],
-    no_deps: bool = False,
-    mains: Mapping[str, str] | None = None,
-) -> Lock:
-    """One layer's lock. Raises :class:`_Unavailable` with uv's reason when it cannot be had, and
-    :class:`CellFailed` when it would move a version of main (``mains``: name -> version) that
-    ``replace`` does not name."""
-    plan = run.plan
-    source = f"{plan.work}/layer-{name}.in"
-    output = f"{plan.work}/layer-{name}/pylock.toml"
-    run.write(source, requirements)
+    source = f"{plan.work}/{job.source}.in"
+    output = f"{plan.work}/{job.source}/pylock.toml"
+    run.write(source, job.requirements)
     (run.root / output).unlink(missing_ok=True)
-    inputs = uv.Inputs(
-        source,
-        constraints,
-        find_links=tuple(dict.fromkeys(links)),
-        extra=layer_index(run, f"layer-{name}", requirements),
-    )
-    result = run.compile_learning(output, inputs=inputs, no_deps=no_deps)
-    if result.returncode != 0:
-        if result.returncode < 0:  # killed by a signal: not a reason to drop the layer for good
-            raise CellFailed(f"cell {plan.cell.name}: uv was killed while resolving layer {name}")
-        why = run.mirrors.canonical(uvout.reason(result.stderr))
-        if uvout.unreachable_hosts(result.stderr):
-            raise _Unavailable(f"{UNREACHABLE} {why}")
-        free = uv.Inputs(
-            source, constraints[1:], find_links=inputs.find_links, extra=inputs.extra
-        )  # without main's versions
-        _refuse_moves(run, name, _unconstrained(run, name, free, no_deps), mains or {})
-        raise _Unavailable(why, uvout.not_in_registry(result.stderr))
-    pylock = add_newer_wheels(run, read_pylock(run, output), f"layer-{name}", inputs.find_links, inputs.extra)
-    moved = _refuse_moves(
-        run, name, {p.name: str(p.version) for p in pylock.packages if p.version is not None}, mains or {}
-    )
-    built.replaces += [
-        Replacement(name=canonicalize_name(p), main=(mains or {})[p], layer=v, by=name) for p, v in moved
-    ]
-    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, run.stop)
-    built.unverified |= checked.unverified
-    found = verify.artifact_problems(plan, pylock, run.mirrors) + list(checked.problems)
-    if found:
-        raise CellFailed(f"cell {plan.cell.name}: layer {name}: " + "; ".join(found))
-    if plan.exclude_newer:
-        built.dateless.update(verify.without_upload_time(plan, pylock))
-    built.packages += pylock.packages
-    resolved = describe(run, inputs, pylock, f"layer-{name}", no_deps)
-    path = f"{layer_folder(plan.lock)}/{name}.txt"
-    header = run.header(
-        kind, path, layer_of=plan.lock, find_links=install_links(plan, inputs.find_links or (), pylock.packages)
-    )
-    return Lock(header=header, entries=resolved.entries)
+    extra = layer_index(run.root, plan, run.mirrors, job.source, job.requirements)
+    return Inputs(source, job.constraints, find_links=tuple(dict.fromkeys(job.links)), extra=extra), output
 
 
-def _unconstrained(run: CellRun, name: str, inputs: uv.Inputs, no_deps: bool) -> dict[str, str]:
-    """``{name: version}`` the layer resolves to without main's versions ({} when it cannot be
-    resolved even so): what it would set, to name both versions when it fights main (C22)."""
-    output = f"{run.plan.work}/layer-{name}-free/pylock.toml"
-    (run.root / output).unlink(missing_ok=True)
-    if run.compile_learning(output, inputs=inputs, no_deps=no_deps).returncode != 0:
-        return {}
-    return {p.name: str(p.version) for p in read_pylock(run, output).packages if p.version is not None}
+def unavailable(plan: Plan, entry: str | None, job: Job | None, why: LayerUnavailable) -> Unavailable:
+    """The record of a layer this cell cannot have (CASES C22, C28). Raises :class:`CellFailed`
+    for the no-deps layer (it must resolve against main's versions), and for an optional entry
+    the index has no project for that no source or find-links page may serve: a typo, not a
+    layer this cell cannot have (recorded as unavailable it would pass ``check`` and be dropped
+    for good; a fresh-eyes review: ``optional = ["orjsn"]`` exited 0)."""
+    if entry is None:
+        raise CellFailed(
+            f"cell {plan.cell.name}: the no-deps layer cannot be resolved against the main lock's versions: {why}"
+        )
+    name = job.name.removeprefix("optional-") if job is not None else None
+    if name is not None and name in why.not_in_registry and not (plan.served_by(name) or plan.layer_find_links(name)):
+        raise CellFailed(
+            f"cell {plan.cell.name}: optional entry {entry!r}: the index {plan.index_url} has no project {name}; "
+            "check the name in optional (a package from a named source or a find-links page is unavailable instead)"
+        )
+    return Unavailable(requirement=entry, reason=str(why))
 
 
-def _refuse_moves(run: CellRun, name: str, layer: Mapping[str, str], mains: Mapping[str, str]) -> list[tuple[str, str]]:
+def failed(run: CellRun, job: Job, returncode: int, stderr: str) -> LayerUnavailable | None:
+    """What a failed uv run of ``job`` means: a :class:`LayerUnavailable` to retry later (a host
+    uv could not reach), or None: try once more without main's versions to tell a fight with main
+    (:func:`refuse_moves`) from a layer that cannot be had (:func:`no_resolution`). Raises :class:`CellFailed` when uv was
+    killed by a signal: not a reason to drop the layer for good."""
+    if returncode < 0:
+        raise CellFailed(f"cell {run.plan.cell.name}: uv was killed while resolving layer {job.name}")
+    if uvout.unreachable_hosts(stderr):
+        return LayerUnavailable(f"{UNREACHABLE} {run.mirrors.canonical(uvout.reason(stderr))}")
+    return None
+
+
+def no_resolution(run: CellRun, stderr: str) -> LayerUnavailable:
+    """A layer uv could not resolve (and that does not fight main): unavailable, with uv's reason."""
+    return LayerUnavailable(run.mirrors.canonical(uvout.reason(stderr)), uvout.not_in_registry(stderr))
+
+
+def refuse_moves(run: CellRun, name: str, layer: Mapping[str, str], mains: Mapping[str, str]) -> list[tuple[str, str]]:
     """``[(package, layer version)]`` where ``layer`` sets a package of main to another version and
     ``replace`` names it. Raises :class:`CellFailed` naming the package and both versions for each
     one it does not name (C22: a layer never silently contradicts a main pin)."""
@@ -239,10 +226,51 @@ def _refuse_moves(run: CellRun, name: str, layer: Mapping[str, str], mains: Mapp
     return moved
 
 
+def replacements(run: CellRun, job: Job, pylock: Pylock, mains: Mapping[str, str]) -> list[Replacement]:
+    """The packages of main the layer sets to another version, each one ``replace`` names (the
+    main lock's ``replaces``); :func:`refuse_moves` for the others."""
+    layer: dict[str, str] = {p.name: str(p.version) for p in pylock.packages if p.version is not None}
+    moved = refuse_moves(run, job.name, layer, mains)
+    return [Replacement(name=canonicalize_name(p), main=mains[p], layer=v, by=job.name) for p, v in moved]
+
+
+def layer_lock(run: CellRun, job: Job, inputs: Inputs, resolved: Resolved) -> Lock:
+    """The lock file of a resolved layer, under the cell's folder."""
+    plan = run.plan
+    path = f"{layer_folder(plan.lock)}/{job.name}.txt"
+    links = install_links(plan, inputs.find_links or (), resolved.pylock.packages)
+    header = run.header(job.kind, path, layer_of=plan.lock, find_links=links)
+    return Lock(header=header, entries=resolved.entries)
+
+
+def unhashed_lock(run: CellRun, main: Resolved) -> Lock | None:
+    """The ``unhashed`` layer: main's editable, local-path and VCS requirements (None: it has none)."""
+    plan = run.plan
+    unhashed = [e for e in main.entries if e.unhashed]
+    if not unhashed:
+        return None
+    path = f"{layer_folder(plan.lock)}/unhashed.txt"
+    header = run.header(LayerKind.UNHASHED, path, layer_of=plan.lock, find_links=plan.main_find_links)
+    return Lock(header=header, entries=tuple(unhashed))
+
+
+def _layer_pins(run: CellRun) -> str:
+    """The constraint file of the layers: the main lock's versions, without the ``replace``
+    packages (then written to ``<work>/layer-pins.txt``)."""
+    plan = run.plan
+    pins = f"{plan.work}/main-pins.txt"
+    if not plan.replace:
+        return pins
+    lines = (run.root / pins).read_text(encoding="utf-8").splitlines()
+    kept = [line for line in lines if line.strip() and canonicalize_name(Requirement(line).name) not in plan.replace]
+    run.write(f"{plan.work}/layer-pins.txt", "".join(f"{line}\n" for line in kept))
+    return f"{plan.work}/layer-pins.txt"
+
+
 def _requirement(run: CellRun, entry: str) -> tuple[str, str, list[str]]:
     """``(canonical name, requirements line, notes on skipped URLs)`` of an optional entry: a
     requirement, a direct wheel URL, or a package a ``urls`` source serves (its URL that fits the
-    target, pinned by sha256). Raises :class:`_Unavailable` with the reason when nothing fits or
+    target, pinned by sha256). Raises :class:`LayerUnavailable` with the reason when nothing fits or
     is reachable."""
     plan = run.plan
     if "://" in entry:
@@ -261,12 +289,12 @@ def _requirement(run: CellRun, entry: str) -> tuple[str, str, list[str]]:
     if specifier is not None:
         kept = [u for u in kept if specifier.contains(fetch.version_of(u), prereleases=True)]
     if not kept:
-        raise _Unavailable("no wheel URL fits this target (" + ("; ".join(notes) or "none listed") + ")")
+        raise LayerUnavailable("no wheel URL fits this target (" + ("; ".join(notes) or "none listed") + ")")
     url = kept[0]
     project = canonicalize_name(parse_wheel_filename(fetch.wheel_name(url))[0])
     try:
         digest = fetch.sha256_of(run.root, url, run.mirrors, refresh=run.options.refresh, stop=run.stop)
     except fetch.FetchError as exc:  # unauthorized is retried too: a login may be given next time
         prefix = f"{UNREACHABLE} " if exc.transient else "not available: "
-        raise _Unavailable(run.mirrors.canonical(prefix + str(exc))) from None
+        raise LayerUnavailable(run.mirrors.canonical(prefix + str(exc))) from None
     return project, f"{project} @ {run.mirrors.file_url(url)} --hash=sha256:{digest}\n", notes

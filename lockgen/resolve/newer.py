@@ -9,27 +9,27 @@ mirror, a devpi or Artifactory proxy) they cannot, so they download the 2_34 whe
 ``tests/test_installers.py``). macOS has the same shape: a ``macosx_15_0`` wheel beats the
 ``macosx_14_0`` one on macOS 15.
 
-So, after the cell's one resolution, :func:`add_newer_wheels` asks uv once more, for the same
-versions pinned exactly, ``--no-deps``, offline when the pages are cached (else online), for the
-newest level uv can target (:func:`newest`), and adds per package the wheels that fit that target
-and not the cell's (``packaging.tags``; hashes as uv gives them, computed by uv when a page has
-none). A wheel the cell already fits is never added twice; Windows has no levels (nothing to
+So, after the cell's one resolution (and after each layer's), the pipeline asks uv once more
+(:func:`request`), for the same versions pinned exactly, ``--no-deps``, offline when the pages are
+cached (else online), for the newest level uv can target (:func:`newest`), and adds per package
+the wheels that fit that target and not the cell's (:func:`merged`: ``packaging.tags``; hashes as
+uv gives them, computed by uv when a page has none). A wheel the cell already fits is never added twice; Windows has no levels (nothing to
 add). Levels newer than uv's newest (manylinux_2_40) are not covered.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from packaging.pylock import Pylock
 
-from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
+from lockgen.plan.plan import Plan
 from lockgen.plan.target import Target
-from lockgen.resolve import uv, uvout
-from lockgen.resolve.cellrun import CellRun, pylock_path, registry
+from lockgen.resolve.inputs import Inputs
 
-__all__ = ["NEWEST_MACOS", "NEWEST_MANYLINUX", "add_newer_wheels", "newest"]
+__all__ = ["NEWEST_MACOS", "NEWEST_MANYLINUX", "Request", "merged", "newest", "request"]
 
 #: The newest manylinux level uv 0.13 accepts in ``--python-platform`` (``x86_64-manylinux_2_40``).
 NEWEST_MANYLINUX = "2_40"
@@ -49,50 +49,44 @@ def newest(target: Target) -> Target | None:
     return None
 
 
-def add_newer_wheels(
-    run: CellRun,
-    pylock: Pylock,
-    name: str = "main",
-    links: tuple[str, ...] | None = None,
-    extra: tuple[str, ...] | None = None,
-) -> Pylock:
-    """``pylock`` (target-only, canonical URLs) with each package's wheels for newer levels of the
-    cell's arch added after its own (see the module docstring). ``name`` names the work files
-    (``main``, ``layer-<name>``); ``links``: the find-links of that resolution (None: the
-    cell's main ones); ``extra``: the extra requirement files of that resolution (the explicit
-    indexes of index sources; None: the main ones). Raises :class:`CellFailed` with uv's explanation when uv cannot
-    list them."""
-    plan = run.plan
+@dataclass(frozen=True)
+class Request:
+    """The uv run that lists the newer levels' wheels of a resolution: the packages pinned exactly
+    (``pins_text``, written to ``pins``), ``--no-deps``, for the ``wide`` target, written to
+    ``output``."""
+
+    wide: Target
+    pins: str
+    pins_text: str
+    inputs: Inputs
+    output: str
+
+    @property
+    def levels(self) -> str:
+        """What the request covers, for messages: ``macOS`` or ``manylinux``."""
+        return "macOS" if self.wide.macos else "manylinux"
+
+
+def request(plan: Plan, pylock: Pylock, name: str, inputs: Inputs) -> Request | None:
+    """How to list the newer levels' wheels of ``pylock``, the resolution ``name`` (``main``,
+    ``layer-<name>``: the work files' names) of ``inputs`` (its find-links and extra requirement
+    sources, the explicit indexes of index sources, are read again); None when there is nothing
+    to add: no newer level (Windows), or no registry package with wheels."""
     wide = newest(plan.target)
-    pinned = [p for p in pylock.packages if p.wheels and registry(p)]
+    pinned = [p for p in pylock.packages if p.wheels and pylockfile.registry(p)]
     if wide is None or not pinned:
-        return pylock
+        return None
     pins = f"{plan.work}/{name}-newer-pins.txt"
-    run.write(pins, "".join(f"{p.name}=={p.version}\n" for p in pinned))
-    output = f"{plan.work}/{name}-newer/{pylockfile.PYLOCK_NAME}"
-    (run.root / output).unlink(missing_ok=True)
-    widened = dataclasses.replace(run, plan=dataclasses.replace(plan, target=wide))
-    if extra is None:
-        from lockgen.resolve.inputs import main_extra
-
-        extra = main_extra(plan)[0]
-    inputs = uv.Inputs(pins, find_links=links, extra=extra)
-    result = widened.compile(output, inputs=inputs, no_deps=True, offline=True)
-    if result.returncode != 0:
-        result = widened.compile(output, inputs=inputs, no_deps=True)
-    if result.returncode != 0:
-        why = run.mirrors.canonical(uvout.explain(result.stderr))
-        raise CellFailed(f"cell {plan.cell.name}: uv could not list the wheels of newer {_levels(wide)} levels:\n{why}")
-    folder = pylock_path(plan.lock).rsplit("/", 1)[0]
-    found = pylockfile.relative_files(pylockfile.loads(run.read(output), output), run.root, folder)
-    return _merged(pylock, found, plan.target, wide)
+    return Request(
+        wide=wide,
+        pins=pins,
+        pins_text="".join(f"{p.name}=={p.version}\n" for p in pinned),
+        inputs=Inputs(pins, find_links=inputs.find_links, extra=inputs.extra),
+        output=f"{plan.work}/{name}-newer/{pylockfile.PYLOCK_NAME}",
+    )
 
 
-def _levels(target: Target) -> str:
-    return "macOS" if target.macos else "manylinux"
-
-
-def _merged(pylock: Pylock, found: Pylock, cell: Target, wide: Target) -> Pylock:
+def merged(pylock: Pylock, found: Pylock, cell: Target, wide: Target) -> Pylock:
     """Each package of ``pylock`` with the wheels of the same version in ``found`` that fit
     ``wide`` but not ``cell`` appended (in uv's order), unless already listed."""
     fits, old = wide.supported_tags(), cell.supported_tags()

@@ -43,12 +43,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from lockgen.plan.mirror import Mirrors
-from lockgen.resolve.pageserver import UNREACHABLE, serve, stop_all
+from lockgen.resolve.pageserver import UNREACHABLE, Page, Server, serve, stop_all
 
 if TYPE_CHECKING:
     import httpx
-
-    from lockgen.resolve.pageserver import Server
 
 __all__ = ["PageCache", "ProxiedMirrors", "file_hashes", "origin_of", "port_candidates"]
 
@@ -112,16 +110,6 @@ def file_hashes(page_url: str, content_type: str, body: bytes) -> dict[str, str]
         if fragment.startswith("sha256="):
             found[urljoin(page_url, url)] = fragment.removeprefix("sha256=")
     return found
-
-
-@dataclass
-class Page:
-    """A page as the run serves it (``etag`` empty: not cacheable, e.g. a 404)."""
-
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-    etag: str
 
 
 @dataclass

@@ -13,8 +13,13 @@ import logging
 import socket
 import struct
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -22,10 +27,29 @@ log = logging.getLogger(__name__)
 #: reports the network failure it would have met itself (lockgen tells outages apart, issue 8).
 UNREACHABLE = 0
 
-if TYPE_CHECKING:
-    from lockgen.resolve.pagecache import PageCache
+__all__ = ["UNREACHABLE", "Page", "Pages", "Server", "serve", "stop_all"]
 
-__all__ = ["Server", "serve", "stop_all"]
+
+@dataclass
+class Page:
+    """A page as the run serves it (``etag`` empty: not cacheable, e.g. a 404)."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    etag: str
+
+
+class Pages(Protocol):
+    """What a server answers from: the run's pages and reads (:class:`lockgen.resolve.pagecache.PageCache`)."""
+
+    def page(self, url: str, accept: str, headers: Mapping[str, str], serving: bool = True) -> Page: ...
+    def read(self, method: str, url: str, headers: Mapping[str, str]) -> Page: ...
+    def file_etag(self, url: str) -> str | None: ...
+    def client(self, origin: str) -> httpx.Client: ...
+    def local(self, url: str) -> str: ...
+    def count(self, name: str) -> None: ...
+
 
 #: Upstream headers a passed-through answer keeps (validators are replaced when the run knows
 #: the file's hash).
@@ -81,7 +105,7 @@ class _HTTPServer(ThreadingHTTPServer):
         log.debug("page cache: request from %s failed", client_address, exc_info=True)
 
 
-def serve(cache: PageCache, origin: str, ports: list[int]) -> Server | None:
+def serve(cache: Pages, origin: str, ports: list[int]) -> Server | None:
     """A :class:`Server` for ``origin`` on the first free port of ``ports`` (None: none free)."""
 
     class Handler(_Handler):
@@ -102,7 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
     # client's delayed ACK, 40 ms per answer (500 small pages: 22 s; without: 0.4 s)
     disable_nagle_algorithm = True
     upstream = ""
-    pages: PageCache
+    pages: Pages
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

@@ -1,9 +1,10 @@
-"""Stage 6: run ``uv pip compile`` for a plan. The only place lockgen starts uv.
+"""Steps 2 and 3 of a cell's resolution: the ``uv pip compile`` command, and running it. The only place lockgen starts uv.
 
-:func:`compile_argv` and :func:`compile_env` are pure (unit-tested); a :class:`Runner` executes
-with ``shell=False``, an explicit environment and working directory, logs the joined command,
-and can stop every process it started (Ctrl-C, SIGTERM). Tests can hand the resolver another
-runner that replays recorded outputs (the seam of :class:`RunnerLike`).
+:func:`compile_argv` and :func:`compile_env` are pure (unit-tested): an
+:class:`~lockgen.resolve.inputs.Inputs` and the plan in, argv and environment out. A
+:class:`Runner` executes with ``shell=False``, an explicit environment and working directory,
+logs the joined command, and can stop every process it started (Ctrl-C, SIGTERM). Tests can hand
+the pipeline another runner that replays recorded outputs (the seam of :class:`RunnerLike`).
 
 uv is the binary of the pinned ``uv`` PyPI package, never whatever is on PATH, and its version is
 read from that package's metadata, so a no-op run starts no process.
@@ -19,17 +20,19 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lockgen.credentials import command_line
 from lockgen.errors import Interrupted
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 
+if TYPE_CHECKING:  # the no-op path imports this module (run options): what only resolving needs is lazy
+    from lockgen.resolve.inputs import Inputs
+
 __all__ = [
     "WIDE",
     "Format",
-    "Inputs",
     "Options",
     "Result",
     "Runner",
@@ -58,10 +61,10 @@ def uv_binary() -> str:
 
 
 def uv_version() -> str:
-    """Version of the pinned ``uv`` package (its binary reports the same), e.g. ``"0.13.9"``."""
-    from importlib import metadata
+    """Version of the pinned ``uv`` package (:func:`lockgen.uvbin.uv_version`), e.g. ``"0.13.9"``."""
+    from lockgen.uvbin import uv_version as version
 
-    return metadata.version("uv")
+    return version()
 
 
 class Format(str, Enum):
@@ -80,32 +83,6 @@ class Options:
     upgrade: bool = False
     upgrade_packages: tuple[str, ...] = ()
     refresh: bool = False
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """Project-relative input files of one ``uv pip compile``."""
-
-    requirements: str
-    constraints: tuple[str, ...] = ()
-    overrides: str | None = None
-    find_links: tuple[str, ...] | None = None  # None: the plan's main find-links
-    extra: tuple[str, ...] = ()  # more requirement sources (lockgen.resolve.inputs: the index pins project)
-
-
-def main_inputs(plan: Plan) -> Inputs:
-    """The rendered requirements, constraints and overrides of ``plan``, and what
-    :mod:`lockgen.resolve.inputs` adds (the index pins project, the URL pins)."""
-    from lockgen.resolve.inputs import main_extra
-
-    files = plan.rendered.files
-    extra, pins = main_extra(plan)
-    return Inputs(
-        requirements=plan.input_path("requirements"),
-        constraints=((plan.input_path("constraints"),) if "constraints" in files else ()) + pins,
-        overrides=plan.input_path("overrides") if "overrides" in files else None,
-        extra=extra,
-    )
 
 
 def compile_argv(
@@ -132,7 +109,10 @@ def compile_argv(
     packages that have no wheel for the target), so uv prefers an older version with a wheel to a
     newer sdist-only one (CASES C26).
     """
-    inputs = inputs or main_inputs(plan)
+    if inputs is None:
+        from lockgen.resolve.inputs import main_inputs
+
+        inputs = main_inputs(plan)
     mirrors = Mirrors() if mirrors is None else mirrors  # a fresh one: Mirrors records what it served
     argv = ["pip", "compile", inputs.requirements, *inputs.extra]
     for constraints in inputs.constraints:

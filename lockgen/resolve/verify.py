@@ -1,4 +1,4 @@
-"""Stage 7: check a resolution before it becomes a lock.
+"""Step 5 of a cell's resolution: check it before it becomes a lock.
 
 The input is uv's resolution of the cell as PEP 751 data (:class:`packaging.pylock.Pylock`, with
 canonical URLs and only the artifacts the target may install): per package its version and every
@@ -27,8 +27,8 @@ from packaging.version import Version
 
 from lockgen.locks.pylockfile import artifacts, file_name, wheel_tags
 from lockgen.plan.mirror import Mirrors
-from lockgen.plan.plan import Plan
-from lockgen.plan.sources import CellSource, index_pins
+from lockgen.plan.plan import Plan, index_pins
+from lockgen.plan.sources import CellSource
 
 __all__ = ["artifact_problems", "location", "pin_problems", "problems", "without_upload_time"]
 

@@ -1,0 +1,297 @@
+"""One cell's resolution, top to bottom: the only module that runs its steps, each once, in order.
+
+::
+
+    1 inputs      inputs.write_main(plan)            -> Inputs      the files uv reads (.lockgen/<cell>/)
+    2 uv argv     uv.compile_argv/compile_env(Inputs) -> argv, env  pure
+    3 run uv      runner.run(argv, env)              -> Result      lockgen.resolve.uv.Runner (a test: a recording)
+    4 parse       parse.read_pylock(output)          -> Pylock      target-only, canonical URLs
+                  + the newer levels' wheels (newer.request -> uv -> parse.read_wheels -> newer.merged)
+                  + its entries (describe.request -> uv -> describe.resolved)  -> Resolved
+    5 verify      hashcheck.check, verify.problems(Pylock)          -> Checked, or the cell fails
+    6 layers      layers.jobs(Resolved) -> each job through steps 1-5 -> Built
+    7 invariants  invariants.problems(main + layer packages)        -> the cell fails on a mix (C27)
+    8 files       files.cell_files(Resolved, Checked, Built)        -> CellFiles (written by lockgen.locks.store)
+
+Per cell, one resolution: ``uv pip compile --format pylock.toml`` (the committed
+``locks/<cell>/pylock.toml`` is handed to uv as its output file, so uv prefers the versions already
+locked, as pip-compile does). From that one run come the versions, and per package the artifacts
+the target may install, with hashes (:mod:`lockgen.locks.pylockfile`). A second uv process
+renders the same versions, pinned exactly and offline, as a requirements file
+(:mod:`lockgen.resolve.describe`): it only adds the extras a package was asked for (pip 23.2 needs
+them on the locked line, CASES C19) and ``# via`` annotations. It costs ~50 ms against ~2.5 s for
+a resolution (docs/benchmarks.md). The other modules of the stage decide (what to write, what an
+output means); only this one sequences them, and none of them calls back into an earlier step.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from packaging.pylock import Pylock
+
+from lockgen.errors import CellFailed
+from lockgen.locks import pylockfile
+from lockgen.locks.lock import Lock
+from lockgen.plan.plan import Plan, explicit_indexes
+from lockgen.resolve import describe, hashcheck, hints, inputs, invariants, layers, newer, uv, uvout, verify
+from lockgen.resolve.cellrun import CellRun
+from lockgen.resolve.describe import Resolved
+from lockgen.resolve.files import CellFiles, cell_files
+from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
+from lockgen.resolve.inputs import Inputs
+from lockgen.resolve.layers import Built, Job, LayerUnavailable
+from lockgen.resolve.parse import read_pylock, read_wheels
+
+__all__ = ["CellFiles", "CellRun", "Resolution", "resolve_cell", "resolve_layers"]
+
+log = logging.getLogger("lockgen")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The main resolution as uv gave it (steps 2-4): the pylock, whether it ran ``offline`` or
+    ``online`` (:mod:`lockgen.resolve.freshness`) and uv's warnings (canonical URLs)."""
+
+    pylock: Pylock
+    mode: str
+    warnings: tuple[str, ...]
+
+
+def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = True) -> CellFiles:
+    """Resolve, verify and lay out ``run.plan``'s files (nothing is written to the locks folder).
+
+    The committed ``pylock.toml`` is uv's preference (not with ``prefer=False``: a hand-edited
+    lock). With ``fresh``, uv goes through the run's page cache and may resolve offline
+    (:mod:`lockgen.resolve.freshness`); a cell that fails while the cache saw upstream trouble is
+    resolved again without it. Raises :class:`CellFailed` with uv's explanation, or with the
+    verify problems; :class:`~lockgen.errors.Interrupted` when the run is stopped.
+    """
+    if fresh is None:
+        return _resolve(run, None, prefer)
+    try:
+        return _resolve(replace(run, mirrors=fresh.mirrors), fresh, prefer)
+    except CellFailed:
+        if not fresh.retry_direct():
+            raise
+        log.info("cell %s failed through lockgen's page cache; resolving it again without it", run.plan.cell.name)
+        return _resolve(replace(run, mirrors=fresh.base), None, prefer)
+
+
+def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
+    plan = run.plan
+    given = inputs.write_main(run.root, plan, run.mirrors, refresh=run.options.refresh, stop=run.stop)  # 1
+    main = _main(run, given, fresh, prefer)  # 2-4
+    pylock = _with_newer_wheels(run, main.pylock, given, "main")
+    resolved = _described(run, given, pylock, "main")
+    checked = _verified(run, pylock, main=True)  # 5
+    built = resolve_layers(run, resolved)  # 6
+    mixed = invariants.problems(  # 7
+        plan.flavor, [*pylock.packages, *built.packages], plan.backends, plan.cell.settings.allow_mix
+    )
+    if mixed:
+        raise CellFailed(
+            f"cell {plan.cell.name}: the lock would install a broken {plan.flavor} stack (backend invariants, C27):\n"
+            + "\n".join(f"  - {p.message}" for p in mixed)
+            + '\n  declare an intended mix with allow-mix = { "<package>" = "why" } in the cell\'s settings'
+        )
+    return cell_files(run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer)  # 8
+
+
+# -- steps 2 and 3: the uv command and its run
+
+
+def _uv(
+    run: CellRun,
+    output: str,
+    given: Inputs,
+    *,
+    plan: Plan | None = None,
+    offline: bool = False,
+    fmt: uv.Format = uv.Format.PYLOCK,
+    no_deps: bool = False,
+) -> uv.Result:
+    """One ``uv pip compile`` of ``given`` writing ``output``: the command (pure), run by the
+    cell's runner. ``plan``: another target's plan (the newer levels'); the ``allow-build``
+    packages the run learned must be built are built."""
+    plan = plan or run.plan
+    build = run.builds.names & run.plan.allow_build
+    argv = uv.compile_argv(
+        plan, output, run.options, mirrors=run.mirrors, inputs=given, offline=offline, fmt=fmt, no_deps=no_deps,
+        no_binary=build,
+    )  # fmt: skip
+    env = uv.compile_env(os.environ, plan) | run.mirrors.uv_env(explicit_indexes(plan))
+    return run.runner.run(argv, env, str(run.root))
+
+
+def _learning(run: CellRun, output: str, given: Inputs, *, offline: bool = False, no_deps: bool = False) -> uv.Result:
+    """:func:`_uv`, wheels first: when uv says an ``allow-build`` package has no wheel in any
+    version it may pick, that package is built from source (remembered in ``run.builds`` for the
+    run's other cells) and uv runs again (field case C26: an older version with a wheel beats a
+    newer sdist-only one; builds only where allowed and needed). Main and layer resolutions both
+    go through here."""
+    while True:
+        tried = run.builds.names  # another cell may learn one while this one resolves
+        result = _uv(run, output, given, offline=offline, no_deps=no_deps)
+        wanted = {n for n in uvout.needs_wheels(result.stderr) if n in run.plan.allow_build}
+        if result.returncode == 0 or wanted <= tried:
+            return result
+        run.builds.add(wanted)
+
+
+# -- steps 2 to 4 of the main resolution, then its newer levels' wheels and its entries
+
+
+def _main(run: CellRun, given: Inputs, fresh: Freshness | None, prefer: bool) -> Resolution:
+    """The cell's one resolution: offline when this run's pages cover it, else online; a yanked
+    version kept only because the old lock preferred it is resolved again (issue 8). Raises
+    :class:`CellFailed` with uv's explanation and lockgen's hints (:mod:`lockgen.resolve.hints`)."""
+    plan = run.plan
+    output = f"{plan.work}/{pylockfile.PYLOCK_NAME}"
+    upgrading = run.options.upgrade or bool(run.options.upgrade_packages)  # offline would miss new versions' metadata
+    if fresh is not None and prefer and not upgrading and fresh.worth_trying(plan):
+        inputs.write_preferences(run.root, plan, output, run.locked, prefer)
+        result = _learning(run, output, given, offline=True)
+        if result.returncode == 0:
+            pylock = read_pylock(run, output)
+            if fresh.covers(plan, {p.name for p in pylock.packages}) and not uvout.yanked(result.stderr):
+                fresh.tried(True)
+                return Resolution(pylock, OFFLINE, _warnings(run, result))
+        fresh.tried(False)
+    inputs.write_preferences(run.root, plan, output, run.locked, prefer)
+    result = _learning(run, output, given)
+    yanks = [y for y in uvout.yanked(result.stderr) if y.name not in plan.pinned]
+    if result.returncode == 0 and yanks:
+        names = (*run.options.upgrade_packages, *(y.name for y in yanks))
+        result = _learning(replace(run, options=replace(run.options, upgrade_packages=names)), output, given)
+    if result.returncode != 0:
+        raise CellFailed(hints.explain(run, result.stderr))
+    return Resolution(read_pylock(run, output), ONLINE, _warnings(run, result))
+
+
+def _warnings(run: CellRun, result: uv.Result) -> tuple[str, ...]:
+    return tuple(run.mirrors.canonical(w) for w in uvout.warnings(result.stderr))
+
+
+def _with_newer_wheels(run: CellRun, pylock: Pylock, given: Inputs, name: str) -> Pylock:
+    """``pylock`` with each package's wheels for newer levels of the cell's arch added
+    (:mod:`lockgen.resolve.newer`), from one more uv run: offline, else online. ``name`` names the
+    work files (``main``, ``layer-<name>``). Raises :class:`CellFailed` when uv cannot list them."""
+    plan = run.plan
+    asked = newer.request(plan, pylock, name, given)
+    if asked is None:
+        return pylock
+    run.write(asked.pins, asked.pins_text)
+    (run.root / asked.output).unlink(missing_ok=True)
+    wide = replace(plan, target=asked.wide)
+    result = _uv(run, asked.output, asked.inputs, plan=wide, no_deps=True, offline=True)
+    if result.returncode != 0:
+        result = _uv(run, asked.output, asked.inputs, plan=wide, no_deps=True)
+    if result.returncode != 0:
+        why = run.mirrors.canonical(uvout.explain(result.stderr))
+        raise CellFailed(f"cell {plan.cell.name}: uv could not list the wheels of newer {asked.levels} levels:\n{why}")
+    return newer.merged(pylock, read_wheels(run, asked.output), plan.target, asked.wide)
+
+
+def _described(run: CellRun, given: Inputs, pylock: Pylock, name: str, no_deps: bool = False) -> Resolved:
+    """The entries of ``pylock``'s resolution (:mod:`lockgen.resolve.describe`): uv renders the
+    same versions (pinned exactly; offline, else online) as a requirements file. Raises
+    :class:`CellFailed` when uv cannot."""
+    asked = describe.request(run.plan, given, pylock, name)
+    run.write(asked.pins, asked.pins_text)
+    (run.root / asked.output).unlink(missing_ok=True)
+    fmt = uv.Format.REQUIREMENTS
+    result = _uv(run, asked.output, asked.inputs, offline=True, fmt=fmt, no_deps=no_deps)
+    if result.returncode != 0:
+        result = _uv(run, asked.output, asked.inputs, fmt=fmt, no_deps=no_deps)
+    if result.returncode != 0:
+        why = run.mirrors.canonical(uvout.explain(result.stderr))
+        raise CellFailed(f"cell {run.plan.cell.name}: uv could not describe its resolution:\n{why}")
+    return describe.resolved(run, asked, given, pylock, run.read(asked.output))
+
+
+# -- step 5: verify
+
+
+def _verified(run: CellRun, pylock: Pylock, *, main: bool, layer: str = "") -> hashcheck.Checked:
+    """Check the hashes that are cheap to check and every rule of :mod:`lockgen.resolve.verify`
+    (a layer: its artifacts; main: its pins too). Raises :class:`CellFailed` with the problems."""
+    plan = run.plan
+    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, run.stop)
+    if main:
+        found = verify.problems(plan, pylock, run.mirrors) + list(checked.problems)
+        if found:
+            raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
+    else:
+        found = verify.artifact_problems(plan, pylock, run.mirrors) + list(checked.problems)
+        if found:
+            raise CellFailed(f"cell {plan.cell.name}: layer {layer}: " + "; ".join(found))
+    return checked
+
+
+# -- step 6: the layers, each through steps 1 to 5
+
+
+def resolve_layers(run: CellRun, main: Resolved) -> Built:
+    """Resolve every layer of ``run.plan`` against the main resolution ``main`` (its versions are
+    ``<work>/main-pins.txt``, written when main was described; the ``replace`` packages are left
+    out of that constraint), in install order (:mod:`lockgen.resolve.layers`). Raises
+    :class:`CellFailed` when a layer would set a package to another version than main without
+    ``replace`` naming it (C22), when the no-deps layer cannot be had, or for an optional entry
+    that names no project."""
+    plan = run.plan
+    known = layers.main_of(run, main)
+    built = Built()
+    for entry, job in layers.jobs(run, known):
+        if isinstance(job, LayerUnavailable):
+            built.unavailable.append(layers.unavailable(plan, entry, None, job))
+            continue
+        built.skipped_urls += job.notes
+        try:
+            lock = _layer(run, built, job, known.mains)
+        except LayerUnavailable as exc:
+            built.unavailable.append(layers.unavailable(plan, entry, job, exc))
+            continue
+        built.locks.append(lock)
+    unhashed = layers.unhashed_lock(run, main)
+    if unhashed is not None:
+        built.locks.append(unhashed)
+    return built
+
+
+def _layer(run: CellRun, built: Built, job: Job, mains: Mapping[str, str]) -> Lock:
+    """One layer's lock, through the steps of the main resolution. Raises
+    :class:`LayerUnavailable` with uv's reason when it cannot be had, and :class:`CellFailed`
+    when it would move a version of main that ``replace`` does not name."""
+    plan = run.plan
+    given, output = layers.job_inputs(run, job)  # 1
+    result = _learning(run, output, given, no_deps=job.no_deps)  # 2-3
+    if result.returncode != 0:
+        retry = layers.failed(run, job, result.returncode, result.stderr)
+        if retry is not None:
+            raise retry
+        free = replace(given, constraints=given.constraints[1:])  # without main's versions
+        layers.refuse_moves(run, job.name, _unconstrained(run, job, free), mains)
+        raise layers.no_resolution(run, result.stderr)
+    pylock = _with_newer_wheels(run, read_pylock(run, output), given, job.source)  # 4
+    built.replaces += layers.replacements(run, job, pylock, mains)
+    checked = _verified(run, pylock, main=False, layer=job.name)  # 5
+    built.unverified |= checked.unverified
+    if plan.exclude_newer:
+        built.dateless.update(verify.without_upload_time(plan, pylock))
+    built.packages += pylock.packages
+    resolved = _described(run, given, pylock, job.source, job.no_deps)
+    return layers.layer_lock(run, job, given, resolved)
+
+
+def _unconstrained(run: CellRun, job: Job, given: Inputs) -> dict[str, str]:
+    """``{name: version}`` the layer resolves to without main's versions ({} when it cannot be
+    resolved even so): what it would set, to name both versions when it fights main (C22)."""
+    output = f"{run.plan.work}/{job.source}-free/pylock.toml"
+    (run.root / output).unlink(missing_ok=True)
+    if _learning(run, output, given, no_deps=job.no_deps).returncode != 0:
+        return {}
+    return {p.name: str(p.version) for p in read_pylock(run, output).packages if p.version is not None}
