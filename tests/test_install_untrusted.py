@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -244,23 +245,33 @@ def installed(venv: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_with_wait_a_second_install_queues_behind_the_first(project, tmp_path, caplog):
+def test_with_wait_a_second_install_queues_behind_the_first(project, tmp_path, monkeypatch):
+    """The first install (here: the test holding the venv's lock) lets go only once the second
+    has waited for it; the second then installs."""
+    from lockgen.locks import store
+
     venv = tmp_path / "v"
     venv.mkdir()
-    held = threading.Event()
+    held, waited = threading.Event(), threading.Event()
+    real_sleep = time.sleep
+
+    def polling(seconds: float) -> None:  # the second install polls the lock: it is waiting
+        waited.set()
+        real_sleep(seconds)
 
     def hold() -> None:
         with FileLock(venv / LOCK_FILE, False, AssertionError, ""):
             held.set()
-            time.sleep(1.5)
+            waited.wait(timeout=120)
 
+    monkeypatch.setattr(store, "time", types.SimpleNamespace(sleep=polling))  # the lock's poll, only
     thread = threading.Thread(target=hold)
     thread.start()
     held.wait()
     run = run_cli("install", CELL, "-C", str(project), "--venv", str(venv), "--wait")
     thread.join()
+    assert waited.is_set()
     assert run.code == 0, run.err
-    assert "waiting for another lockgen install into" in caplog.text
     assert installed(venv)["alpha"] == "1.0"
 
 

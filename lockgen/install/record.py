@@ -46,7 +46,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 __all__ = [
     "STATE_FILE", "Installed", "LayerState", "State", "Traced", "by_name", "clear_state", "file_problems", "read_state",
-    "record_digest", "stat_hint", "trace", "traced_now", "versions", "write_state",
+    "record_digest", "stat_hint", "trace", "traced_all", "traced_now", "versions", "write_state",
 ]  # fmt: skip
 
 #: The record of the last install, in the venv's folder.
@@ -280,6 +280,30 @@ def traced_now(dist: Installed, hashes: Sequence[str], prefix: Path) -> tuple[Tr
     if problems or digest is None:
         return None, problems
     return Traced(version=dist.version, hashes=tuple(sorted(hashes)), record=digest, stat=stat_hint(dist, prefix)), []
+
+
+def traced_all(
+    hashes: Mapping[NormalizedName, Sequence[str]],
+    installed: Mapping[NormalizedName, Sequence[Installed]],
+    state: State | None,
+    prefix: Path,
+) -> tuple[dict[str, Traced], list[NormalizedName]]:
+    """``({name: Traced}, [names lockgen cannot trace])`` of the distributions in the venv
+    ``prefix`` that a hashed layer locks (``hashes``: name -> the lock entry's hashes), by the
+    record ``state`` (see :func:`trace`). A name installed twice cannot be traced."""
+    recorded = state.distributions if state is not None else {}
+    traced: dict[str, Traced] = {}
+    untraced: list[NormalizedName] = []
+    for name, wanted in sorted(hashes.items()):
+        dists = installed.get(name, [])
+        if not dists:
+            continue
+        found = trace(dists[0], recorded.get(name), wanted, prefix) if len(dists) == 1 else None
+        if found is None:
+            untraced.append(name)
+        else:
+            traced[name] = found
+    return traced, untraced
 
 
 def by_name(found: Sequence[tuple[str, str, str]]) -> dict[NormalizedName, list[Installed]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,13 +21,13 @@ from lockgen.errors import InstallFailed, InstallRefused, Interrupted, LockgenEr
 from lockgen.install.checks import SEED, Expected, Layer, expected, installed_problems, map_sources
 from lockgen.install.choose import choose, load_layers, read_manifest, refuse_host
 from lockgen.install.record import (
-    Installed,
     LayerState,
     State,
     Traced,
     clear_state,
     read_state,
     trace,
+    traced_all,
     traced_now,
     versions,
     write_state,
@@ -302,32 +302,10 @@ def _warn_unused_mirrors(job: _Run) -> None:
         job.warn(f"mirror for {prefix} matched no URL of cell {job.cell}'s install commands; check its spelling")
 
 
-# -- hashes: which distributions lockgen can trace to the locks (lockgen.install.record) -------------
-
-
-def _hashed(wanted: Expected) -> dict[NormalizedName, Entry]:
-    """The lock entries of ``wanted`` whose archives carry hashes (all but the unhashed layer's)."""
-    return {name: entry for name, (_, entry, _) in wanted.items() if entry.hashes}
-
-
-def _traced(
-    job: _Run, wanted: Expected, installed: Mapping[NormalizedName, Sequence[Installed]], state: State | None
-) -> tuple[dict[str, Traced], list[NormalizedName]]:
-    """``({name: Traced}, [names lockgen cannot trace])`` of the distributions in the venv that a
-    hashed layer of ``wanted`` locks (see :func:`lockgen.install.record.trace`)."""
-    recorded = state.distributions if state is not None else {}
-    traced: dict[str, Traced] = {}
-    untraced: list[NormalizedName] = []
-    for name, entry in sorted(_hashed(wanted).items()):
-        dists = installed.get(name, [])
-        if not dists:
-            continue
-        found = trace(dists[0], recorded.get(name), entry.hashes, job.venv.path) if len(dists) == 1 else None
-        if found is None:
-            untraced.append(name)
-        else:
-            traced[name] = found
-    return traced, untraced
+def _hashed(wanted: Expected) -> dict[NormalizedName, Sequence[str]]:
+    """``{name: the lock entry's hashes}`` of ``wanted``'s entries that have any (all but the
+    unhashed layer's)."""
+    return {name: entry.hashes for name, (_, entry, _) in wanted.items() if entry.hashes}
 
 
 def _up_to_date(job: _Run) -> bool:
@@ -349,7 +327,10 @@ def _up_to_date(job: _Run) -> bool:
             return False
     wanted = expected([layer for layer in job.layers if layer.name not in skipped])
     installed = job.venv.installed(job.root)
-    if installed_problems(wanted, versions(installed), SEED) or _traced(job, wanted, installed, state)[1]:
+    if (
+        installed_problems(wanted, versions(installed), SEED)
+        or traced_all(_hashed(wanted), installed, state, job.venv.path)[1]
+    ):
         return False
     for name in sorted(skipped):
         job.say(f"{name}: rolled back on the last install of these same locks (--reinstall retries it)")
@@ -364,7 +345,7 @@ def _dry_run(job: _Run, interpreter: Interpreter) -> int:
     job.say(f"would {action} the venv {job.venv.path} ({interpreter.describe()})")
     job.say(f"would run with: {_shown_env(job)}")
     present = job.venv.installed(job.root) if job.venv.exists() else {}
-    untraced = _traced(job, expected(job.layers), present, read_state(job.venv.path))[1]
+    untraced = traced_all(_hashed(expected(job.layers)), present, read_state(job.venv.path), job.venv.path)[1]
     if untraced:
         job.say(f"would first reinstall, as lockgen cannot trace them to the locks' hashes: {', '.join(untraced)}")
     for layer in job.layers:
@@ -396,7 +377,7 @@ def _install_layers(job: _Run) -> int:
     its RECORD); write the record."""
     state = read_state(job.venv.path)
     clear_state(job.venv.path)  # a run killed from here on leaves no record to trust
-    kept, untraced = _traced(job, expected(job.layers), job.venv.installed(job.root), state)
+    kept, untraced = traced_all(_hashed(expected(job.layers)), job.venv.installed(job.root), state, job.venv.path)
     if untraced:
         job.say(
             f"reinstalling {len(untraced)} distribution{'s' if len(untraced) != 1 else ''} lockgen cannot trace to the "
@@ -424,13 +405,13 @@ def _install_layers(job: _Run) -> int:
     after = job.venv.installed(job.root)
     problems = installed_problems(wanted, versions(after), SEED)
     traced: dict[str, Traced] = {}
-    for name, entry in sorted(_hashed(wanted).items()):
+    for name, hashes in sorted(_hashed(wanted).items()):
         dists = after.get(name, [])
         if len(dists) != 1:
             continue  # a version problem already
-        found = trace(dists[0], kept.get(name), entry.hashes, job.venv.path) if name in kept else None
+        found = trace(dists[0], kept.get(name), hashes, job.venv.path) if name in kept else None
         if found is None:
-            found, mismatched = traced_now(dists[0], entry.hashes, job.venv.path)
+            found, mismatched = traced_now(dists[0], hashes, job.venv.path)
             problems += mismatched
         if found is not None:
             traced[name] = found

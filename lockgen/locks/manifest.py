@@ -22,7 +22,7 @@ from typing import Any
 from lockgen.errors import LockFormatError
 from lockgen.locks.lock import LayerKind, Lock, decode, text_sha256
 
-__all__ = ["MANIFEST_FORMAT", "Row", "build", "dumps", "failures", "manifest_path", "read"]
+__all__ = ["MANIFEST_FORMAT", "Row", "build", "dumps", "failures", "flags", "manifest_path", "read"]
 
 #: Version of the manifest layout (the installer contract); installers refuse a newer major.
 MANIFEST_FORMAT = 2
