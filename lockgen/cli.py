@@ -63,9 +63,13 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
 def _lock(args: argparse.Namespace, names: Sequence[str]) -> int:
     from lockgen import pipeline
 
-    run = pipeline.lock_project(Path.cwd(), args.config, names, args.only, _run_options(args), _reporter(args))
+    run_lock = pipeline.dry_run if args.dry_run else pipeline.lock_project
+    run = run_lock(Path.cwd(), args.config, names, args.only, _run_options(args), _reporter(args))
     if args.json:
         print(json.dumps(run.to_dict(), indent=2))
+    if run.would_write is not None:
+        files = ", ".join(run.would_write) if run.would_write else "no file"
+        print(f"--dry-run: would write {files}; nothing written", file=sys.stderr)
     return run.exit_code
 
 
@@ -130,6 +134,13 @@ def cmd_detect(args: argparse.Namespace) -> int:
     return run(_project(args), args)
 
 
+def _axis(text: str) -> tuple[str, str]:
+    """``--axis NAME=VALUE``, parsed as the selector parses it."""
+    from lockgen.select import parse_axis
+
+    return parse_axis(text)
+
+
 def cmd_install(args: argparse.Namespace) -> int:
     from lockgen.install import Options, install
 
@@ -137,6 +148,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         cell=args.cell, detect=args.detect, venv=args.venv, cpu=args.cpu, python=args.python, dry_run=args.dry_run,
         installer=args.installer, mirrors=tuple(args.mirror), index_url=args.index_url, force=args.reinstall,
         wait=args.wait,
+        axes=tuple(args.axis),
     )  # fmt: skip
     return install(_project(args), options)
 
@@ -144,9 +156,10 @@ def cmd_install(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     from lockgen.locks.diffcmd import diff_command
 
-    project = _project(args)
-    text, code = diff_command(project.root, project.config.locks, args.old, args.new, args.format, args.exit_code)
-    if args.format == "markdown" and (args.osv or project.config.audit.osv):
+    project = _diff_project(args)
+    root, locks = (project.root, project.config.locks) if project is not None else (Path.cwd(), "locks")
+    text, code = diff_command(root, locks, args.old, args.new, args.format, args.exit_code)
+    if project is not None and args.format == "markdown" and (args.osv or project.config.audit.osv):
         from lockgen.dossier.diffnote import advisories_note
 
         text = text.rstrip("\n") + "\n" + advisories_note(project, args.old, args.new, args.osv, tuple(args.mirror))
@@ -154,24 +167,41 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return code
 
 
-def cmd_bump(args: argparse.Namespace) -> int:
-    from lockgen.bump import bump
-    from lockgen.config import find_config
+def _diff_project(args: argparse.Namespace) -> Project | None:
+    """The project ``lockgen diff`` compares in; None for two folders where no config is found
+    (comparing two copies of locks needs none)."""
+    from lockgen.locks.diffcmd import folders_only
 
-    path = find_config(Path.cwd(), args.config)
-    result = bump(path, args.pins, templates=_project(args).config.templates)
-    for line in result.lines():
-        print(line, file=sys.stderr)
-    if args.no_lock or not result.changed:
-        return 0
     try:
-        code = _lock(args, ())
-    except BaseException:  # a config or template error, Ctrl-C: the edits stay all the same
-        print(f"lockgen bump: {result.kept_after_failure(Path.cwd())}", file=sys.stderr)
+        return _project(args)
+    except LockgenError:
+        if args.config is None and folders_only(Path.cwd(), args.old, args.new):
+            return None
         raise
-    if code:
-        print(f"lockgen bump: {result.kept_after_failure(Path.cwd())}", file=sys.stderr)
-    return code
+
+
+def cmd_why(args: argparse.Namespace) -> int:
+    from lockgen.why import render_text, why
+
+    answer = why(_project(args), args.package, args.cells)
+    if args.json:
+        print(json.dumps(answer.to_dict(), indent=2))
+    else:
+        sys.stdout.write(render_text(answer))
+    return 0
+
+
+def cmd_bump(args: argparse.Namespace) -> int:
+    from lockgen.bump_run import BumpOptions, bump
+
+    options = BumpOptions(run=_run_options(args), no_lock=args.no_lock, dry_run=args.dry_run)
+    say = None if args.json else (lambda line: print(line, file=sys.stderr))
+    outcome = bump(Path.cwd(), args.config, args.pins, options, _reporter(args), say=say)
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2))
+    else:
+        print(outcome.final(), file=sys.stderr)
+    return outcome.exit_code
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -287,7 +317,7 @@ class _Option:
 _RESOLVING = ("all", "lock", "bump")
 _SELECTING = ("all", "lock", "matrix", "check")
 _DOSSIER = ("audit", "sbom", "licenses")
-_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge", "init", *_DOSSIER)
+_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge", "init", "why", *_DOSSIER)
 _INSTALL = ("install",)
 OPTIONS = (
     _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
@@ -308,7 +338,11 @@ OPTIONS = (
     _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project (install: into this venv) instead of refusing"}, False, (*_RESOLVING, "merge", "audit", "install")),
     _Option(("--shard",), {"metavar": "I/N", "help": "only shard I of N (1-based) of the selected cells; see lockgen merge"}, None, ("all", "matrix")),
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
-    _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
+    _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check", "bump", "why")),
+    _Option(
+        ("--dry-run",), {"action": "store_true", "help": "change nothing: resolve in .lockgen/ and report what would change (all, lock, bump), say what would be installed (install) or written (init)"},
+        False, ("all", "lock", "bump", "install", "init"),
+    ),
     _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
     _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's; init: the matrix's, comma-separated)"}, None, ("detect", "install", "init")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
@@ -316,10 +350,12 @@ OPTIONS = (
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
     _Option(("--gpu",), {"choices": ["nvidia", "amd", "apple", "none"], "help": "pretend: GPU kind"}, None, ("detect",)),
     _Option(("--cuda",), {"metavar": "X.Y", "help": "pretend: the NVIDIA driver's CUDA version"}, None, ("detect",)),
+    _Option(("--gfx",), {"metavar": "LIST", "help": "pretend: AMD GPUs by gfx target (gfx1100,gfx1036)"}, None, ("detect",)),
+    _Option(("--cell", "--select-cell"), {"metavar": "NAME", "help": "take this cell (the way past GPU facts that cannot be known)"}, None, ("detect",)),
+    _Option(("--axis",), {"action": "append", "type": lambda text: _axis(text), "metavar": "NAME=VALUE", "help": "the value of an extra matrix axis (repeatable)"}, [], ("detect", "install")),
     _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
     _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.select picks for this machine"}, False, _INSTALL),
     _Option(("--venv",), {"metavar": "PATH", "help": "the virtual environment (default: .venv in the project root)"}, None, _INSTALL),
-    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed (init: written); change nothing"}, False, (*_INSTALL, "init")),
     _Option(("--installer",), {"choices": ["uv", "pip"], "help": "run the manifest's uv (default) or pip commands"}, "uv", _INSTALL),
     _Option(("--index-url",), {"metavar": "URL", "help": "install from this index instead of the recorded one"}, None, _INSTALL),
     _Option(("--reinstall",), {"action": "store_true", "help": "install even when the venv is up to date"}, False, _INSTALL),
@@ -364,7 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
         "detect": (cmd_detect, "print the cell (and lock) for this machine"),
         "check": (cmd_check, "exit 1 if any lock or the manifest is out of date"),
         "diff": (cmd_diff, "show what changed between two sets of locks (git revisions or folders)"),
-        "bump": (cmd_bump, "edit pins in the config, then re-lock the cells whose inputs changed"),
+        "bump": (cmd_bump, "move pins (config, templates, project dependencies), re-lock, write all of it or nothing"),
+        "why": (cmd_why, "show which requirements bring a package into each cell's lock"),
         "install": (cmd_install, "install a cell's layers into a venv, as the manifest says"),
         "merge": (cmd_merge, "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest"),
         "audit": (
@@ -392,8 +429,8 @@ DIFF_FORMATS = ("text", "markdown", "json")
 #: The arguments of each command as its one-line usage shows them (see :func:`_positionals`).
 _ARGUMENTS = {
     "lock": " CELL [CELL ...]", "check": " [CELL ...]", "diff": " [OLD [NEW]]", "install": " [CELL]",
-    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "audit": " [CELL ...]",
-    "sbom": " [CELL ...]", "licenses": " [CELL ...]", "init": " [FILE ...]",
+    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "why": " NAME [CELL ...]",
+    "audit": " [CELL ...]", "sbom": " [CELL ...]", "licenses": " [CELL ...]", "init": " [FILE ...]",
 }  # fmt: skip
 #: ``lockgen audit --format`` values (:data:`lockgen.dossier.auditformat.FORMATS`).
 AUDIT_FORMATS = ("text", "markdown", "json", "sarif")
@@ -483,6 +520,9 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
         p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")
+    elif command == "why":
+        p.add_argument("package", metavar="NAME", help="the package to explain")
+        p.add_argument("cells", nargs="*", metavar="CELL", help="the cells to look at (default: every locked cell)")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

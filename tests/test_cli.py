@@ -142,7 +142,7 @@ def test_command_options_before_the_command(argv, expected):
         (["--force", "matrix"], "--force does not apply to matrix (only to all, lock, bump)"),
         (["-j", "2", "check"], "-j/--jobs does not apply to check (only to all, lock, bump)"),
         (["--only", "os=linux", "detect"], "--only does not apply to detect (only to all, lock, matrix, check)"),
-        (["--json", "diff"], "--json does not apply to diff (only to all, lock, matrix, detect, check)"),
+        (["--json", "diff"], "--json does not apply to diff (only to all, lock, matrix, detect, check, bump, why)"),
         (["check", "-j", "2"], "-j/--jobs does not apply to check (only to all, lock, bump)"),
         (["detect", "--only", "os=linux"], "--only does not apply to detect (only to all, lock, matrix, check)"),
         (["all", "--gpu", "none"], "--gpu does not apply to all (only to detect)"),

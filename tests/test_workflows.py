@@ -61,8 +61,10 @@ def actionlint(*files: Path | str) -> tuple[int, list[dict]]:
     return run.returncode, json.loads(run.stdout)
 
 
-def test_there_are_two_workflows():
-    assert [p.name for p in WORKFLOWS] == ["lockgen-check.yml", "lockgen-release.yml", "lockgen-sbom.yml"]
+def test_the_workflows():
+    assert [p.name for p in WORKFLOWS] == [
+        "lockgen-check.yml", "lockgen-release.yml", "lockgen-relock.yml", "lockgen-sbom.yml",
+    ]  # fmt: skip
 
 
 def test_actionlint_finds_nothing():
@@ -168,6 +170,8 @@ def test_run_scripts_are_found_by_indentation():
         ("lockgen-release.yml", "path: ${{ runner.temp }}/bump.patch"),
         ("lockgen-release.yml", 'git apply "$RUNNER_TEMP/bump/bump.patch"'),
         ("lockgen-release.yml", "${{ steps.edited.outputs.paths }}"),
+        ("lockgen-relock.yml", 'lockgen -C "$CONFIG" all'),
+        ("lockgen-relock.yml", 'lockgen -C "$CONFIG" diff "$BASE" --format markdown > diff.md'),
         ("lockgen-check.yml", "lockgen audit --format sarif --fail-on high > audit.sarif || status=$?"),
         ("lockgen-check.yml", "sarif_file: audit.sarif"),
         ("lockgen-sbom.yml", "lockgen sbom -o sbom"),
@@ -186,6 +190,8 @@ def test_run_scripts_are_found_by_indentation():
         "upload-patch",
         "apply-patch",
         "commit-edited-files",
+        "relock-all",
+        "relock-diff-against-base",
         "audit-sarif",
         "upload-sarif",
         "sbom",

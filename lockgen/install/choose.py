@@ -9,6 +9,7 @@ refuses before anything is installed or written.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -48,16 +49,18 @@ def choose(
     python: str | None,
     cpu: bool,
     present: tuple[Path, Interpreter] | None = None,
+    axes: Mapping[str, str] | None = None,
 ) -> tuple[CellEntry, list[str]]:
     """``(manifest entry, lines to say)`` of the cell to install: ``cell``, or the one the
     selector picks for this machine (``detect``). The selector's Python is ``python``, else the
     interpreter of the existing venv (``present``: its path and interpreter), else its own rule.
-    Raises :class:`UsageError` for a bad request and :class:`InstallRefused` for a cell that
-    cannot be installed (refused by the rules, failed, skipped, missing)."""
+    ``axes``: extra-axis values for the selector (``--axis``). Raises :class:`UsageError` for a
+    bad request and :class:`InstallRefused` for a cell that cannot be installed (refused by the
+    rules, failed, skipped, missing)."""
     if cell and detect:
         raise UsageError("give a CELL or --detect, not both")
     if detect:
-        name, said = _detect(manifest, python, cpu, present)
+        name, said = _detect(manifest, python, cpu, present, axes or {})
     elif cell:
         if cell not in manifest.cells:
             raise UsageError(f"no cell {cell!r} in the manifest; `lockgen matrix` lists the cells")
@@ -75,7 +78,11 @@ def choose(
 
 
 def _detect(
-    manifest: Manifest, python: str | None, cpu: bool, present: tuple[Path, Interpreter] | None
+    manifest: Manifest,
+    python: str | None,
+    cpu: bool,
+    present: tuple[Path, Interpreter] | None,
+    axes: Mapping[str, str],
 ) -> tuple[str, list[str]]:
     """The selector's choice on this machine; an existing venv's interpreter stands in for the
     running one (its Python minor and its arch)."""
@@ -85,7 +92,7 @@ def _detect(
         facts = replace(facts, interpreter=present[1].arch)
         wanted = python or present[1].minor
     try:
-        selection = select.select_cell(facts, manifest.data, wanted, cpu)
+        selection = select.select_cell(facts, manifest.data, wanted, cpu, axes=axes)
     except select.Refused as exc:
         raise InstallRefused("\n".join([exc.message, *(f"note: {n}" for n in exc.notes)])) from None
     except select.SelectError as exc:

@@ -64,6 +64,7 @@ class Options:
     index_url: str | None = None
     force: bool = False
     wait: bool = False
+    axes: tuple[tuple[str, str], ...] = ()  # --axis NAME=VALUE for --detect (extra matrix axes)
 
 
 @dataclass
@@ -188,7 +189,7 @@ def install(project: Project, options: Options, say: Say = print, warn: Say | No
     present = venv.inspect(project.root) if venv.exists() else None
     entry, said = choose(
         manifest, options.cell, options.detect, options.python, options.cpu,
-        (venv.path, present) if present is not None else None,
+        (venv.path, present) if present is not None else None, dict(options.axes),
     )  # fmt: skip
     for line in said:
         say(line)

@@ -28,7 +28,7 @@ from packaging.version import Version
 from lockgen.locks.lock import Entry, Header
 from lockgen.locks.pylockfile import artifacts, file_name
 
-__all__ = ["files", "hosts", "place", "sources", "vcs", "version"]
+__all__ = ["exact", "files", "hosts", "place", "sources", "vcs", "version"]
 
 VCS_SCHEMES = ("git+", "hg+", "svn+", "bzr+")
 _DIGEST = re.compile(r"^[0-9a-fA-F]{32,}$")
@@ -87,6 +87,16 @@ def sources(entry: Entry, header: Header, package: Package | None) -> frozenset[
         found.add(place(header.index_url))
     found.update(place(link) for link in header.find_links)
     return frozenset(found)
+
+
+def exact(entry: Entry, package: Package | None) -> bool:
+    """Whether :func:`sources` of ``entry`` names where its files are (a direct URL, or a pylock
+    package with an index or artifact URLs), not only the pages its lock's header lists."""
+    if entry.url is not None:
+        return True
+    if package is None:
+        return False
+    return bool(package.index) or any(a.url or a.path for _, a in artifacts(package))
 
 
 def hosts(places: Iterable[str]) -> frozenset[str]:

@@ -9,9 +9,15 @@ Kinds (:class:`Kind`), per package in a cell's main lock or one of its layers:
 
 * ``upgrade``, ``downgrade`` (flagged), ``added``, ``removed``;
 * ``label``: the same public version with another local label (``2.13.0+cu126 → 2.13.0+cu130``);
-* ``source``: where it comes from changed (index, find-links, direct URL; see
+* ``source``: where its files come from changed (index, find-links, direct URL; see
   :mod:`lockgen.locks._origin`). With the version unchanged any change of place counts; when the
-  version moved too, only a change of host does (a release folder may be named after its version);
+  version moved too, only a change of host does (a release folder may be named after its version).
+  Where its files come from is known from the cell's ``pylock.toml`` (its artifacts' URLs) or a
+  direct URL; a layer lock (or a lock copied without its pylock) only lists, in its header, the
+  pages an installer may read for all of its packages. Judged by that list alone, a package whose
+  lines are identical (version, hashes) is no change, and one whose lines changed moved only when
+  no page is on both sides: a page added to the header for another package (issue 18) moves
+  nothing;
 * ``files``: same version, same source, more files (every old hash kept): not flagged;
 * ``hash``: same version, same source, other hashes (an old one gone or replaced): flagged, a re-uploaded file or a tampered
   index;
@@ -272,9 +278,9 @@ class _Cell:
             return
         if va is not None and vb is not None and va != vb:
             self.add(name, _version_kind(va, vb), str(va), str(vb), layer)
-            if _origin.hosts(a.sources()) != _origin.hosts(b.sources()):
+            if _moved(a, b, hosts=True):
                 self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)
-        elif a.sources() != b.sources() or ((va is None or vb is None) and a.entry.url != b.entry.url):
+        elif _moved(a, b) or ((va is None or vb is None) and a.entry.url != b.entry.url):
             self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)
         elif set(a.entry.hashes) != set(b.entry.hashes):
             kind = Kind.FILES if set(a.entry.hashes) < set(b.entry.hashes) else Kind.HASH  # files added, or changed
@@ -299,6 +305,29 @@ class _Side:
 
     def vcs(self) -> tuple[str, str] | None:
         return _origin.vcs(self.entry)
+
+    def exact(self) -> bool:
+        """Whether :meth:`sources` says where this package's files are (not a header's pages)."""
+        return _origin.exact(self.entry, self.package)
+
+
+def _moved(a: _Side, b: _Side, hosts: bool = False) -> bool:
+    """Whether the package's files come from elsewhere (by host only, with ``hosts``); see the
+    module docstring for a side that knows only its lock header's pages."""
+    old, new = a.sources(), b.sources()
+    if hosts:
+        old, new = _origin.hosts(old), _origin.hosts(new)
+    if a.exact() and b.exact():
+        return old != new
+    if _same_lines(a.entry, b.entry):
+        return False
+    return not old & new
+
+
+def _same_lines(a: Entry, b: Entry) -> bool:
+    """Whether two entries are written as the same lines (``# via`` aside: who asks for a
+    package is no change of the package)."""
+    return (a.name, a.version, a.extras, a.url, a.editable, a.hashes) == (b.name, b.version, b.extras, b.url, b.editable, b.hashes)
 
 
 def _problems(problems: Sequence[Unreadable], cell: str) -> dict[str, Unreadable]:

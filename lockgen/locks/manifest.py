@@ -1,4 +1,4 @@
-"""``locks/manifest.json``: the installer contract (format 2, ``docs/manifest.md``,
+"""``locks/manifest.json``: the installer contract (format 3, ``docs/manifest.md``,
 ``docs/manifest.schema.json``).
 
 It is a pure function of the matrix, the detect rules, the lock files on disk and the failures of
@@ -22,10 +22,12 @@ from typing import Any
 from lockgen.errors import LockFormatError
 from lockgen.locks.lock import LayerKind, Lock, decode, text_sha256
 
-__all__ = ["MANIFEST_FORMAT", "Row", "build", "dumps", "failures", "flags", "manifest_path", "read"]
+__all__ = [
+    "MANIFEST_FORMAT", "Row", "build", "dumps", "failures", "flags", "manifest_path", "read", "recorded_coverage",
+]  # fmt: skip
 
 #: Version of the manifest layout (the installer contract); installers refuse a newer major.
-MANIFEST_FORMAT = 2
+MANIFEST_FORMAT = 3
 MANIFEST_NAME = "manifest.json"
 
 
@@ -68,13 +70,15 @@ def build(
     failed: Mapping[str, str] | None = None,
     *,
     strict: bool = True,
-    overlay: Mapping[str, str | None] | None = None,
+    coverage: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The manifest as a dict, from every cell of the matrix, the locks on disk and ``failed``
-    (cell -> reason, from the run). ``overlay``: project-relative path -> text that stands for
-    the file on disk (None: the file is gone). Raises :class:`LockFormatError` when a lock cannot
-    be read (with ``strict=False`` such a cell is ``missing``)."""
+    (cell -> reason, from the run). ``coverage``: cell -> the GPU code its locked wheels carry
+    (:mod:`lockgen.wheels.cells`), written into locked cells' entries (and their aliases').
+    Raises :class:`LockFormatError` when a lock cannot be read (with ``strict=False`` such a
+    cell is ``missing``)."""
     failed = failed or {}
+    coverage = coverage or {}
     entries: dict[str, dict[str, Any]] = {}
     for row in sorted(rows, key=lambda r: bool(r.alias)):  # aliases copy their cell's entry
         entry: dict[str, Any] = {
@@ -107,11 +111,13 @@ def build(
                 entry["reason"] = f"its cell {row.alias} is {source.get('status', 'missing')}"
         else:
             try:
-                entry.update(_locked(root, row.lock, overlay or {}))
+                entry.update(_locked(root, row.lock))
             except LockFormatError:
                 if strict:
                     raise
                 entry["status"] = "missing"
+            if row.name in coverage and entry.get("status") == "locked":
+                entry["coverage"] = dict(coverage[row.name])
             if row.name in failed:
                 entry.update(status="failed", reason=failed[row.name])
         entries[row.name] = entry
@@ -123,11 +129,11 @@ def build(
 
 _LOCK_KEYS = (
     "lock", "sha256", "pylock", "input_hash", "uv", "index_url", "find_links", "exclude_newer", "layers",
-    "unavailable", "replaces", "skipped_urls", "no_upload_time", "unverified_hashes",
+    "unavailable", "replaces", "skipped_urls", "no_upload_time", "unverified_hashes", "coverage",
 )  # fmt: skip
 
 
-def _locked(root: Path, path: str, overlay: Mapping[str, str | None]) -> dict[str, Any]:
+def _locked(root: Path, path: str) -> dict[str, Any]:
     """The lock fields of a cell whose main lock is at ``path`` (``status: missing`` when it has
     none). Raises :class:`LockFormatError` for a lock that cannot be read, a missing layer, or a
     layer or pylock the main lock names at another path than its own folder's
@@ -135,7 +141,7 @@ def _locked(root: Path, path: str, overlay: Mapping[str, str | None]) -> dict[st
     from lockgen.locks.paths import refs_problem
 
     locks = posixpath.dirname(path)
-    found = _read(root, path, locks, overlay)
+    found = _read(root, path, locks)
     if found is None:
         return {"status": "missing"}
     main, sha = found
@@ -145,7 +151,7 @@ def _locked(root: Path, path: str, overlay: Mapping[str, str | None]) -> dict[st
         raise LockFormatError(f"{path}: {problem}; re-lock the cell")
     layers = [_layer(main, path, sha)]
     for ref in header.layers:
-        layer = _read(root, ref.path, locks, overlay)
+        layer = _read(root, ref.path, locks)
         if layer is None:
             raise LockFormatError(f"{path}: its layer {ref.path} is missing; re-lock the cell")
         layers.append(_layer(layer[0], ref.path, layer[1]))
@@ -154,7 +160,7 @@ def _locked(root: Path, path: str, overlay: Mapping[str, str | None]) -> dict[st
         "uv": header.uv, "index_url": header.index_url, "find_links": list(header.find_links), "layers": layers,
     }  # fmt: skip
     pylock = f"{path.removesuffix('.txt')}/pylock.toml"
-    data = _bytes(root, pylock, locks, overlay)
+    data = _bytes(root, pylock, locks)
     if data is not None:
         entry["pylock"] = {"path": pylock, "sha256": text_sha256(decode(data, pylock))}
     if header.exclude_newer:
@@ -174,14 +180,11 @@ def _locked(root: Path, path: str, overlay: Mapping[str, str | None]) -> dict[st
     return entry
 
 
-def _bytes(root: Path, path: str, locks: str, overlay: Mapping[str, str | None]) -> bytes | None:
-    """The bytes of the project-relative file ``path`` (``overlay`` first; on disk confined to
-    ``locks`` after symlinks); None when there is no such file."""
+def _bytes(root: Path, path: str, locks: str) -> bytes | None:
+    """The bytes of the project-relative file ``path``, confined to ``locks`` after symlinks;
+    None when there is no such file."""
     from lockgen.locks.paths import confine_file
 
-    if path in overlay:
-        text = overlay[path]
-        return text.encode("utf-8") if text is not None else None
     try:
         return confine_file(root, locks, path, LockFormatError).read_bytes()
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -190,10 +193,10 @@ def _bytes(root: Path, path: str, locks: str, overlay: Mapping[str, str | None])
         raise LockFormatError(f"{path}: cannot read it ({exc.strerror})") from None
 
 
-def _read(root: Path, path: str, locks: str, overlay: Mapping[str, str | None]) -> tuple[Lock, str] | None:
+def _read(root: Path, path: str, locks: str) -> tuple[Lock, str] | None:
     """The lock at the project-relative ``path`` (see :func:`_bytes`) and the sha256 of its text;
     None when there is no such file."""
-    data = _bytes(root, path, locks, overlay)
+    data = _bytes(root, path, locks)
     if data is None:
         return None
     text = decode(data, path)
@@ -234,6 +237,35 @@ def failures(text: str | None) -> dict[str, str]:
     try:
         cells = json.loads(text or "{}").get("cells", {})
         return {name: entry["reason"] for name, entry in cells.items() if entry.get("status") == "failed"}
+    except (ValueError, AttributeError, TypeError, KeyError):
+        return {}
+
+
+def recorded_coverage(text: str | None) -> dict[str, Any]:
+    """``{cell: coverage}`` of the locked cells of a manifest's text (what :func:`build` was
+    given), so a run that changed no lock writes the same records again."""
+    try:
+        cells = json.loads(text or "{}").get("cells", {})
+        return {name: e["coverage"] for name, e in cells.items() if e.get("status") == "locked" and "coverage" in e}
+    except (ValueError, AttributeError, TypeError, KeyError):
+        return {}
+
+
+def recorded_pylocks(text: str | None) -> dict[str, str]:
+    """``{cell: pylock path}`` of the locked cells of a manifest's text."""
+    return {name: path for name, (path, _) in _pylocks(text).items()}
+
+
+def recorded_pylock_sha(text: str | None, cell: str) -> str | None:
+    """The sha256 a manifest's text records for a cell's pylock, or None."""
+    return _pylocks(text).get(cell, (None, None))[1]
+
+
+def _pylocks(text: str | None) -> dict[str, tuple[str, str]]:
+    try:
+        cells = json.loads(text or "{}").get("cells", {})
+        found = {name: e.get("pylock") for name, e in cells.items() if e.get("status") == "locked"}
+        return {name: (str(p["path"]), str(p["sha256"])) for name, p in found.items() if isinstance(p, dict)}
     except (ValueError, AttributeError, TypeError, KeyError):
         return {}
 

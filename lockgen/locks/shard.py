@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from lockgen.config import WORK
 from lockgen.errors import InputError, LockFormatError, Problem, UsageError
 from lockgen.locks import manifest, manifestfile, store
 from lockgen.locks.lock import LayerKind, Lock, decode, intact, normalized, text_sha256
 from lockgen.locks.manifestfile import CellEntry
 from lockgen.locks.paths import refs_problem
+from lockgen.writing import write_error
 
 if TYPE_CHECKING:
     from lockgen.config import Config
@@ -53,8 +55,12 @@ class Project(Protocol):
     def rows(self, plans: Sequence[Plan] = ()) -> list[manifest.Row]: ...
     def detect_rules(self) -> dict[str, Any] | None: ...
     def manifest_text(
-        self, failed: dict[str, str] | None = None, overlay: Mapping[str, str | None] | None = None
+        self, failed: dict[str, str] | None = None, root: Path | None = None, coverage: Mapping[str, Any] | None = None
     ) -> str: ...
+    def coverage(
+        self, read: Any = None, previous: Mapping[str, Any] | None = None, names: Sequence[str] | None = None,
+        root: Path | None = None,
+    ) -> dict[str, Any]: ...
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -105,11 +111,17 @@ def select(cells: Sequence[Cell], shard: Shard) -> list[Cell]:
     return [c for c in cells if shards[c.name] == shard.index]
 
 
-def shard_manifest_text(project: Project, cells: Sequence[str], failed: Mapping[str, str], shard: Shard) -> str:
+def shard_manifest_text(
+    project: Project,
+    cells: Sequence[str],
+    failed: Mapping[str, str],
+    shard: Shard,
+    coverage: Mapping[str, Any] | None = None,
+) -> str:
     """The manifest a shard run writes: the entries of its ``cells`` (as the project's manifest
-    has them) with ``failed`` (cell -> reason) and ``"shard": "I/N"``."""
+    has them, with their GPU ``coverage``) with ``failed`` (cell -> reason) and ``"shard": "I/N"``."""
     rows = [r for r in project.rows() if r.name in set(cells)]
-    data = manifest.build(project.root, rows, project.detect_rules(), failed, strict=False)
+    data = manifest.build(project.root, rows, project.detect_rules(), failed, strict=False, coverage=coverage)
     return manifest.dumps({**data, "shard": str(shard)})
 
 
@@ -141,6 +153,12 @@ class MergeResult:
     @property
     def exit_code(self) -> int:
         return 1 if self.failed else 0
+
+
+def _shard_coverage(folder: Path) -> dict[str, Any]:
+    """The GPU cells' coverage records of a shard folder's manifest (checked against the merged
+    pylocks by :meth:`lockgen.project.Project.coverage` before they are used)."""
+    return manifest.recorded_coverage(manifest.read(folder / manifest.MANIFEST_NAME))
 
 
 def _part(folder: Path, locks: str) -> _Part:
@@ -314,6 +332,30 @@ def _check_inputs(project: Project, owners: Mapping[str, tuple[_Part, Mapping[st
         ))  # fmt: skip
 
 
+def _merged_manifest(
+    project: Project, texts: Mapping[str, str], removals: Sequence[str], failed: dict[str, str], shards: Mapping[str, Any]
+) -> str:
+    """The manifest the project's locks folder gives once ``texts`` are written and ``removals``
+    removed (with ``failed`` cells and the shards' GPU coverage records), built on a scratch copy
+    of the locks folder (:class:`~lockgen.locks.stage.Stage`), so that it joins the one journaled
+    write of the merge. Call holding the run lock."""
+    from lockgen.locks.stage import Stage
+
+    stage = Stage.create(project.root, project.config.locks)
+    try:
+        for path, text in texts.items():
+            (stage.out / path).parent.mkdir(parents=True, exist_ok=True)
+            (stage.out / path).write_text(text, encoding="utf-8")
+        for path in removals:
+            (stage.out / path).unlink(missing_ok=True)
+        coverage = project.coverage(previous=shards, root=stage.out)  # the shards' records of the cells they locked
+        return project.manifest_text(failed, root=stage.out, coverage=coverage)
+    except OSError as exc:
+        raise write_error(f"{WORK}/", exc) from None
+    finally:
+        stage.discard()
+
+
 def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> MergeResult:
     """``lockgen merge DIR…``: write every resolved cell's files from the shard folder that holds
     it into the project's locks folder, remove locks of cells the matrix no longer resolves, and
@@ -362,8 +404,8 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
         for paths in orphan_cells(root, locks, resolved).values():
             removals += store.files_under(root, paths)
             result.removed += [path.rstrip("/") for path in paths]
-        overlay: dict[str, str | None] = {**texts, **dict.fromkeys(removals)}
-        texts[manifest.manifest_path(locks)] = project.manifest_text(result.failed, overlay)
+        shards = {c: r for part in parts for c, r in _shard_coverage(part.folder).items() if c in part.cells}
+        texts[manifest.manifest_path(locks)] = _merged_manifest(project, texts, removals, result.failed, shards)
         store.replace_files(root, "merge", texts, removals)
         after = LockSet.from_folder(root / locks, locks)
         result.report = change_report(before, after, sorted(owners)).lines()

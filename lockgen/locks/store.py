@@ -9,6 +9,8 @@
   over its target and the journal removed. A run killed between two renames leaves the journal;
   the next run finishes it (:func:`recover`) before doing anything else. Until then the main lock's
   ``layer`` digests do not match, so ``check`` reports the cell instead of passing it.
+  ``lockgen bump`` writes its config, template and lock changes as one such unit (journal
+  ``bump``, :mod:`lockgen.locks.stage`), its files keeping their permission bits.
 * :func:`clean_temporaries`: temporary files a killed run left (``.<name>.<random>.tmp``) are
   removed by the next run.
 """
@@ -166,22 +168,33 @@ def write_text(path: Path, text: str, where: str | None = None) -> bool:
     return True
 
 
-def _same(path: Path, text: str) -> bool:
+def _same(path: Path, text: str, exact: bool = False) -> bool:
+    """Whether ``path`` holds ``text`` (up to line endings, unless ``exact``: a user's file keeps
+    its own, and an edit that only changed them is still written)."""
     try:
-        return normalized(path.read_bytes().decode("utf-8")) == text
+        found = path.read_bytes().decode("utf-8")
+        return found == text if exact else normalized(found) == text
     except (OSError, UnicodeDecodeError):
         return False
 
 
-def _temporary(path: Path, text: str) -> Path:
+def _temporary(path: Path, text: str, keep_mode: bool = False) -> Path:
+    """A temporary file beside ``path`` holding ``text``: mode 0644, or with ``keep_mode`` the
+    permission bits of the file it will replace (when there is one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{_TMP_SUFFIX}")
+    mode = 0o644
+    if keep_mode:
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            pass
     try:
         with open(tmp, "wb") as fh:
             fh.write(text.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -214,12 +227,15 @@ def remove_cell(root: Path, cell: str, paths: Iterable[str]) -> None:
     replace_files(root, cell, {}, files_under(root, paths))
 
 
-def replace_files(root: Path, name: str, files: Mapping[str, str], remove: Iterable[str] = ()) -> bool:
+def replace_files(
+    root: Path, name: str, files: Mapping[str, str], remove: Iterable[str] = (), keep_mode: bool = False
+) -> bool:
     """Replace the project-relative ``files`` (path -> text) and delete ``remove`` as one unit
-    (see the module docstring); ``name`` names the journal (the cell). Returns whether anything
-    changed. Raises a user error naming the file that could not be written; then nothing of the
-    unit has been replaced."""
-    changes = {path: text for path, text in files.items() if not _same(root / path, text)}
+    (see the module docstring); ``name`` names the journal (the cell; ``bump`` for a bump's
+    config, templates and locks). With ``keep_mode`` a replaced file keeps its permission bits
+    (a config or template a user made). Returns whether anything changed. Raises a user error
+    naming the file that could not be written; then nothing of the unit has been replaced."""
+    changes = {path: text for path, text in files.items() if not _same(root / path, text, exact=keep_mode)}
     gone = [path for path in remove if (root / path).exists()]
     if not changes and not gone:
         return False
@@ -229,7 +245,8 @@ def replace_files(root: Path, name: str, files: Mapping[str, str], remove: Itera
     staged: list[tuple[str, str]] = []
     try:
         for path, text in changes.items():
-            staged.append((_temporary(root / path, text).relative_to(root).as_posix(), path))
+            made = _temporary(root / path, text, keep_mode)
+            staged.append((made.relative_to(root).as_posix() if made.is_relative_to(root) else str(made), path))
     except OSError as exc:
         for tmp, _ in staged:
             (root / tmp).unlink(missing_ok=True)
@@ -262,8 +279,10 @@ def recover(root: Path) -> list[str]:
     """Finish every journal a killed run left (see :func:`replace_files`); returns their names.
     Call while holding the :class:`ProjectLock`. A journal is read as data and confined: each
     entry must rename a temporary lockgen names (``.<name>.<8 hex>.tmp``) over the file beside
-    it, both project-relative without ``..`` and inside the project after symlinks; a journal
-    that says anything else is not replayed (and is removed, with a warning)."""
+    it, both project-relative without ``..`` and inside the project after symlinks (absolute only
+    for a file ``bump`` wrote through a symlink out of the project), and remove only files inside
+    the project; a journal that says anything else is not replayed (and is removed, with a
+    warning)."""
     folder = root / JOURNALS
     done = []
     for journal in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -286,11 +305,13 @@ def _journal_problem(root: Path, staged: list[tuple[str, str]], gone: list[str])
     """Why a journal's entries are not ones :func:`replace_files` writes (None: they are)."""
     from lockgen.locks.paths import folder_problem, resolved_inside
 
-    for path in [p for pair in staged for p in pair] + gone:
-        problem = folder_problem(path)
-        if problem or not resolved_inside(root / path, root):
-            return f"it names {path!r}, not a file inside the project"
+    for path in gone:
+        if folder_problem(path) or not resolved_inside(root / path, root):
+            return f"it removes {path!r}, not a file inside the project"
     for tmp, path in staged:
+        for one in (tmp, path):  # an absolute path only for a bump's file behind a symlink out of the project
+            if not os.path.isabs(one) and (folder_problem(one) or not resolved_inside(root / one, root)):
+                return f"it names {one!r}, not a file inside the project"
         parent, _, name = path.rpartition("/")
         tmp_parent, _, tmp_name = tmp.rpartition("/")
         if tmp_parent != parent or not re.fullmatch(re.escape(f".{name}.") + r"[0-9a-f]{8}" + re.escape(_TMP_SUFFIX), tmp_name):

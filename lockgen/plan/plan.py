@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import NormalizedName, canonicalize_name
 
+from lockgen import reqline
 from lockgen.config import WORK, Config
 from lockgen.config.model import BackendFamily
 from lockgen.errors import ConfigError, TemplateError
@@ -134,16 +135,16 @@ class Plan:
 
     def requirement_names(self) -> set[NormalizedName]:
         """Canonical names of the requirements the rendered inputs name (``packaging``)."""
-        from packaging.requirements import InvalidRequirement, Requirement
         from packaging.utils import canonicalize_name
+
+        from lockgen import reqline
 
         names: set[NormalizedName] = set()
         for _, text in self.rendered.files.values():
             for line in text.splitlines():
-                try:
-                    names.add(canonicalize_name(Requirement(line.split(" #")[0].strip()).name))
-                except InvalidRequirement:
-                    continue
+                req = reqline.requirement(line)
+                if req is not None:
+                    names.add(canonicalize_name(req.name))
         return names
 
     def urls(self) -> tuple[str, ...]:
@@ -317,7 +318,7 @@ def local_requirements(text: str) -> list[str]:
 
     found = []
     for raw in text.splitlines():
-        line = raw.split(" #")[0].strip()
+        line = reqline.strip_comment(raw)
         for flag in ("-e ", "--editable ", "--editable="):
             if line.startswith(flag):
                 line = line[len(flag) :].strip()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,7 @@ from lockgen.plan.target import Target
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["ROLES", "Rendered", "environment", "render", "render_strings", "variables"]
+__all__ = ["ROLES", "LineMap", "Rendered", "environment", "render", "render_strings", "variables"]
 
 #: Input roles in the order uv receives them, with the file name each renders to.
 ROLES = {"requirements": "requirements.in", "constraints": "constraints.txt", "overrides": "overrides.txt"}
@@ -40,17 +40,35 @@ class Rendered:
     files: dict[str, tuple[str, str]]
 
 
-def environment(config: Config) -> jinja2.Environment:
-    """One sandboxed ``jinja2`` environment per run, loading from ``<root>/<templates>``."""
+def environment(config: Config, overlay: Mapping[str, str] | None = None) -> jinja2.Environment:
+    """One sandboxed ``jinja2`` environment per run, loading from ``<root>/<templates>``;
+    ``overlay`` maps template names (relative to that folder) to texts read instead of the files
+    (``lockgen bump`` renders its edits before it writes them; error lines still name the file)."""
     import jinja2
     from jinja2.sandbox import SandboxedEnvironment
 
+    folder = config.root / config.templates
     return SandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(config.root / config.templates, encoding="utf-8-sig"),  # a BOM is not a line
+        # a byte-order mark (Notepad) is not part of a template's first line
+        loader=_OverlayLoader(folder, overlay) if overlay else jinja2.FileSystemLoader(folder, encoding="utf-8-sig"),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
+
+
+def _OverlayLoader(folder: Path, overlay: Mapping[str, str]) -> jinja2.BaseLoader:  # noqa: N802 - a class factory
+    """A file system loader that serves ``overlay`` texts for the names it holds, with the real
+    file name (tracebacks map to template lines as for the file itself)."""
+    import jinja2
+
+    class Loader(jinja2.FileSystemLoader):
+        def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+            if template in overlay:
+                return overlay[template].removeprefix("\ufeff"), str(folder / template), lambda: False
+            return super().get_source(environment, template)
+
+    return Loader(folder, encoding="utf-8-sig")
 
 
 def variables(config: Config, cell: Cell, target: Target) -> dict[str, Any]:
@@ -189,6 +207,22 @@ def _source_lines(env: jinja2.Environment, templates: str, name: str) -> list[tu
                 pattern = ".*?".join(re.escape(part) for part in literal)
                 found.append((f"{templates}/{current}", number, re.compile(pattern)))
     return found
+
+
+class LineMap:
+    """Which template line renders a rendered line, for the templates of one environment: built
+    once per template name (:func:`_source_lines`), asked many times (``lockgen why``, bump)."""
+
+    def __init__(self, env: jinja2.Environment, templates: str) -> None:
+        self.env, self.templates = env, templates
+        self._sources: dict[str, list[tuple[str, int, re.Pattern[str]]]] = {}
+
+    def origin(self, template: str, text: str) -> tuple[str, int] | None:
+        """``(templates/<file>, line)`` of the one line of template ``template`` (or of one it
+        includes by a literal name) that renders to ``text``; None when no line or several do."""
+        if template not in self._sources:
+            self._sources[template] = _source_lines(self.env, self.templates, template)
+        return _origin(self._sources[template], text)
 
 
 def _origin(sources: Sequence[tuple[str, int, re.Pattern[str]]], text: str) -> tuple[str, int] | None:

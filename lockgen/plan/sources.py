@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from packaging.markers import Marker
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from lockgen import reqline
 from lockgen.config import Config, Source
 from lockgen.errors import ConfigError, Problem
 from lockgen.plan.matrix import Cell
@@ -219,13 +220,9 @@ def requirement_lines(text: str) -> list[Requirement]:
     lines and lines that are not PEP 508 requirements are skipped; continuations are joined."""
     found = []
     for line in text.replace("\\\n", " ").splitlines():
-        line = line.split(" #")[0].strip()
-        if not line or line.startswith(("#", "-")):
-            continue
-        try:
-            found.append(Requirement(line))
-        except InvalidRequirement:
-            continue
+        req = reqline.requirement(line)  # pip's comment rule, packaging's reading (lockgen.reqline)
+        if req is not None:
+            found.append(req)
     return found
 
 

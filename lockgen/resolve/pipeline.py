@@ -46,7 +46,7 @@ from lockgen.resolve.inputs import Inputs
 from lockgen.resolve.layers import Built, Job, LayerUnavailable
 from lockgen.resolve.parse import read_pylock, read_wheels
 
-__all__ = ["CellFiles", "CellRun", "Resolution", "resolve_cell", "resolve_layers"]
+__all__ = ["CellFiles", "CellRun", "Resolution", "ask", "resolve_cell", "resolve_layers"]
 
 log = logging.getLogger("lockgen")
 
@@ -99,6 +99,16 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
             + '\n  declare an intended mix with allow-mix = { "<package>" = "why" } in the cell\'s settings'
         )
     return cell_files(run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer)  # 8
+
+
+def ask(run: CellRun, output: str, *, no_deps: bool = False) -> uv.Result:
+    """One question to uv about ``run.plan``'s inputs, steps 1-3 only: write them, run ``uv pip
+    compile`` once (writing ``output``), return its result unread. For ``lockgen bump`` (does a
+    version fit a cell, :mod:`lockgen.resolve.fit`) and ``--upgrade-package`` (what holds a
+    package back, :mod:`lockgen.resolve.holdback`), each on a plan of its own work folder.
+    Raises :class:`CellFailed` when the inputs cannot be written (a ``urls`` source's file)."""
+    given = inputs.write_main(run.root, run.plan, run.mirrors, stop=run.stop)
+    return _uv(run, output, given, no_deps=no_deps)
 
 
 # -- steps 2 and 3: the uv command and its run

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from lockgen import reqline
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 
@@ -57,10 +58,8 @@ def _direct_urls(plan: Plan) -> list[str]:
     urls = []
     for _, text in plan.rendered.files.values():
         for line in text.splitlines():
-            try:
-                url = Requirement(line.split(" #")[0].strip()).url
-            except InvalidRequirement:
-                continue
+            req = reqline.requirement(line)
+            url = req.url if req is not None else None
             if url:
                 urls.append(url)
     return urls
