@@ -122,7 +122,13 @@ def _run(
             failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out))
             held = _holders(project, [p for p, _ in todo], mirrors) if options.uv.upgrade_packages else None
             run.report, run.changes = run_report(
-                out / locks, locks, before, old if copied else None, touched, options.uv.upgrade_packages, None if run.interrupted else held
+                out / locks,
+                locks,
+                before,
+                old if copied else None,
+                touched,
+                options.uv.upgrade_packages,
+                None if run.interrupted else held,
             )
         for prefix in mirrors.never_used() if not run.interrupted else ():
             log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
