@@ -132,8 +132,8 @@ _KILL_IN_JOURNAL = textwrap.dedent("""\
     import os, signal
     from lockgen.locks import store
     real = store._temporary
-    def temporary(path, text):
-        made = real(path, text)
+    def temporary(path, text, *rest):
+        made = real(path, text, *rest)
         if "journal" in str(path):
             os.kill(os.getpid(), signal.SIGKILL)
         return made
