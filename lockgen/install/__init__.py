@@ -38,8 +38,9 @@ mirrors), :mod:`.record` (the install record, tracing distributions to the locks
 
 from lockgen.install.checks import Layer, host_problems, installed_problems, map_sources
 from lockgen.install.record import STATE_FILE
-from lockgen.install.steps import INSTALLERS, Options, install
+from lockgen.install.steps import INSTALLERS, Options, install, install_bundle
 
 __all__ = [
-    "INSTALLERS", "STATE_FILE", "Layer", "Options", "host_problems", "install", "installed_problems", "map_sources",
+    "INSTALLERS", "STATE_FILE", "Layer", "Options", "host_problems", "install", "install_bundle", "installed_problems",
+    "map_sources",
 ]  # fmt: skip

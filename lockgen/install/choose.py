@@ -22,24 +22,23 @@ from lockgen.locks.lock import LayerKind, Lock, decode, text_sha256
 from lockgen.locks.manifest import manifest_path
 from lockgen.locks.manifestfile import CellEntry, LayerEntry, Manifest
 from lockgen.locks.paths import confine
-from lockgen.project import Project
 
 __all__ = ["choose", "load_layers", "read_manifest", "refuse_host"]
 
 
-def read_manifest(project: Project) -> Manifest:
-    """The project's ``locks/manifest.json`` as typed values. Raises :class:`UsageError` when
-    there is none, :class:`~lockgen.errors.InputError` (exit 2) naming the file and every bad
-    field, or its format when it is another than this lockgen's (docs/manifest.md: readers
-    refuse any format they do not know)."""
-    where = manifest_path(project.config.locks)
+def read_manifest(root: Path, locks: str) -> Manifest:
+    """``<locks>/manifest.json`` of the project (or bundle) at ``root`` as typed values. Raises
+    :class:`UsageError` when there is none, :class:`~lockgen.errors.InputError` (exit 2) naming
+    the file and every bad field, or its format when it is another than this lockgen's
+    (docs/manifest.md: readers refuse any format they do not know)."""
+    where = manifest_path(locks)
     try:
-        data = confine(project.root, project.config.locks, where, "manifest", where).read_bytes()
+        data = confine(root, locks, where, "manifest", where).read_bytes()
     except FileNotFoundError:
         raise UsageError(f"{where}: no manifest; run `lockgen all` first") from None
     except OSError as exc:
         raise InstallRefused(f"{where}: cannot read it ({exc.strerror or exc})") from None
-    return manifestfile.load(data, where, project.config.locks)
+    return manifestfile.load(data, where, locks)
 
 
 def choose(

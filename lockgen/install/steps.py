@@ -38,7 +38,7 @@ from lockgen.locks.manifestfile import CellEntry, url_problem
 from lockgen.plan.mirror import Mirrors
 from lockgen.project import Project
 
-__all__ = ["INSTALLERS", "Options", "install", "restore_sources"]
+__all__ = ["INSTALLERS", "Options", "install", "install_bundle", "restore_sources"]
 
 #: The installers lockgen runs (docs/manifest.md, "The commands"): no other program is started
 #: for an install, whatever a manifest records.
@@ -174,6 +174,34 @@ def install(project: Project, options: Options, say: Say = print, warn: Say | No
     :class:`~lockgen.errors.InputError` before anything is installed, :class:`InstallFailed`
     after, :class:`UsageError` for a bad request, :class:`Interrupted` when an installer was
     stopped. Whatever it says, warns or raises holds no credential."""
+    venv = Path(options.venv) if options.venv else project.root / ".venv"
+    return _install(
+        project.root, project.config.locks, lambda: project.mirrors(options.mirrors), venv, options, say, warn
+    )
+
+
+def install_bundle(folder: Path, options: Options, say: Say = print, warn: Say | None = None) -> int:
+    """Install one cell of a bundle (``lockgen bundle``: :mod:`lockgen.rot.bundle`) from the
+    folder ``folder``: its ``locks/manifest.json`` and the locks it names, whose index is the
+    bundle's own ``index/`` folder, so nothing is fetched. No project is read and no mirror
+    applies; the venv defaults to ``.venv`` in the current folder (the bundle may be read-only).
+    Raises :class:`UsageError` when ``folder`` is not a bundle, else as :func:`install`."""
+    from lockgen.rot.bundle import is_bundle
+
+    if not is_bundle(folder):
+        raise UsageError(
+            f"{folder} is not a lockgen bundle (no {folder / 'bundle.json'}); make one with lockgen bundle"
+        )
+    if options.mirrors or options.index_url:
+        raise UsageError("--mirror and --index-url do not apply to a bundle: it installs from its own files")
+    venv = Path(options.venv) if options.venv else Path.cwd() / ".venv"
+    return _install(folder.absolute(), "locks", Mirrors, venv, options, say, warn)
+
+
+def _install(
+    root: Path, locks: str, mirrors_of: Callable[[], Mirrors], venv_path: Path, options: Options, say: Say,
+    warn: Say | None,
+) -> int:  # fmt: skip
     say = _redacting(say)
     warn = _redacting(warn or (lambda text: print(f"warning: {text}", file=sys.stderr, flush=True)))
     if options.installer not in INSTALLERS:
@@ -183,20 +211,20 @@ def install(project: Project, options: Options, say: Say = print, warn: Say | No
             f"--index-url: {url_problem(options.index_url)}; give the index's URL, e.g. https://pypi.org/simple "
             "(nothing was installed)"
         )
-    manifest = read_manifest(project)
-    venv = Venv((Path(options.venv) if options.venv else project.root / ".venv").absolute())
+    manifest = read_manifest(root, locks)
+    venv = Venv(venv_path.absolute())
     _refuse_venv(venv)
-    present = venv.inspect(project.root) if venv.exists() else None
+    present = venv.inspect(root) if venv.exists() else None
     entry, said = choose(
         manifest, options.cell, options.detect, options.python, options.cpu,
         (venv.path, present) if present is not None else None, dict(options.axes),
     )  # fmt: skip
     for line in said:
         say(line)
-    layers = load_layers(project.root, project.config.locks, entry)
+    layers = load_layers(root, locks, entry)
     refuse_host(entry, select.gather(probe_gpus=False))
-    mirrors = project.mirrors(options.mirrors)
-    job = _Run(project.root, project.config.locks, entry, layers, venv, options, mirrors, say, warn)
+    mirrors = mirrors_of()
+    job = _Run(root, locks, entry, layers, venv, options, mirrors, say, warn)
     interpreter = _interpreter(job, present)  # found before anything is written
     if options.dry_run:
         return _prepare(job) or _dry_run(job, interpreter)
@@ -205,17 +233,17 @@ def install(project: Project, options: Options, say: Say = print, warn: Say | No
             say(f"venv {venv.path}: left half-made by an interrupted install; making it again")
             venv.clear()
         if venv.exists() != (present is not None):  # another install made or removed it meanwhile
-            interpreter = _interpreter(job, venv.inspect(project.root) if venv.exists() else None)
+            interpreter = _interpreter(job, venv.inspect(root) if venv.exists() else None)
         done = _prepare(job)
         if done is not None:
             return done
         if not venv.exists():
-            venv.create(_uv(), interpreter.executable, project.root)
+            venv.create(_uv(), interpreter.executable, root)
             say(f"venv {venv.path}: created from {interpreter.describe()}")
         else:
             say(f"venv {venv.path}: {interpreter.describe()}")
         if options.installer == "pip":
-            job.pip = venv.pip(project.root)
+            job.pip = venv.pip(root)
         return _install_layers(job)
 
 

@@ -129,7 +129,7 @@ def build(
 
 _LOCK_KEYS = (
     "lock", "sha256", "pylock", "input_hash", "uv", "index_url", "find_links", "exclude_newer", "layers",
-    "unavailable", "replaces", "skipped_urls", "no_upload_time", "unverified_hashes", "coverage",
+    "unavailable", "replaces", "skipped_urls", "no_upload_time", "unverified_hashes", "coverage", "publishers",
 )  # fmt: skip
 
 
@@ -162,7 +162,11 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
     pylock = f"{path.removesuffix('.txt')}/pylock.toml"
     data = _bytes(root, pylock, locks)
     if data is not None:
-        entry["pylock"] = {"path": pylock, "sha256": text_sha256(decode(data, pylock))}
+        pylock_text = decode(data, pylock)
+        entry["pylock"] = {"path": pylock, "sha256": text_sha256(pylock_text)}
+        publishers = _publishers(pylock_text, pylock)
+        if publishers:
+            entry["publishers"] = publishers
     if header.exclude_newer:
         entry["exclude_newer"] = header.exclude_newer
     if header.unavailable:
@@ -201,6 +205,18 @@ def _read(root: Path, path: str, locks: str) -> tuple[Lock, str] | None:
         return None
     text = decode(data, path)
     return Lock.parse(text, path), text_sha256(text)
+
+
+def _publishers(text: str, where: str) -> dict[str, list[dict[str, str]]]:
+    """``{package: [identity, …]}`` of the pylock ``text``'s ``attestation-identities`` (PEP 740
+    publishers, :mod:`lockgen.locks.publishers`); parsed only when it records any (most do not,
+    and ``check`` rebuilds the manifest of every cell)."""
+    if "attestation-identities" not in text:
+        return {}
+    from lockgen.locks import pylockfile, publishers
+
+    found = publishers.of_pylock(pylockfile.loads(text, where))
+    return {name: [i.to_dict() for i in ids] for name, ids in found.items()}
 
 
 def _layer(lock: Lock, path: str, sha: str) -> dict[str, Any]:

@@ -264,9 +264,11 @@ class _Reader:
         return value
 
     def url(self, data: Mapping[str, Any], key: str, path: str) -> str | None:
+        """An index URL, or a folder relative to the project root (a bundle's ``index``)."""
         if data.get(key) is None:
             return None
-        problem = url_problem(data[key])
+        value = data[key]
+        problem = url_problem(value) if isinstance(value, str) and "://" in value else folder_problem(value)
         if problem:
             self.problem(f"{path}.{key}", problem)
             return None
