@@ -48,6 +48,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 #: The only variable a manifest's ``environment`` may set for install commands (Target.env).
 ENVIRONMENT = frozenset({"MACOSX_DEPLOYMENT_TARGET"})
 _URL_SCHEMES = ("http", "https", "file")
+#: A value starting like a URL (``scheme:``) is judged as one, never as a folder name.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def url_problem(value: object) -> str | None:
@@ -268,7 +270,7 @@ class _Reader:
         if data.get(key) is None:
             return None
         value = data[key]
-        problem = url_problem(value) if isinstance(value, str) and "://" in value else folder_problem(value)
+        problem = url_problem(value) if _SCHEME.match(str(value)) else folder_problem(value)
         if problem:
             self.problem(f"{path}.{key}", problem)
             return None
@@ -284,7 +286,7 @@ class _Reader:
             return None
         links = []
         for i, link in enumerate(value):
-            problem = url_problem(link) if isinstance(link, str) and "://" in link else folder_problem(link)
+            problem = url_problem(link) if _SCHEME.match(str(link)) else folder_problem(link)
             if problem:
                 self.problem(f"{path}.{key}[{i}]", problem)
             else:
