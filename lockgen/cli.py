@@ -1,13 +1,15 @@
-"""The command line. Each handler turns parsed arguments into one call of the core and an exit
-code: 0 ok, 1 a stale/changed/failed cell, 2 usage or config error, 130 interrupted. Errors print
-as ``error: …``; tracebacks only with ``-v``. Every option is accepted before or after the
+"""The command line: argparse, then one call per command. Each command's handler is ``run(args)``
+of its module in :mod:`lockgen.commands` (imported only for the command given), which turns the
+parsed arguments into one call of the core and an exit code: 0 ok, 1 a stale/changed/failed
+cell, 2 usage or config error, 130 interrupted. Errors print as ``error: …``; tracebacks only
+with ``-v``. Every option is defined once (:data:`OPTIONS`) and accepted before or after the
 command."""
 
 from __future__ import annotations
 
 import argparse
 import functools
-import json
+import importlib
 import logging
 import os
 import signal
@@ -15,173 +17,35 @@ import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from lockgen import __version__
-from lockgen.credentials import redact
-from lockgen.errors import LockgenError
+from lockgen.runtime.credentials import redact
+from lockgen.runtime.errors import LockgenError
 
-if TYPE_CHECKING:
-    from lockgen.locks.shard import Shard
-    from lockgen.project import Project
-    from lockgen.runs import Reporter, RunOptions
+__all__ = ["COMMANDS", "OPTIONS", "build_parser", "handler", "main", "parse"]
 
-__all__ = ["OPTIONS", "build_parser", "main", "parse"]
-
-
-def _project(args: argparse.Namespace) -> Project:
-    from lockgen.project import Project
-
-    return Project.load(Path.cwd(), args.config)
-
-
-def _reporter(args: argparse.Namespace) -> Reporter:
-    from lockgen.progress import LiveReporter, PlainReporter
-
-    return LiveReporter() if sys.stderr.isatty() and not args.verbose else PlainReporter()
+#: Every command, in ``--help`` order: its help line. Its handler is ``run`` of
+#: ``lockgen.commands.<command>``; its positional arguments are in :func:`_positionals`.
+COMMANDS = {
+    "all": "lock every stale cell of the matrix",
+    "lock": "lock the named cells",
+    "matrix": "list the cells of the matrix",
+    "detect": "print the cell (and lock) for this machine",
+    "check": "exit 1 if any lock or the manifest is out of date",
+    "diff": "show what changed between two sets of locks (git revisions or folders)",
+    "bump": "edit pins in the config, then re-lock the cells whose inputs changed",
+    "install": "install a cell's layers into a venv, as the manifest says",
+    "merge": "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest",
+}
 
 
-def _shard(args: argparse.Namespace) -> Shard | None:
-    from lockgen.locks.shard import Shard
-
-    return Shard.parse(args.shard) if args.shard is not None else None
-
-
-def _run_options(args: argparse.Namespace) -> RunOptions:
-    from lockgen.resolve import uv
-    from lockgen.runs import RunOptions
-
-    return RunOptions(
-        force=args.force, uv=uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package)),
-        jobs=args.jobs, online=args.online, mirrors=tuple(args.mirror), wait=args.wait,
-        retry_unavailable=args.retry_unavailable, shard=_shard(args),
-    )  # fmt: skip
-
-
-def _lock(args: argparse.Namespace, names: Sequence[str]) -> int:
-    from lockgen import pipeline
-
-    run = pipeline.lock_project(Path.cwd(), args.config, names, args.only, _run_options(args), _reporter(args))
-    if args.json:
-        print(json.dumps(run.to_dict(), indent=2))
-    return run.exit_code
-
-
-def cmd_all(args: argparse.Namespace) -> int:
-    return _lock(args, ())
-
-
-def cmd_lock(args: argparse.Namespace) -> int:
-    return _lock(args, args.cells)
-
-
-def cmd_matrix(args: argparse.Namespace) -> int:
-    from lockgen.plan.matrix import select, with_alias_sources
-    from lockgen.plan.target import target_for
-
-    project = _project(args)
-    cells = select(project.cells, only=args.only)
-    shard = _shard(args)
-    if shard is not None:  # the cells `lockgen all --shard` locks: an alias's cell goes with it
-        from lockgen.locks.shard import select as select_shard
-
-        cells = select_shard(with_alias_sources(project.cells, cells), shard)
-    rows = []
-    for cell in cells:
-        target = target_for(cell)
-        rows.append({
-            "name": cell.name, **cell.values, "lock": cell.lock_path(project.config), "target": target.platform,
-            "python_tag": target.python_tag, "skip": cell.settings.skip, "alias": cell.settings.alias,
-            "interpreter": cell.settings.interpreter,
-        })  # fmt: skip
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    width = max((len(str(row["name"])) for row in rows), default=0) + 1
-    for row in rows:
-        where = f"skipped: {row['skip']}" if row["skip"] else row["lock"]
-        if row["alias"]:
-            where = f"alias of {row['alias']}" + (f" (interpreter {row['interpreter']})" if row["interpreter"] else "")
-        print(f"{row['name']:<{max(width, 34)}} {row['target']:<24} {where}")
-    return 0
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    from lockgen.check import check
-
-    result = check(_project(args), args.cells, args.only)
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
-        return result.exit_code
-    for cell in result.cells:
-        if cell.state.bad or (cell.reasons and cell.state.value == "up to date"):
-            print(f"{cell.name}: {cell.state}" + "".join(f"\n  {r}" for r in cell.reasons))
-    if result.manifest:
-        print(f"manifest: {result.manifest}")
-    print("some locks are out of date; run `lockgen all`" if result.exit_code else "all locks are up to date")
-    return result.exit_code
-
-
-def cmd_detect(args: argparse.Namespace) -> int:
-    from lockgen.detect import run
-
-    return run(_project(args), args)
-
-
-def cmd_install(args: argparse.Namespace) -> int:
-    from lockgen.install import Options, install
-
-    options = Options(
-        cell=args.cell, detect=args.detect, venv=args.venv, cpu=args.cpu, python=args.python, dry_run=args.dry_run,
-        installer=args.installer, mirrors=tuple(args.mirror), index_url=args.index_url, force=args.reinstall,
-    )  # fmt: skip
-    return install(_project(args), options)
-
-
-def cmd_diff(args: argparse.Namespace) -> int:
-    from lockgen.locks.diffcmd import diff_command
-
-    project = _project(args)
-    text, code = diff_command(project.root, project.config.locks, args.old, args.new, args.format, args.exit_code)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    return code
-
-
-def cmd_bump(args: argparse.Namespace) -> int:
-    from lockgen.bump import bump
-    from lockgen.config import find_config
-
-    path = find_config(Path.cwd(), args.config)
-    result = bump(path, args.pins, templates=_project(args).config.templates)
-    for line in result.lines():
-        print(line, file=sys.stderr)
-    if args.no_lock or not result.changed:
-        return 0
-    try:
-        code = _lock(args, ())
-    except BaseException:  # a config or template error, Ctrl-C: the edits stay all the same
-        print(f"lockgen bump: {result.kept_after_failure(Path.cwd())}", file=sys.stderr)
-        raise
-    if code:
-        print(f"lockgen bump: {result.kept_after_failure(Path.cwd())}", file=sys.stderr)
-    return code
-
-
-def cmd_merge(args: argparse.Namespace) -> int:
-    from lockgen.locks.shard import merge
-
-    result = merge(_project(args), [Path(d) for d in args.dirs], wait=args.wait)
-    for line in result.report:
-        print(line, file=sys.stderr)
-    for cell, why in sorted(result.failed.items()):
-        print(f"{cell}: failed in its shard: {why}", file=sys.stderr)
-    for path in result.removed:
-        print(f"{path}: removed (its cell is not resolved by the matrix any more)", file=sys.stderr)
-    changed = sum(state == "changed" for state in result.cells.values())
-    print(f"merged {len(result.cells)} cells from {len(args.dirs)} shard folders: {changed} changed", file=sys.stderr)
-    return result.exit_code
+def handler(command: str) -> Callable[[argparse.Namespace], int]:
+    """``run`` of the command's module, ``lockgen.commands.<command>`` (imported now: building the
+    parser imports no command, so ``lockgen --version`` and a no-op run stay fast)."""
+    run: Callable[[argparse.Namespace], int] = importlib.import_module(f"lockgen.commands.{command}").run
+    return run
 
 
 class _Version(argparse.Action):
@@ -194,7 +58,7 @@ class _Version(argparse.Action):
         values: str | Sequence[Any] | None,
         option_string: str | None = None,
     ) -> NoReturn:
-        from lockgen.uvbin import uv_version
+        from lockgen.runtime.uvbin import uv_version
 
         print(f"lockgen {__version__} (uv {uv_version()})")
         parser.exit()
@@ -221,7 +85,7 @@ class _Option:
 
 _RESOLVING = ("all", "lock", "bump")
 _SELECTING = ("all", "lock", "matrix", "check")
-_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge")
+_EVERY = tuple(COMMANDS)
 _INSTALL = ("install",)
 OPTIONS = (
     _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
@@ -291,21 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     # not required here: parse() says a command is missing only after argparse has had its say
     # about unknown options (`lockgen --bogus` named the missing command, not --bogus)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands = {
-        "all": (cmd_all, "lock every stale cell of the matrix"),
-        "lock": (cmd_lock, "lock the named cells"),
-        "matrix": (cmd_matrix, "list the cells of the matrix"),
-        "detect": (cmd_detect, "print the cell (and lock) for this machine"),
-        "check": (cmd_check, "exit 1 if any lock or the manifest is out of date"),
-        "diff": (cmd_diff, "show what changed between two sets of locks (git revisions or folders)"),
-        "bump": (cmd_bump, "edit pins in the config, then re-lock the cells whose inputs changed"),
-        "install": (cmd_install, "install a cell's layers into a venv, as the manifest says"),
-        "merge": (cmd_merge, "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest"),
-    }
-    for command, (func, text) in commands.items():
+    for command, text in COMMANDS.items():
         usage = f"lockgen {command} [OPTIONS]{_ARGUMENTS.get(command, '')}"  # argparse's lists every option
         p = sub.add_parser(command, help=text, prog=f"lockgen {command}", usage=usage)
-        p.set_defaults(func=func)
         _positionals(command, p)
         for option in OPTIONS:  # all of them, so that a misplaced one gets parse()'s message
             kwargs = {**option.kwargs} if command in option.commands else {**option.kwargs, "help": argparse.SUPPRESS}
@@ -363,6 +215,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         else:
             value = after if after is not None else before if before is not None else option.default
         setattr(args, option.dest, value)
+    args.func = handler(args.command)
     return args
 
 
@@ -373,8 +226,8 @@ def _interrupt(
 
 
 def _redact_logs() -> None:
-    """No log line shows a login (``-v`` logs uv's command lines; lockgen.credentials)."""
-    from lockgen.credentials import RedactFilter
+    """No log line shows a login (``-v`` logs uv's command lines; lockgen.runtime.credentials)."""
+    from lockgen.runtime.credentials import RedactFilter
 
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, RedactFilter) for f in handler.filters):

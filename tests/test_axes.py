@@ -8,9 +8,9 @@ import json
 import pytest
 
 from lockgen.config import load_config
-from lockgen.errors import ConfigError, UsageError
 from lockgen.plan.matrix import expand, select
 from lockgen.project import Project
+from lockgen.runtime.errors import ConfigError, UsageError
 from tests.conftest import run_cli, write_project
 
 VARIANT = """

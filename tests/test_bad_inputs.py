@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from lockgen import pipeline
 from lockgen.resolve import probe
+from lockgen.run import lock as pipeline
 from tests.bad_inputs import CELLS, CLI_CASES, CONFIG, CONFIG_CASES, TEMPLATE, TEMPLATE_CASES, Case, Ctx
 from tests.conftest import run_cli
 from tests.faulthost import UNRESOLVABLE, Fault, FaultHost, refusing_url

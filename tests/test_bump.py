@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from lockgen.bump import bump, parse_requirements, plan_bumps
-from lockgen.errors import ConfigError, UsageError
+from lockgen.bump.pins import bump, parse_requirements, plan_bumps
+from lockgen.runtime.errors import ConfigError, UsageError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -271,7 +271,7 @@ def test_a_specifier_pin_of_another_package_is_not_our_business():
     assert [e.key_path for e in result.edits] == ["tool.lockgen.pins.torch"]
 
 
-# -- pins written in templates (lockgen/bump_templates.py) ----------------------------------------
+# -- pins written in templates (lockgen/bump/templates.py) ----------------------------------------
 
 
 def test_a_name_pinned_only_in_a_template_is_bumped_there(tmp_path):

@@ -1,4 +1,4 @@
-"""``lockgen bump``'s TOML side (lockgen/bump_toml.py): every other byte of the file is kept, in
+"""``lockgen bump``'s TOML side (lockgen/bump/toml.py): every other byte of the file is kept, in
 every pin-table shape, and the file is written atomically or not at all."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
-from lockgen import bump as bump_module
-from lockgen.bump import bump
-from lockgen.errors import ConfigError
+from lockgen.bump import pins as bump_module
+from lockgen.bump.pins import bump
+from lockgen.runtime.errors import ConfigError
 from tests.test_bump import COMMENTED, COMMENTED_BUMPED, REPO, plan, write
 
 # ---- exact bytes -------------------------------------------------------------------------------

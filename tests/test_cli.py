@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from lockgen.cli import cmd_all, parse
+from lockgen.cli import parse
+from lockgen.commands.all import run as cmd_all
 from tests.conftest import run_cli, write_project
 
 CONFIG = """

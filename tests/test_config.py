@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lockgen.config import find_config, load_config
-from lockgen.errors import ConfigError, UsageError
+from lockgen.runtime.errors import ConfigError, UsageError
 from tests.conftest import write_project
 
 GOOD = """

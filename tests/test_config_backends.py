@@ -6,8 +6,8 @@ import pytest
 
 from lockgen.config import load_config
 from lockgen.config.model import DEFAULT_BACKENDS
-from lockgen.errors import ConfigError
 from lockgen.plan.matrix import expand
+from lockgen.runtime.errors import ConfigError
 from tests.conftest import write_project
 
 MATRIX = """

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lockgen.credentials import realm, redact, resolve, split
-from lockgen.errors import ConfigError, UsageError
 from lockgen.plan.mirror import build
+from lockgen.runtime.credentials import realm, redact, resolve, split
+from lockgen.runtime.errors import ConfigError, UsageError
 from tests.conftest import locked_versions, run_cli, write_project
 from tests.fakehost import AuthHost
 from tests.test_real_sources import stop_all

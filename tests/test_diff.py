@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from lockgen.errors import UsageError
 from lockgen.locks.diff import Change, Group, Kind, diff, group
 from lockgen.locks.diffcmd import diff_command
 from lockgen.locks.diffformat import COMMENT_LIMIT, render_json, render_markdown, render_text
 from lockgen.locks.lock import LayerKind, Unavailable
 from lockgen.locks.lockset import LockSet
 from lockgen.locks.report import change_report, upgrade_outcome
+from lockgen.runtime.errors import UsageError
 from tests.locksets import CU, MYLIB, CellSpec, LayerSpec, Pin, base_cells, write_locks
 
 A, B, C = "linux-x86_64-cu130-py3.12", "linux-x86_64-cu130-py3.13", "windows-x86_64-cpu-py3.12"

@@ -9,9 +9,9 @@ from packaging.pylock import Package, PackageSdist, PackageWheel, Pylock
 from packaging.tags import cpython_tags
 from packaging.version import Version
 
-from lockgen.errors import LockFormatError
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry, Header, LayerKind, LayerRef, Lock, Unavailable, intact, parse_entries
+from lockgen.runtime.errors import LockFormatError
 
 HEADER = Header(
     cell="linux-x86_64-cu130-py3.12", kind=LayerKind.MAIN, path="locks dir/linux-x86_64-cu130-py3.12.txt",

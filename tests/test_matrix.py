@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lockgen.config import load_config
-from lockgen.errors import ConfigError, UsageError
 from lockgen.plan.matrix import expand, expand_matrix, select
+from lockgen.runtime.errors import ConfigError, UsageError
 from tests.conftest import write_project
 
 

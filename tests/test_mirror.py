@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lockgen.errors import UsageError
 from lockgen.plan.mirror import Mirrors, from_env, parse
+from lockgen.runtime.errors import UsageError
 
 
 def test_longest_prefix_wins_both_ways():

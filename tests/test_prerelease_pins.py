@@ -10,10 +10,10 @@ from packaging.pylock import Package, Pylock
 from packaging.version import Version
 
 from lockgen.config import load_config
-from lockgen.errors import ConfigError
 from lockgen.plan.plan import exact_pin
 from lockgen.project import Project
 from lockgen.resolve import uv, verify
+from lockgen.runtime.errors import ConfigError
 from tests.conftest import locked_versions, run_cli, write_project
 
 TIME = "2026-01-01T00:00:00Z"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from lockgen.config import load_config
-from lockgen.errors import ConfigError, TemplateError
 from lockgen.project import Project
+from lockgen.runtime.errors import ConfigError, TemplateError
 from tests.conftest import run_cli, write_project
 
 MATRIX = """

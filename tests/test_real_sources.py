@@ -383,9 +383,9 @@ def test_a_layer_keeps_mains_release_page_wheel(tmp_path, hosts):
 def test_a_direct_url_download_stops_when_the_run_is_interrupted(tmp_path, fake_host):
     """Ctrl-C while lockgen hashes a direct wheel: the download stops at the next chunk (it is not
     read to its end first, however large) and nothing is cached."""
-    from lockgen.errors import Interrupted
     from lockgen.plan.mirror import Mirrors
     from lockgen.resolve import fetch
+    from lockgen.runtime.errors import Interrupted
 
     host = fake_host("github")
     url = host.file_url(host.wheel("assets", "big", "1.0"))

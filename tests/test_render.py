@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from lockgen.errors import TemplateError, TemplateLinesError
 from lockgen.project import Project
+from lockgen.runtime.errors import TemplateError, TemplateLinesError
 from tests.conftest import write_project
 
 CONFIG = """

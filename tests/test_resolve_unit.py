@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from lockgen.config import Settings
-from lockgen.errors import CellFailed
 from lockgen.plan.matrix import Cell
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
@@ -19,6 +18,7 @@ from lockgen.plan.target import target_for
 from lockgen.resolve import uv
 from lockgen.resolve.cellrun import CellRun
 from lockgen.resolve.pipeline import resolve_cell, resolve_layers
+from lockgen.runtime.errors import CellFailed
 
 DATA = Path(__file__).parent / "data" / "uv"
 SHA = "a" * 64

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lockgen.errors import UsageError
 from lockgen.locks.shard import Shard, assign
+from lockgen.runtime.errors import UsageError
 from tests.conftest import run_cli, write_project
 
 

@@ -37,8 +37,8 @@ def test_label_policy(tmp_path, labels, cell, expected):
 
 
 def test_label_and_placeholder_problems_name_their_keys(tmp_path):
-    from lockgen.errors import ConfigError
     from lockgen.project import Project
+    from lockgen.runtime.errors import ConfigError
 
     config = """
         vars = { wheel_set = "cpu" }
@@ -89,9 +89,9 @@ def test_what_the_requirements_name_for_the_target(tmp_path):
 def test_a_cell_problem_elsewhere_does_not_stop_planning_the_chosen_cells(tmp_path):
     """A placeholder only the linux cells fill is a config problem of the windows cell alone:
     ``lockgen lock <linux cell>`` plans its cell all the same (``all`` reports the problem)."""
-    from lockgen.errors import ConfigError
-    from lockgen.pipeline import _plan_all
     from lockgen.project import Project
+    from lockgen.run.lock import _plan_all
+    from lockgen.runtime.errors import ConfigError
 
     config = """
         use = ["llama"]

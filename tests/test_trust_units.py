@@ -8,12 +8,12 @@ import socket
 import httpx
 import pytest
 
-from lockgen.pipeline import CellResult
 from lockgen.plan.reqfile import refused
-from lockgen.progress import failure_groups
 from lockgen.resolve import uvout
 from lockgen.resolve.probe import Down, _why, host_of
-from lockgen.states import CellState
+from lockgen.run.lock import CellResult
+from lockgen.run.progress import failure_groups
+from lockgen.runtime.states import CellState
 
 
 @pytest.mark.parametrize(
@@ -181,7 +181,7 @@ def test_the_manifest_reason_of_a_failed_cell_is_one_line_that_says_why(message,
 
 
 def test_a_long_cause_is_cut_in_the_manifest_reason():
-    from lockgen.runs import REASON_CHARS
+    from lockgen.run.values import REASON_CHARS
 
     message = "cell c1: uv could not resolve it:\n  cause: " + "x" * 2000 + "\nlockgen: do this"
     reason = CellResult("c1", CellState.FAILED, message=message).reason()

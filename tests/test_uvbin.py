@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lockgen import uvbin
-from lockgen.errors import UvMissing, WriteError
-from lockgen.writing import write_error, writing
+from lockgen.runtime import uvbin
+from lockgen.runtime.errors import UvMissing, WriteError
+from lockgen.runtime.writing import write_error, writing
 
 
 class FakeDistribution(metadata.Distribution):

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from lockgen import select
-from lockgen.errors import InstallRefused, LockFormatError, UsageError
 from lockgen.install.checks import Layer, glibc, host_problems, macos
 from lockgen.install.venv import Interpreter
 from lockgen.locks.lock import LayerKind, Lock, text_sha256
 from lockgen.locks.manifest import MANIFEST_FORMAT, manifest_path
 from lockgen.project import Project
+from lockgen.runtime.errors import InstallRefused, LockFormatError, UsageError
 
 __all__ = ["choose", "load_layers", "read_manifest", "refuse_host"]
 

@@ -17,13 +17,13 @@ from packaging.utils import NormalizedName
 
 from lockgen import select
 from lockgen.config import WORK
-from lockgen.errors import InstallFailed, InstallRefused, LockgenError, UsageError
 from lockgen.install.checks import SEED, Layer, expected, installed_problems, map_sources, read_state, write_state
 from lockgen.install.choose import choose, load_layers, read_manifest, refuse_host
 from lockgen.install.venv import PIP_OPTIONS, Interpreter, Venv, find_python, install_env, probe_python, run
 from lockgen.locks.lock import Entry, LayerKind
 from lockgen.plan.mirror import Mirrors
 from lockgen.project import Project
+from lockgen.runtime.errors import InstallFailed, InstallRefused, LockgenError, UsageError
 
 __all__ = ["INSTALLERS", "Options", "install"]
 
@@ -85,9 +85,9 @@ class _Run:
         return [str(token) for token in commands[self.options.installer]]
 
     def head(self) -> list[str]:
-        from lockgen.resolve.uv import uv_binary
+        from lockgen.runtime.uvbin import pinned_uv_binary
 
-        return [uv_binary()] if self.options.installer == "uv" else list(self.pip or ["pip"])
+        return [pinned_uv_binary()] if self.options.installer == "uv" else list(self.pip or ["pip"])
 
     def mirrored_copy(self, layer: Layer, write: bool) -> str:
         """``layer.path``, or a copy under ``.lockgen/install/<cell>/`` whose ``name @ URL`` lines
@@ -168,9 +168,9 @@ def install(project: Project, options: Options, say: Say = print, warn: Say | No
 
 
 def _uv() -> str:
-    from lockgen.resolve.uv import uv_binary
+    from lockgen.runtime.uvbin import pinned_uv_binary
 
-    return uv_binary()
+    return pinned_uv_binary()
 
 
 def _refuse_venv(venv: Venv) -> None:

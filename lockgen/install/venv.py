@@ -34,8 +34,8 @@ from typing import Any
 
 from packaging.utils import NormalizedName, canonicalize_name
 
-from lockgen.errors import InstallRefused
-from lockgen.resolve.uv import WIDE
+from lockgen.runtime.errors import InstallRefused
+from lockgen.runtime.uvbin import WIDE
 
 __all__ = [
     "DROPPED", "PIP_OPTIONS", "Done", "Interpreter", "Venv", "base_env", "find_python", "install_env",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lockgen.errors import LockFormatError
+from lockgen.runtime.errors import LockFormatError
 from lockgen.locks.lock import LayerKind, Lock, intact, text_sha256
 
 __all__ = ["edited", "orphan_cells", "orphans"]

@@ -62,7 +62,7 @@ from pathlib import Path
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from lockgen.errors import LockFormatError
+from lockgen.runtime.errors import LockFormatError
 from lockgen.locks._parse import Parser
 from lockgen.locks.entry import Entry, is_local
 from lockgen.locks.header import DIGEST, FIRST_PREFIX, UNREACHABLE, FileRef, Header, LayerKind, LayerRef, Replacement, Unavailable

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockgen.errors import LockFormatError
+from lockgen.runtime.errors import LockFormatError
 from lockgen.locks.lock import LayerKind, Lock, text_sha256
 
 __all__ = ["MANIFEST_FORMAT", "Row", "build", "dumps", "failures", "manifest_path", "read"]

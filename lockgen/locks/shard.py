@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lockgen.errors import UsageError
+from lockgen.runtime.errors import UsageError
 from lockgen.locks import manifest, store
 from lockgen.locks.lock import normalized
 
@@ -214,7 +214,7 @@ def _check_inputs(project: Project, owners: Mapping[str, tuple[_Part, Mapping[st
     recorded as failed, or holding no main lock, keeps the project's files and is not checked.
     Raises :class:`UsageError` naming each folder and its cells; renders templates (the plans),
     runs nothing."""
-    from lockgen.errors import LockFormatError
+    from lockgen.runtime.errors import LockFormatError
     from lockgen.locks.lock import Lock
 
     locked = {
@@ -248,7 +248,7 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
     Raises :class:`UsageError` (nothing written) for a folder that does not exist or is not a
     shard's, two shards disagreeing on a cell, a cell no shard holds, or a cell locked from other
     inputs than the project's (:func:`_check_inputs`); :class:`~lockgen.locks.store.Busy`;
-    :class:`~lockgen.errors.ConfigError`/:class:`~lockgen.errors.TemplateError` from the plans."""
+    :class:`~lockgen.runtime.errors.ConfigError`/:class:`~lockgen.runtime.errors.TemplateError` from the plans."""
     from lockgen.locks.folder import orphan_cells
     from lockgen.locks.lockset import LockSet
     from lockgen.locks.report import change_report

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import IO
 
 from lockgen.config import WORK
-from lockgen.errors import LockgenError
+from lockgen.runtime.errors import LockgenError
 from lockgen.locks.lock import normalized
-from lockgen.writing import write_error
+from lockgen.runtime.writing import write_error
 
 __all__ = ["Busy", "ProjectLock", "clean_temporaries", "recover", "remove_cell", "replace_files", "write_text"]
 

@@ -26,7 +26,6 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from lockgen.config import WORK, Config
 from lockgen.config.model import BackendFamily
-from lockgen.errors import ConfigError, TemplateError
 from lockgen.plan.matrix import Cell
 from lockgen.plan.render import ROLES, Rendered, render, render_strings, variables
 from lockgen.plan.sources import (
@@ -38,6 +37,7 @@ from lockgen.plan.sources import (
     requirement_lines,
 )
 from lockgen.plan.target import Target
+from lockgen.runtime.errors import ConfigError, TemplateError
 
 if TYPE_CHECKING:
     import jinja2

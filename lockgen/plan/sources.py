@@ -34,9 +34,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from lockgen.config import Config, Source
-from lockgen.errors import ConfigError, Problem
 from lockgen.plan.matrix import Cell
 from lockgen.plan.target import Target
+from lockgen.runtime.errors import ConfigError, Problem
 
 __all__ = [
     "ANY_LABEL", "DEFAULT_LABELLED", "INDEX_PROJECT", "INDEX_PROJECT_NAME", "CellSource", "applies", "cell_sources",

@@ -18,7 +18,6 @@ from typing import Any
 
 from packaging.pylock import Package, Pylock
 
-from lockgen.errors import LockgenError
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Header, LayerKind
 from lockgen.plan.mirror import Mirrors
@@ -28,6 +27,7 @@ from lockgen.resolve import uv
 from lockgen.resolve.hashcheck import Verified
 from lockgen.resolve.inputs import write_file
 from lockgen.resolve.probe import Reach
+from lockgen.runtime.errors import LockgenError
 
 __all__ = ["Builds", "CellRun", "committed", "install_links"]
 

@@ -29,13 +29,13 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 
-from lockgen.errors import CellFailed, LockgenError
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import body_entries
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan, index_pins, required
 from lockgen.plan.sources import INDEX_PROJECT, CellSource, index_project
 from lockgen.resolve import fetch
+from lockgen.runtime.errors import CellFailed, LockgenError
 
 __all__ = [
     "URL_PINS", "Inputs", "UrlPin", "layer_index", "main_inputs", "url_constraints", "url_pins", "write_file",

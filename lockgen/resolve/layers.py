@@ -33,7 +33,6 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import index_pages
@@ -41,6 +40,7 @@ from lockgen.resolve import fetch, uvout
 from lockgen.resolve.cellrun import CellRun, install_links
 from lockgen.resolve.describe import Resolved
 from lockgen.resolve.inputs import Inputs, layer_index, url_constraints, url_pins
+from lockgen.runtime.errors import CellFailed
 
 __all__ = [
     "Built", "Job", "LayerUnavailable", "Main", "failed", "job_inputs", "jobs", "layer_folder", "layer_lock",

@@ -21,22 +21,22 @@ from pathlib import Path
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING
 
-from lockgen.check import state_of
-from lockgen.credentials import redact
-from lockgen.errors import Interrupted, LockgenError
 from lockgen.locks import manifest, stamp, store
 from lockgen.locks.folder import orphan_cells
-from lockgen.noop import up_to_date
 from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, select, with_alias_sources
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.project import Project
 from lockgen.resolve import uv
-from lockgen.runs import SILENT, CellResult, Reporter, RunOptions, RunResult, Silent, default_jobs
-from lockgen.states import CellState
+from lockgen.run.check import state_of
+from lockgen.run.noop import up_to_date
+from lockgen.run.values import SILENT, CellResult, Reporter, RunOptions, RunResult, Silent, default_jobs
+from lockgen.runtime.credentials import redact
+from lockgen.runtime.errors import Interrupted, LockgenError
+from lockgen.runtime.states import CellState
 
-if TYPE_CHECKING:  # the no-op path (lockgen.noop) imports this module: heavy imports are lazy
+if TYPE_CHECKING:  # the no-op path (lockgen.run.noop) imports this module: heavy imports are lazy
     from lockgen.locks.shard import Shard
     from lockgen.resolve.cellrun import CellRun
     from lockgen.resolve.files import CellFiles
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # the no-op path (lockgen.noop) imports this module: heavy im
     from lockgen.resolve.hashcheck import Verified
     from lockgen.resolve.probe import Reach
 
-# the run's values live in lockgen.runs and the no-op path in lockgen.noop; named here too, as
+# the run's values live in lockgen.run.values and the no-op path in lockgen.run.noop; named here too, as
 # the pipeline's interface
 __all__ = [
     "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs", "lock", "lock_project", "up_to_date",
@@ -114,7 +114,7 @@ def _plan_all(project: Project, chosen: Sequence[Cell]) -> list[Plan]:
     """Plans of the ``chosen`` cells; all cells when they plan, to refresh the no-op stamp. A
     problem in a cell that was not chosen (a template error, or a per-cell config problem such
     as a placeholder that cell lacks) does not stop locking the chosen ones."""
-    from lockgen.errors import ConfigError, TemplateError
+    from lockgen.runtime.errors import ConfigError, TemplateError
 
     try:
         everything = project.plans(project.cells)

@@ -1,7 +1,7 @@
 """The values a lock run takes and gives: :class:`RunOptions` in, a :class:`CellResult` per cell
 as it goes (to a :class:`Reporter`), a :class:`RunResult` at the end. Plain data: the pipeline
-(:mod:`lockgen.pipeline`), the no-op path (:mod:`lockgen.noop`) and the reporters
-(:mod:`lockgen.progress`) share them.
+(:mod:`lockgen.run.lock`), the no-op path (:mod:`lockgen.run.noop`) and the reporters
+(:mod:`lockgen.run.progress`) share them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Protocol
 
 from lockgen.locks.shard import Shard
 from lockgen.resolve import uv
-from lockgen.states import CellState
+from lockgen.runtime.states import CellState
 
 __all__ = ["REASON_CHARS", "SILENT", "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs"]
 

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from lockgen.errors import UsageError
+from lockgen.runtime.errors import UsageError
 
 __all__ = [
     "ENV_PREFIX", "MASK", "Logins", "RedactFilter", "env_references", "realm", "redact", "remember", "resolve",

@@ -1,4 +1,4 @@
-"""``lockgen detect``: the cell for this machine, chosen by the same code installers vendor.
+"""The core of ``lockgen detect``: the manifest the selector chooses this machine's cell from.
 
 The facts, the parsers and the choice live in :mod:`lockgen.select` (stdlib only). Here the
 project supplies the manifest: the one its locks give, with the ``[detect]`` rules; a cell that
@@ -7,15 +7,13 @@ has no lock yet is still named (detect answers a question about the config).
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-from lockgen import select
-from lockgen.errors import UsageError
 from lockgen.locks import manifest
 from lockgen.project import Project
+from lockgen.runtime.errors import UsageError
 
-__all__ = ["detect_manifest", "run"]
+__all__ = ["detect_manifest"]
 
 
 def detect_manifest(project: Project) -> dict[str, Any]:
@@ -43,8 +41,3 @@ def detect_manifest(project: Project) -> dict[str, Any]:
             cells[row.name].update(status="alias", lock=target.get("lock"), layers=target.get("layers", []))
             cells[row.name].pop("reason", None)
     return data
-
-
-def run(project: Project, args: argparse.Namespace) -> int:
-    """Select and print the cell for this machine (``args`` from :func:`lockgen.select.build_parser`)."""
-    return select.run_cli(args, manifest=detect_manifest(project))

@@ -1,5 +1,5 @@
 """Write errors that name the file: an ``OSError`` while writing becomes a
-:class:`~lockgen.errors.WriteError` naming the path and what to do (a read-only folder, a full
+:class:`~lockgen.runtime.errors.WriteError` naming the path and what to do (a read-only folder, a full
 disk, missing permissions), printed as one ``error:`` line instead of a traceback.
 
 Usage, around any write (``atomic_write``, the manifest, the stamp, rendered inputs)::
@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from lockgen.errors import WriteError
+from lockgen.runtime.errors import WriteError
 
 __all__ = ["write_error", "writing"]
 

@@ -16,7 +16,7 @@ prints ``error: …`` (traceback only with ``-v``) and exits with :attr:`Lockgen
     ├── InstallRefused                    lockgen install will not start
     ├── CellFailed (exit 1)               a cell could not be locked; the others go on
     ├── LockFormatError (exit 1)          a file in locks/ is not a lock lockgen can read
-    ├── WriteError (exit 1)               a file could not be written (lockgen.writing)
+    ├── WriteError (exit 1)               a file could not be written (lockgen.runtime.writing)
     ├── InstallFailed (exit 1)            lockgen install failed part way
     └── Interrupted (exit 130)            Ctrl-C or SIGTERM
 """
@@ -190,7 +190,7 @@ class UvMissing(LockgenError):
 class WriteError(LockgenError):
     """A file lockgen must write could not be written: ``path``, the system's ``reason`` and a
     ``hint`` (what to do). Exit code 1: the run failed, the command line was fine. Built from an
-    ``OSError`` by :func:`lockgen.writing.write_error`."""
+    ``OSError`` by :func:`lockgen.runtime.writing.write_error`."""
 
     exit_code = 1
 

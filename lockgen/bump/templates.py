@@ -19,8 +19,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from lockgen.bump_toml import write_atomic
-from lockgen.writing import writing
+from lockgen.bump.toml import write_atomic
+from lockgen.runtime.writing import writing
 
 __all__ = ["TemplatePin", "apply", "find"]
 
@@ -78,7 +78,7 @@ def _pin(line: str) -> tuple[NormalizedName, Version] | None:
 def apply(root: Path, pins: Iterable[TemplatePin], wanted: Mapping[NormalizedName, Version]) -> list[TemplatePin]:
     """Rewrite each pin's version to ``wanted[name]`` in its file (only the version text moves;
     line endings and every other byte are kept), atomically per file. Returns the pins that moved.
-    Raises :class:`~lockgen.errors.WriteError` naming a file that cannot be written."""
+    Raises :class:`~lockgen.runtime.errors.WriteError` naming a file that cannot be written."""
     by_file: dict[str, list[TemplatePin]] = {}
     for pin in pins:
         if wanted[pin.name] != pin.version:

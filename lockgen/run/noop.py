@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lockgen.config import find_config
-from lockgen.errors import LockgenError
 from lockgen.locks import manifest, stamp
 from lockgen.locks.folder import edited, orphans
 from lockgen.plan.matrix import select
-from lockgen.runs import CellResult, RunResult
-from lockgen.states import CellState
+from lockgen.run.values import CellResult, RunResult
+from lockgen.runtime.errors import LockgenError
+from lockgen.runtime.states import CellState
 
 __all__ = ["up_to_date"]
 

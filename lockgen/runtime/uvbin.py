@@ -1,5 +1,7 @@
 """The uv binary of the pinned ``uv`` package, never another ``uv`` (issue "Trust": with the
-pinned binary missing, lockgen ran whatever ``uv`` the user's PATH had), and its version.
+pinned binary missing, lockgen ran whatever ``uv`` the user's PATH had), its version, and the
+width uv and pip print at (:data:`WIDE`). Resolving runs it in :mod:`lockgen.resolve.uv`,
+installing in :mod:`lockgen.install.venv`.
 
 ``uv.find_uv_bin()`` looks in several script folders (the base interpreter's, the user's), so it
 may find a uv of another version. :func:`pinned_uv_binary` takes the file that the installed
@@ -14,9 +16,14 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from lockgen.errors import UvMissing
+from lockgen.runtime.errors import UvMissing
 
-__all__ = ["pinned_uv_binary", "uv_version"]
+__all__ = ["WIDE", "pinned_uv_binary", "uv_version"]
+
+#: uv wraps its messages to ``COLUMNS`` (a user's exported ``COLUMNS=80`` split a URL and its
+#: cause over lines, and lockgen read the failure wrongly): lockgen parses them, so uv and pip
+#: always get lines as long as the message (resolving and installing).
+WIDE = {"COLUMNS": "10000"}
 
 
 def uv_version() -> str:
@@ -29,7 +36,7 @@ def uv_version() -> str:
 def pinned_uv_binary() -> str:
     """Absolute path of the binary the installed ``uv`` package put in place (from its RECORD).
 
-    Raises :class:`~lockgen.errors.UvMissing` when the package is not installed, has no RECORD,
+    Raises :class:`~lockgen.runtime.errors.UvMissing` when the package is not installed, has no RECORD,
     or its binary is gone or not executable; the message says how to reinstall the pinned version.
     Looked up once per process (uv's finder is not thread-safe; the RECORD does not change).
     """

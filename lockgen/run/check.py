@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lockgen.errors import LockFormatError
 from lockgen.locks import manifest
 from lockgen.locks.folder import edited, orphan_cells
 from lockgen.locks.lock import Lock, older_lock
 from lockgen.plan.matrix import select
 from lockgen.plan.plan import PART_NAMES, Plan
 from lockgen.project import Project
-from lockgen.states import CellState
+from lockgen.runtime.errors import LockFormatError
+from lockgen.runtime.states import CellState
 
 __all__ = ["CellCheck", "CheckResult", "check", "state_of"]
 

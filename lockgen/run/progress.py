@@ -1,4 +1,4 @@
-"""Progress reporters for :func:`lockgen.pipeline.lock`: a live table on a terminal, plain log
+"""Progress reporters for :func:`lockgen.run.lock.lock`: a live table on a terminal, plain log
 lines otherwise, and the summary table at the end."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from lockgen.runs import CellResult, RunResult
-from lockgen.states import CellState
+from lockgen.run.values import CellResult, RunResult
+from lockgen.runtime.states import CellState
 
 if TYPE_CHECKING:
     from rich.live import Live

@@ -25,7 +25,7 @@ written once, atomically, and only when a pin moved.
 
 :func:`bump` is the whole command minus re-locking; :func:`parse_requirements` and
 :func:`plan_bumps` are its pure halves. Finding the pins in the document, checking the edit and
-writing the file are in :mod:`lockgen.bump_toml`.
+writing the file are in :mod:`lockgen.bump.toml`.
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ from packaging.version import InvalidVersion, Version
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import String
 
-from lockgen import bump_templates
-from lockgen.bump_templates import TemplatePin
-from lockgen.bump_toml import Layout, Site, Where, check_only_pins_changed, find_sites, key_path, loads, write_atomic
-from lockgen.errors import ConfigError, UsageError
+from lockgen.bump import templates as bump_templates
+from lockgen.bump.templates import TemplatePin
+from lockgen.bump.toml import Layout, Site, Where, check_only_pins_changed, find_sites, key_path, loads, write_atomic
+from lockgen.runtime.errors import ConfigError, UsageError
 
 __all__ = ["BumpResult", "Edit", "Kept", "Plan", "Site", "bump", "parse_requirements", "plan_bumps"]
 
@@ -140,7 +140,7 @@ def bump(config_path: Path, requirements: Sequence[str], templates: str | None =
     """Move the pins ``requirements`` (``NAME==VERSION`` strings) name in ``config_path`` (a
     ``pyproject.toml`` or ``lockgen.toml``) and write the file if one moved. A name the config
     pins nowhere is looked for in the ``templates`` folder (relative to the config's folder), as
-    a plain ``NAME==VERSION`` line (:mod:`lockgen.bump_templates`), and moved there.
+    a plain ``NAME==VERSION`` line (:mod:`lockgen.bump.templates`), and moved there.
 
     Raises :class:`UsageError` for a malformed requirement, a name pinned nowhere or rule pins
     that disagree; :class:`ConfigError` when the file cannot be read or edited in place.

@@ -3,7 +3,7 @@
 :func:`find_sites` lists every pin of the config (the top-level ``pins`` table and each rule's,
 under the file's :class:`Layout`); :func:`check_only_pins_changed` refuses an edit that changed
 more than the pin values; :func:`write_atomic` replaces the file. The policy (which pins move)
-is in :mod:`lockgen.bump`.
+is in :mod:`lockgen.bump.pins`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import tomlkit
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from lockgen.errors import ConfigError
+from lockgen.runtime.errors import ConfigError
 
 __all__ = ["Layout", "Site", "Where", "check_only_pins_changed", "find_sites", "key_path", "loads", "write_atomic"]
 
