@@ -1,7 +1,8 @@
-"""Import cycles between the modules of a package, read from the source with :mod:`ast`.
+"""Import cycles between the modules of a package, and imports up its layers, read from the source with :mod:`ast`.
 
-Usage: ``python tests/support/find_cycles.py [--type-checking] [PACKAGE_DIR]`` (default: ``lockgen/``).
-Prints each cycle and exits 1 when there is one, else prints a one-line summary and exits 0.
+Usage: ``python tests/support/find_cycles.py [--type-checking] [--layers] [PACKAGE_DIR]`` (default:
+``lockgen/``). Prints each cycle (with ``--layers``: each import up a layer too) and exits 1 when
+there is one, else prints a one-line summary and exits 0.
 
 The graph has an edge for every import of one of the package's modules: at module level (class
 bodies and ``try`` blocks included) and inside functions (lazy imports, which hide a cycle from
@@ -12,6 +13,12 @@ edge to ``a.b`` too.
 
 A cycle is reported as its strongly connected component (every module in it) and one shortest
 cycle through it, each edge with the file, line and kind of the import that makes it.
+
+Layers (:func:`read_layers`) are the ``LAYERS`` tuple of the package's ``__init__.py``: units (a
+subpackage or a module, by dotted name) bottom to top, several units to a layer. A module belongs
+to the unit with the longest name that is it or contains it (:func:`unit_of`). An import is
+allowed within a unit and from a unit down to a lower layer; :func:`layer_violations` lists the
+others (every kind of import counts: a type-only import up a layer is still a dependency on it).
 """
 
 from __future__ import annotations
@@ -219,10 +226,50 @@ def find_cycles(package_dir: Path, *, type_checking: bool = False) -> list[Cycle
     return sorted(cycles, key=lambda c: c.modules)
 
 
+def read_layers(package_dir: Path) -> tuple[tuple[str, ...], ...]:
+    """The ``LAYERS = (...)`` literal of ``package_dir/__init__.py`` (read, not imported).
+    Raises ``LookupError`` when it has none."""
+    tree = ast.parse((package_dir / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        )
+        if isinstance(target, ast.Name) and target.id == "LAYERS" and node.value is not None:
+            return tuple(tuple(layer) for layer in ast.literal_eval(node.value))
+    raise LookupError(f"{package_dir}/__init__.py defines no LAYERS")
+
+
+def unit_of(module: str, layers: tuple[tuple[str, ...], ...]) -> tuple[int, str] | None:
+    """``(layer index, unit)`` of ``module``: the longest unit that is it or contains it; None
+    when no unit does."""
+    found = [
+        (index, unit)
+        for index, units in enumerate(layers)
+        for unit in units
+        if module == unit or module.startswith(unit + ".")
+    ]
+    return max(found, key=lambda item: len(item[1])) if found else None
+
+
+def layer_violations(package_dir: Path, layers: tuple[tuple[str, ...], ...]) -> list[Edge]:
+    """Every import (of any kind) from one unit to another that is not in a lower layer, sorted."""
+    found = set()
+    for edge in import_graph(package_dir):
+        source, target = unit_of(edge.source, layers), unit_of(edge.target, layers)
+        if source is None or target is None or source[1] == target[1]:
+            continue
+        if target[0] >= source[0]:
+            found.add(edge)
+    return sorted(found, key=lambda e: (e.source, e.target, e.file, e.line))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Report import cycles between a package's modules.")
     parser.add_argument("package", nargs="?", type=Path, default=Path(__file__).parents[2] / "lockgen")
     parser.add_argument("--type-checking", action="store_true", help="count imports under `if TYPE_CHECKING:` too")
+    parser.add_argument("--layers", action="store_true", help="report imports up the package's LAYERS too")
     args = parser.parse_args(argv)
     cycles = find_cycles(args.package, type_checking=args.type_checking)
     for cycle in cycles:
@@ -230,7 +277,12 @@ def main(argv: list[str] | None = None) -> int:
     if not cycles:
         count = len(modules(args.package))
         print(f"no import cycles among the {count} modules of {args.package.name}")
-    return 1 if cycles else 0
+    up = layer_violations(args.package, read_layers(args.package)) if args.layers else []
+    for edge in up:
+        print(f"import up a layer: {edge}")
+    if args.layers and not up:
+        print(f"no import up a layer of {args.package.name}'s LAYERS")
+    return 1 if cycles or up else 0
 
 
 if __name__ == "__main__":
