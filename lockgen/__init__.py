@@ -4,7 +4,8 @@ The pipeline, one package per stage::
 
     config -> plan (matrix, target, render, input hash) -> resolve (uv, one cell) -> locks + manifest
 
-with ``check``, ``diff``, ``detect`` and ``install`` reading what it wrote. :data:`LAYERS` lists the
+with ``check``, ``diff``, ``detect``, ``install`` and the dossier (``audit``, ``sbom``,
+``licenses``) reading what it wrote. :data:`LAYERS` lists the
 packages bottom to top: a module imports only from its own package and the layers below it, and
 packages of one layer do not import each other (docs/architecture.md).
 """
@@ -22,6 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lockgen.project",),  # a loaded project
     ("lockgen.resolve",),  # one cell, top to bottom
     ("lockgen.run", "lockgen.bump", "lockgen.install"),  # the cores of the commands
+    ("lockgen.dossier",),  # audit, sbom, licenses: reads the locks, re-locks for audit --fix
     ("lockgen.commands",),  # one module per command
     ("lockgen.cli",),  # argparse -> one call per command
     ("lockgen.__main__",),

@@ -38,6 +38,9 @@ COMMANDS = {
     "bump": "edit pins in the config, then re-lock the cells whose inputs changed",
     "install": "install a cell's layers into a venv, as the manifest says",
     "merge": "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest",
+    "audit": "check every locked package of every cell against OSV advisories (--fix: move to fixed versions)",
+    "sbom": "write CycloneDX 1.6 SBOMs of the locks, per cell and merged",
+    "licenses": "list each locked package's license per cell and check the [licenses] policy",
 }
 
 
@@ -85,6 +88,7 @@ class _Option:
 
 _RESOLVING = ("all", "lock", "bump")
 _SELECTING = ("all", "lock", "matrix", "check")
+_DOSSIER = ("audit", "sbom", "licenses")
 _EVERY = tuple(COMMANDS)
 _INSTALL = ("install",)
 OPTIONS = (
@@ -98,12 +102,12 @@ OPTIONS = (
     _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
     _Option(
         ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
-        [], (*_RESOLVING, "install"),
+        [], (*_RESOLVING, "install", "diff", *_DOSSIER),
     ),
     _Option(("--online",), {"action": "store_true", "help": "resolve every cell online (no reuse of pages fetched in this run)"}, False, _RESOLVING),
     _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
     _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),
-    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, (*_RESOLVING, "merge")),
+    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, (*_RESOLVING, "merge", "audit")),
     _Option(("--shard",), {"metavar": "I/N", "help": "only shard I of N (1-based) of the selected cells; see lockgen merge"}, None, ("all", "matrix")),
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
     _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
@@ -171,8 +175,13 @@ DIFF_FORMATS = ("text", "markdown", "json")
 #: The arguments of each command as its one-line usage shows them (see :func:`_positionals`).
 _ARGUMENTS = {
     "lock": " CELL [CELL ...]", "check": " [CELL ...]", "diff": " [OLD [NEW]]", "install": " [CELL]",
-    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]",
+    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "audit": " [CELL ...]",
+    "sbom": " [CELL ...]", "licenses": " [CELL ...]",
 }  # fmt: skip
+#: ``lockgen audit --format`` values (:data:`lockgen.dossier.auditformat.FORMATS`).
+AUDIT_FORMATS = ("text", "markdown", "json", "sarif")
+#: ``--fail-on`` thresholds (:data:`lockgen.config.model.SEVERITIES`).
+FAIL_ON = ("any", "low", "medium", "high", "critical", "none")
 
 
 def _positionals(command: str, p: argparse.ArgumentParser) -> None:
@@ -188,10 +197,60 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
             "--format", choices=DIFF_FORMATS, default="text", help="text (default), markdown (a PR comment) or json"
         )
         p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
+        p.add_argument(
+            "--osv",
+            metavar="SOURCE",
+            help="with markdown: also list the advisories the change fixes or introduces (an OSV API URL or export)",
+        )
     elif command == "install":
         p.add_argument("cell", nargs="?", metavar="CELL", help="the cell to install (or --detect)")
     elif command == "merge":
         p.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
+    elif command in ("audit", "sbom", "licenses"):
+        p.add_argument("cells", nargs="*", metavar="CELL", help="cells to read (default: every cell with a lock)")
+        if command == "audit":
+            p.add_argument(
+                "--format", choices=AUDIT_FORMATS, default="text", help="text (default), markdown, json or sarif"
+            )
+            p.add_argument(
+                "--osv",
+                metavar="SOURCE",
+                help="OSV API URL, or an export folder or zip (default: [audit] osv, else https://api.osv.dev)",
+            )
+            p.add_argument(
+                "--fail-on",
+                choices=FAIL_ON,
+                default=None,
+                help="lowest severity that makes the exit code 1 (default: [audit] fail-on, else any)",
+            )
+            p.add_argument(
+                "--fix",
+                action="store_true",
+                help="move each affected package to its smallest fixed version the config allows, and re-lock",
+            )
+        else:
+            p.add_argument(
+                "--offline", action="store_true", help="read package metadata from the cache only; fetch nothing"
+            )
+        if command == "licenses":
+            p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
+        if command == "sbom":
+            p.add_argument(
+                "-o",
+                "--output",
+                metavar="DIR",
+                help="write <cell>.cdx.json and matrix.cdx.json here (default: print the merged SBOM)",
+            )
+            p.add_argument(
+                "--serial-number",
+                metavar="UUID",
+                help="the SBOMs' serial number (default: derived from the locks, so the same locks give the same bytes)",
+            )
+            p.add_argument(
+                "--timestamp",
+                action="store_true",
+                help="record the time of writing in the metadata (default: none, for byte-stable SBOMs)",
+            )
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
         p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")

@@ -13,7 +13,7 @@ from lockgen.project import Project
 from lockgen.resolve import uv
 from lockgen.run.values import Reporter, RunOptions
 
-__all__ = ["lock_cells", "project", "reporter", "run_options", "shard"]
+__all__ = ["lock_cells", "print_text", "project", "reporter", "run_options", "shard"]
 
 
 def project(args: argparse.Namespace) -> Project:
@@ -40,6 +40,11 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         jobs=args.jobs, online=args.online, mirrors=tuple(args.mirror), wait=args.wait,
         retry_unavailable=args.retry_unavailable, shard=shard(args),
     )  # fmt: skip
+
+
+def print_text(text: str) -> None:
+    """``text`` on stdout, ending with one newline."""
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 def lock_cells(args: argparse.Namespace, names: Sequence[str]) -> int:

@@ -16,9 +16,30 @@ from typing import Any
 from lockgen.select import DetectRules
 
 __all__ = [
-    "ARCHES", "AXES", "DEFAULT_BACKENDS", "DEFAULT_INDEX_URL", "DEFAULT_MACOS", "DEFAULT_MANYLINUX",
-    "MANYLINUX_LEVELS", "OSES", "PRERELEASE_MODES", "RESERVED_NAMES", "WORK", "BackendFamily", "Config", "Include",
-    "ProjectMetadata", "Rule", "Settings", "Source", "selector_matches",
+    "ARCHES",
+    "AXES",
+    "DEFAULT_BACKENDS",
+    "DEFAULT_INDEX_URL",
+    "DEFAULT_MACOS",
+    "DEFAULT_MANYLINUX",
+    "DEFAULT_OSV",
+    "MANYLINUX_LEVELS",
+    "OSES",
+    "PRERELEASE_MODES",
+    "RESERVED_NAMES",
+    "SEVERITIES",
+    "WORK",
+    "AuditIgnore",
+    "AuditSettings",
+    "BackendFamily",
+    "Config",
+    "Include",
+    "LicensePolicy",
+    "ProjectMetadata",
+    "Rule",
+    "Settings",
+    "Source",
+    "selector_matches",
 ]  # fmt: skip
 
 AXES = ("os", "arch", "backend", "python")
@@ -185,6 +206,49 @@ DEFAULT_BACKENDS: tuple[BackendFamily, ...] = (
 )  # fmt: skip
 
 
+#: The OSV API lockgen audit asks when no ``osv`` source is configured or given (osv.dev).
+DEFAULT_OSV = "https://api.osv.dev"
+#: ``fail-on`` thresholds, lowest first (``any``: every finding; ``none``: never fail).
+SEVERITIES = ("any", "low", "medium", "high", "critical", "none")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditIgnore:
+    """An ``[audit] ignore`` entry: advisory ``id`` (or an alias such as a CVE id), why it is
+    ignored, and the last day it applies (``until``, ISO ``YYYY-MM-DD``). ``packages``: the
+    canonical names it is limited to (empty: any package). ``key``: its key path, for messages."""
+
+    id: str
+    reason: str
+    until: str
+    packages: tuple[str, ...] = ()
+    key: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditSettings:
+    """``[audit]``: the OSV source (``osv``: an API URL, or a folder or zip export, project-relative;
+    None when not configured), the ``fail-on`` threshold and the ignore list."""
+
+    osv: str | None = None
+    fail_on: str = "any"
+    ignore: tuple[AuditIgnore, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class LicensePolicy:
+    """``[licenses]``: SPDX ids allowed (empty: any not denied) and denied, and per-package
+    exceptions (canonical name or glob -> reason)."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    exceptions: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.allow or self.deny)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProjectMetadata:
     """The ``[project]`` table of the project's ``pyproject.toml`` as templates see it (the
@@ -237,6 +301,8 @@ class Config:
     credentials: Mapping[str, str] = field(default_factory=dict)
     extra_axes: tuple[str, ...] = ()  # matrix axes beyond AXES, in declaration order; values in `axes`
     project: ProjectMetadata | None = None  # the `project` template variable
+    audit: AuditSettings = AuditSettings()  # [audit]: lockgen audit's source, threshold, ignores
+    licenses: LicensePolicy = LicensePolicy()  # [licenses]: lockgen licenses' policy
 
     @property
     def axis_names(self) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ Each problem names its key path (``tool.lockgen.rules[2].match.backend``); all o
 together as one :class:`~lockgen.runtime.errors.ConfigError`. This module reads the matrix (axes, exclude,
 include) and the rules; the other subjects are mixins of :class:`Validator`: settings
 (:mod:`.settings`), sources, mirrors and credentials (:mod:`.sources`), ``[detect]`` and
-``[backends]`` (:mod:`.backends`), the project's metadata (:mod:`.metadata`), over the shared base
+``[backends]`` (:mod:`.backends`), the project's metadata (:mod:`.metadata`), ``[audit]`` and ``[licenses]`` (:mod:`.dossier`), over the shared base
 (:mod:`.fields`).
 """
 
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgen.config.backends import BackendChecks
+from lockgen.config.dossier import DossierChecks
 from lockgen.config.fields import VAR_NAME, KeyPath
 from lockgen.config.metadata import MetadataChecks
 from lockgen.config.model import (
@@ -39,7 +40,9 @@ __all__ = ["KeyPath", "Validator"]
 
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
 #: Keys only the top level has; it takes every setting too.
-_TOP_ONLY = {"templates", "locks", "matrix", "rules", "mirrors", "sources", "detect", "backends", "project"}
+_TOP_ONLY = {
+    "templates", "locks", "matrix", "rules", "mirrors", "sources", "detect", "backends", "project", "audit", "licenses",
+}  # fmt: skip
 _TOP_KEYS = _TOP_ONLY | SETTING_KEYS
 _MATRIX_KEYS = ("include", "exclude")
 
@@ -55,7 +58,7 @@ def _is_python(value: str) -> bool:
     return str(version) == value and len(version.release) == 2 and version.major == 3
 
 
-class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks):
+class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks, DossierChecks):
     """Validate one config table (see :meth:`config`); ``problems`` collects ``key path: message``."""
 
     def config(self, table: dict[str, Any], root: Path) -> Config:
@@ -98,6 +101,8 @@ class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks):
             backends=self.backends(table.get("backends", {})),
             extra_axes=self.extra,
             project=self.project(table.get("project"), root),
+            audit=self.audit(table.get("audit", {})),
+            licenses=self.licenses(table.get("licenses", {})),
         )
         config = self.credentials(config)
         self.source_placeholders(config)

@@ -65,7 +65,17 @@ from packaging.version import Version
 from lockgen.runtime.errors import LockFormatError
 from lockgen.locks._parse import Parser
 from lockgen.locks.entry import Entry, is_local
-from lockgen.locks.header import DIGEST, FIRST_PREFIX, UNREACHABLE, FileRef, Header, LayerKind, LayerRef, Replacement, Unavailable
+from lockgen.locks.header import (
+    DIGEST,
+    FIRST_PREFIX,
+    UNREACHABLE,
+    FileRef,
+    Header,
+    LayerKind,
+    LayerRef,
+    Replacement,
+    Unavailable,
+)
 
 __all__ = [
     "UNREACHABLE", "Entry", "FileRef", "Header", "LayerKind", "LayerRef", "Lock", "Replacement", "Unavailable",
@@ -88,6 +98,17 @@ class Lock:
     def entry(self, name: str) -> Entry | None:
         key = canonicalize_name(name)
         return next((e for e in self.entries if e.name == key), None)
+
+    def entry_lines(self) -> dict[NormalizedName, int]:
+        """The 1-based line of each entry's requirement line in :meth:`render`, which is the file
+        itself for an intact lock: where a report points at a package (SARIF regions)."""
+        head = self.render().partition("\n\n")[0]
+        line = head.count("\n") + 3  # the header's lines, the blank line, then the first entry
+        where: dict[NormalizedName, int] = {}
+        for entry in self.entries:
+            where.setdefault(entry.name, line)
+            line += sum(1 for _ in entry.lines())
+        return where
 
     def render(self) -> str:
         """The file's text (LF line endings), ``content-sha256`` included."""

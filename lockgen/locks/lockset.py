@@ -122,11 +122,14 @@ class LockSet:
         )
 
     @classmethod
-    def from_folder(cls, folder: Path, locks: str = "locks", label: str | None = None) -> LockSet:
+    def from_folder(
+        cls, folder: Path, locks: str = "locks", label: str | None = None, *, pylocks: bool = True
+    ) -> LockSet:
         """Read the locks folder ``folder`` (the project's, or a copy of it anywhere). ``locks``
         is the project-relative name of the locks folder (layer paths in headers start with it);
         ``label`` names the folder in messages (default: ``folder`` itself). A folder that does
-        not exist is an empty set."""
+        not exist is an empty set. ``pylocks=False`` leaves every ``pylock.toml`` unread (a
+        reader of names and versions only: parsing them is most of the time)."""
         try:
             names = sorted(p.name for p in folder.iterdir() if p.is_file())
         except OSError:
@@ -139,7 +142,8 @@ class LockSet:
                 return None
 
         shown = label if label is not None else str(folder)
-        return _Builder(locks=_clean(locks), read=read, show=lambda rel: f"{shown}/{rel}").build(shown, names)
+        builder = _Builder(locks=_clean(locks), read=read, show=lambda rel: f"{shown}/{rel}", pylocks=pylocks)
+        return builder.build(shown, names)
 
     @classmethod
     def from_git(cls, root: Path, rev: str, locks: str = "locks") -> LockSet:
@@ -179,6 +183,7 @@ class _Builder:
     locks: str
     read: Reader
     show: Callable[[str], str]
+    pylocks: bool = True
     problems: list[Unreadable] = field(default_factory=list)
 
     def build(self, origin: str, names: Sequence[str]) -> LockSet:
@@ -204,9 +209,8 @@ class _Builder:
             lock = self.lock(rel, name, ref.name, listed_by=main.header.path)
             if lock is not None:
                 layers[ref.name] = lock
-        return CellLocks(
-            name=name, main=main, layers=layers, pylock=self.pylock(f"{name}/{pylockfile.PYLOCK_NAME}", name)
-        )
+        pylock = self.pylock(f"{name}/{pylockfile.PYLOCK_NAME}", name) if self.pylocks else None
+        return CellLocks(name=name, main=main, layers=layers, pylock=pylock)
 
     def text(self, rel: str, cell: str | None, layer: str, listed_by: str | None = None) -> str | None:
         """The file's text; None (and a problem recorded) when it cannot be had."""

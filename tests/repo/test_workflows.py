@@ -26,6 +26,7 @@ PINNED = {
     "actions/upload-artifact": ("ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"),
     "actions/download-artifact": ("d3f86a106a0bac45b974a628896c90dbdf5c8093", "v4.3.0"),
     "peter-evans/create-pull-request": ("271a8d0340265f705b14b6d32b9829c1cb33d45e", "v7.0.8"),
+    "github/codeql-action/upload-sarif": ("8aad20d150bbac5944a9f9d289da16a4b0d87c1e", "v4.36.2"),
 }
 
 BROKEN = """\
@@ -59,7 +60,7 @@ def actionlint(*files: Path | str) -> tuple[int, list[dict]]:
 
 
 def test_there_are_two_workflows():
-    assert [p.name for p in WORKFLOWS] == ["lockgen-check.yml", "lockgen-release.yml"]
+    assert [p.name for p in WORKFLOWS] == ["lockgen-check.yml", "lockgen-release.yml", "lockgen-sbom.yml"]
 
 
 def test_actionlint_finds_nothing():
@@ -149,6 +150,10 @@ def test_run_scripts_are_found_by_indentation():
         ("lockgen-release.yml", "path: ${{ runner.temp }}/bump.patch"),
         ("lockgen-release.yml", 'git apply "$RUNNER_TEMP/bump/bump.patch"'),
         ("lockgen-release.yml", "${{ steps.edited.outputs.paths }}"),
+        ("lockgen-check.yml", "lockgen audit --format sarif --fail-on high > audit.sarif || status=$?"),
+        ("lockgen-check.yml", "sarif_file: audit.sarif"),
+        ("lockgen-sbom.yml", "lockgen sbom -o sbom"),
+        ("lockgen-sbom.yml", 'gh release upload "$TAG" sbom/*.cdx.json'),
     ],
     ids=[
         "check-json",
@@ -163,6 +168,10 @@ def test_run_scripts_are_found_by_indentation():
         "upload-patch",
         "apply-patch",
         "commit-edited-files",
+        "audit-sarif",
+        "upload-sarif",
+        "sbom",
+        "release-assets",
     ],
 )
 def test_the_lockgen_commands_are_spelt_as_the_cli_has_them(workflow, command):

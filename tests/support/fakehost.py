@@ -89,9 +89,10 @@ class FakeHost:
         tag: str = "py3-none-any",
         requires=(),
         requires_python: str | None = None,
+        metadata: tuple[str, ...] = (),
     ) -> Path:
         """Build a wheel into ``<root>/<folder>`` (see :func:`tests.support.wheels.make_wheel`)."""
-        path = make_wheel(self._folder(folder), name, version, tag, tuple(requires), requires_python)
+        path = make_wheel(self._folder(folder), name, version, tag, tuple(requires), requires_python, metadata)
         if requires_python:
             self._requires_python[path] = requires_python
         return path
@@ -155,10 +156,11 @@ class FakeHost:
         requires_python: str | None = None,
         source: str = "pypi",
         hashed: bool = True,
+        metadata: tuple[str, ...] = (),
     ) -> str:
         """Add a wheel (kept in ``files/``) to ``source``; returns its direct URL. Call
-        :meth:`publish` after adding."""
-        path = self.wheel("files", name, version, tag, requires, requires_python)
+        :meth:`publish` after adding. ``metadata``: more core metadata lines for its METADATA."""
+        path = self.wheel("files", name, version, tag, requires, requires_python, metadata)
         self.sources.setdefault(source, []).append(_Entry(path, hashed))
         return self.file_url(path)
 
@@ -172,6 +174,20 @@ class FakeHost:
             page = self.root / source
             anchors = "\n".join(self._anchor(path, self._href(path, page, "relative"), h) for path, h in files)
             (page / "index.html").write_text(f"<html><body>\n{anchors}\n</body></html>\n")
+
+    def metadata_files(self) -> list[Path]:
+        """Serve each wheel's core metadata beside it as ``<wheel>.metadata`` (PEP 658, as PyPI
+        does), taken from the wheel's own ``METADATA``; returns the files written."""
+        import zipfile
+
+        written = []
+        for wheel in sorted(self.root.rglob("*.whl")):
+            with zipfile.ZipFile(wheel) as zf:
+                name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+                target = wheel.with_name(wheel.name + ".metadata")
+                target.write_bytes(zf.read(name))
+                written.append(target)
+        return written
 
     def index_url(self, source: str = "pypi") -> str:
         """The PEP 503 index URL of a :meth:`publish`-ed ``source``."""

@@ -29,20 +29,28 @@ def make_wheel(
     tag: str = "py3-none-any",
     requires: tuple[str, ...] = (),
     requires_python: str | None = None,
+    metadata: tuple[str, ...] = (),
 ) -> Path:
-    """Write ``<name>-<version>-<tag>.whl`` into ``folder`` and return its path.
+    """Write ``<name>-<version>-<tag>.whl`` into ``folder`` and return its path. ``metadata``:
+    more core metadata lines (``License-Expression: MIT``, ``Classifier: …``).
 
     ``tag`` may be a compressed tag set (``cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64``);
     the ``WHEEL`` file lists every tag it expands to, as real wheels do.
     """
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
-    metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    more_metadata = metadata
+    metadata = [
+        "Metadata-Version: 2.4" if more_metadata else "Metadata-Version: 2.1",
+        f"Name: {name}",
+        f"Version: {version}",
+    ]
     if requires_python:
         metadata.append(f"Requires-Python: {requires_python}")
     extras = sorted({m for r in requires for m in re.findall(r"""extra\s*==\s*['"]([^'"]+)['"]""", r)})
     metadata += [f"Provides-Extra: {e}" for e in extras]  # as real wheels declare the extras their requires use
     metadata += [f"Requires-Dist: {r}" for r in requires]
+    metadata += list(more_metadata)
     wheel = ["Wheel-Version: 1.0", "Generator: lockgen-tests", "Root-Is-Purelib: true"]
     wheel += [f"Tag: {t}" for t in sorted(str(t) for t in parse_tag(tag))]
     files = {

@@ -1,0 +1,228 @@
+"""``lockgen audit --fix``: move each affected package to the smallest fixed version the cell's
+pins, templates and constraints allow, re-lock, and say what is left.
+
+For each open finding (not ignored) the target is the smallest ``fixed`` version of its records
+above the locked one that no other advisory of the source affects (the source is asked about each
+candidate). Then, per cell that locks it:
+
+* a pin (``pins`` in the config, a plain ``NAME==VERSION`` template line) moves the way
+  ``lockgen bump`` moves it (line-aware: every other byte kept; refused as a whole when the edit
+  would change more), and the cells whose inputs changed re-lock;
+* an unpinned package is re-locked with ``--upgrade-package NAME==TARGET`` in the cells that lock
+  it (uv's own form: exactly that version, the rest of the lock kept);
+* a rendered requirement, constraint or override whose specifier excludes the target (a
+  specifier pin, ``markupsafe<2.2``), or no published fix, blocks it: reported with the file and
+  the line that blocks it; a re-lock uv refuses (a dependent that requires the old version)
+  keeps the cell's old lock and is reported with uv's reason.
+
+The re-locks go through :mod:`lockgen.run.lock` (the run lock, all files of a cell replaced
+together, the change report); afterwards the locks are audited again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
+
+from lockgen.dossier.audit import AuditReport, Finding, audit
+from lockgen.dossier.osv import Source
+from lockgen.project import Project
+from lockgen.run.values import Reporter, RunOptions, RunResult
+
+if TYPE_CHECKING:
+    from lockgen.plan.plan import Plan
+
+__all__ = ["Blocked", "FixPlan", "fix_command", "plan_fixes"]
+
+_ROLES = ("requirements", "constraints", "overrides")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Blocked:
+    """A finding that cannot be fixed in ``cells``, and why (``why`` names the file or setting)."""
+
+    finding: Finding
+    cells: tuple[str, ...]
+    why: str
+
+
+@dataclass(kw_only=True)
+class FixPlan:
+    """What :func:`plan_fixes` decided: pins to bump (name -> version), per-cell upgrades
+    (cell -> ``NAME==VERSION`` specs), and what is blocked."""
+
+    bumps: dict[NormalizedName, Version] = field(default_factory=dict)
+    upgrades: dict[str, list[str]] = field(default_factory=dict)
+    blocked: list[Blocked] = field(default_factory=list)
+    moves: list[str] = field(default_factory=list)  # one line per decided fix, for the report
+
+
+def target_version(finding: Finding, others: Sequence[Finding], source: Source) -> Version | None:
+    """The smallest version above the locked one that the finding's records fix and no other
+    advisory affects: each candidate is asked of ``source`` (once), the next fix of whatever
+    affects it tried after. None when no fixed version is published."""
+    candidates = sorted(set(finding.fixed) | {v for f in others for v in f.fixed if v > finding.version})
+    for candidate in candidates[:10]:
+        if candidate <= finding.version or not _fixes(finding, others, candidate):
+            continue
+        answer = source.advisories([(finding.package, candidate)]).get((finding.package, candidate), [])
+        if not [a for a in answer if a.withdrawn is None]:
+            return candidate
+    return None
+
+
+def _fixes(finding: Finding, others: Sequence[Finding], candidate: Version) -> bool:
+    return all(not f.advisory.affects(finding.package, candidate) for f in [finding, *others])
+
+
+def plan_fixes(project: Project, report: AuditReport, source: Source) -> FixPlan:
+    """Decide every fix (see the module docstring); pure but for asking ``source`` about candidates."""
+    from lockgen.bump.pins import plan_bumps
+    from lockgen.bump.templates import find
+    from lockgen.config import find_config
+
+    config = project.config
+    path = find_config(config.root, config.source)
+    configured = plan_bumps(path, path.read_text(encoding="utf-8"), {}).configured
+    by_key: dict[tuple[NormalizedName, Version], list[Finding]] = {}
+    for finding in report.findings:
+        by_key.setdefault((finding.package, finding.version), []).append(finding)
+    names = {name for name, _ in by_key}
+    template_pins = find(config.root, config.templates, names)
+    cells = {c.name: c for c in project.cells}
+    plans = {p.cell.name: p for p in project.plans([cells[n] for n in report.cells if n in cells])}
+    plan = FixPlan()
+    for (name, version), findings in sorted(by_key.items()):
+        target = None
+        for finding in findings:
+            candidate = target_version(finding, [f for f in findings if f is not finding], source)
+            if candidate is None:
+                target = None
+                break
+            target = max(target, candidate) if target is not None else candidate
+        hit_cells = sorted({h.cell for f in findings for h in f.hits})
+        if target is None:
+            for finding in findings:
+                plan.blocked.append(
+                    Blocked(finding=finding, cells=tuple(hit_cells), why="no fixed version is published")
+                )
+            continue
+        movable = name in configured or name in template_pins
+        for cell in hit_cells:
+            cell_plan = plans.get(cell)
+            why = _blocker(cell_plan, name, target, movable) if cell_plan is not None else None
+            if why is not None:
+                plan.blocked += [Blocked(finding=f, cells=(cell,), why=why) for f in findings if cell in f.cells]
+            elif movable:
+                plan.bumps[name] = max(plan.bumps.get(name, target), target)
+            else:
+                plan.upgrades.setdefault(cell, []).append(f"{name}=={target}")
+        fixed_cells = [c for c in hit_cells if not any(b.finding in findings and c in b.cells for b in plan.blocked)]
+        if fixed_cells:
+            how = "move its pin (as lockgen bump)" if movable else f"re-lock with --upgrade-package {name}=={target}"
+            ids = ", ".join(sorted({f.id for f in findings}))
+            plan.moves.append(f"{name} {version} -> {target} ({ids}; {len(fixed_cells)} cells): {how}")
+    return plan
+
+
+def _blocker(plan: Plan, name: NormalizedName, target: Version, movable: bool) -> str | None:
+    """What in the cell's rendered inputs keeps ``name`` from ``target``: a requirement,
+    constraint or override line whose specifier excludes it (a pin bump moves the pin lines), a
+    pin written as a specifier."""
+    if name in plan.pinned_specifiers and not SpecifierSet(plan.pinned_specifiers[name]).contains(
+        target, prereleases=True
+    ):
+        return f"its pin is the specifier {plan.pinned_specifiers[name]!r} (pins.{name}), which excludes {target}; edit it by hand"
+    for role in _ROLES:
+        if role not in plan.rendered.files:
+            continue
+        template, text = plan.rendered.files[role]
+        for line in text.splitlines():
+            try:
+                req = Requirement(line.split(" #", 1)[0].strip())
+            except InvalidRequirement:
+                continue
+            if canonicalize_name(req.name) != name or req.url:
+                continue
+            if req.specifier.contains(target, prereleases=True):
+                continue
+            exact = [s for s in req.specifier if s.operator == "=="]
+            if movable and (exact or name in plan.pinned):
+                continue  # the pin that bump moves (config pins render into these lines)
+            return f"{plan.templates}/{template} renders {str(req)!r} ({role}), which excludes {target}"
+    return None
+
+
+def fix_command(
+    project: Project,
+    cells: Sequence[str],
+    osv: str | None,
+    fail_on: str | None,
+    options: RunOptions,
+    reporter: Reporter,
+    today: datetime.date | None = None,
+) -> int:
+    """``lockgen audit --fix``: plan, bump, re-lock, audit again; prints what it did (stdout) and
+    returns 0 when no finding at or above ``fail_on`` is left, else 1."""
+    from lockgen.bump.pins import bump
+    from lockgen.config import find_config
+    from lockgen.dossier import inventory
+    from lockgen.dossier.auditformat import headline
+    from lockgen.dossier.osv import open_source
+    from lockgen.dossier.run import osv_source
+    from lockgen.run import lock as pipeline
+
+    value, _ = osv_source(project, osv, options.mirrors)
+    source = open_source(value, project.root, project.mirrors(options.mirrors))
+    settings = project.config.audit
+    threshold = fail_on or settings.fail_on
+    before = audit(inventory.read(project.root, project.config.locks, cells, artifacts=False), source,
+                   settings.ignore, threshold, today)  # fmt: skip
+    fixes = plan_fixes(project, before, source)
+    out = [f"fix: {line}" for line in fixes.moves]
+    failed: dict[str, str] = {}
+    if fixes.bumps:
+        result = bump(find_config(project.root, project.config.source), [f"{n}=={v}" for n, v in sorted(fixes.bumps.items())],
+                      templates=project.config.templates)  # fmt: skip
+        for line in result.lines():
+            print(line, file=sys.stderr)
+        project = Project.load(project.root, project.config.source)  # the pins moved
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for cell, wanted in sorted(fixes.upgrades.items()):
+        groups.setdefault(tuple(sorted(wanted)), []).append(cell)
+    for specs, names in groups.items():
+        upgraded = dataclasses.replace(options, uv=dataclasses.replace(options.uv, upgrade_packages=specs))
+        failed.update(_failures(pipeline.lock(project, names, (), upgraded, reporter)))
+    if fixes.bumps:
+        failed.update(_failures(pipeline.lock(project, (), (), options, reporter)))
+    after = audit(inventory.read(project.root, project.config.locks, cells, artifacts=False), source,
+                  settings.ignore, threshold, today)  # fmt: skip
+    total = len(after.cells)
+    for blocked in fixes.blocked:
+        out.append(f"cannot fix {blocked.finding.id} in {blocked.finding.package} {blocked.finding.version} "
+                   f"({', '.join(blocked.cells)}): {blocked.why}")  # fmt: skip
+    for cell, why in sorted(failed.items()):
+        out.append(f"cannot fix in {cell}: re-locking failed, its old lock is kept: {why}")
+    left = after.failing
+    out += [f"still affected: {headline(f, total)}" for f in left]
+    fixed = {(f.id, f.package) for f in before.findings} - {(f.id, f.package) for f in after.findings}
+    out.append(
+        f"{len(fixed)} of {len(before.findings)} findings fixed; {len(left)} at or above --fail-on {threshold} left"
+    )
+    print("\n".join(out))
+    return 1 if left else 0
+
+
+def _failures(run: RunResult) -> Mapping[str, str]:
+    from lockgen.runtime.states import CellState
+
+    return {r.name: r.message or "failed" for r in run.results if r.state is CellState.FAILED}
