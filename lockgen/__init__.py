@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lockgen.locks",),  # the lock model and the files of the locks folder
     ("lockgen.project",),  # a loaded project
     ("lockgen.resolve",),  # one cell, top to bottom
-    ("lockgen.run", "lockgen.bump", "lockgen.install"),  # the cores of the commands
+    ("lockgen.run", "lockgen.bump", "lockgen.install", "lockgen.scaffold"),  # the cores of the commands
     ("lockgen.dossier",),  # audit, sbom, licenses: reads the locks, re-locks for audit --fix
     ("lockgen.commands",),  # one module per command
     ("lockgen.cli",),  # argparse -> one call per command

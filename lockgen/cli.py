@@ -41,6 +41,7 @@ COMMANDS = {
     "audit": "check every locked package of every cell against OSV advisories (--fix: move to fixed versions)",
     "sbom": "write CycloneDX 1.6 SBOMs of the locks, per cell and merged",
     "licenses": "list each locked package's license per cell and check the [licenses] policy",
+    "init": "write a config and templates from the project's requirement files or pyproject.toml",
 }
 
 
@@ -112,7 +113,7 @@ OPTIONS = (
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
     _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
     _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
-    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's)"}, None, ("detect", "install")),
+    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's; init: the matrix's, comma-separated)"}, None, ("detect", "install", "init")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
     _Option(("--arch",), {"choices": ["x86_64", "aarch64"], "help": "pretend: host arch"}, None, ("detect",)),
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
@@ -121,7 +122,7 @@ OPTIONS = (
     _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
     _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.select picks for this machine"}, False, _INSTALL),
     _Option(("--venv",), {"metavar": "PATH", "help": "the virtual environment (default: .venv in the project root)"}, None, _INSTALL),
-    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed; change nothing"}, False, _INSTALL),
+    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed (init: written); change nothing"}, False, (*_INSTALL, "init")),
     _Option(("--installer",), {"choices": ["uv", "pip"], "help": "run the manifest's uv (default) or pip commands"}, "uv", _INSTALL),
     _Option(("--index-url",), {"metavar": "URL", "help": "install from this index instead of the recorded one"}, None, _INSTALL),
     _Option(("--reinstall",), {"action": "store_true", "help": "install even when the venv is up to date"}, False, _INSTALL),
@@ -176,7 +177,7 @@ DIFF_FORMATS = ("text", "markdown", "json")
 _ARGUMENTS = {
     "lock": " CELL [CELL ...]", "check": " [CELL ...]", "diff": " [OLD [NEW]]", "install": " [CELL]",
     "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "audit": " [CELL ...]",
-    "sbom": " [CELL ...]", "licenses": " [CELL ...]",
+    "sbom": " [CELL ...]", "licenses": " [CELL ...]", "init": " [FILE ...]",
 }  # fmt: skip
 #: ``lockgen audit --format`` values (:data:`lockgen.dossier.auditformat.FORMATS`).
 AUDIT_FORMATS = ("text", "markdown", "json", "sarif")
@@ -254,6 +255,18 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
         p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")
+    elif command == "init":
+        p.add_argument(
+            "files", nargs="*", metavar="FILE", help="requirement files (default: requirements*.txt, requirements/)"
+        )
+        p.add_argument(
+            "--index",
+            action="append",
+            default=[],
+            metavar="URL",
+            help="a backend index (…/whl/cu128) for files that name none (repeatable)",
+        )
+        p.add_argument("--exclude-newer", metavar="DATE", help="resolve as of this date or time (default: today, UTC)")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

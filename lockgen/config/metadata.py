@@ -1,8 +1,9 @@
-"""The project's own metadata: ``[project]`` of a pyproject.toml (PEP 621), the ``project``
-template variable (issue 9)."""
+"""The project's own metadata: ``[project]`` of a pyproject.toml (PEP 621) and its
+``[dependency-groups]`` (PEP 735), the ``project`` template variable (issues 9 and 20)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +39,22 @@ class MetadataChecks(Checks):
         if self.read_toml is None:
             return None
         try:
-            table = self.read_toml((root / name).read_text(encoding="utf-8")).get("project")
+            document = self.read_toml((root / name).read_text(encoding="utf-8"))
         except Exception as exc:  # OSError, TOML syntax
             self.problem(("project",), f"{name}: cannot read it as TOML: {exc}")
             return None
+        table = document.get("project")
+        groups_table = document.get("dependency-groups")
         if not isinstance(table, dict):
-            if required:
-                self.problem(("project",), f"{name}: has no [project] table")
-            return None
+            if groups_table is None:
+                if required:
+                    self.problem(("project",), f"{name}: has no [project] table")
+                return None
+            # PEP 735: dependency groups need no [project] table (a project that is no package)
+            return ProjectMetadata(
+                path=name, dependencies=None, optional_dependencies=None,
+                dependency_groups=self.dependency_groups(groups_table, name),
+            )  # fmt: skip
         dynamic = table.get("dynamic", [])
         dynamic = set(dynamic) if isinstance(dynamic, list) else set()
         deps = (
@@ -67,20 +76,113 @@ class MetadataChecks(Checks):
         return ProjectMetadata(
             path=name, name=strings["name"], version=strings["version"], requires_python=strings["requires-python"],
             dependencies=deps, optional_dependencies=None if "optional-dependencies" in dynamic else groups,
+            dependency_groups=self.dependency_groups(groups_table, name),
         )  # fmt: skip
 
+    def dependency_groups(self, value: Any, name: str) -> dict[str, tuple[str, ...]]:
+        """``[dependency-groups]`` of ``name`` (PEP 735): group name as written -> its requirement
+        strings, each ``{include-group = "other"}`` replaced by the other group's (expanded)
+        entries in place. Group names compare normalized (PEP 503: ``Test_Group`` is
+        ``test-group``); two names that normalize alike, an include of an unknown group and an
+        include cycle are problems naming the file and the key path
+        (``dependency-groups.test[1]``). Absent: ``{}``."""
+        from packaging.utils import canonicalize_name
+
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.problem(("project",), f"{name}: dependency-groups must be a table of lists")
+            return {}
+        by_normal: dict[str, str] = {}
+        for group in value:
+            if not _GROUP_NAME.match(group):
+                self.problem(
+                    ("project",),
+                    f"{name}: dependency-groups.{group}: not a valid group name (PEP 735: letters, digits, '.', '_', '-', starting and ending with a letter or digit)",
+                )
+            normal = canonicalize_name(group)
+            if normal in by_normal:
+                self.problem(
+                    ("project",),
+                    f"{name}: dependency-groups.{group}: the same group as {by_normal[normal]!r} (names compare normalized, PEP 735)",
+                )
+                continue
+            by_normal[normal] = group
+        expanded: dict[str, tuple[str, ...] | None] = {}  # None: a problem was reported for it
+
+        def expand(group: str, stack: tuple[str, ...]) -> tuple[str, ...] | None:
+            if group in expanded:
+                return expanded[group]
+            expanded[group] = result = _expand(group, stack)
+            return result
+
+        def _expand(group: str, stack: tuple[str, ...]) -> tuple[str, ...] | None:
+            entries = value[group]
+            if not isinstance(entries, list):
+                self.problem(
+                    ("project",),
+                    f'{name}: dependency-groups.{group} must be a list of requirement strings and {{include-group = "…"}} tables',
+                )
+                return None
+            result: list[str] = []
+            for i, entry in enumerate(entries):
+                key = f"dependency-groups.{group}[{i}]"
+                if isinstance(entry, str):
+                    if self.requirement(entry, name, key):
+                        result.append(entry)
+                    continue
+                if not (
+                    isinstance(entry, dict)
+                    and set(entry) == {"include-group"}
+                    and isinstance(entry["include-group"], str)
+                ):
+                    self.problem(
+                        ("project",),
+                        f'{name}: {key}: {entry!r} is neither a requirement string nor a table {{include-group = "name"}}',
+                    )
+                    continue
+                target = by_normal.get(canonicalize_name(entry["include-group"]))
+                if target is None:
+                    self.problem(
+                        ("project",),
+                        f"{name}: {key}: include-group {entry['include-group']!r} names no group of [dependency-groups] (groups: {', '.join(value) or 'none'})",
+                    )
+                    continue
+                if target in stack:
+                    cycle = " -> ".join((*stack[stack.index(target) :], target))
+                    self.problem(
+                        ("project",),
+                        f"{name}: {key}: include-group {entry['include-group']!r} makes a cycle ({cycle}); PEP 735 forbids it",
+                    )
+                    return None
+                included = expand(target, (*stack, target))
+                if included is None:
+                    return None
+                result += included
+            return tuple(result)
+
+        for group in by_normal.values():
+            expand(group, (group,))
+        return {group: reqs for group in by_normal.values() if (reqs := expanded.get(group)) is not None}
+
     def requirement_list(self, value: Any, name: str, key: str) -> tuple[str, ...]:
-        from packaging.requirements import InvalidRequirement, Requirement
 
         if not isinstance(value, list):
             self.problem(("project",), f"{name}: {key} must be a list of requirement strings")
             return ()
-        result = []
-        for i, item in enumerate(value):
-            try:
-                Requirement(item if isinstance(item, str) else "")
-            except InvalidRequirement as exc:
-                self.problem(("project",), f"{name}: {key}[{i}]: {item!r} is not a requirement: {exc}")
-                continue
-            result.append(item)
-        return tuple(result)
+        return tuple(item for i, item in enumerate(value) if self.requirement(item, name, f"{key}[{i}]"))
+
+    def requirement(self, item: Any, name: str, key: str) -> bool:
+        """Whether ``item`` is a PEP 508 requirement string; a problem naming ``key`` if not."""
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        try:
+            Requirement(item if isinstance(item, str) else "")
+        except InvalidRequirement as exc:
+            self.problem(("project",), f"{name}: {key}: {item!r} is not a requirement: {exc}")
+            return False
+        return True
+
+
+#: A valid dependency group name (PEP 735, the same rule as a project name's; case-insensitive).
+_GROUP_NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)

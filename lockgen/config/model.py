@@ -265,16 +265,19 @@ class ProjectMetadata:
     requires_python: str | None = None
     dependencies: tuple[str, ...] | None = ()
     optional_dependencies: Mapping[str, tuple[str, ...]] | None = field(default_factory=dict)
+    #: ``[dependency-groups]`` (PEP 735), names as written, each ``include-group`` expanded.
+    dependency_groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def context(self) -> dict[str, Any]:
         """The template variable: ``name``, ``version``, ``requires_python``, ``dependencies``
-        (a list of requirement strings) and ``optional_dependencies`` (group -> list); a dynamic
-        list is left out."""
+        (a list of requirement strings), ``optional_dependencies`` (extra -> list) and
+        ``dependency_groups`` (PEP 735 group -> list, includes expanded); a dynamic list is left out."""
         context: dict[str, Any] = {"name": self.name, "version": self.version, "requires_python": self.requires_python}
         if self.dependencies is not None:
             context["dependencies"] = list(self.dependencies)
         if self.optional_dependencies is not None:
             context["optional_dependencies"] = {group: list(reqs) for group, reqs in self.optional_dependencies.items()}
+        context["dependency_groups"] = {group: list(reqs) for group, reqs in self.dependency_groups.items()}
         return context
 
 

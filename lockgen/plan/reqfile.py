@@ -39,7 +39,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["ALLOWED", "Refused", "refused"]
+__all__ = ["ALLOWED", "Refused", "logical_lines", "option", "refused"]
 
 _SOURCES = "declare a source in [tool.lockgen.sources] and `use` it"
 #: pip's requirements-file options (long name -> why refused and the fix; None: allowed).
@@ -156,6 +156,19 @@ def _malformed(tokens: list[tuple[int, str]], lines: list[str]) -> list[Refused]
         fix = "write name[extras] specifier ; marker, such as beta>=1.0 ; python_version < '3.13'"
         return [Refused(line=number, text=lines[number - 1], option="", name="", why=why, fix=fix)]
     return []
+
+
+def logical_lines(text: str) -> Iterator[list[tuple[int, str]]]:
+    """The tokens of each logical line of a requirements file, as pip and uv read them: comments
+    removed, ``\\``-continued lines joined, each token with the (1-based) line it starts on
+    (``lockgen init`` reads a project's requirement files with this)."""
+    return _logical_lines(text.splitlines())
+
+
+def option(token: str) -> tuple[str, str, bool]:
+    """``(option as written, its long name, value attached)`` of an option token (``-rfile``:
+    ``("-r", "--requirement", True)``; an unambiguous prefix names its option)."""
+    return _option(token)
 
 
 def _logical_lines(lines: list[str]) -> Iterator[list[tuple[int, str]]]:

@@ -147,3 +147,55 @@ def test_a_changed_separate_project_file_is_not_a_noop(tmp_path, fake_host):
     again = run_cli("all", "-C", str(root))
     assert again.code == 0, again.err
     assert "numpy==2.0.0" in (root / "locks" / "linux-x86_64-cpu-py3.12.txt").read_text()
+
+
+# -- PEP 735 dependency groups (issue 20, item 6) -------------------------------------------------
+
+GROUPS = """
+[dependency-groups]
+test = ["pytest>=8", {include-group = "Lint_Tools"}, "coverage"]
+lint-tools = ["ruff"]
+all = [{include-group = "test"}, {include-group = "lint-tools"}, "mypy; python_version >= '3.11'"]
+"""
+
+
+def test_templates_see_dependency_groups_with_includes_expanded(tmp_path):
+    """PEP 735: an ``include-group`` entry is replaced in place by the named group's entries
+    (expanded in turn); names compare normalized (``Lint_Tools`` is ``lint-tools``)."""
+    template = '{{ project.dependency_groups["all"] | join("\\n") }}\n{{ project.dependencies | join("\\n") }}\n'
+    texts = rendered(pyproject(tmp_path, PROJECT + GROUPS, template=template))
+    assert texts["linux-x86_64-cpu-py3.12"] == (
+        "pytest>=8\nruff\ncoverage\nruff\nmypy; python_version >= '3.11'\nnumpy<2\npillow; sys_platform != 'darwin'\n"
+    )
+
+
+def test_dependency_groups_need_no_project_table(tmp_path):
+    """A pyproject.toml of a project that is no package: ``[dependency-groups]`` without ``[project]``."""
+    template = '{{ project.dependency_groups.test | join("\\n") }}\n'
+    texts = rendered(pyproject(tmp_path, GROUPS, template=template))
+    assert texts["linux-x86_64-cpu-py3.12"] == "pytest>=8\nruff\ncoverage\n"
+
+
+@pytest.mark.parametrize(
+    ("groups", "problem"),
+    [
+        ('a = [{include-group = "b"}]\nb = [{include-group = "a"}]\n',
+         "project: pyproject.toml: dependency-groups.b[0]: include-group 'a' makes a cycle (a -> b -> a)"),
+        ('a = ["x", {include-group = "a"}]\n',
+         "project: pyproject.toml: dependency-groups.a[1]: include-group 'a' makes a cycle (a -> a)"),
+        ('a = [{include-group = "missing"}]\n',
+         "project: pyproject.toml: dependency-groups.a[0]: include-group 'missing' names no group of [dependency-groups] (groups: a)"),
+        ('a = ["numpy <<2"]\n', "project: pyproject.toml: dependency-groups.a[0]: 'numpy <<2' is not a requirement"),
+        ('a = [{include = "b"}]\n', "project: pyproject.toml: dependency-groups.a[0]: {'include': 'b'} is neither"),
+        ('a = "x"\n', "project: pyproject.toml: dependency-groups.a must be a list"),
+        ('A_b = ["x"]\na-B = ["y"]\n', "project: pyproject.toml: dependency-groups.a-B: the same group as 'A_b'"),
+        ('"-bad" = ["x"]\n', "project: pyproject.toml: dependency-groups.-bad: not a valid group name"),
+    ],
+    ids=["cycle", "self-include", "unknown", "bad-requirement", "bad-entry", "not-a-list", "same-normalized", "bad-name"],
+)  # fmt: skip
+def test_bad_dependency_groups_are_config_errors_with_the_key_path(tmp_path, groups, problem):
+    (tmp_path / "pyproject.toml").write_text(PROJECT + "\n[dependency-groups]\n" + groups)
+    write_project(tmp_path, MATRIX.replace("tool.lockgen.", ""), {"requirements.in.j2": TEMPLATE}, name="lockgen.toml")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "lockgen.toml")
+    assert any(p.startswith(problem) for p in info.value.messages), info.value.messages

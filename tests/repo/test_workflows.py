@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from lockgen import __version__
+
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((REPO / "examples" / "github-actions").glob("*.yml"))
 LINTER = REPO / "tests" / "actionlint"
@@ -107,8 +109,24 @@ def test_every_action_is_pinned_to_a_known_commit(workflow):
     uses = [m for line in workflow.read_text().splitlines() if (m := USES.match(line))]
     assert uses
     for match in uses:
+        if match["action"] == "lockgen/lockgen":  # lockgen's own action: the release that writes the locks
+            assert match["ref"] == f"v{__version__}", "the examples use another lockgen than this version"
+            continue
         assert match["action"] in PINNED, f"{match['action']}: not one of the vetted actions"
         assert (match["ref"], match["tag"]) == PINNED[match["action"]]
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_lockgen_is_installed_by_the_action_never_from_the_users_checkout(workflow):
+    """In a user's repository ``pip install -e .`` installs the user's app (and torch), not
+    lockgen: every job that runs lockgen gets it from lockgen's action first."""
+    text = workflow.read_text()
+    assert "pip install" not in text
+    for name, job in jobs(text).items():
+        if "lockgen " in "".join(run_scripts(job)) or "command:" in job:
+            assert "uses: lockgen/lockgen@" in job, f"job {name} runs lockgen without installing it"
+            first = job.index("uses: lockgen/lockgen@")
+            assert all(job.index(s) > first for s in run_scripts(job) if "lockgen " in s), name
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
@@ -138,7 +156,7 @@ def test_run_scripts_are_found_by_indentation():
 @pytest.mark.parametrize(
     ("workflow", "command"),
     [
-        ("lockgen-check.yml", "lockgen check --json > check.json || status=$?"),
+        ("lockgen-check.yml", "command: check\n          args: --json\n          output: check.json\n"),
         ("lockgen-release.yml", 'lockgen -C "$CONFIG" bump "${pins[@]}" --no-lock'),
         ("lockgen-release.yml", 'lockgen -C "$CONFIG" matrix --json --shard "$SHARD"'),
         ("lockgen-release.yml", 'lockgen -C "$CONFIG" all --shard "$SHARD"'),

@@ -1,0 +1,376 @@
+"""``lockgen init``, step 3: the config and templates for a set of requirement files. Pure.
+
+* Each file's cells: its platforms x its backends (a GPU backend's macOS cells are ``mps`` on
+  Apple silicon, ``cpu`` on Intel). A file whose platforms nothing says gets every platform the
+  other files name, or linux x86_64, windows x86_64 and macos aarch64. When two files claim a cell,
+  the files become values of a ``variant`` axis (from the words of their names).
+* The matrix: each axis's values, minus excludes for the combinations no file has.
+* Lines every file has go into ``templates/requirements.in.j2``; a package every file pins exactly
+  at different versions becomes ``NAME=={{ pins["NAME"] }}`` with per-file ``pins``; every other
+  line goes into a template per set of files that has it, which the files' rules list in ``parts``.
+* Index lines with a backend label become one source per host (``{flavor}`` for the label),
+  serving the torch packages the files name; ``--pre`` sets ``prerelease``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import product
+from pathlib import PurePosixPath
+from urllib.parse import urlsplit
+
+import tomlkit
+import tomlkit.items
+from packaging.utils import NormalizedName
+
+from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, Facts, backend_label, is_gpu
+from lockgen.scaffold.reading import Line, ReqFile
+
+__all__ = ["Draft", "compose"]
+
+_TORCH_FAMILY = re.compile(r"^(torch|torchvision|torchaudio|xformers|triton|pytorch-triton(-.+)?|triton-(rocm|xpu))$")
+_OS_ORDER = ("linux", "windows", "macos")
+_ARCH_ORDER = ("x86_64", "aarch64")
+_SIMPLE_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;*]+)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Draft:
+    """What ``lockgen init`` writes: ``files`` (project-relative path -> text) and the
+    ``explanation`` (one line per choice, in order)."""
+
+    files: dict[str, str]
+    explanation: tuple[str, ...]
+    cells: dict[str, tuple[tuple[str, ...], ...]]  # requirement file -> its cells' axis values (no python)
+
+
+Cell = tuple[str, ...]  # (os, arch, backend[, variant])
+
+
+def compose(
+    files: Sequence[tuple[ReqFile, Facts]],
+    pythons: Sequence[str],
+    exclude_newer: str,
+    config_name: str = "lockgen.toml",
+    project_dependencies: bool = False,
+) -> Draft:
+    """The config (``config_name``, a standalone ``lockgen.toml``) and templates for ``files``.
+    ``project_dependencies``: the shared template also renders ``project.dependencies``."""
+    why: list[str] = []
+    known = [p for _, facts in files for p in facts.platforms or ()]
+    everywhere = tuple(p for p in PLATFORMS if p in {*DEFAULT_PLATFORMS, *known})
+    cells: dict[str, list[Cell]] = {}
+    for file, facts in files:
+        why += [f"{file.path}: {r}" for r in facts.reasons]
+        backends = facts.backends or ("cpu",)
+        platforms = facts.platforms
+        if platforms is None:  # what other files of its backends do not claim; no macOS for a GPU build
+            claimed = {p for f, other in files if other.platforms and set(other.backends or ("cpu",)) & set(backends)
+                       for p in other.platforms}  # fmt: skip
+            gpu = all(is_gpu(b) for b in backends)
+            platforms = tuple(p for p in everywhere if p not in claimed and not (gpu and p[0] == "macos"))
+            platforms = platforms or everywhere
+            why.append(
+                f"{file.path}: platforms {', '.join(' '.join(p) for p in platforms)}: nothing in it names one"
+                + (" (no macOS: no GPU build there)" if gpu else "")
+            )
+        if not facts.backends:
+            why.append(f"{file.path}: backend cpu (mps on Apple silicon): nothing in it names a GPU build")
+        found: list[Cell] = []
+        for (os_, arch), backend in product(platforms, backends):
+            if os_ == "macos" and (is_gpu(backend) or backend == "cpu"):
+                backend = "mps" if arch == "aarch64" else "cpu"
+            if (os_, arch, backend) not in found:
+                found.append((os_, arch, backend))
+        cells[file.path] = found
+    variant = _variants(files, cells, why)
+    if variant:
+        cells = {path: [(*c, variant[path]) for c in found] for path, found in cells.items()}
+    axes = {
+        "os": [o for o in _OS_ORDER if any(c[0] == o for f in cells.values() for c in f)],
+        "arch": [a for a in _ARCH_ORDER if any(c[1] == a for f in cells.values() for c in f)],
+        "backend": list(dict.fromkeys(c[2] for f in cells.values() for c in f)),
+    }
+    if variant:
+        axes["variant"] = list(dict.fromkeys(variant.values()))
+    covered = {c for f in cells.values() for c in f}
+    missing = [c for c in product(*axes.values()) if c not in covered]
+
+    templates, parts, pins, common = _templates(files, why, project_dependencies)
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment("Written by lockgen init from " + ", ".join(f.path for f, _ in files) + "."))
+    doc.add(tomlkit.comment("Each choice it made is explained in the output of the run; edit freely."))
+    doc["exclude-newer"] = exclude_newer
+    doc["vars"] = _inline({"parts": []})
+    if pins:
+        doc["pins"] = _inline({name: default for name, (default, _) in sorted(pins.items())})
+    sources = _sources(files, why)
+    if sources:
+        doc["sources"] = {name: {"index": url, "packages": packages} for name, (url, packages, _) in sources.items()}
+    matrix = tomlkit.table()
+    for axis, values in axes.items():
+        matrix[axis] = values
+    matrix["python"] = list(pythons)
+    if missing:
+        excludes = tomlkit.array()
+        for entry in _excludes(missing, axes):
+            excludes.append(_inline(entry))
+        matrix["exclude"] = excludes.multiline(True)
+    doc["matrix"] = matrix
+    rules = tomlkit.aot()
+    for file, facts in files:
+        for match in _matches(cells[file.path], list(axes)):
+            rule = tomlkit.table()
+            rule["match"] = _inline(match)
+            rule_backends = match.get("backend", [])
+            use = [
+                name
+                for name, (_url, _packages, users) in sources.items()
+                if any((file.path, b) in users for b in _as_list(rule_backends))
+            ]
+            if use:
+                rule["use"] = use
+            if file.prerelease:
+                rule["prerelease"] = "allow"
+            if facts.mixed:
+                rule["allow-mix"] = _inline(
+                    {n: f"lockgen init: {file.path} names its {lb} build; review" for n, lb in facts.mixed}
+                )
+            vars_: dict[str, object] = {"parts": parts[file.path]} if parts[file.path] else {}
+            file_pins = {
+                name: versions[file.path]
+                for name, (default, versions) in pins.items()
+                if versions[file.path] != default
+            }
+            if vars_:
+                rule["vars"] = _inline(vars_)
+            if file_pins:
+                rule["pins"] = _inline(dict(sorted(file_pins.items())))
+            rule.comment(file.path)
+            if len(rule) > 1:
+                rules.append(rule)
+    if rules:
+        doc["rules"] = rules
+    why.append(
+        f"python {', '.join(pythons)}; exclude-newer {exclude_newer} (resolve as of that time; lockgen bump or a new date moves it)"
+    )
+    if missing:
+        why.append(f"matrix: {len(missing)} combinations of the axes no file has are excluded")
+    files_out = {config_name: tomlkit.dumps(doc), **templates}
+    files_out["templates/requirements.in.j2"] = common
+    return Draft(files=files_out, explanation=tuple(why), cells={p: tuple(c) for p, c in cells.items()})
+
+
+def _inline(values: dict[str, object]) -> tomlkit.items.InlineTable:
+    table = tomlkit.inline_table()
+    table.update(values)
+    return table
+
+
+def _as_list(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def _variants(files: Sequence[tuple[ReqFile, Facts]], cells: dict[str, list[Cell]], why: list[str]) -> dict[str, str]:
+    """``{file: variant value}`` when two files claim a cell, else ``{}``."""
+    owner: dict[Cell, str] = {}
+    clash = None
+    for path, found in cells.items():
+        for cell in found:
+            if cell in owner:
+                clash = (owner[cell], path, cell)
+            owner.setdefault(cell, path)
+    if clash is None:
+        return {}
+    values = {f.path: re.sub(r"[^a-z0-9._]+", "_", "_".join(facts.words)).strip("_") or "default" for f, facts in files}
+    seen = Counter((values[p], c) for p, found in cells.items() for c in found)
+    if any(n > 1 for n in seen.values()):  # the words do not tell them apart: the file names do
+        values = {
+            f.path: re.sub(r"[^a-z0-9._]+", "_", PurePosixPath(f.path).with_suffix("").as_posix().lower())
+            for f, _ in files
+        }
+    why.append(
+        f"variant axis: {clash[0]} and {clash[1]} are both for {' '.join(clash[2])}, so each file is a value of "
+        f"a variant axis ({', '.join(f'{p} -> {v}' for p, v in values.items())})"
+    )
+    return values
+
+
+def _excludes(missing: list[Cell], axes: dict[str, list[str]]) -> list[dict[str, object]]:
+    """Exclude entries covering exactly the ``missing`` combinations: a whole os (or os and
+    arch, …) when every combination under it is missing, else the last axis's values as a list."""
+    names = list(axes)
+    left = set(missing)
+    entries: list[dict[str, object]] = []
+    for depth in range(1, len(names)):
+        groups: dict[Cell, set[Cell]] = {}
+        for c in left:
+            groups.setdefault(c[:depth], set()).add(c)
+        for prefix in sorted(groups, key=lambda p: [axes[n].index(v) for n, v in zip(names, p)]):
+            under = {(*prefix, *rest) for rest in product(*(axes[n] for n in names[depth:]))}
+            if under <= left:
+                entries.append(dict(zip(names, prefix)))
+                left -= under
+    groups = {}
+    for c in left:
+        groups.setdefault(c[:-1], set()).add(c)
+    for prefix in sorted(groups, key=lambda p: [axes[n].index(v) for n, v in zip(names, p)]):
+        values = [v for v in axes[names[-1]] if (*prefix, v) in groups[prefix]]
+        entries.append({**dict(zip(names, prefix)), names[-1]: values if len(values) > 1 else values[0]})
+    return entries
+
+
+def _matches(found: list[Cell], names: list[str]) -> list[dict[str, object]]:
+    """Rule ``match`` tables covering exactly ``found``: per backend (and variant), the oses
+    whose arch sets agree together."""
+    out = []
+    rest = names[2:]
+    for tail in dict.fromkeys(tuple(c[2:]) for c in found):
+        by_os: dict[str, list[str]] = {}
+        for c in found:
+            if tuple(c[2:]) == tail:
+                by_os.setdefault(c[0], []).append(c[1])
+        by_arches: dict[tuple[str, ...], list[str]] = {}
+        for os_, os_arches in by_os.items():
+            by_arches.setdefault(tuple(os_arches), []).append(os_)
+        for arches, oses in by_arches.items():
+            match: dict[str, object] = {
+                "os": oses if len(oses) > 1 else oses[0],
+                "arch": list(arches) if len(arches) > 1 else arches[0],
+            }
+            match |= dict(zip(rest, tail))
+            out.append(match)
+    return out
+
+
+def _templates(
+    files: Sequence[tuple[ReqFile, Facts]], why: list[str], project_dependencies: bool
+) -> tuple[dict[str, str], dict[str, list[str]], dict[str, tuple[str, dict[str, str]]], str]:
+    """(templates, each file's ``parts``, pins ``{name: (default, {file: version})}``, the
+    shared template's text)."""
+    paths = [f.path for f, _ in files]
+    keyed: dict[str, dict[str, Line]] = {f.path: {} for f, _ in files}
+    for f, _ in files:
+        for line in f.lines:
+            keyed[f.path].setdefault(line.key, line)
+    # packages every file pins exactly, at different versions: one line, per-file pins
+    pins: dict[str, tuple[str, dict[str, str]]] = {}
+    pinned_keys: set[str] = set()
+    simple: dict[str, dict[str, tuple[str, str, str]]] = {}
+    for path in paths:
+        for key, line in keyed[path].items():
+            match = _SIMPLE_PIN.match(key)
+            if match and line.name is not None:
+                simple.setdefault(line.name, {})[path] = (match[1], match[2], key)
+    for name, per in simple.items():
+        versions = {p: v for p, (_, v, _) in per.items()}
+        if len(per) == len(paths) > 1 and len(set(versions.values())) > 1:
+            default = Counter(versions[p] for p in paths).most_common(1)[0][0]
+            pins[name] = (default, versions)
+            pinned_keys |= {k for _, _, k in per.values()}
+            why.append(
+                f"{name}: pinned at different versions ({', '.join(sorted(set(versions.values())))}): one line "
+                f'{name}=={{{{ pins["{name}"] }}}} with pins {default}, and rules for the other versions'
+            )
+    order: list[str] = []
+    holders: dict[str, set[str]] = {}
+    for path in paths:
+        for key in keyed[path]:
+            if key in pinned_keys:
+                continue
+            holders.setdefault(key, set()).add(path)
+            if key not in order:
+                order.append(key)
+    everyone = set(paths)
+    blocks: dict[frozenset[str], list[str]] = {}
+    for key in order:
+        blocks.setdefault(frozenset(holders[key]), []).append(key)
+    names: dict[frozenset[str], str] = {}
+    for holders_ in blocks:
+        if holders_ == everyone:
+            continue
+        names[holders_] = _block_name(sorted(holders_, key=paths.index), everyone, set(names.values()))
+    templates = {}
+    for holders_, keys in blocks.items():
+        if holders_ != everyone:
+            who = ", ".join(sorted(holders_, key=paths.index))
+            templates[f"templates/{names[holders_]}"] = (
+                f"{{# lines of {who} (lockgen init) #}}\n" + "\n".join(keys) + "\n"
+            )
+    parts = {p: [names[h] for h in blocks if h != everyone and p in h] for p in paths}
+    common = [k for h, keys in blocks.items() if h == everyone for k in keys]
+    common += [f'{per[paths[0]][0]}=={{{{ pins["{name}"] }}}}' for name, per in simple.items() if name in pins]
+    text = "{# lines every requirement file has (lockgen init); each cell's own lines are in the `parts` its rule names #}\n"
+    if project_dependencies:
+        text += '{{ project.dependencies | join("\\n") }}\n'
+    text += "".join(line + "\n" for line in common)
+    text += "{% for part in parts %}\n{% include part %}\n{% endfor %}\n"
+    why.append(
+        f"templates/requirements.in.j2: the {len(common)} lines every file has"
+        + (" and [project].dependencies" if project_dependencies else "")
+    )
+    for holders_, name in names.items():
+        why.append(
+            f"templates/{name}: the {len(blocks[holders_])} lines only {', '.join(sorted(holders_, key=paths.index))} "
+            f"{'has' if len(holders_) == 1 else 'have'}"
+        )
+    return templates, parts, pins, text
+
+
+def _block_name(holders: list[str], everyone: set[str], taken: set[str]) -> str:
+    """A template name for the lines ``holders`` share: the file's name for one file, the
+    folder's for all files of a folder, else ``shared-N``."""
+    if len(holders) == 1:
+        name = PurePosixPath(holders[0]).with_suffix("").as_posix().replace("/", "-") + ".txt.j2"
+    else:
+        folders = {PurePosixPath(h).parent.as_posix() for h in holders}
+        folder = folders.pop() if len(folders) == 1 else ""
+        same = folder not in ("", ".") and set(holders) == {
+            p for p in everyone if PurePosixPath(p).parent.as_posix() == folder
+        }
+        name = f"{folder.replace('/', '-')}.txt.j2" if same else "shared-1.txt.j2"
+    n = 1
+    while name in taken or name == "requirements.in.j2":
+        n += 1
+        name = re.sub(r"(-\d+)?\.txt\.j2$", f"-{n}.txt.j2", name)
+    return name
+
+
+def _sources(
+    files: Sequence[tuple[ReqFile, Facts]], why: list[str]
+) -> dict[str, tuple[str, list[str], set[tuple[str, str]]]]:
+    """``{name: (index URL with {flavor}, packages, {(file, backend) using it})}``: one source
+    per host and path, its label replaced by ``{flavor}`` (a backend's flavor is its label)."""
+    found: dict[str, tuple[str, list[str], set[tuple[str, str]]]] = {}
+    for file, facts in files:
+        torch: list[NormalizedName] = list(
+            dict.fromkeys(ln.name for ln in file.lines if ln.name and _TORCH_FAMILY.match(ln.name))
+        )
+        for label, url in facts.indexes.items():
+            base = url.rstrip("/")
+            template = base[: -len(label)] + "{flavor}" if backend_label(url) == label else base
+            host = urlsplit(url).hostname or "index"
+            name = "pytorch" if host == "download.pytorch.org" else re.sub(r"[^a-z0-9]+", "-", host.split(".")[0])
+            if "/nightly/" in template:
+                name += "-nightly"
+            if not torch:
+                why.append(
+                    f"{file.path}: the index {url} serves none of the packages it names, so no source for it; "
+                    "add torch (or what the index is for) to a template and a [sources] entry"
+                )
+                continue
+            entry = found.setdefault(name, (template, [], set()))
+            if entry[0] != template:
+                name = f"{name}-{len(found)}"
+                entry = found.setdefault(name, (template, [], set()))
+            entry[1].extend(p for p in torch if p not in entry[1])
+            entry[2].add((file.path, label))
+    for name, (url, packages, users) in found.items():
+        why.append(
+            f"sources.{name}: {url} serves {', '.join(packages)} to the cells of "
+            + ", ".join(sorted({f"{p} ({b})" for p, b in users}))
+        )
+    return found
