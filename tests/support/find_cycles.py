@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import sys
 from collections import deque
 from collections.abc import Iterable
@@ -111,7 +112,13 @@ def _ancestors(name: str) -> list[str]:
 
 
 def import_graph(package_dir: Path) -> list[Edge]:
-    """Every import between the package's modules, one :class:`Edge` per (statement, target)."""
+    """Every import between the package's modules, one :class:`Edge` per (statement, target).
+    Read once per process and folder (the tests ask for the package's graph several times)."""
+    return list(_import_graph(package_dir.resolve()))
+
+
+@functools.cache
+def _import_graph(package_dir: Path) -> tuple[Edge, ...]:
     known = modules(package_dir)
     root = package_dir.parent
     edges = []
@@ -136,7 +143,7 @@ def import_graph(package_dir: Path) -> list[Edge]:
                 for module in [*_ancestors(target), target]:
                     if module in known and module not in own and module != name:
                         edges.append(Edge(name, module, path.relative_to(root).as_posix(), node.lineno, kind))
-    return edges
+    return tuple(edges)
 
 
 def _components(nodes: list[str], graph: dict[str, set[str]]) -> list[list[str]]:
