@@ -20,10 +20,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lockgen.config",),  # data only
     ("lockgen.plan",),  # what to resolve: cells, targets, rendered inputs, input hashes
     ("lockgen.locks",),  # the lock model and the files of the locks folder
-    ("lockgen.project",),  # a loaded project
     ("lockgen.resolve",),  # one cell, top to bottom
-    ("lockgen.run", "lockgen.bump", "lockgen.install", "lockgen.scaffold"),  # the cores of the commands
-    ("lockgen.dossier",),  # audit, sbom, licenses: reads the locks, re-locks for audit --fix
+    ("lockgen.wheels",),  # readers of the locked wheels (GPU kernel coverage)
+    ("lockgen.project",),  # a loaded project
+    ("lockgen.run", "lockgen.scaffold"),  # the run over the cells (all, lock, check, matrix); init
+    ("lockgen.bump", "lockgen.rot"),  # pin moves and re-locks; locks over time (check --online/--resolve, bundle)
+    ("lockgen.install", "lockgen.dossier"),  # installing; audit, sbom, licenses, why
     ("lockgen.commands",),  # one module per command
     ("lockgen.cli",),  # argparse -> one call per command
     ("lockgen.__main__",),

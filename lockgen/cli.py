@@ -35,13 +35,15 @@ COMMANDS = {
     "detect": "print the cell (and lock) for this machine",
     "check": "exit 1 if any lock or the manifest is out of date",
     "diff": "show what changed between two sets of locks (git revisions or folders)",
-    "bump": "edit pins in the config, then re-lock the cells whose inputs changed",
+    "bump": "move pins (config, templates, project dependencies), re-lock, write all of it or nothing",
+    "why": "show which requirements bring a package into each cell's lock",
     "install": "install a cell's layers into a venv, as the manifest says",
     "merge": "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest",
     "audit": "check every locked package of every cell against OSV advisories (--fix: move to fixed versions)",
     "sbom": "write CycloneDX 1.6 SBOMs of the locks, per cell and merged",
     "licenses": "list each locked package's license per cell and check the [licenses] policy",
     "init": "write a config and templates from the project's requirement files or pyproject.toml",
+    "bundle": "write the locked files of cells into a folder that installs with no network",
 }
 
 
@@ -50,6 +52,13 @@ def handler(command: str) -> Callable[[argparse.Namespace], int]:
     parser imports no command, so ``lockgen --version`` and a no-op run stay fast)."""
     run: Callable[[argparse.Namespace], int] = importlib.import_module(f"lockgen.commands.{command}").run
     return run
+
+
+def _axis(text: str) -> tuple[str, str]:
+    """``--axis NAME=VALUE``, parsed as the selector parses it."""
+    from lockgen.select import parse_axis
+
+    return parse_axis(text)
 
 
 class _Version(argparse.Action):
@@ -99,19 +108,26 @@ OPTIONS = (
         ("--only",), {"action": "append", "metavar": "KEY=VALUE", "help": "select cells by os, arch, backend, python or name; repeat a key to accept several values"},
         [], _SELECTING,
     ),
-    _Option(("-j", "--jobs"), {"type": int, "metavar": "N", "help": "cells resolved at once (default: CPU cores + 1, 2 to 8)"}, None, _RESOLVING),
+    _Option(("-j", "--jobs"), {"type": int, "metavar": "N", "help": "cells resolved at once (default: CPU cores + 1, 2 to 8); check --online and bundle: requests at once (default 16, 8)"}, None, (*_RESOLVING, "check", "bundle")),
     _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
     _Option(
         ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
-        [], (*_RESOLVING, "install", "diff", *_DOSSIER),
+        [], (*_RESOLVING, "install", "diff", *_DOSSIER, "check", "bundle"),
     ),
-    _Option(("--online",), {"action": "store_true", "help": "resolve every cell online (no reuse of pages fetched in this run)"}, False, _RESOLVING),
+    _Option(
+        ("--online",), {"action": "store_true", "help": "all, lock, bump: resolve every cell online (no reuse of pages fetched in this run); check: check every locked file on its host (deleted, moved, size or hash changed)"},
+        False, (*_RESOLVING, "check"),
+    ),
     _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
     _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),
-    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, (*_RESOLVING, "merge", "audit")),
+    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, (*_RESOLVING, "merge", "audit", "check")),
     _Option(("--shard",), {"metavar": "I/N", "help": "only shard I of N (1-based) of the selected cells; see lockgen merge"}, None, ("all", "matrix")),
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
-    _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check")),
+    _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check", "bump", "why")),
+    _Option(
+        ("--dry-run",), {"action": "store_true", "help": "change nothing: resolve in .lockgen/ and report what would change (all, lock, bump), say what would be installed (install) or written (init)"},
+        False, ("all", "lock", "bump", "install", "init"),
+    ),
     _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
     _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's; init: the matrix's, comma-separated)"}, None, ("detect", "install", "init")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
@@ -119,10 +135,12 @@ OPTIONS = (
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
     _Option(("--gpu",), {"choices": ["nvidia", "amd", "apple", "none"], "help": "pretend: GPU kind"}, None, ("detect",)),
     _Option(("--cuda",), {"metavar": "X.Y", "help": "pretend: the NVIDIA driver's CUDA version"}, None, ("detect",)),
+    _Option(("--gfx",), {"metavar": "LIST", "help": "pretend: AMD GPUs by gfx target (gfx1100,gfx1036)"}, None, ("detect",)),
+    _Option(("--cell", "--select-cell"), {"metavar": "NAME", "help": "take this cell (the way past GPU facts that cannot be known)"}, None, ("detect",)),
+    _Option(("--axis",), {"action": "append", "type": lambda text: _axis(text), "metavar": "NAME=VALUE", "help": "the value of an extra matrix axis (repeatable)"}, [], ("detect", "install")),
     _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
     _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.select picks for this machine"}, False, _INSTALL),
     _Option(("--venv",), {"metavar": "PATH", "help": "the virtual environment (default: .venv in the project root)"}, None, _INSTALL),
-    _Option(("--dry-run",), {"action": "store_true", "help": "say what would be installed (init: written); change nothing"}, False, (*_INSTALL, "init")),
     _Option(("--installer",), {"choices": ["uv", "pip"], "help": "run the manifest's uv (default) or pip commands"}, "uv", _INSTALL),
     _Option(("--index-url",), {"metavar": "URL", "help": "install from this index instead of the recorded one"}, None, _INSTALL),
     _Option(("--reinstall",), {"action": "store_true", "help": "install even when the venv is up to date"}, False, _INSTALL),
@@ -176,8 +194,9 @@ DIFF_FORMATS = ("text", "markdown", "json")
 #: The arguments of each command as its one-line usage shows them (see :func:`_positionals`).
 _ARGUMENTS = {
     "lock": " CELL [CELL ...]", "check": " [CELL ...]", "diff": " [OLD [NEW]]", "install": " [CELL]",
-    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "audit": " [CELL ...]",
-    "sbom": " [CELL ...]", "licenses": " [CELL ...]", "init": " [FILE ...]",
+    "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "why": " NAME [CELL ...]",
+    "audit": " [CELL ...]", "sbom": " [CELL ...]", "licenses": " [CELL ...]", "init": " [FILE ...]",
+    "bundle": " CELL [CELL ...] -o DIR",
 }  # fmt: skip
 #: ``lockgen audit --format`` values (:data:`lockgen.dossier.auditformat.FORMATS`).
 AUDIT_FORMATS = ("text", "markdown", "json", "sarif")
@@ -191,6 +210,24 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("cells", nargs="+", metavar="CELL")
     elif command == "check":
         p.add_argument("cells", nargs="*", metavar="CELL")
+        p.add_argument(
+            "--resolve", action="store_true",
+            help="resolve every cell again into .lockgen/reproduce/ (the recorded uv and cutoff) and explain any drift",
+        )  # fmt: skip
+        p.add_argument(
+            "--attestations", action="store_true",
+            help="with --online: verify each file's PEP 740 attestations (needs lockgen[attestations])",
+        )  # fmt: skip
+        p.add_argument(
+            "--timeout", type=float, metavar="SECONDS", default=None,
+            help="with --online: the time budget of the whole check (default 600)",
+        )  # fmt: skip
+    elif command == "bundle":
+        p.add_argument("cells", nargs="+", metavar="CELL")
+        p.add_argument(
+            "-o", "--output", metavar="DIR", required=True,
+            help="the bundle folder (created; a bundle there already is added to, its files reused)",
+        )  # fmt: skip
     elif command == "diff":
         p.add_argument("old", nargs="?", metavar="OLD", help="git revision or folder (default: HEAD)")
         p.add_argument("new", nargs="?", metavar="NEW", help="git revision or folder (default: the work tree)")
@@ -205,6 +242,10 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
         )
     elif command == "install":
         p.add_argument("cell", nargs="?", metavar="CELL", help="the cell to install (or --detect)")
+        p.add_argument(
+            "--from", dest="from_dir", metavar="DIR", default=None,
+            help="install from a bundle folder (lockgen bundle): its locks and files, no network, no project",
+        )  # fmt: skip
     elif command == "merge":
         p.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
     elif command in ("audit", "sbom", "licenses"):
@@ -252,12 +293,21 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
                 action="store_true",
                 help="record the time of writing in the metadata (default: none, for byte-stable SBOMs)",
             )
-    elif command == "bump":
-        p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
-        p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")
     elif command == "init":
         p.add_argument(
-            "files", nargs="*", metavar="FILE", help="requirement files (default: requirements*.txt, requirements/)"
+            "files",
+            nargs="*",
+            metavar="FILE",
+            help="requirement files (default: requirements*.txt, requirements/); FILE:os=linux,arch=aarch64 says "
+            "its platform (keys os, arch, backend)",
+        )
+        p.add_argument(
+            "--commands",
+            action="append",
+            default=[],
+            metavar="SCRIPT",
+            help="an installer script (or a file of pip install lines) whose torch install commands to read; "
+            "nothing in it runs (repeatable; SCRIPT:os=macos says its platform)",
         )
         p.add_argument(
             "--index",
@@ -267,6 +317,12 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
             help="a backend index (…/whl/cu128) for files that name none (repeatable)",
         )
         p.add_argument("--exclude-newer", metavar="DATE", help="resolve as of this date or time (default: today, UTC)")
+    elif command == "bump":
+        p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
+        p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")
+    elif command == "why":
+        p.add_argument("package", metavar="NAME", help="the package to explain")
+        p.add_argument("cells", nargs="*", metavar="CELL", help="the cells to look at (default: every locked cell)")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -7,8 +7,8 @@ nothing. Only :mod:`lockgen.run.lock` writes (locks, manifest, lockgen's work fo
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +18,13 @@ from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, expand
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.target import Target, target_for
-from lockgen.runtime.errors import ConfigError, Problem, TemplateError, merged
+from lockgen.runtime.errors import ConfigError, LockgenError, Problem, TemplateError, merged
 
 if TYPE_CHECKING:
+    from lockgen.plan.content import Digests
     from lockgen.plan.plan import Plan
 
-__all__ = ["Project", "requires"]
+__all__ = ["Project", "detect_problems", "requires"]
 
 
 @dataclass(frozen=True)
@@ -32,13 +33,20 @@ class Project:
 
     config: Config
     cells: tuple[Cell, ...]
+    #: project-relative path -> text read instead of the file (``lockgen bump``'s planned edits:
+    #: the config, the pyproject.toml of ``[project]``, templates); empty for the files as they are
+    overlay: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, start: Path, config_path: str | None = None) -> Project:
-        """Find (see :func:`~lockgen.config.find_config`), validate and expand the config.
-        Raises ``UsageError`` (no config) or ``ConfigError`` (every problem, with key paths)."""
-        config = load_config(find_config(start, config_path))
-        return cls(config=config, cells=tuple(expand(config)))
+    def load(cls, start: Path, config_path: str | None = None, overlay: Mapping[str, str] | None = None) -> Project:
+        """Find (see :func:`~lockgen.config.find_config`), validate and expand the config, reading
+        the files ``overlay`` names from it. Raises ``UsageError`` (no config) or ``ConfigError``
+        (every problem, with key paths)."""
+        config = load_config(find_config(start, config_path), overlay)
+        cells = tuple(expand(config))
+        if config.detect is not None:
+            detect_problems(config, cells)
+        return cls(config=config, cells=cells, overlay=dict(overlay or {}))
 
     @property
     def root(self) -> Path:
@@ -47,16 +55,20 @@ class Project:
     def cell(self, name: str) -> Cell:
         return next(c for c in self.cells if c.name == name)
 
-    def plans(self, cells: Sequence[Cell]) -> list[Plan]:
-        """Render and plan every resolved (not skipped, not alias) cell in ``cells``.
+    def plans(self, cells: Sequence[Cell], digests: Digests | None = None) -> list[Plan]:
+        """Render and plan every resolved (not skipped, not alias) cell in ``cells``; local
+        inputs by content through ``digests`` (default: a read-only cache of their sha256,
+        :mod:`lockgen.plan.content`).
 
         Raises :class:`TemplateError` listing every template problem found, each once with the
         cells it occurs in."""
+        from lockgen.plan.content import Digests
         from lockgen.plan.plan import make_plan
         from lockgen.plan.render import environment
         from lockgen.runtime.uvbin import uv_version
 
-        env = environment(self.config)
+        digests = digests if digests is not None else Digests(self.root)
+        env = environment(self.config, self.template_overlay())
         version = uv_version()
         plans: list[Plan] = []
         config_problems: list[Problem] = []
@@ -65,7 +77,7 @@ class Project:
             if not cell.resolves:
                 continue
             try:
-                plans.append(make_plan(self.config, env, cell, target_for(cell), version))
+                plans.append(make_plan(self.config, env, cell, target_for(cell), version, digests))
             except ConfigError as exc:
                 config_problems += [p.in_cell(cell.name) for p in exc.problems]
             except TemplateError as exc:
@@ -75,6 +87,11 @@ class Project:
         if template_problems:
             raise TemplateError(*merged(template_problems))
         return plans
+
+    def template_overlay(self) -> dict[str, str]:
+        """The overlay's templates, by name relative to the templates folder."""
+        prefix = self.config.templates.rstrip("/") + "/"
+        return {path.removeprefix(prefix): text for path, text in self.overlay.items() if path.startswith(prefix)}
 
     def read_files(self) -> set[str]:
         """Project files besides the config and the templates that every plan reads: the
@@ -107,9 +124,87 @@ class Project:
         rules = self.config.detect
         return rules.to_dict() if rules is not None else None
 
-    def manifest_text(self, failed: dict[str, str] | None = None) -> str:
-        """The manifest the locks on disk give, with ``failed`` cells (cell -> reason)."""
-        return manifest.dumps(manifest.build(self.root, self.rows(), self.detect_rules(), failed))
+    def manifest_text(
+        self,
+        failed: dict[str, str] | None = None,
+        root: Path | None = None,
+        coverage: Mapping[str, Any] | None = None,
+    ) -> str:
+        """The manifest the locks on disk give (under ``root``: the project's, or a stage's copy
+        of its locks folder), with ``failed`` cells (cell -> reason) and the GPU cells'
+        ``coverage`` (default: :meth:`coverage`, carried from the manifest on disk)."""
+        root = root or self.root
+        coverage = self.coverage(root=root) if coverage is None else coverage
+        return manifest.dumps(manifest.build(root, self.rows(), self.detect_rules(), failed, coverage=coverage))
+
+    def coverage(
+        self,
+        read: Callable[[list[Any]], dict[str, Any]] | None = None,
+        previous: Mapping[str, Any] | None = None,
+        names: Sequence[str] | None = None,
+        root: Path | None = None,
+    ) -> dict[str, Any]:
+        """``{cell: coverage record}`` of the GPU cells (:mod:`lockgen.wheels.cells`): the record of
+        ``previous`` (a merge: the shards') or of the manifest on disk while the cell's GPU wheels
+        are the same; else ``read(wheels)`` when given (``lockgen all``), else none. A cell without
+        a pylock or GPU wheels has none; ``names`` limits the cells (a shard's); ``root`` is where the
+        locks folder is (default: the project root; a stage's copy for ``--dry-run`` and bump)."""
+        from lockgen.locks.lock import text_sha256
+        from lockgen.wheels import cells as gpu
+
+        root = root or self.root
+        text = manifest.read(root / manifest.manifest_path(self.config.locks))
+        on_disk = manifest.recorded_coverage(text)
+        given = dict(previous or {})
+        pylocks = manifest.recorded_pylocks(text)
+        records: dict[str, Any] = {}
+        for cell in self.cells:
+            if names is not None and cell.name not in names:
+                continue
+            family = gpu.gpu_family(cell.backend, self.config.backends) if cell.resolves else None
+            if family is None:
+                continue
+            lock = cell.lock_path(self.config)
+            fast = on_disk.get(cell.name) if cell.name not in given and cell.name in pylocks else None
+            if fast is not None and (read is None or not fast.get("unread")):
+                try:  # the same pylock as when the record was made: the same GPU wheels (no parsing)
+                    pylock = (root / pylocks[cell.name]).read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    pylock = ""
+                same = pylock and text_sha256(pylock) == manifest.recorded_pylock_sha(text, cell.name)
+                listed = [w.get("sha256") for key in ("wheels", "unread") for w in fast.get(key, [])]
+                if same and all(isinstance(s, str) and f'sha256 = "{s}"' in pylock for s in listed):
+                    records[cell.name] = fast
+                    continue
+            try:
+                wheels = gpu.gpu_wheels(root, lock, family)
+            except LockgenError:
+                continue
+            if not wheels:
+                continue
+            record = None
+            for candidate in (given.get(cell.name), on_disk.get(cell.name)):
+                record = record or gpu.carried(candidate, wheels, allow_unread=read is None)
+            if record is None and read is not None:
+                record = read(wheels)
+            if record is not None:
+                records[cell.name] = record
+        return records
+
+
+def detect_problems(config: Config, cells: Sequence[Cell]) -> None:
+    """Raise :class:`ConfigError` when the ``[detect]`` rules do not fit the matrix (issue 19):
+    a backend no cell has for the machines a rule can match, a rule no machine can reach, an
+    axis rule for an axis or value the matrix has not (:func:`lockgen.select.rules_problems`),
+    each with its key path."""
+    from lockgen.select import rules_problems
+
+    assert config.detect is not None
+    path = f"{config.key_prefix}.detect" if config.key_prefix else "detect"
+    rows = [{"os": c.os, "arch": c.arch, "backend": c.backend, "axes": dict(c.extra)} for c in cells]
+    problems = rules_problems(config.detect, rows, path)
+    if problems:
+        raise ConfigError(config.source, [f"{key}: {message}" for key, message in problems])
 
 
 def requires(cell: Cell, target: Target) -> dict[str, str]:

@@ -122,6 +122,17 @@ def _manifests_follow_the_schema():
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_sysfs_of_this_machine():
+    """The selector's facts come from canned outputs in the tests: it reads no sysfs (the PCI
+    bus, the amdgpu topology) of the machine that runs them, unless a test passes its own."""
+    from lockgen import select
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(select, "SYSFS", str(Path(__file__).parent / "data" / "detect" / "no-sysfs"))
+        yield
+
+
 #: TLS settings the hermetic tests never need: every fake host is plain HTTP on loopback. uv reads
 #: every file in ``SSL_CERT_DIR`` when it starts (7 ms a run on a machine whose folder holds 290
 #: certificates; the suite starts uv ~1,000 times). Tests marked ``network`` get them back.

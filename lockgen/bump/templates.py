@@ -1,98 +1,114 @@
-"""``lockgen bump`` for pins written in templates: a plain ``NAME==VERSION`` line.
+"""The template side of ``lockgen bump``: requirement lines in templates that name a package, and their edits.
 
-Projects pin many packages right in their requirements template (the repo's own
-``templates/requirements.in.j2`` has ``matplotlib==3.10.1``). When a name is pinned nowhere in the
-config, :func:`find` looks for template lines that are exactly one requirement of that name with
-one ``==`` specifier (parsed with ``packaging``; lines holding Jinja markup are left alone, since
-their rendered text is not on the line) and :func:`apply` rewrites only the version text, every
-other byte of the file kept.
+Projects pin many packages right in their requirements templates (the repo's own
+``templates/requirements.in.j2`` has ``matplotlib==3.10.1``), behind a marker for some cells
+(``numpy==1.26.4; python_version < "3.12"``), with a local label (``torch==2.13.0+cpu``), or
+inside a Jinja test (``{% if os == "linux" %}alpha==1.0{% endif %}``). :func:`find` reads every
+file of the templates folder line by line; the text between Jinja markup on a line is read with
+``packaging`` (:mod:`lockgen.plan.reqline`), so a line whose requirement is rendered from a variable
+(``torch=={{ pins.torch }}``: the config pin is the binding one) names no version here.
+:func:`edited` writes new versions into a template's text, every other byte kept (line endings
+too).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import NormalizedName, canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.utils import NormalizedName
+from packaging.version import Version
 
-from lockgen.bump.toml import write_atomic
-from lockgen.runtime.writing import writing
+from lockgen.plan import reqline
 
-__all__ = ["TemplatePin", "apply", "find"]
+__all__ = ["TemplateLine", "edited", "find"]
 
-_JINJA = ("{{", "{%", "{#")
+_MARKUP = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}")
+_OPEN = ("{{", "{%", "{#")
 
 
 @dataclass(frozen=True, kw_only=True)
-class TemplatePin:
-    """A template line pinning ``name`` to ``version`` exactly: ``path`` (relative to the project
-    root, as reported), 1-based ``line``."""
+class TemplateLine:
+    """A requirement naming ``name`` on line ``line`` (1-based) of ``path`` (project-relative):
+    ``offset`` is where the requirement's text (``line_text[offset:]``'s first ``len(segment)``
+    characters: the text between Jinja markup) starts on the line."""
 
     path: str
     line: int
-    name: NormalizedName
-    version: Version
+    offset: int
+    segment: str
+    requirement: reqline.Line
 
-    def describe(self, new: Version | None = None) -> str:
-        moved = f"{self.version} -> {new}" if new is not None and new != self.version else f"already {self.version}"
-        return f"{self.path}:{self.line}: {self.name} {moved}"
+    @property
+    def name(self) -> NormalizedName:
+        return self.requirement.name
+
+    @property
+    def place(self) -> str:
+        return f"{self.path}:{self.line}"
 
 
-def find(root: Path, templates: str, names: Iterable[NormalizedName]) -> dict[NormalizedName, list[TemplatePin]]:
-    """Template lines under ``root/templates`` pinning one of ``names`` exactly, by name (files
-    in sorted order, lines in order). Unreadable or non-UTF-8 files are skipped."""
+def find(root: Path, templates: str, names: Iterable[NormalizedName]) -> list[TemplateLine]:
+    """Every requirement line under ``root/templates`` naming one of ``names``, files in sorted
+    order, lines in order. Unreadable or non-UTF-8 files are skipped (rendering reports them)."""
     wanted = set(names)
-    found: dict[NormalizedName, list[TemplatePin]] = {}
+    found: list[TemplateLine] = []
     folder = root / templates
     for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")
         except (OSError, UnicodeDecodeError):
             continue
-        for number, line in enumerate(lines, 1):
-            pin = _pin(line)
-            if pin is not None and pin[0] in wanted:
-                rel = path.relative_to(root).as_posix()
-                found.setdefault(pin[0], []).append(TemplatePin(path=rel, line=number, name=pin[0], version=pin[1]))
+        rel = path.relative_to(root).as_posix()
+        for number, line in enumerate(text.splitlines(), 1):
+            for offset, segment in _segments(line):
+                parsed = reqline.parse(segment)
+                if parsed is not None and parsed.name in wanted:
+                    found.append(
+                        TemplateLine(path=rel, line=number, offset=offset, segment=segment, requirement=parsed)
+                    )
     return found
 
 
-def _pin(line: str) -> tuple[NormalizedName, Version] | None:
-    text = line.split(" #", 1)[0].strip()
-    if not text or text.startswith(("#", "-")) or any(mark in text for mark in _JINJA):
-        return None
-    try:
-        req = Requirement(text)
-        (spec,) = req.specifier
-        if spec.operator != "==" or "*" in spec.version or req.url:
-            return None
-        return canonicalize_name(req.name), Version(spec.version)
-    except (InvalidRequirement, InvalidVersion, ValueError):
-        return None
+def _segments(line: str) -> list[tuple[int, str]]:
+    """``(offset, text)`` of the parts of ``line`` between Jinja markup; none when markup is left
+    open on the line (it spans lines: the text is not what renders)."""
+    parts: list[tuple[int, str]] = []
+    at = 0
+    for match in _MARKUP.finditer(line):
+        parts.append((at, line[at : match.start()]))
+        at = match.end()
+    parts.append((at, line[at:]))
+    if any(mark in text for _, text in parts for mark in _OPEN):
+        return []
+    return [(offset, text) for offset, text in parts if text.strip()]
 
 
-def apply(root: Path, pins: Iterable[TemplatePin], wanted: Mapping[NormalizedName, Version]) -> list[TemplatePin]:
-    """Rewrite each pin's version to ``wanted[name]`` in its file (only the version text moves;
-    line endings and every other byte are kept), atomically per file. Returns the pins that moved.
-    Raises :class:`~lockgen.runtime.errors.WriteError` naming a file that cannot be written."""
-    by_file: dict[str, list[TemplatePin]] = {}
-    for pin in pins:
-        if wanted[pin.name] != pin.version:
-            by_file.setdefault(pin.path, []).append(pin)
-    for rel, moving in by_file.items():
-        path = root / rel
-        lines = path.read_bytes().decode("utf-8").splitlines(keepends=True)
-        for pin in moving:
-            lines[pin.line - 1] = _with_version(lines[pin.line - 1], wanted[pin.name])
-        with writing(rel):
-            write_atomic(path, "".join(lines))
-    return [pin for moving in by_file.values() for pin in moving]
+def edited(text: str, moves: Sequence[tuple[TemplateLine, Version]]) -> str:
+    """``text`` (a template file's contents) with each line of ``moves`` pinned to its version
+    (:func:`lockgen.plan.reqline.with_version`: operator, label, marker, extras, comment kept); line
+    endings and every other line as they were. Raises :class:`~lockgen.plan.reqline.EditRefused`."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    lines = text[len(bom) :].splitlines(keepends=True)
+    by_line: dict[int, list[tuple[TemplateLine, Version]]] = {}
+    for move in moves:
+        by_line.setdefault(move[0].line, []).append(move)
+    for number, here in by_line.items():
+        raw = lines[number - 1]
+        body = raw.rstrip("\r\n")
+        ending = raw[len(body) :]
+        for site, version in sorted(here, key=lambda m: -m[0].offset):  # right to left: offsets stay valid
+            new_segment = reqline.with_version(site.requirement, version)
+            end = site.offset + len(site.segment)
+            if body[site.offset : end] != site.segment:
+                raise reqline.EditRefused(f"{site.place}: the line changed since it was read")
+            body = body[: site.offset] + new_segment + body[end:]
+        lines[number - 1] = body + ending
+    return bom + "".join(lines)
 
 
-def _with_version(line: str, version: Version) -> str:
-    """``line`` with the version after its ``==`` replaced (spacing and comment kept)."""
-    return re.sub(r"(==\s*)([^\s;#\\]+)", lambda m: m.group(1) + str(version), line, count=1)
+def texts(root: Path, paths: Iterable[str]) -> Mapping[str, str]:
+    """``{path: text}`` of the project-relative template ``paths`` (UTF-8)."""
+    return {path: (root / path).read_bytes().decode("utf-8") for path in paths}

@@ -1,18 +1,19 @@
-"""The TOML side of ``lockgen bump``: where the pins are in the document, and writing the edited file.
+"""The TOML side of ``lockgen bump``: where the pins and requirement strings are in a document, and the edit.
 
 :func:`find_sites` lists every pin of the config (the top-level ``pins`` table and each rule's,
-under the file's :class:`Layout`); :func:`check_only_pins_changed` refuses an edit that changed
-more than the pin values; :func:`write_atomic` replaces the file. The policy (which pins move)
-is in :mod:`lockgen.bump.pins`.
+under the file's :class:`Layout`); :func:`requirement_strings` the requirement strings of the
+project's metadata (``[project]`` dependencies and optional dependencies, PEP 735 groups);
+:func:`edit_strings` replaces strings in the same style and :func:`check_only_pins_changed`
+refuses an edit that changed more than the values. The policy (which pins move) is in
+:mod:`lockgen.bump` and :mod:`lockgen.bump.lines`; the files are written by
+:mod:`lockgen.bump.run`, together with the locks, through :mod:`lockgen.locks.store`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +21,15 @@ from typing import Any
 
 import tomlkit
 from packaging.utils import NormalizedName, canonicalize_name
-from packaging.version import Version
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import String
 
 from lockgen.runtime.errors import ConfigError
 
-__all__ = ["Layout", "Site", "Where", "check_only_pins_changed", "find_sites", "key_path", "loads", "write_atomic"]
+__all__ = [
+    "Layout", "Requirement", "Site", "Where", "check_only_pins_changed", "edit_strings", "find_sites", "key_path",
+    "loads", "requirement_strings",
+]  # fmt: skip
 
 #: A key path inside the TOML document: table keys and array indexes.
 Where = tuple[str | int, ...]
@@ -100,12 +105,12 @@ def _table_sites(parent: Mapping[str, Any], where: Where, rule: int | None, prob
 
 
 def check_only_pins_changed(
-    path: Path, old: str, new: str, data: dict[str, Any], edits: Sequence[tuple[Site, Version]], tokens: Collection[str]
+    path: Path, old: str, new: str, data: dict[str, Any], edits: Sequence[tuple[Where, str]], tokens: Collection[str]
 ) -> None:
     """Refuse (rather than write) when the edited text differs from the old one anywhere but in the
-    pin values: the same lines, each equal once the old and new values (``tokens``, as TOML,
-    quotes included) are blanked, and the old ``data`` with the new versions in place. Changes
-    ``data``."""
+    edited values: the same lines, each equal once the old and new values (``tokens``, as TOML,
+    quotes included) are blanked, and the old ``data`` with the new values in place
+    (``edits``: key path -> new value). Changes ``data``."""
     blanked = re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))
 
     def blank(line: str) -> str:
@@ -115,16 +120,85 @@ def check_only_pins_changed(
     same_shape = len(old_lines) == len(new_lines) and all(
         a == b or blank(a) == blank(b) for a, b in zip(old_lines, new_lines, strict=True)
     )
-    for site, version in edits:
-        _set(data, site.where, str(version))
+    for where, value in edits:
+        _set(data, where, value)
     try:
         same_data = loads(new) == data
     except ValueError:
         same_data = False
     if not same_shape or not same_data:
-        keys = ", ".join(site.key_path for site, _ in edits)
+        keys = ", ".join(key_path(where) for where, _ in edits)
         message = f"{keys}: cannot be moved without changing other parts of the file; edit the pins by hand"
         raise ConfigError(path.name, [message])
+
+
+def edit_strings(path: Path, text: str, edits: Sequence[tuple[Where, str]]) -> str:
+    """``text`` (the contents of ``path``) with the string at each key path of ``edits`` replaced
+    by its new value, in the same string style: tomlkit keeps the key as written and the value's
+    trivia (spacing, comment, line ending), and :func:`check_only_pins_changed` refuses an edit
+    that changed anything else. Raises :class:`ConfigError` naming the file."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    try:
+        data = loads(text)  # the parser load_config uses: the file must be valid for it too
+        doc = tomlkit.parse(text[len(bom) :])
+    except (TOMLKitError, ValueError) as exc:  # ValueError: tomllib.TOMLDecodeError
+        raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
+    tokens: set[str] = set()
+    for where, value in edits:
+        tokens |= set(_replace(doc, where, value))
+    new = bom + doc.as_string()
+    check_only_pins_changed(path, text, new, data, edits, tokens)
+    return new
+
+
+def _replace(doc: Any, where: Where, value: str) -> tuple[str, str]:
+    """Replace the string at ``where`` by ``value`` in the same string style. Returns the old
+    and the new value as TOML (``"2.13.0"``, ``"2.14.0"``)."""
+    container: Any = doc
+    for part in where[:-1]:
+        container = container[part]
+    key = where[-1]
+    old = container[key]
+    if not isinstance(old, String):
+        raise ConfigError("config", [f"{key_path(where)}: not a string"])
+    new = String.from_raw(value, old.type)
+    new.trivia.__dict__.update(old.trivia.__dict__)
+    container[key] = new
+    return old.as_string(), new.as_string()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Requirement:
+    """A requirement string of the project's metadata: ``[project].dependencies``,
+    ``[project].optional-dependencies.<extra>`` or a PEP 735 ``[dependency-groups]`` group
+    (its ``{include-group = …}`` tables are no requirement)."""
+
+    where: Where  # ("project", "dependencies", 3)
+    key_path: str  # "project.dependencies[3]"
+    value: str
+
+
+def requirement_strings(data: Mapping[str, Any]) -> list[Requirement]:
+    """Every requirement string of ``data`` (a parsed pyproject.toml) in file order of the keys
+    above; entries that are not strings are skipped (validation reports them)."""
+    found: list[Requirement] = []
+    project = data.get("project")
+    lists: list[tuple[Where, Any]] = []
+    if isinstance(project, Mapping):
+        lists.append((("project", "dependencies"), project.get("dependencies")))
+        extras = project.get("optional-dependencies")
+        if isinstance(extras, Mapping):
+            lists += [(("project", "optional-dependencies", str(k)), v) for k, v in extras.items()]
+    groups = data.get("dependency-groups")
+    if isinstance(groups, Mapping):
+        lists += [(("dependency-groups", str(k)), v) for k, v in groups.items()]
+    for where, items in lists:
+        if not isinstance(items, Sequence) or isinstance(items, str):
+            continue
+        for i, item in enumerate(items):
+            if isinstance(item, str):
+                found.append(Requirement(where=(*where, i), key_path=key_path((*where, i)), value=str(item)))
+    return found
 
 
 def loads(text: str) -> dict[str, Any]:
@@ -139,8 +213,13 @@ def loads(text: str) -> dict[str, Any]:
 def _set(data: Any, where: Where, value: str) -> None:
     for part in where[:-1]:
         data = data[part]
-    assert isinstance(data, MutableMapping)
-    data[where[-1]] = value
+    key = where[-1]
+    if isinstance(data, list):
+        assert isinstance(key, int)
+        data[key] = value
+    else:
+        assert isinstance(data, MutableMapping)
+        data[key] = value
 
 
 def key_path(where: Where) -> str:
@@ -154,26 +233,3 @@ def key_path(where: Where) -> str:
             key = part if _BARE_KEY.match(part) else json.dumps(part)
             text += f".{key}" if text else key
     return text
-
-
-def write_atomic(path: Path, text: str) -> bool:
-    """Replace ``path`` (through a symlink: its target) with ``text`` via a temporary file in
-    the same folder and :func:`os.replace`, keeping the file's permission bits. The bytes are
-    written as they are (no newline translation: a CRLF file stays CRLF)."""
-    target = path.resolve()
-    data = text.encode("utf-8")
-    if target.read_bytes() == data:
-        return False
-    mode = target.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return True

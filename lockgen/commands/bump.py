@@ -1,31 +1,25 @@
-"""``lockgen bump NAME==VERSION…``: edit pins in the config and templates (:func:`lockgen.bump.pins.bump`),
-then lock the cells whose inputs changed, as ``lockgen all`` does (unless ``--no-lock``)."""
+"""``lockgen bump NAME==VERSION…``: move every pin that binds (config, templates, project dependencies),
+re-lock, write all of it or nothing (:func:`lockgen.bump.run.bump`)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-from lockgen.bump.pins import bump
+from lockgen.bump.run import BumpOptions, bump
 from lockgen.commands import common
-from lockgen.config import find_config
 
 __all__ = ["run"]
 
 
 def run(args: argparse.Namespace) -> int:
-    path = find_config(Path.cwd(), args.config)
-    result = bump(path, args.pins, templates=common.project(args).config.templates)
-    for line in result.lines():
-        print(line, file=sys.stderr)
-    if args.no_lock or not result.changed:
-        return 0
-    try:
-        code = common.lock_cells(args, ())
-    except BaseException:  # a config or template error, Ctrl-C: the edits stay all the same
-        print(f"lockgen bump: {result.kept_after_failure(Path.cwd())}", file=sys.stderr)
-        raise
-    if code:
-        print(f"lockgen bump: {result.kept_after_failure(Path.cwd())}", file=sys.stderr)
-    return code
+    options = BumpOptions(run=common.run_options(args), no_lock=args.no_lock, dry_run=args.dry_run)
+    say = None if args.json else (lambda line: print(line, file=sys.stderr))
+    outcome = bump(Path.cwd(), args.config, args.pins, options, common.reporter(args), say=say)
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2))
+    else:
+        print(outcome.final(), file=sys.stderr)
+    return outcome.exit_code

@@ -48,11 +48,15 @@ def print_text(text: str) -> None:
 
 
 def lock_cells(args: argparse.Namespace, names: Sequence[str]) -> int:
-    """Lock the stale cells among ``names`` (all of them: empty) with :func:`lockgen.run.lock.lock_project`;
-    ``--json`` prints the run."""
-    from lockgen.run.lock import lock_project
+    """Lock the stale cells among ``names`` (all of them: empty) with :func:`lockgen.run.lock.lock_project`
+    (``--dry-run``: :func:`lockgen.run.lock.dry_run`); ``--json`` prints the run."""
+    from lockgen.run.lock import dry_run, lock_project
 
-    run = lock_project(Path.cwd(), args.config, names, args.only, run_options(args), reporter(args))
+    run_lock = dry_run if args.dry_run else lock_project
+    run = run_lock(Path.cwd(), args.config, names, args.only, run_options(args), reporter(args))
     if args.json:
         print(json.dumps(run.to_dict(), indent=2))
+    if run.would_write is not None:
+        files = ", ".join(run.would_write) if run.would_write else "no file"
+        print(f"--dry-run: would write {files}; nothing written", file=sys.stderr)
     return run.exit_code

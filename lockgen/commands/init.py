@@ -16,7 +16,11 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.config) if args.config else Path.cwd()
     pythons = tuple(v.strip() for v in (args.python or "").split(",") if v.strip())
     options = Options(
-        files=tuple(args.files), indexes=tuple(args.index), pythons=pythons, exclude_newer=args.exclude_newer
+        files=tuple(args.files),
+        commands=tuple(args.commands),
+        indexes=tuple(args.index),
+        pythons=pythons,
+        exclude_newer=args.exclude_newer,
     )
     draft = scaffold(root, options)
     for line in draft.explanation:

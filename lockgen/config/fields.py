@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from lockgen.config.model import AXES
@@ -29,10 +30,18 @@ class Checks:
     """One validation run over the config ``source`` (``pyproject.toml``) whose table sits at
     ``prefix`` (``tool.lockgen``, or ``""`` in a ``lockgen.toml``)."""
 
-    def __init__(self, source: str, prefix: str, read_toml: Callable[[str], dict[str, Any]] | None = None):
+    def __init__(
+        self,
+        source: str,
+        prefix: str,
+        read_toml: Callable[[str], dict[str, Any]] | None = None,
+        read_text: Callable[[Path], str] | None = None,
+    ):
         self.source = source
         self.prefix = prefix
         self.read_toml = read_toml  # TOML text -> table, for the project's pyproject.toml (load.parse_toml)
+        # a project file's text (the pyproject.toml of [project]); lockgen bump reads its edits so
+        self.read_text = read_text or (lambda path: path.read_text(encoding="utf-8"))
         self.problems: list[str] = []
         self.extra: tuple[str, ...] = ()  # the matrix's extra axes, once read
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -100,12 +101,22 @@ def parse_toml(text: str) -> dict[str, Any]:
     return tomlkit.parse(text).unwrap()
 
 
-def load_config(path: Path) -> Config:
+def load_config(path: Path, overlay: Mapping[str, str] | None = None) -> Config:
     """Read and validate ``path`` (a ``pyproject.toml`` or ``lockgen.toml``).
 
-    Raises :class:`ConfigError` listing every problem with its key path.
+    ``overlay`` maps project-relative paths (``pyproject.toml``) to texts read instead of the
+    files on disk: ``lockgen bump`` plans its edits before it writes them. Raises
+    :class:`ConfigError` listing every problem with its key path.
     """
-    doc = _read_toml(path)
+    overlay = overlay or {}
+    text = overlay.get(path.name)
+    if text is None:
+        doc = _read_toml(path)
+    else:
+        try:
+            doc = parse_toml(text.removeprefix("\ufeff"))
+        except Exception as exc:  # tomllib.TOMLDecodeError, tomlkit ParseError
+            raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
     if path.name == "pyproject.toml":
         table, prefix = (doc.get("tool") or {}).get("lockgen"), "tool.lockgen"
         if not isinstance(table, dict):
@@ -114,4 +125,12 @@ def load_config(path: Path) -> Config:
         table, prefix = doc, ""
     from lockgen.config.validate import Validator
 
-    return Validator(path.name, prefix, read_toml=parse_toml).config(table, path.parent)
+    root = path.parent
+
+    def read_text(file: Path) -> str:
+        try:
+            return overlay[file.relative_to(root).as_posix()]
+        except (KeyError, ValueError):
+            return file.read_text(encoding="utf-8")
+
+    return Validator(path.name, prefix, read_toml=parse_toml, read_text=read_text).config(table, root)

@@ -39,7 +39,7 @@ class MetadataChecks(Checks):
         if self.read_toml is None:
             return None
         try:
-            document = self.read_toml((root / name).read_text(encoding="utf-8"))
+            document = self.read_toml(self.read_text(root / name))
         except Exception as exc:  # OSError, TOML syntax
             self.problem(("project",), f"{name}: cannot read it as TOML: {exc}")
             return None

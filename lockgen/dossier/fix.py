@@ -97,7 +97,7 @@ def plan_fixes(project: Project, report: AuditReport, source: Source) -> FixPlan
     for finding in report.findings:
         by_key.setdefault((finding.package, finding.version), []).append(finding)
     names = {name for name, _ in by_key}
-    template_pins = find(config.root, config.templates, names)
+    template_pins = {t.name for t in find(config.root, config.templates, names) if _exact(t.requirement.requirement)}
     cells = {c.name: c for c in project.cells}
     plans = {p.cell.name: p for p in project.plans([cells[n] for n in report.cells if n in cells])}
     plan = FixPlan()
@@ -132,6 +132,15 @@ def plan_fixes(project: Project, report: AuditReport, source: Source) -> FixPlan
             ids = ", ".join(sorted({f.id for f in findings}))
             plan.moves.append(f"{name} {version} -> {target} ({ids}; {len(fixed_cells)} cells): {how}")
     return plan
+
+
+def _exact(req: Requirement) -> bool:
+    """Whether a template line pins exactly (``==``, ``===``): a lower bound is no pin a fix moves
+    (bump would move ``jinja2>=3.1`` to ``>=3.1.5``, and uv then takes the newest)."""
+    from lockgen.plan.reqline import pin_of
+
+    spec = pin_of(req)
+    return spec is not None and spec.operator in ("==", "===")
 
 
 def _blocker(plan: Plan, name: NormalizedName, target: Version, movable: bool) -> str | None:
@@ -173,8 +182,7 @@ def fix_command(
 ) -> int:
     """``lockgen audit --fix``: plan, bump, re-lock, audit again; prints what it did (stdout) and
     returns 0 when no finding at or above ``fail_on`` is left, else 1."""
-    from lockgen.bump.pins import bump
-    from lockgen.config import find_config
+    from lockgen.bump.run import BumpOptions, bump
     from lockgen.dossier import inventory
     from lockgen.dossier.auditformat import headline
     from lockgen.dossier.osv import open_source
@@ -191,10 +199,10 @@ def fix_command(
     out = [f"fix: {line}" for line in fixes.moves]
     failed: dict[str, str] = {}
     if fixes.bumps:
-        result = bump(find_config(project.root, project.config.source), [f"{n}=={v}" for n, v in sorted(fixes.bumps.items())],
-                      templates=project.config.templates)  # fmt: skip
-        for line in result.lines():
-            print(line, file=sys.stderr)
+        pins = [f"{n}=={v}" for n, v in sorted(fixes.bumps.items())]
+        result = bump(project.root, project.config.source, pins, BumpOptions(run=options, no_lock=True), reporter,
+                      say=lambda line: print(line, file=sys.stderr))  # fmt: skip
+        print(result.final(), file=sys.stderr)
         project = Project.load(project.root, project.config.source)  # the pins moved
     groups: dict[tuple[str, ...], list[str]] = {}
     for cell, wanted in sorted(fixes.upgrades.items()):

@@ -28,8 +28,9 @@ processes).
 """
 
 from lockgen.install.checks import STATE_FILE, Layer, host_problems, installed_problems, map_sources
-from lockgen.install.steps import INSTALLERS, Options, install
+from lockgen.install.steps import INSTALLERS, Options, install, install_bundle
 
 __all__ = [
-    "INSTALLERS", "STATE_FILE", "Layer", "Options", "host_problems", "install", "installed_problems", "map_sources",
+    "INSTALLERS", "STATE_FILE", "Layer", "Options", "host_problems", "install", "install_bundle", "installed_problems",
+    "map_sources",
 ]  # fmt: skip

@@ -18,20 +18,20 @@ from lockgen.install.checks import Layer, glibc, host_problems, macos
 from lockgen.install.venv import Interpreter
 from lockgen.locks.lock import LayerKind, Lock, text_sha256
 from lockgen.locks.manifest import MANIFEST_FORMAT, manifest_path
-from lockgen.project import Project
 from lockgen.runtime.errors import InstallRefused, LockFormatError, UsageError
 
 __all__ = ["choose", "load_layers", "read_manifest", "refuse_host"]
 
 
-def read_manifest(project: Project) -> dict[str, Any]:
-    """The project's ``locks/manifest.json``. Raises :class:`UsageError` when there is none and
-    :class:`InstallRefused` for a file this lockgen cannot read: not JSON, not a lockgen
-    manifest, an older format (``lockgen all`` rewrites it) or a newer one (a newer lockgen
-    reads it; docs/manifest.md: readers refuse any format they do not know)."""
-    where = manifest_path(project.config.locks)
+def read_manifest(root: Path, locks: str) -> dict[str, Any]:
+    """``<locks>/manifest.json`` of the project (or bundle) at ``root``. Raises
+    :class:`UsageError` when there is none and :class:`InstallRefused` for a file this lockgen
+    cannot read: not JSON, not a lockgen manifest, an older format (``lockgen all`` rewrites it)
+    or a newer one (a newer lockgen reads it; docs/manifest.md: readers refuse any format they do
+    not know)."""
+    where = manifest_path(locks)
     try:
-        data = json.loads((project.root / where).read_text(encoding="utf-8"))
+        data = json.loads((root / where).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"{where}: no manifest; run `lockgen all` first") from None
     except (OSError, ValueError) as exc:
@@ -62,17 +62,19 @@ def choose(
     python: str | None,
     cpu: bool,
     present: tuple[Path, Interpreter] | None = None,
+    axes: Mapping[str, str] | None = None,
 ) -> tuple[str, Mapping[str, Any], list[str]]:
     """``(name, manifest entry, lines to say)`` of the cell to install: ``cell``, or the one the
     selector picks for this machine (``detect``). The selector's Python is ``python``, else the
     interpreter of the existing venv (``present``: its path and interpreter), else its own rule.
-    Raises :class:`UsageError` for a bad request and :class:`InstallRefused` for a cell that
-    cannot be installed (refused by the rules, failed, skipped, missing)."""
+    ``axes``: extra-axis values for the selector (``--axis``). Raises :class:`UsageError` for a
+    bad request and :class:`InstallRefused` for a cell that cannot be installed (refused by the
+    rules, failed, skipped, missing)."""
     cells: Mapping[str, Any] = manifest["cells"]
     if cell and detect:
         raise UsageError("give a CELL or --detect, not both")
     if detect:
-        name, said = _detect(manifest, python, cpu, present)
+        name, said = _detect(manifest, python, cpu, present, axes or {})
     elif cell:
         if cell not in cells:
             raise UsageError(f"no cell {cell!r} in the manifest; `lockgen matrix` lists the cells")
@@ -88,7 +90,11 @@ def choose(
 
 
 def _detect(
-    manifest: Mapping[str, Any], python: str | None, cpu: bool, present: tuple[Path, Interpreter] | None
+    manifest: Mapping[str, Any],
+    python: str | None,
+    cpu: bool,
+    present: tuple[Path, Interpreter] | None,
+    axes: Mapping[str, str],
 ) -> tuple[str, list[str]]:
     """The selector's choice on this machine; an existing venv's interpreter stands in for the
     running one (its Python minor and its arch)."""
@@ -98,7 +104,7 @@ def _detect(
         facts = replace(facts, interpreter=present[1].arch)
         wanted = python or present[1].minor
     try:
-        selection = select.select_cell(facts, manifest, wanted, cpu)
+        selection = select.select_cell(facts, manifest, wanted, cpu, axes=axes)
     except select.Refused as exc:
         raise InstallRefused("\n".join([exc.message, *(f"note: {n}" for n in exc.notes)])) from None
     except select.SelectError as exc:

@@ -28,7 +28,7 @@ def detect_manifest(project: Project) -> dict[str, Any]:
             f"{project.config.source}: no detect rules; add a {table} table (see the README's Detect section)"
         )
     rows = project.rows()
-    data = manifest.build(project.root, rows, rules, strict=False)
+    data = manifest.build(project.root, rows, rules, strict=False, coverage=project.coverage())
     cells = data["cells"]
     for row in rows:
         entry = cells[row.name]

@@ -25,7 +25,7 @@ from lockgen.plan.mirror import Mirrors
 from lockgen.project import Project
 from lockgen.runtime.errors import InstallFailed, InstallRefused, LockgenError, UsageError
 
-__all__ = ["INSTALLERS", "Options", "install"]
+__all__ = ["INSTALLERS", "Options", "install", "install_bundle"]
 
 INSTALLERS = ("uv", "pip")
 
@@ -48,6 +48,7 @@ class Options:
     mirrors: tuple[str, ...] = ()
     index_url: str | None = None
     force: bool = False
+    axes: tuple[tuple[str, str], ...] = ()  # --axis NAME=VALUE for --detect (extra matrix axes)
 
 
 @dataclass
@@ -132,23 +133,51 @@ def install(project: Project, options: Options, say: Say = print, warn: Say | No
     """Install one cell into a venv (see the module docstring); 0 when the venv matches the lock
     (optional layers that failed are warnings). Raises :class:`InstallRefused` before anything is
     installed, :class:`InstallFailed` after, :class:`UsageError` for a bad request."""
+    venv = Path(options.venv) if options.venv else project.root / ".venv"
+    return _install(
+        project.root, project.config.locks, lambda: project.mirrors(options.mirrors), venv, options, say, warn
+    )
+
+
+def install_bundle(folder: Path, options: Options, say: Say = print, warn: Say | None = None) -> int:
+    """Install one cell of a bundle (``lockgen bundle``: :mod:`lockgen.rot.bundle`) from the
+    folder ``folder``: its ``locks/manifest.json`` and the locks it names, whose index is the
+    bundle's own ``index/`` folder, so nothing is fetched. No project is read and no mirror
+    applies; the venv defaults to ``.venv`` in the current folder (the bundle may be read-only).
+    Raises :class:`UsageError` when ``folder`` is not a bundle, else as :func:`install`."""
+    from lockgen.rot.bundle import is_bundle
+
+    if not is_bundle(folder):
+        raise UsageError(
+            f"{folder} is not a lockgen bundle (no {folder / 'bundle.json'}); make one with lockgen bundle"
+        )
+    if options.mirrors or options.index_url:
+        raise UsageError("--mirror and --index-url do not apply to a bundle: it installs from its own files")
+    venv = Path(options.venv) if options.venv else Path.cwd() / ".venv"
+    return _install(folder.absolute(), "locks", Mirrors, venv, options, say, warn)
+
+
+def _install(
+    root: Path, locks: str, mirrors_of: Callable[[], Mirrors], venv_path: Path, options: Options, say: Say,
+    warn: Say | None,
+) -> int:  # fmt: skip
     warn = warn or (lambda text: print(f"warning: {text}", file=sys.stderr, flush=True))
     if options.installer not in INSTALLERS:
         raise UsageError(f"--installer {options.installer!r}: use one of {', '.join(INSTALLERS)}")
-    manifest = read_manifest(project)
-    venv = Venv((Path(options.venv) if options.venv else project.root / ".venv").absolute())
+    manifest = read_manifest(root, locks)
+    venv = Venv(venv_path.absolute())
     _refuse_venv(venv)
-    present = venv.inspect(project.root) if venv.exists() else None
+    present = venv.inspect(root) if venv.exists() else None
     name, entry, said = choose(
         manifest, options.cell, options.detect, options.python, options.cpu,
-        (venv.path, present) if present is not None else None,
+        (venv.path, present) if present is not None else None, dict(options.axes),
     )  # fmt: skip
     for line in said:
         say(line)
-    layers = load_layers(project.root, name, entry)
+    layers = load_layers(root, name, entry)
     refuse_host(name, entry, select.gather(probe_gpus=False))
-    mirrors = project.mirrors(options.mirrors)
-    job = _Run(project.root, name, entry, layers, venv, options, mirrors, say, warn)
+    mirrors = mirrors_of()
+    job = _Run(root, name, entry, layers, venv, options, mirrors, say, warn)
     interpreter = _interpreter(job, present)
     job.env = install_env(os.environ, venv, {str(k): str(v) for k, v in (entry.get("environment") or {}).items()})
     _warn_unused_mirrors(job)
@@ -158,12 +187,12 @@ def install(project: Project, options: Options, say: Say = print, warn: Say | No
     if options.dry_run:
         return _dry_run(job, interpreter)
     if not venv.exists():
-        venv.create(_uv(), interpreter.executable, project.root)
+        venv.create(_uv(), interpreter.executable, root)
         say(f"venv {venv.path}: created from {interpreter.describe()}")
     else:
         say(f"venv {venv.path}: {interpreter.describe()}")
     if options.installer == "pip":
-        job.pip = venv.pip(project.root)
+        job.pip = venv.pip(root)
     return _install_layers(job)
 
 

@@ -80,6 +80,7 @@ class Parser:
                 cell=self.one("cell"), kind=kind, path=self.where, config=self.one("config"), target=self.one("target"), uv=self.one("uv"),
                 input_hash=self.one("input-hash"),
                 input_parts=dict(p.split("=", 1) for p in self.one("input-parts", "").split()),
+                local_files=tuple(FileRef.parse(v) for v in get("local-file", [])),
                 exclude_newer=self.optional("exclude-newer"),
                 index_url=self.optional("index-url"), find_links=tuple(get("find-links", [])),
                 layer_of=self.optional("layer-of"),
@@ -111,6 +112,8 @@ class Parser:
                 current["via"].append(stripped.removeprefix("# via").strip())
             elif stripped.startswith("#   "):
                 current["via"].append(stripped.removeprefix("#").strip())
+            elif stripped.startswith("# from "):  # uv's --emit-index-annotation: the index that served it
+                current["index"] = stripped.removeprefix("# from ").strip()
             elif stripped != "# via":
                 raise self.fail(number, f"unexpected line {stripped!r}")
         if current is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -21,7 +21,7 @@ from packaging.requirements import Requirement
 from lockgen.runtime.errors import UsageError
 from lockgen.locks.lockset import LockSet
 from lockgen.locks.manifest import MANIFEST_NAME
-from lockgen.locks.report import change_report, upgrade_outcome
+from lockgen.locks.report import change_report, unchanged, upgrade_outcome
 
 if TYPE_CHECKING:
     from lockgen.plan.plan import Plan
@@ -86,19 +86,35 @@ def check_upgrade_names(before: LockSet, plans: Sequence[Plan], names: Sequence[
             raise UsageError(f"--upgrade-package {text}: no selected cell locks or requires it{hint}; check the name")
 
 
+#: ``held(name, {cell: locked version})`` -> ``{cell: what holds it}`` (:mod:`lockgen.resolve.holdback`).
+Held = Callable[[str, Mapping[str, str]], Mapping[str, str]]
+
+
 def run_report(
-    folder: Path, locks: str, before: LockSet | None, old: Path, touched: list[str], upgrades: Sequence[str]
+    folder: Path,
+    locks: str,
+    before: LockSet | None,
+    old: Path,
+    touched: list[str],
+    upgrades: Sequence[str],
+    held: Held | None = None,
 ) -> tuple[list[str], list[dict[str, object]]]:
     """What the run changed, grouped across cells, and what happened to each ``--upgrade-package``.
     Only the cells whose files changed are read (``old``: a copy of the touched cells' files
     from before the run), unless an upgrade was asked for (its outcome counts every touched
-    cell: ``before`` holds every lock). ``folder``: the locks folder, ``locks`` its
-    project-relative name. Returns the summary lines and the ``--json`` changes."""
+    cell: ``before`` holds every lock; ``held`` says what kept a package where it was).
+    ``folder``: the locks folder, ``locks`` its project-relative name. Returns the summary
+    lines and the ``--json`` changes."""
     cells = set(touched) if before is not None else changed_cells(old, folder, touched)
     after = lockset_of(folder, locks, cells)
     earlier = before.only(cells) if before is not None else lockset_of(old, locks, cells)
     report = change_report(earlier, after, touched)
-    outcomes = [upgrade_outcome(Requirement(spec).name, earlier, after, touched) for spec in upgrades]
+    outcomes = []
+    for spec in upgrades:
+        name = Requirement(spec).name
+        kept = unchanged(name, earlier, after, touched)
+        reasons = held(name, kept) if held is not None and kept else {}
+        outcomes.append(upgrade_outcome(name, earlier, after, touched, reasons))
     return report.lines() + outcomes, report.to_json()
 
 

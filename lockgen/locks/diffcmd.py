@@ -19,7 +19,7 @@ from lockgen.locks.lock import is_lock_file
 from lockgen.locks.lockset import LockSet, is_git_repository
 from lockgen.locks.manifest import MANIFEST_NAME
 
-__all__ = ["FORMATS", "diff_command"]
+__all__ = ["FORMATS", "diff_command", "folders_only"]
 
 WORK_TREE = "work tree"
 
@@ -54,14 +54,21 @@ def diff_command(
     return output, 1 if exit_code and groups else 0
 
 
+def folders_only(cwd: Path, old: str | None, new: str | None) -> bool:
+    """Whether ``lockgen diff OLD NEW`` compares two folders (then it needs no project config)."""
+    return old is not None and new is not None and all((cwd / arg).is_dir() for arg in (old, new))
+
+
 def _side(root: Path, locks: str, arg: str | None, default: str | None) -> tuple[LockSet, str]:
     """The lock set ``arg`` names and how to call it: a folder, a git revision (``default``
-    when ``arg`` is None), or the work tree's locks folder (no ``arg``, no ``default``)."""
+    when ``arg`` is None), or the work tree's locks folder (no ``arg``, no ``default``). A
+    folder that holds no locks is an error naming it (it is not an empty set of locks: every
+    cell would read as added)."""
     if arg is None and default is None:
-        return LockSet.from_folder(root / locks, locks, label=locks), WORK_TREE
+        return _from_folder(root / locks, locks, locks), WORK_TREE
     folder = _folder(root, locks, arg) if arg is not None else None
     if folder is not None:
-        return LockSet.from_folder(folder, locks, label=arg), str(arg)
+        return _from_folder(folder, locks, str(arg)), str(arg)
     rev = arg if arg is not None else str(default)
     if not is_git_repository(root):
         what = f"{arg!r} is not a folder and " if arg is not None else ""
@@ -70,6 +77,21 @@ def _side(root: Path, locks: str, arg: str | None, default: str | None) -> tuple
             "pass two folders of locks instead: lockgen diff OLD_FOLDER NEW_FOLDER"
         )
     return LockSet.from_git(root, rev, locks), rev
+
+
+def _from_folder(folder: Path, locks: str, label: str) -> LockSet:
+    """:meth:`LockSet.from_folder`, refusing a folder with neither a lock lockgen wrote nor a
+    manifest (:class:`UsageError` naming it)."""
+    found = folder.is_dir() and (
+        (folder / MANIFEST_NAME).is_file() or any(map(is_lock_file, folder.glob("*.txt")))
+    )
+    if not found:
+        what = "does not exist" if not folder.exists() else "holds no locks (no lock lockgen wrote, no manifest.json)"
+        shown = label if folder.name == Path(label).name else str(folder)  # a project folder stands for <locks>/
+        raise UsageError(
+            f"{shown}: {what}; name a locks folder (or a project folder holding one), or run `lockgen all` first"
+        )
+    return LockSet.from_folder(folder, locks, label=label)
 
 
 def _folder(root: Path, locks: str, arg: str) -> Path | None:

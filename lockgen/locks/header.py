@@ -131,6 +131,8 @@ class Header:
     uv: str
     input_hash: str
     input_parts: Mapping[str, str] = field(default_factory=dict)
+    # the local input files the input hash covers, by content (main locks only): check names the one that changed
+    local_files: tuple[FileRef, ...] = ()
     config: str = "pyproject.toml"
     exclude_newer: str | None = None
     index_url: str | None = None
@@ -178,6 +180,8 @@ class Header:
         yield "input-hash", self.input_hash
         if self.input_parts:
             yield "input-parts", " ".join(f"{k}={v}" for k, v in sorted(self.input_parts.items()))
+        for ref in self.local_files:
+            yield "local-file", ref.field()
         if self.pylock is not None:
             yield "pylock", self.pylock.field()
         for item in self.layers:
@@ -208,4 +212,4 @@ SINGLE_FIELDS = {
     "pylock",
     DIGEST,
 }
-MULTI_FIELDS = {"find-links", "layer", "unavailable", "replaces", "skipped-url", "no-upload-time", "unverified-hashes"}
+MULTI_FIELDS = {"find-links", "local-file", "layer", "unavailable", "replaces", "skipped-url", "no-upload-time", "unverified-hashes"}

@@ -35,7 +35,7 @@ from packaging.pylock import Pylock
 
 from lockgen.runtime.errors import LockFormatError, UsageError
 from lockgen.locks import pylockfile
-from lockgen.locks.lock import LayerKind, Lock
+from lockgen.locks.lock import LayerKind, Lock, older_lock
 
 __all__ = ["CellLocks", "CellStatus", "LockSet", "Unreadable", "is_git_repository"]
 
@@ -237,7 +237,13 @@ class _Builder:
         try:
             lock = Lock.parse(text, self.show(rel))
         except LockFormatError as exc:
-            self.problem(self.show(rel), cell, layer, str(exc), text.encode())
+            message = str(exc)
+            if older_lock(text):  # lockgen wrote it, untouched: another lockgen's layout, not a broken file
+                message = (
+                    f"{self.show(rel)}: written by an older lockgen, in a lock format this one does not read "
+                    f"({message.removeprefix(self.show(rel)).lstrip(':0123456789 ')}); re-lock it with lockgen all"
+                )
+            self.problem(self.show(rel), cell, layer, message, text.encode())
             return None
         header = dataclasses.replace(lock.header, path=f"{self.locks}/{rel}")
         return dataclasses.replace(lock, header=header)

@@ -1,4 +1,4 @@
-"""``locks/manifest.json``: the installer contract (format 2, ``docs/manifest.md``,
+"""``locks/manifest.json``: the installer contract (format 3, ``docs/manifest.md``,
 ``docs/manifest.schema.json``).
 
 It is a pure function of the matrix, the detect rules, the lock files on disk and the failures of
@@ -21,10 +21,10 @@ from typing import Any
 from lockgen.runtime.errors import LockFormatError
 from lockgen.locks.lock import LayerKind, Lock, text_sha256
 
-__all__ = ["MANIFEST_FORMAT", "Row", "build", "dumps", "failures", "manifest_path", "read"]
+__all__ = ["MANIFEST_FORMAT", "Row", "build", "dumps", "failures", "manifest_path", "read", "recorded_coverage"]
 
 #: Version of the manifest layout (the installer contract); installers refuse a newer major.
-MANIFEST_FORMAT = 2
+MANIFEST_FORMAT = 3
 MANIFEST_NAME = "manifest.json"
 
 
@@ -67,11 +67,15 @@ def build(
     failed: Mapping[str, str] | None = None,
     *,
     strict: bool = True,
+    coverage: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The manifest as a dict, from every cell of the matrix, the locks on disk and ``failed``
-    (cell -> reason, from the run). Raises :class:`LockFormatError` when a lock cannot be read
-    (with ``strict=False`` such a cell is ``missing``)."""
+    (cell -> reason, from the run). ``coverage``: cell -> the GPU code its locked wheels carry
+    (:mod:`lockgen.wheels.cells`), written into locked cells' entries (and their aliases').
+    Raises :class:`LockFormatError` when a lock cannot be read (with ``strict=False`` such a
+    cell is ``missing``)."""
     failed = failed or {}
+    coverage = coverage or {}
     entries: dict[str, dict[str, Any]] = {}
     for row in sorted(rows, key=lambda r: bool(r.alias)):  # aliases copy their cell's entry
         entry: dict[str, Any] = {
@@ -109,6 +113,8 @@ def build(
                 if strict:
                     raise
                 entry["status"] = "missing"
+            if row.name in coverage and entry.get("status") == "locked":
+                entry["coverage"] = dict(coverage[row.name])
             if row.name in failed:
                 entry.update(status="failed", reason=failed[row.name])
         entries[row.name] = entry
@@ -120,7 +126,7 @@ def build(
 
 _LOCK_KEYS = (
     "lock", "sha256", "pylock", "input_hash", "uv", "index_url", "find_links", "exclude_newer", "layers",
-    "unavailable", "replaces", "skipped_urls", "no_upload_time", "unverified_hashes",
+    "unavailable", "replaces", "skipped_urls", "no_upload_time", "unverified_hashes", "coverage", "publishers",
 )  # fmt: skip
 
 
@@ -142,7 +148,11 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
     }  # fmt: skip
     pylock = f"{path.removesuffix('.txt')}/pylock.toml"
     if (root / pylock).is_file():
-        entry["pylock"] = {"path": pylock, "sha256": text_sha256((root / pylock).read_text(encoding="utf-8"))}
+        pylock_text = (root / pylock).read_text(encoding="utf-8")
+        entry["pylock"] = {"path": pylock, "sha256": text_sha256(pylock_text)}
+        found = _publishers(pylock_text, pylock)
+        if found:
+            entry["publishers"] = found
     if header.exclude_newer:
         entry["exclude_newer"] = header.exclude_newer
     if header.unavailable:
@@ -158,6 +168,18 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
     if header.unverified_hashes:
         entry["unverified_hashes"] = list(header.unverified_hashes)
     return entry
+
+
+def _publishers(text: str, where: str) -> dict[str, list[dict[str, str]]]:
+    """``{package: [identity, …]}`` of the pylock ``text``'s ``attestation-identities`` (PEP 740
+    publishers, :mod:`lockgen.locks.publishers`); parsed only when it records any (most do not,
+    and ``check`` rebuilds the manifest of every cell)."""
+    if "attestation-identities" not in text:
+        return {}
+    from lockgen.locks import pylockfile, publishers
+
+    found = publishers.of_pylock(pylockfile.loads(text, where))
+    return {name: [i.to_dict() for i in ids] for name, ids in found.items()}
 
 
 def _layer(root: Path, lock: Lock, path: str) -> dict[str, Any]:
@@ -182,6 +204,35 @@ def failures(text: str | None) -> dict[str, str]:
     try:
         cells = json.loads(text or "{}").get("cells", {})
         return {name: entry["reason"] for name, entry in cells.items() if entry.get("status") == "failed"}
+    except (ValueError, AttributeError, TypeError, KeyError):
+        return {}
+
+
+def recorded_coverage(text: str | None) -> dict[str, Any]:
+    """``{cell: coverage}`` of the locked cells of a manifest's text (what :func:`build` was
+    given), so a run that changed no lock writes the same records again."""
+    try:
+        cells = json.loads(text or "{}").get("cells", {})
+        return {name: e["coverage"] for name, e in cells.items() if e.get("status") == "locked" and "coverage" in e}
+    except (ValueError, AttributeError, TypeError, KeyError):
+        return {}
+
+
+def recorded_pylocks(text: str | None) -> dict[str, str]:
+    """``{cell: pylock path}`` of the locked cells of a manifest's text."""
+    return {name: path for name, (path, _) in _pylocks(text).items()}
+
+
+def recorded_pylock_sha(text: str | None, cell: str) -> str | None:
+    """The sha256 a manifest's text records for a cell's pylock, or None."""
+    return _pylocks(text).get(cell, (None, None))[1]
+
+
+def _pylocks(text: str | None) -> dict[str, tuple[str, str]]:
+    try:
+        cells = json.loads(text or "{}").get("cells", {})
+        found = {name: e.get("pylock") for name, e in cells.items() if e.get("status") == "locked"}
+        return {name: (str(p["path"]), str(p["sha256"])) for name, p in found.items() if isinstance(p, dict)}
     except (ValueError, AttributeError, TypeError, KeyError):
         return {}
 

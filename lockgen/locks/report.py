@@ -8,7 +8,7 @@ hands both to :func:`change_report` with the cells the run touched; the summary 
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from packaging.utils import NormalizedName, canonicalize_name
@@ -18,7 +18,7 @@ from lockgen.locks.diff import Group, diff, group
 from lockgen.locks.diffformat import ARROW, text_lines
 from lockgen.locks.lockset import CellLocks, LockSet
 
-__all__ = ["Report", "change_report", "upgrade_outcome"]
+__all__ = ["Report", "change_report", "unchanged", "upgrade_outcome"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,38 +51,57 @@ def change_report(before: LockSet, after: LockSet, cells: Collection[str]) -> Re
     return Report(cells=chosen, groups=tuple(groups))
 
 
-def upgrade_outcome(name: str, before: LockSet, after: LockSet, cells: Collection[str] | None = None) -> str:
+def upgrade_outcome(
+    name: str,
+    before: LockSet,
+    after: LockSet,
+    cells: Collection[str] | None = None,
+    held: Mapping[str, str] | None = None,
+) -> str:
     """What ``--upgrade-package NAME`` did in ``cells`` (default: every cell of ``after``), e.g.
-    ``numpy 2.4.5 → 2.4.6 in 12 cells``, ``numpy: already the newest allowed under the
-    exclude-newer cutoff (2.4.5) in 12 cells`` (parts for different outcomes joined by ``; ``), or
+    ``numpy 2.4.5 → 2.4.6 in 12 cells``, ``numpy: kept at 2.4.5 in 12 cells, held by the pin
+    templates/requirements.in.j2:3: numpy==2.4.5`` (``held``: cell -> what holds it there, from
+    :mod:`lockgen.resolve.holdback`; parts for different outcomes joined by ``; ``), or
     ``numpy: not in any selected cell`` (the caller raises that as an error)."""
     key = canonicalize_name(name)
+    held = held or {}
     if cells is not None:
         before, after = before.only(cells), after.only(cells)
-    outcomes: dict[tuple[str, str], list[str]] = {}
-    capped: dict[tuple[str, str], bool] = {}
+    outcomes: dict[tuple[str, str, str], list[str]] = {}
     for cell, locks in sorted(after.cells.items()):
         new = _locked(locks, key)
         if new is None:
             continue
         earlier = before.cells.get(cell)
         was = _locked(earlier, key) if earlier is not None else None
-        outcome = (was or "", new)
+        outcome = (was or "", new, held.get(cell, "") if was == new else "")
         outcomes.setdefault(outcome, []).append(cell)
-        capped[outcome] = capped.get(outcome, True) and locks.main.header.exclude_newer is not None
     if not outcomes:
         return f"{key}: not in any selected cell"
     order = sorted(outcomes, key=lambda o: (o[0] == o[1], -len(outcomes[o]), o))
-    parts = [_outcome(old, new, len(outcomes[(old, new)]), capped[(old, new)]) for old, new in order]
+    parts = [_outcome(old, new, why, len(outcomes[(old, new, why)])) for old, new, why in order]
     colon = ":" if order[0][0] == order[0][1] else ""
     return f"{key}{colon} " + "; ".join(parts)
 
 
-def _outcome(old: str, new: str, count: int, capped: bool) -> str:
+def unchanged(name: str, before: LockSet, after: LockSet, cells: Collection[str]) -> dict[str, str]:
+    """``{cell: version}`` of the ``cells`` where ``name`` is locked at the same version (or URL)
+    before and after."""
+    key = canonicalize_name(name)
+    found = {}
+    for cell in sorted(cells):
+        old, new = before.cells.get(cell), after.cells.get(cell)
+        if old is not None and new is not None:
+            was, now = _locked(old, key), _locked(new, key)
+            if was is not None and was == now:
+                found[cell] = now
+    return found
+
+
+def _outcome(old: str, new: str, why: str, count: int) -> str:
     cells = f"{count} cell{'' if count == 1 else 's'}"
     if old == new:
-        cutoff = " under the exclude-newer cutoff" if capped else ""
-        return f"already the newest allowed{cutoff} ({new}) in {cells}"
+        return f"kept at {new} in {cells}" + (f", held by {why}" if why else "")
     if not old:
         return f"added at {new} in {cells}"
     return f"{old} {ARROW} {new} in {cells}"

@@ -51,7 +51,10 @@ class Project(Protocol):
     def plans(self, cells: Sequence[Cell]) -> list[Plan]: ...
     def rows(self, plans: Sequence[Plan] = ()) -> list[manifest.Row]: ...
     def detect_rules(self) -> dict[str, Any] | None: ...
-    def manifest_text(self, failed: dict[str, str] | None = None) -> str: ...
+    def manifest_text(
+        self, failed: dict[str, str] | None = None, root: Path | None = None, coverage: Mapping[str, Any] | None = None
+    ) -> str: ...
+    def coverage(self, read: Any = None, previous: Mapping[str, Any] | None = None) -> dict[str, Any]: ...
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -102,11 +105,17 @@ def select(cells: Sequence[Cell], shard: Shard) -> list[Cell]:
     return [c for c in cells if shards[c.name] == shard.index]
 
 
-def shard_manifest_text(project: Project, cells: Sequence[str], failed: Mapping[str, str], shard: Shard) -> str:
+def shard_manifest_text(
+    project: Project,
+    cells: Sequence[str],
+    failed: Mapping[str, str],
+    shard: Shard,
+    coverage: Mapping[str, Any] | None = None,
+) -> str:
     """The manifest a shard run writes: the entries of its ``cells`` (as the project's manifest
-    has them) with ``failed`` (cell -> reason) and ``"shard": "I/N"``."""
+    has them, with their GPU ``coverage``) with ``failed`` (cell -> reason) and ``"shard": "I/N"``."""
     rows = [r for r in project.rows() if r.name in set(cells)]
-    data = manifest.build(project.root, rows, project.detect_rules(), failed, strict=False)
+    data = manifest.build(project.root, rows, project.detect_rules(), failed, strict=False, coverage=coverage)
     return manifest.dumps({**data, "shard": str(shard)})
 
 
@@ -137,6 +146,12 @@ class MergeResult:
     @property
     def exit_code(self) -> int:
         return 1 if self.failed else 0
+
+
+def _shard_coverage(folder: Path) -> dict[str, Any]:
+    """The GPU cells' coverage records of a shard folder's manifest (checked against the merged
+    pylocks by :meth:`lockgen.project.Project.coverage` before they are used)."""
+    return manifest.recorded_coverage(manifest.read(folder / manifest.MANIFEST_NAME))
 
 
 def _part(folder: Path) -> _Part:
@@ -282,7 +297,9 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
         for cell, paths in orphan_cells(root, locks, resolved).items():
             store.remove_cell(root, cell, paths)
             result.removed += [path.rstrip("/") for path in paths]
-        store.write_text(root / manifest.manifest_path(locks), project.manifest_text(result.failed))
+        shards = {c: r for part in parts for c, r in _shard_coverage(part.folder).items() if c in part.cells}
+        coverage = project.coverage(previous=shards)  # the shards' records of the cells they locked
+        store.write_text(root / manifest.manifest_path(locks), project.manifest_text(result.failed, coverage=coverage))
         after = LockSet.from_folder(root / locks, locks)
         result.report = change_report(before, after, sorted(owners)).lines()
     return result

@@ -9,6 +9,8 @@
   over its target and the journal removed. A run killed between two renames leaves the journal;
   the next run finishes it (:func:`recover`) before doing anything else. Until then the main lock's
   ``layer`` digests do not match, so ``check`` reports the cell instead of passing it.
+  ``lockgen bump`` writes its config, template and lock changes as one such unit (journal
+  ``bump``, :mod:`lockgen.locks.stage`), its files keeping their permission bits.
 * :func:`clean_temporaries`: temporary files a killed run left (``.<name>.<random>.tmp``) are
   removed by the next run.
 """
@@ -120,22 +122,33 @@ def write_text(path: Path, text: str, where: str | None = None) -> bool:
     return True
 
 
-def _same(path: Path, text: str) -> bool:
+def _same(path: Path, text: str, exact: bool = False) -> bool:
+    """Whether ``path`` holds ``text`` (up to line endings, unless ``exact``: a user's file keeps
+    its own, and an edit that only changed them is still written)."""
     try:
-        return normalized(path.read_bytes().decode("utf-8")) == text
+        found = path.read_bytes().decode("utf-8")
+        return found == text if exact else normalized(found) == text
     except (OSError, UnicodeDecodeError):
         return False
 
 
-def _temporary(path: Path, text: str) -> Path:
+def _temporary(path: Path, text: str, keep_mode: bool = False) -> Path:
+    """A temporary file beside ``path`` holding ``text``: mode 0644, or with ``keep_mode`` the
+    permission bits of the file it will replace (when there is one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{_TMP_SUFFIX}")
+    mode = 0o644
+    if keep_mode:
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            pass
     try:
         with open(tmp, "wb") as fh:
             fh.write(text.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -154,19 +167,23 @@ def remove_cell(root: Path, cell: str, paths: Iterable[str]) -> None:
     replace_files(root, cell, {}, files)
 
 
-def replace_files(root: Path, name: str, files: Mapping[str, str], remove: Iterable[str] = ()) -> bool:
+def replace_files(
+    root: Path, name: str, files: Mapping[str, str], remove: Iterable[str] = (), keep_mode: bool = False
+) -> bool:
     """Replace the project-relative ``files`` (path -> text) and delete ``remove`` as one unit
-    (see the module docstring); ``name`` names the journal (the cell). Returns whether anything
-    changed. Raises a user error naming the file that could not be written; then nothing of the
-    unit has been replaced."""
-    changes = {path: text for path, text in files.items() if not _same(root / path, text)}
+    (see the module docstring); ``name`` names the journal (the cell; ``bump`` for a bump's
+    config, templates and locks). With ``keep_mode`` a replaced file keeps its permission bits
+    (a config or template a user made). Returns whether anything changed. Raises a user error
+    naming the file that could not be written; then nothing of the unit has been replaced."""
+    changes = {path: text for path, text in files.items() if not _same(root / path, text, exact=keep_mode)}
     gone = [path for path in remove if (root / path).exists()]
     if not changes and not gone:
         return False
     staged: list[tuple[str, str]] = []
     try:
         for path, text in changes.items():
-            staged.append((str(_temporary(root / path, text).relative_to(root)), path))
+            made = _temporary(root / path, text, keep_mode)
+            staged.append((made.relative_to(root).as_posix() if made.is_relative_to(root) else str(made), path))
     except OSError as exc:
         for tmp, _ in staged:
             (root / tmp).unlink(missing_ok=True)

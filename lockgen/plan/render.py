@@ -11,9 +11,10 @@ can take the dependency list from where the project keeps it instead of a copy t
 
 from __future__ import annotations
 
+import functools
 import re
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ from lockgen.runtime.errors import Problem, TemplateError, TemplateLinesError
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["ROLES", "Rendered", "environment", "render", "render_strings", "variables"]
+__all__ = ["ROLES", "LineMap", "Rendered", "environment", "render", "render_strings", "variables"]
 
 #: Input roles in the order uv receives them, with the file name each renders to.
 ROLES = {"requirements": "requirements.in", "constraints": "constraints.txt", "overrides": "overrides.txt"}
@@ -40,17 +41,34 @@ class Rendered:
     files: dict[str, tuple[str, str]]
 
 
-def environment(config: Config) -> jinja2.Environment:
-    """One sandboxed ``jinja2`` environment per run, loading from ``<root>/<templates>``."""
+def environment(config: Config, overlay: Mapping[str, str] | None = None) -> jinja2.Environment:
+    """One sandboxed ``jinja2`` environment per run, loading from ``<root>/<templates>``;
+    ``overlay`` maps template names (relative to that folder) to texts read instead of the files
+    (``lockgen bump`` renders its edits before it writes them; error lines still name the file)."""
     import jinja2
     from jinja2.sandbox import SandboxedEnvironment
 
+    folder = config.root / config.templates
     return SandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(config.root / config.templates),
-        undefined=jinja2.StrictUndefined,
+        loader=_OverlayLoader(folder, overlay) if overlay else jinja2.FileSystemLoader(folder),
+        undefined=_undefined(),
         keep_trailing_newline=True,
         autoescape=False,
     )
+
+
+def _OverlayLoader(folder: Path, overlay: Mapping[str, str]) -> jinja2.BaseLoader:  # noqa: N802 - a class factory
+    """A file system loader that serves ``overlay`` texts for the names it holds, with the real
+    file name (tracebacks map to template lines as for the file itself)."""
+    import jinja2
+
+    class Loader(jinja2.FileSystemLoader):
+        def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+            if template in overlay:
+                return overlay[template], str(folder / template), lambda: False
+            return super().get_source(environment, template)
+
+    return Loader(folder)
 
 
 def variables(config: Config, cell: Cell, target: Target) -> dict[str, Any]:
@@ -71,10 +89,48 @@ def variables(config: Config, cell: Cell, target: Target) -> dict[str, Any]:
         macos=target.macos,
         manylinux=cell.settings.manylinux if cell.os == "linux" else None,
         cell=cell.name,
-        pins=dict(cell.settings.pins),
-        vars=dict(cell.settings.vars),
+        pins=Table("pins", cell.settings.pins),
+        vars=Table("vars", cell.settings.vars),
     )
     return context
+
+
+class Table(dict[str, Any]):
+    """A table templates see by name (``pins``, ``vars``): a dict that knows what it is called,
+    so a missing key is reported as ``pins has no key 'torhc' (did you mean 'torch'?)`` with the
+    keys it has, not Jinja's ``'dict object' has no attribute 'torhc'`` (issue 16)."""
+
+    def __init__(self, label: str, items: Mapping[str, Any]) -> None:
+        super().__init__(items)
+        self._label = label  # underscored: a sandboxed template cannot see it (a pin may be named "label")
+
+    def _missing(self, key: object) -> str:
+        """The message for a missing ``key``."""
+        import difflib
+
+        keys = sorted(self)
+        close = difflib.get_close_matches(str(key), keys, n=1)
+        guess = f" (did you mean {close[0]!r}?)" if close else ""
+        listed = ", ".join(keys) if keys else "none"
+        return f"{self._label} has no key {key!r}{guess}; the {self._label} of this cell: {listed}"
+
+
+@functools.cache
+def _undefined() -> type[jinja2.StrictUndefined]:
+    """StrictUndefined that names a :class:`Table` and its keys when a key is missing."""
+    import jinja2
+
+    class Undefined(jinja2.StrictUndefined):
+        __slots__ = ()
+
+        @property
+        def _undefined_message(self) -> str:
+            table = self._undefined_obj
+            if not self._undefined_hint and isinstance(table, Table):
+                return table._missing(self._undefined_name)
+            return str(super()._undefined_message)
+
+    return Undefined
 
 
 def render(env: jinja2.Environment, config: Config, cell: Cell, target: Target) -> Rendered:
@@ -189,6 +245,22 @@ def _source_lines(env: jinja2.Environment, templates: str, name: str) -> list[tu
                 pattern = ".*?".join(re.escape(part) for part in literal)
                 found.append((f"{templates}/{current}", number, re.compile(pattern)))
     return found
+
+
+class LineMap:
+    """Which template line renders a rendered line, for the templates of one environment: built
+    once per template name (:func:`_source_lines`), asked many times (``lockgen why``, bump)."""
+
+    def __init__(self, env: jinja2.Environment, templates: str) -> None:
+        self.env, self.templates = env, templates
+        self._sources: dict[str, list[tuple[str, int, re.Pattern[str]]]] = {}
+
+    def origin(self, template: str, text: str) -> tuple[str, int] | None:
+        """``(templates/<file>, line)`` of the one line of template ``template`` (or of one it
+        includes by a literal name) that renders to ``text``; None when no line or several do."""
+        if template not in self._sources:
+            self._sources[template] = _source_lines(self.env, self.templates, template)
+        return _origin(self._sources[template], text)
 
 
 def _origin(sources: Sequence[tuple[str, int, re.Pattern[str]]], text: str) -> tuple[str, int] | None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from lockgen.plan import reqline
 from lockgen.plan.plan import Plan
 from lockgen.resolve import uvout
 
@@ -53,21 +53,20 @@ def _fights(line: str, name: str, plan: Plan) -> bool:
     the pinned version (``attrs==25.3.0`` in a template, ``attrs`` pinned to 25.1.0)."""
     if name not in plan.pinned:
         return name not in plan.pinned_specifiers
+    req = reqline.requirement(line)
+    if req is None:
+        return False
     try:
-        return not Requirement(line.split("#")[0].strip()).specifier.contains(
-            Version(plan.pinned[name]), prereleases=True
-        )
-    except (InvalidRequirement, InvalidVersion):
+        return not req.specifier.contains(Version(plan.pinned[name]), prereleases=True)
+    except InvalidVersion:
         return False
 
 
 def _requirement_name(line: str) -> str | None:
     """The canonical project name of a requirement line (``packaging``), None if it is not one
     (a comment, an option, a line with Jinja in it)."""
-    try:
-        return canonicalize_name(Requirement(line.split("#")[0].strip()).name)
-    except InvalidRequirement:
-        return None
+    req = reqline.requirement(line)
+    return canonicalize_name(req.name) if req is not None else None
 
 
 def _template_line(root: Path, plan: Plan, template: str, name: str, line: str) -> str:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.pylock import Package, Pylock
 
@@ -28,6 +28,9 @@ from lockgen.resolve.hashcheck import Verified
 from lockgen.resolve.inputs import write_file
 from lockgen.resolve.probe import Reach
 from lockgen.runtime.errors import LockgenError
+
+if TYPE_CHECKING:
+    from lockgen.resolve.provenance import Provenance
 
 __all__ = ["Builds", "CellRun", "committed", "install_links"]
 
@@ -95,6 +98,7 @@ class CellRun:
     reach: Reach | None = None  # hosts the run's probe found down (C28); None: not probed
     verified: Verified = field(default_factory=Verified)  # file hashes computed in this run (and kept)
     locked: Mapping[str, str] | None = None  # name -> version of the committed pylock.toml, if read already
+    provenance: Provenance | None = None  # the run's publisher lookups (PEP 740); None: none made
 
     @property
     def stop(self) -> threading.Event | None:

@@ -107,7 +107,8 @@ def compile_argv(
     Index and find-links URLs go through ``mirrors``. Nothing is built from source except the
     ``no_binary`` packages (``--only-binary :all:`` with ``--no-binary`` for them: ``allow-build``
     packages that have no wheel for the target), so uv prefers an older version with a wheel to a
-    newer sdist-only one (CASES C26).
+    newer sdist-only one (CASES C26). A requirements file says which index or find-links page
+    served each package (``# from …``: the source identity of :mod:`lockgen.plan.identity`).
     """
     if inputs is None:
         from lockgen.resolve.inputs import main_inputs
@@ -129,8 +130,8 @@ def compile_argv(
     ]  # fmt: skip
     argv += _source_args(plan, inputs, mirrors)
     argv += _resolution_args(plan, no_binary)
-    if fmt is Format.REQUIREMENTS:
-        argv.append("--no-strip-extras")
+    if fmt is Format.REQUIREMENTS:  # the extras asked for (C19), and the index each package came from
+        argv += ["--no-strip-extras", "--emit-index-annotation"]
     argv += ["--no-header", "--no-config"]
     return argv + _run_args(options, offline=offline, no_deps=no_deps)
 

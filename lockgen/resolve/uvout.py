@@ -15,7 +15,16 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidName, NormalizedName, canonicalize_name
 
 __all__ = [
-    "Yank", "explain", "mentioned", "needs_wheels", "not_found", "reason", "unreachable_hosts", "warnings",
+    "Yank",
+    "depends_on",
+    "explain",
+    "mentioned",
+    "needs_wheels",
+    "not_found",
+    "only_available",
+    "reason",
+    "unreachable_hosts",
+    "warnings",
     "yanked",
 ]  # fmt: skip
 
@@ -172,6 +181,39 @@ def too_new(stderr: str) -> list[NormalizedName]:
     """Packages uv could not use because the versions asked for were published after the
     ``exclude-newer`` cutoff (``Because numpy>2.2.1 was published after the exclude newer time``)."""
     return sorted({canonicalize_name(r.name) for r in _requirements(_TOO_NEW, stderr)})
+
+
+#: ``Because torch==2.13.0 depends on numpy<2.5`` / ``all versions of torch depend on numpy<2.5``.
+_DEPENDS = re.compile(r"(?:Because|and) (all versions of )?(\S+?) depends? on (\S+?)(?= and |, |\.?$)", re.M)
+_ONLY = re.compile(r"\bonly (\S+?) (?:is|are) available and you require (\S+?)(?=,| and |\.?$)", re.M)
+
+
+def depends_on(stderr: str, name: str) -> list[tuple[str, Requirement]]:
+    """``(dependent, requirement)`` for each ``X depends on NAME…`` in uv's explanation:
+    ``("torch==2.13.0", numpy<2.5)``, ``("torch", numpy<2.5)`` for "all versions of torch"."""
+    key = canonicalize_name(name)
+    found = []
+    for _, dependent, text in _DEPENDS.findall(" ".join(explain(stderr).split())):
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) == key:
+            found.append((dependent, req))
+    return found
+
+
+def only_available(stderr: str, name: str) -> bool:
+    """Whether uv says no version of ``name`` beyond the required ones exists (``Because only
+    numpy<=3.0 is available and you require numpy>3.0``)."""
+    key = canonicalize_name(name)
+    for available, _ in _ONLY.findall(" ".join(explain(stderr).split())):
+        try:
+            if canonicalize_name(Requirement(available).name) == key:
+                return True
+        except InvalidRequirement:
+            continue
+    return False
 
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

@@ -14,12 +14,12 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import replace
 from pathlib import Path
 from queue import Empty, SimpleQueue
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lockgen.locks import manifest, stamp, store
 from lockgen.locks.folder import orphan_cells
@@ -29,15 +29,17 @@ from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.project import Project
 from lockgen.resolve import uv
-from lockgen.run.check import state_of
+from lockgen.run.check import current_locks, state_of
 from lockgen.run.noop import up_to_date
 from lockgen.run.values import SILENT, CellResult, Reporter, RunOptions, RunResult, Silent, default_jobs
 from lockgen.runtime.credentials import redact
-from lockgen.runtime.errors import Interrupted, LockgenError
+from lockgen.runtime.errors import Interrupted, LockgenError, UsageError
 from lockgen.runtime.states import CellState
 
 if TYPE_CHECKING:  # the no-op path (lockgen.run.noop) imports this module: heavy imports are lazy
+    from lockgen.locks.changed import Held
     from lockgen.locks.shard import Shard
+    from lockgen.locks.stage import Stage
     from lockgen.resolve.cellrun import CellRun
     from lockgen.resolve.files import CellFiles
     from lockgen.resolve.freshness import Freshness
@@ -47,7 +49,8 @@ if TYPE_CHECKING:  # the no-op path (lockgen.run.noop) imports this module: heav
 # the run's values live in lockgen.run.values and the no-op path in lockgen.run.noop; named here too, as
 # the pipeline's interface
 __all__ = [
-    "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs", "lock", "lock_project", "up_to_date",
+    "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs", "dry_run", "lock", "lock_project",
+    "up_to_date",
 ]  # fmt: skip
 
 log = logging.getLogger("lockgen")
@@ -59,11 +62,35 @@ def lock(
     only: Sequence[str] = (),
     options: RunOptions = RunOptions(),
     reporter: Reporter = SILENT,
+    stage: Stage | None = None,
 ) -> RunResult:
     """Resolve the selected cells whose locks are not up to date (all of them with ``force`` or
     an upgrade option) and rewrite the manifest. A failed cell keeps all its old files and does
     not stop the others. Raises ``UsageError`` (bad selection, another run holds the project)
-    and ``TemplateError`` before anything is resolved."""
+    and ``TemplateError`` before anything is resolved.
+
+    With a ``stage`` (:mod:`lockgen.locks.stage`: ``--dry-run``, ``lockgen bump``) every lock
+    file and the manifest are written to the stage's copy of the locks folder, nothing in the
+    project; the caller holds the project's run lock (and finished a killed run's journals), and
+    the no-op stamp is left alone (it describes the files on disk)."""
+    if stage is not None:
+        return _run(project, names, only, options, reporter, stage)
+    with store.ProjectLock(project.root, wait=options.wait):
+        for name in store.recover(project.root):
+            log.warning("finished writing cell %s, which a killed run had left half-written", name)
+        store.clean_temporaries(project.root, project.config.locks)
+        return _run(project, names, only, options, reporter, None)
+
+
+def _run(
+    project: Project,
+    names: Sequence[str],
+    only: Sequence[str],
+    options: RunOptions,
+    reporter: Reporter,
+    stage: Stage | None,
+) -> RunResult:
+    """:func:`lock`, holding the project's run lock; lock files go under ``stage.out`` when staged."""
     from lockgen.locks.changed import check_upgrade_names, copy_cells, run_report
     from lockgen.locks.lockset import LockSet
     from lockgen.locks.shard import select as select_shard
@@ -73,63 +100,112 @@ def lock(
     if options.shard is not None:
         chosen = select_shard(chosen, options.shard)
     root = project.root
+    out = stage.out if stage is not None else root  # where lock files are written
     mirrors = project.mirrors(options.mirrors)
-    with store.ProjectLock(root, wait=options.wait):
-        for name in store.recover(root):
-            log.warning("finished writing cell %s, which a killed run had left half-written", name)
-        store.clean_temporaries(root, project.config.locks)
-        plans = _plan_all(project, chosen)
-        locks = project.config.locks
-        # every lock is read up front only for an upgrade (its names are checked, its outcome
-        # counts every cell); otherwise each cell's files are read when needed (memory flat)
-        before = LockSet.from_folder(root / locks, locks) if options.uv.upgrade_packages else None
-        if before is not None:
-            check_upgrade_names(before, plans, options.uv.upgrade_packages)
-        run = RunResult()
-        reporter.start([c.name for c in chosen])
-        todo = _stale(project, chosen, plans, options, run, reporter)
-        todo, failed, reach = _unreachable(todo, mirrors, run, reporter)
-        if todo:
-            verified = Verified(root, fresh=options.refresh)
-            touched = [p.cell.name for p, _ in todo]
-            with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
-                old = Path(tmp, "old")
-                copy_cells(root / locks, touched, old)  # the touched cells' files before the run
-                failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified))
-                run.report, run.changes = run_report(
-                    root / locks, locks, before, old, touched, options.uv.upgrade_packages
-                )
-            for prefix in mirrors.never_used() if not run.interrupted else ():
-                log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
-        order = {c.name: i for i, c in enumerate(chosen)}
-        run.results.sort(key=lambda r: order.get(r.name, len(order)))
-        if not names and not only and options.shard is None and not run.interrupted:
-            _remove_orphans(project, run, reporter)
-        _write_manifest(project, failed, run, options.shard, [c.name for c in chosen])
+    plans = _plan_all(project, chosen, stamp_it=stage is None)
+    mirrors.refuse_shadowed(_configured_urls(plans))
+    locks = project.config.locks
+    # every lock is read up front only for an upgrade (its names are checked, its outcome
+    # counts every cell); otherwise each cell's files are read when needed (memory flat)
+    before = LockSet.from_folder(root / locks, locks) if options.uv.upgrade_packages else None
+    if before is not None:
+        check_upgrade_names(before, plans, options.uv.upgrade_packages)
+    run = RunResult()
+    reporter.start([c.name for c in chosen])
+    todo = _stale(project, chosen, plans, options, run, reporter)
+    todo, failed, reach = _unreachable(todo, mirrors, run, reporter)
+    if todo:
+        verified = Verified(root, fresh=options.refresh)
+        touched = [p.cell.name for p, _ in todo]
+        with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
+            old = Path(tmp, "old")
+            copy_cells(root / locks, touched, old)  # the touched cells' files before the run
+            failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out))
+            held = _holders(project, [p for p, _ in todo], mirrors) if options.uv.upgrade_packages else None
+            run.report, run.changes = run_report(
+                out / locks, locks, before, old, touched, options.uv.upgrade_packages, None if run.interrupted else held
+            )
+        for prefix in mirrors.never_used() if not run.interrupted else ():
+            log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
+    order = {c.name: i for i, c in enumerate(chosen)}
+    run.results.sort(key=lambda r: order.get(r.name, len(order)))
+    if not names and not only and options.shard is None and not run.interrupted:
+        _remove_orphans(project, run, reporter, out)
+    _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], out, mirrors, plans)
     reporter.finish(run)
     return run
 
 
-def _plan_all(project: Project, chosen: Sequence[Cell]) -> list[Plan]:
-    """Plans of the ``chosen`` cells; all cells when they plan, to refresh the no-op stamp. A
-    problem in a cell that was not chosen (a template error, or a per-cell config problem such
-    as a placeholder that cell lacks) does not stop locking the chosen ones."""
+def _holders(project: Project, plans: Sequence[Plan], mirrors: Mirrors) -> Held:
+    """For the change report: what holds each ``--upgrade-package`` that kept its version, per
+    cell (:mod:`lockgen.resolve.holdback`); a failure of that look-up is logged, never raised."""
+    from packaging.version import InvalidVersion, Version
+
+    from lockgen.plan.render import LineMap, environment
+    from lockgen.resolve.holdback import holder
+
+    by_cell = {p.cell.name: p for p in plans}
+    lines = LineMap(environment(project.config, project.template_overlay()), project.config.templates)
+
+    def held(name: str, kept: Mapping[str, str]) -> dict[str, str]:
+        found = {}
+        for cell, version in kept.items():
+            try:
+                why = holder(project.config, lines, by_cell[cell], name, Version(version), mirrors)
+            except (KeyError, InvalidVersion):
+                continue
+            except Exception:  # a bug in an explanation must not fail a run that locked
+                log.debug("could not say what holds %s in %s", name, cell, exc_info=True)
+                continue
+            if why:
+                found[cell] = why
+        return found
+
+    return held
+
+
+def _plan_all(project: Project, chosen: Sequence[Cell], stamp_it: bool = True) -> list[Plan]:
+    """Plans of the ``chosen`` cells; all cells when they plan, to refresh the no-op stamp
+    (unless not ``stamp_it``: a staged run plans files that are not on disk). A problem in a
+    cell that was not chosen (a template error, or a per-cell config problem such as a
+    placeholder that cell lacks) does not stop locking the chosen ones. The digests of local
+    inputs hashed meanwhile are kept for the next run (:mod:`lockgen.plan.content`)."""
+    from lockgen.plan.content import Digests
     from lockgen.runtime.errors import ConfigError, TemplateError
 
+    digests = Digests(project.root)
     try:
-        everything = project.plans(project.cells)
+        everything = project.plans(project.cells, digests)
     except (TemplateError, ConfigError):
-        return project.plans(chosen)  # report only the selected cells' problems
+        return project.plans(chosen, digests)  # report only the selected cells' problems
+    finally:
+        digests.save()
+    names = {c.name for c in chosen}
+    if not stamp_it:
+        return [p for p in everything if p.cell.name in names]
     config = project.config
     folders = sorted(
         {s.local for s in config.sources.values() if s.local} | {f for p in everything for f in p.local_files}
     )
     files = sorted({f for p in everything for f in p.read_files} | project.read_files())  # issue 9
-    key = stamp.key(project.root, config.source, config.templates, folders, files=files)
+    key = stamp.key(project.root, config.source, config.templates, folders, files=files, digests=digests)
+    digests.save()
     memo = stamp.Memo(config.locks, project.rows(everything), project.detect_rules())
     stamp.write(project.root, key, config.templates, memo, folders, files)
-    names = {c.name for c in chosen}
     return [p for p in everything if p.cell.name in names]
+
+
+def _configured_urls(plans: Sequence[Plan]) -> dict[str, str]:
+    """Every canonical URL the plans' config names, and what names it (for messages)."""
+    named: dict[str, str] = {}
+    for plan in plans:
+        named.setdefault(plan.index_url, "index-url")
+        for link in plan.find_links:
+            named.setdefault(link, "find-links")
+        for source in plan.sources:
+            for url in source.urls:
+                named[url] = f"source {source.name!r}"
+    return {url: what for url, what in named.items() if url}
 
 
 def _stale(
@@ -193,13 +269,16 @@ def _resolve_all(
     reporter: Reporter,
     reach: Reach,
     verified: Verified,
+    out: Path,
 ) -> dict[str, str]:
-    """Resolve ``todo`` concurrently, in matrix order, ``jobs`` cells at once; returns ``{cell:
-    reason}`` of the failed cells. Unless ``online``, uv goes through the run's page cache and
+    """Resolve ``todo`` concurrently, in matrix order, ``jobs`` cells at once, writing each
+    cell's files under ``out`` (the project root, or a stage); returns ``{cell: reason}`` of
+    the failed cells. Unless ``online``, uv goes through the run's page cache and
     cells resolve offline where this run's pages cover them (:mod:`lockgen.resolve.freshness`);
     no cell waits for another."""
     from lockgen.resolve import freshness
     from lockgen.resolve.cellrun import CellRun, committed
+    from lockgen.resolve.provenance import Provenance
 
     failed: dict[str, str] = {}
     if not todo:
@@ -211,15 +290,16 @@ def _resolve_all(
     locked, builds = committed(project.root, plans)
     fresh = None if options.online else freshness.start(plans, mirrors, locked)
     states = {p.cell.name: s for p, s in todo}
+    provenance = Provenance(project.root, mirrors)  # publishers (PEP 740): shared by the cells
 
     def work(plan: Plan) -> CellResult:
         if runner.stopped.is_set():  # taken from the queue as the run was interrupted
             return CellResult(plan.cell.name, CellState.INTERRUPTED, message="not started")
         cell_run = CellRun(
             project.root, plan, uv_options, mirrors, runner, project.config.source, builds,
-            locked=locked.get(plan.cell.name), reach=reach, verified=verified,
+            locked=locked.get(plan.cell.name), reach=reach, verified=verified, provenance=provenance,
         )  # fmt: skip
-        return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter)
+        return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter, out)
 
     for plan in plans:
         reporter.update(CellResult(plan.cell.name, CellState.WAITING))
@@ -237,6 +317,7 @@ def _resolve_all(
     finally:
         if fresh is not None:
             fresh.close()
+        provenance.close()
     return failed
 
 
@@ -290,20 +371,22 @@ def _collect(pending: set[Future[CellResult]], run: RunResult, reporter: Reporte
             _finish(run, reporter, future.result(), failed)
 
 
-def _resolve_one(cell_run: CellRun, fresh: Freshness | None, found: CellState, reporter: Reporter) -> CellResult:
-    """Resolve one cell and write its files together; every outcome is a :class:`CellResult`
+def _resolve_one(
+    cell_run: CellRun, fresh: Freshness | None, found: CellState, reporter: Reporter, out: Path
+) -> CellResult:
+    """Resolve one cell and write its files together under ``out``; every outcome is a :class:`CellResult`
     (a crash in one cell must not take the others down; a hand-edited lock's pins are not
     preferred)."""
     from lockgen.resolve.pipeline import resolve_cell
 
-    plan, root = cell_run.plan, cell_run.root
+    plan = cell_run.plan
     reporter.update(CellResult(plan.cell.name, CellState.RESOLVING))
     start = time.monotonic()
     try:
         files = resolve_cell(cell_run, fresh, prefer=found is not CellState.EDITED)
         if cell_run.stop is not None and cell_run.stop.is_set():  # finished after Ctrl-C: not written
             return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)
-        changed = store.replace_files(root, plan.cell.name, files.texts(), _stale_layers(root, plan, files))
+        changed = store.replace_files(out, plan.cell.name, files.texts(), _stale_layers(out, plan, files))
     except Interrupted:
         return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)
     except LockgenError as exc:
@@ -338,33 +421,83 @@ def _stale_layers(root: Path, plan: Plan, files: CellFiles) -> list[str]:
     ] if folder.is_dir() else []  # fmt: skip
 
 
-def _remove_orphans(project: Project, run: RunResult, reporter: Reporter) -> None:
-    """A full run owns the locks folder: drop locks of cells the matrix no longer resolves."""
+def _remove_orphans(project: Project, run: RunResult, reporter: Reporter, out: Path) -> None:
+    """A full run owns the locks folder: drop locks of cells the matrix no longer resolves
+    (under ``out``: the project root, or a stage)."""
     resolved = {c.name for c in project.cells if c.resolves}
-    for cell, paths in orphan_cells(project.root, project.config.locks, resolved).items():
-        store.remove_cell(project.root, cell, paths)
+    for cell, paths in orphan_cells(out, project.config.locks, resolved).items():
+        store.remove_cell(out, cell, paths)
         message = f"its cell is not resolved by the matrix any more; removed {', '.join(paths)}"
         _report(run, reporter, CellResult(cell, CellState.REMOVED, message=message))
 
 
 def _write_manifest(
-    project: Project, failed: dict[str, str], run: RunResult, shard: Shard | None = None, cells: Sequence[str] = ()
+    project: Project,
+    failed: dict[str, str],
+    run: RunResult,
+    shard: Shard | None = None,
+    cells: Sequence[str] = (),
+    out: Path | None = None,
+    mirrors: Mirrors | None = None,
+    plans: Sequence[Plan] = (),
 ) -> None:
-    """Write the manifest (a shard run: the shard manifest of its ``cells``); a failure to write
-    it is reported, not raised: every cell's result is still printed (issue 8)."""
+    """Write the manifest under ``out`` (default: the project root; a shard run: the shard
+    manifest of its ``cells``); a failure to write it is reported, not raised: every cell's
+    result is still printed (issue 8).
+
+    The manifest describes the locks, not the run (issue 16): a cell whose lock is current and
+    intact stays ``locked`` though this run failed to re-resolve it (a network blip under
+    ``--force``); ``failed`` is for a cell without such a lock. The run still fails and says so."""
     from lockgen.locks.shard import shard_manifest_text
 
     where = manifest.manifest_path(project.config.locks)
-    path = project.root / where
+    out = out or project.root
+    path = out / where
     previous = manifest.failures(manifest.read(path))
     kept = {name: why for name, why in previous.items() if name not in {r.name for r in run.results} or name in failed}
+    recorded = {**kept, **failed}
+    current = set(current_locks(project, recorded, plans, root=out))
+    if current & set(failed):
+        kept_cells = sorted(current & set(failed))
+        run.report.append(
+            f"kept: {', '.join(kept_cells)} failed to re-resolve, but {'their locks are' if len(kept_cells) > 1 else 'its lock is'} "
+            "current and intact: the manifest lists them as locked, installable as before"
+        )
+    recorded = {name: why for name, why in recorded.items() if name not in current}
     try:
         if shard is not None:
-            store.write_text(path, shard_manifest_text(project, cells, {**kept, **failed}, shard), where)
+            coverage = _coverage(project, mirrors, run, cells, root=out)
+            store.write_text(path, shard_manifest_text(project, cells, recorded, shard, coverage), where)
             return
-        store.write_text(path, project.manifest_text({**kept, **failed}), where)
+        store.write_text(path, project.manifest_text(recorded, out, _coverage(project, mirrors, run, root=out)), where)
     except LockgenError as exc:
         run.manifest_error = str(exc)
+
+
+def _coverage(
+    project: Project,
+    mirrors: Mirrors | None,
+    run: RunResult,
+    names: Sequence[str] | None = None,
+    root: Path | None = None,
+) -> dict[str, Any] | None:
+    """The GPU cells' kernel coverage (:mod:`lockgen.wheels.cells`): carried while their GPU
+    wheels are the same, else read from the wheels (range requests through the mirrors, cached
+    by sha256); a wheel that cannot be read is recorded as unread and warned about, never a
+    failed cell. An interrupted run reads nothing."""
+    if mirrors is None or run.interrupted:
+        return None
+    from lockgen.wheels import cells as gpu
+
+    def read(wheels: list[Any]) -> dict[str, Any]:
+        record, fetched = gpu.refresh(project.root, wheels, mirrors.fetch_url)
+        if fetched:
+            log.info("read the GPU code of %d wheel(s): %.0f MB", len(wheels), fetched / 1e6)
+        for item in record["unread"]:
+            log.warning("kernel coverage of %s %s not read: %s", item["name"], item["version"], item["reason"])
+        return record
+
+    return project.coverage(read, names=names, root=root)
 
 
 def _report(run: RunResult, reporter: Reporter, result: CellResult) -> None:
@@ -393,3 +526,39 @@ def lock_project(
             reporter.finish(run)
             return run
     return lock(Project.load(start, config_path), names, only, options, reporter)
+
+
+def dry_run(
+    start: Path,
+    config_path: str | None,
+    names: Sequence[str] = (),
+    only: Sequence[str] = (),
+    options: RunOptions = RunOptions(),
+    reporter: Reporter = SILENT,
+) -> RunResult:
+    """``lockgen all --dry-run`` / ``lock --dry-run``: resolve what :func:`lock` would, writing
+    every lock file and the manifest to a stage in lockgen's work folder
+    (:mod:`lockgen.locks.stage`), never into the project; ``RunResult.would_write`` lists the
+    project files the run would write or remove. Holds the run lock (the work folder is shared);
+    refuses when a killed run left a journal (finishing it would write)."""
+    from lockgen.locks.stage import Stage
+
+    if options.shard is not None:
+        raise UsageError("--dry-run does not take --shard: try lockgen lock CELL… --dry-run for the cells of a shard")
+    mirror.parse(options.mirrors)
+    project = Project.load(start, config_path)
+    root = project.root
+    with store.ProjectLock(root, wait=options.wait):
+        journals = sorted((root / store.JOURNALS).glob("*.json")) if (root / store.JOURNALS).is_dir() else []
+        if journals:
+            raise UsageError(
+                f"a killed run left {', '.join(j.stem for j in journals)} half-written; run `lockgen all` to finish it first"
+            )
+        stage = Stage.create(root, project.config.locks)
+        try:
+            run = lock(project, names, only, options, reporter, stage=stage)
+            written, removed = stage.changes()
+        finally:
+            stage.discard()
+    run.would_write = [*written, *removed]
+    return run

@@ -51,10 +51,13 @@ def up_to_date(
             return None
         run.results.append(CellResult(row.name, CellState.UP_TO_DATE))
     text = manifest.read(root / manifest.manifest_path(memo.locks))
-    if text is None or manifest.failures(text):
-        return None
+    recorded = manifest.recorded_coverage(text)
+    if text is None or manifest.failures(text) or any(r.get("unread") for r in recorded.values()):
+        return None  # a failed cell or a GPU wheel whose code was not read: the full path tries again
     try:
-        expected = manifest.dumps(manifest.build(root, memo.rows, memo.detect))
+        expected = manifest.dumps(
+            manifest.build(root, memo.rows, memo.detect, coverage=manifest.recorded_coverage(text))
+        )
     except LockgenError:
         return None
     if text != expected:

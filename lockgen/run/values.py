@@ -96,20 +96,26 @@ class RunResult:
     manifest_error: str | None = None
     report: list[str] = field(default_factory=list)  # the change report, one line per group
     changes: list[dict[str, object]] = field(default_factory=list)  # the same, for --json
+    would_write: list[str] | None = None  # --dry-run: the project files the run would write or remove
 
     def to_dict(self) -> dict[str, object]:
-        """``lockgen all --json``: each cell's state and message, the changes, the manifest error."""
+        """``lockgen all --json``: each cell's state and message, the changes, the manifest error
+        (and with ``--dry-run``: ``dry_run: true`` and ``would_write``, the files it would write
+        or remove; nothing was written)."""
         cells = [
             {"cell": r.name, "state": str(r.state), "seconds": round(r.seconds, 1), "message": r.message}
             for r in self.results
         ]
-        return {
+        data: dict[str, object] = {
             "exit_code": self.exit_code,
             "cells": cells,
             "changes": self.changes,
             "report": self.report,
             "manifest_error": self.manifest_error,
         }
+        if self.would_write is not None:
+            data.update(dry_run=True, would_write=list(self.would_write))
+        return data
 
     @property
     def interrupted(self) -> bool:

@@ -1,5 +1,7 @@
-"""``lockgen bump``'s pure part: parse NAME==VERSION, which pins move (the policy), pins in templates.
-The byte-for-byte edit and the write are in tests/bump/test_bump_toml.py."""
+"""``lockgen bump``'s pure part: parse NAME==VERSION, which config pins move (the policy), and the
+command's refusals that need no uv (``--no-lock``). The byte-for-byte edit and the write are in
+tests/bump/test_bump_toml.py, the lines' policy in tests/bump/test_bump_lines.py, the whole command on the
+fake index in tests/e2e/test_bump.py."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from lockgen.bump.pins import bump, parse_requirements, plan_bumps
+from lockgen.bump.pins import parse_requirements, parse_wanted, plan_bumps
 from lockgen.runtime.errors import ConfigError, UsageError
+from tests.conftest import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -104,7 +107,6 @@ def test_parse_requirements(args, expected):
         "torch===2.14.0",
         "torch~=2.14",
         "torch[cuda]==2.14.0",
-        'torch==2.14.0; python_version > "3"',
         "torch @ https://example.org/torch-2.14.0-py3-none-any.whl",
         "torch==2.14.0+cu130",
         "-r requirements.txt",
@@ -112,7 +114,7 @@ def test_parse_requirements(args, expected):
     ],
     ids=[
         "bare-name", "lower-bound", "wildcard", "two-specifiers", "arbitrary-equality", "compatible", "extras",
-        "marker", "url", "local-label", "option", "bad-version",
+        "url", "local-label", "option", "bad-version",
     ],
 )  # fmt: skip
 def test_parse_requirements_refuses_anything_but_name_eq_version(arg):
@@ -137,8 +139,8 @@ def test_parse_requirements_needs_one():
 # ---- policy ------------------------------------------------------------------------------------
 
 
-def plan(text: str, *args: str, name: str = "pyproject.toml"):
-    return plan_bumps(Path(name), textwrap.dedent(text), parse_requirements(args))
+def plan(text: str, *args: str, name: str = "pyproject.toml", dedent: bool = True):
+    return plan_bumps(Path(name), textwrap.dedent(text) if dedent else text, parse_requirements(args))
 
 
 def test_canonical_names_match_and_the_file_keeps_its_spelling():
@@ -205,37 +207,20 @@ def test_only_rules_pin_it_and_disagree_is_refused():
     assert "tool.lockgen.rules[0].pins.torch = '2.13.0'" in text and "[tool.lockgen.pins]" in text
 
 
-def test_already_at_the_version_writes_nothing(tmp_path):
-    path = write(tmp_path, '[tool.lockgen.pins]\ntorch = "2.14"\n')
-    inode = path.stat().st_ino
-    result = bump(path, ["torch==2.14.0"])
-    assert not result.written and not result.edits and path.stat().st_ino == inode
-    assert result.lines() == [
-        "pyproject.toml: tool.lockgen.pins.torch: already 2.14",
-        "pyproject.toml: no pin moved; nothing written",
-    ]
+def test_already_at_the_version_is_no_edit():
+    result = plan('[tool.lockgen.pins]\ntorch = "2.14"\n', "torch==2.14.0")
+    assert not result.edits and [s.key_path for s in result.current] == ["tool.lockgen.pins.torch"]
+    assert result.text == '[tool.lockgen.pins]\ntorch = "2.14"\n'
 
 
-@pytest.mark.parametrize(
-    ("name", "where"),
-    [("pyproject.toml", "[tool.lockgen.pins]"), ("lockgen.toml", "[pins]")],
-    ids=["pyproject", "standalone"],
-)
-def test_a_name_pinned_nowhere_says_where_pins_live(name, where):
-    prefix = "tool.lockgen." if name == "pyproject.toml" else ""
-    text = f'[{prefix}pins]\ntorch = "2.13.0"\nTorchVision = "0.28.0"\n'
-    text += f'[[{prefix}rules]]\npins = {{ triton = "3.5.0" }}\n'
-    with pytest.raises(UsageError) as error:
-        plan(text, "numpy==2.3.0", "torch==2.14.0", "pillow==12.0.0", name=name)
-    assert problems(error) == (
-        f"{name}: cannot bump: numpy, pillow: pinned nowhere in {name}; pins live in {where} (a rule may also set its "
-        f"own pins) and bump only moves existing pins; pinned in {name}: torch, torchvision, triton"
-    )
+def test_a_name_the_config_does_not_pin_is_left_to_the_lines():
+    result = plan('[tool.lockgen.pins]\ntorch = "2.13.0"\n', "numpy==2.3.0", "torch==2.14.0")
+    assert [e.name for e in result.edits] == ["torch"] and result.configured == {"torch"}
 
 
 def test_no_pins_at_all():
-    with pytest.raises(UsageError, match=r"pinned in pyproject\.toml: nothing"):
-        plan("[tool.lockgen]\nlocks = 'locks'\n", "torch==2.14.0")
+    result = plan("[tool.lockgen]\nlocks = 'locks'\n", "torch==2.14.0")
+    assert not result.edits and not result.configured
 
 
 def test_pyproject_without_tool_lockgen():
@@ -271,41 +256,107 @@ def test_a_specifier_pin_of_another_package_is_not_our_business():
     assert [e.key_path for e in result.edits] == ["tool.lockgen.pins.torch"]
 
 
-# -- pins written in templates (lockgen/bump/templates.py) ----------------------------------------
+# -- the command's refusals (no uv: --no-lock, or a refusal before anything resolves) -----------------
+
+PROJECT = """\
+[tool.lockgen]
+pins = { torch = "2.13.0" }
+[tool.lockgen.matrix]
+os = ["linux"]
+arch = ["x86_64"]
+backend = ["cpu"]
+python = ["3.11", "3.12"]
+"""
 
 
-def test_a_name_pinned_only_in_a_template_is_bumped_there(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.lockgen]\npins = { torch = "2.13.0" }\n')
-    template = tmp_path / "templates" / "requirements.in.j2"
-    template.parent.mkdir()
-    original = "torch=={{ pins.torch }}\r\nmatplotlib==3.10.1  # plots\r\n{% if os == 'linux' %}matplotlib==3.10.1{% endif %}\r\n"
-    template.write_bytes(original.encode())
-    result = bump(tmp_path / "pyproject.toml", ["matplotlib==3.10.3"], templates="templates")
+def project(tmp_path: Path, template: str, config: str = PROJECT) -> Path:
+    (tmp_path / "templates").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pyproject.toml").write_text(config)
+    (tmp_path / "templates" / "requirements.in.j2").write_bytes(template.encode())
+    return tmp_path
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".lockgen" not in p.parts
+    }
+
+
+def test_a_template_line_is_moved_keeping_every_other_byte(tmp_path):
+    original = (
+        "torch=={{ pins.torch }}\r\n"
+        "matplotlib==3.10.1  # plots\r\n"
+        "{% if os == 'linux' %}matplotlib[extra] == 3.10.1 ; python_version >= '3.11'{% endif %}\r\n"
+    )
+    root = project(tmp_path, original)
+    run = run_cli("bump", "matplotlib==3.10.3", "--no-lock", "-C", str(root))
+    assert run.code == 0, run.err
+    assert (root / "templates" / "requirements.in.j2").read_bytes() == original.replace("3.10.1", "3.10.3").encode()
+    assert "templates/requirements.in.j2:2: matplotlib 3.10.1 -> 3.10.3" in run.err
+    assert "templates/requirements.in.j2:3: matplotlib 3.10.1 -> 3.10.3" in run.err
+    assert "bump: wrote templates/requirements.in.j2" in run.err
+
+
+def test_a_name_pinned_nowhere_names_every_place_pins_live(tmp_path):
+    root = project(tmp_path, "torch=={{ pins.torch }}\nnumpy\n")
+    before = files(root)
+    run = run_cli("bump", "numpy==2.0", "pillow==12.0", "-C", str(root))
+    assert run.code == 2
     assert (
-        template.read_bytes() == original.replace("matplotlib==3.10.1  # plots", "matplotlib==3.10.3  # plots").encode()
+        "numpy, pillow: pinned nowhere: not in [tool.lockgen.pins] of pyproject.toml (nor a rule's pins), nor by a "
+        "line of templates/ or of the project's dependencies; named without a pin in templates/requirements.in.j2:2"
+    ) in run.err
+    assert "pinned in pyproject.toml: torch" in run.err
+    assert files(root) == before
+
+
+def test_a_config_pin_read_by_no_template_is_refused(tmp_path):
+    """The bump issue 18 met: the pin moved, nothing re-locked, exit 0. Now: nothing written, exit 2."""
+    root = project(tmp_path, "torch==2.13.0\n", PROJECT.replace('torch = "2.13.0"', 'torch = "2.13.0", numpy = "2.0"'))
+    before = files(root)
+    run = run_cli("bump", "numpy==2.1", "-C", str(root))
+    assert run.code == 2
+    assert (
+        "pyproject.toml: tool.lockgen.pins.numpy: 2.0 -> 2.1 (read by no template: no cell's inputs change with it)"
+        in run.err
     )
-    assert result.lines() == ["templates/requirements.in.j2:2: matplotlib 3.10.1 -> 3.10.3"]
-    assert result.changed and not result.written and result.names == {"matplotlib"}
-    assert result.files == [template]
+    assert "no cell's inputs change with these edits" in run.err and "nothing was written" in run.err
+    assert files(root) == before
 
 
-def test_the_files_bump_edited_and_how_to_undo_them(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.lockgen]\npins = { torch = "2.13.0" }\n')
-    (tmp_path / "templates").mkdir()
-    (tmp_path / "templates" / "base.in.j2").write_text("matplotlib==3.10.1\nnumpy==2.4.5\n")
-    (tmp_path / "templates" / "more.in.j2").write_text("numpy==2.4.6\n")  # already there: not edited
-    result = bump(tmp_path / "pyproject.toml", ["torch==2.14.0", "matplotlib==3.10.3", "numpy==2.4.6"], "templates")
-    assert result.files == [tmp_path / "pyproject.toml", tmp_path / "templates" / "base.in.j2"]
-    assert result.kept_after_failure(tmp_path).endswith(
-        "undo the edits: git checkout -- pyproject.toml templates/base.in.j2"
+def test_a_line_bump_will_not_move_is_refused_by_name(tmp_path):
+    root = project(tmp_path, "torch=={{ pins.torch }}\nnumpy>=1.26,<2  # range\nnumpy==1.26.4\n")
+    before = files(root)
+    run = run_cli("bump", "numpy==2.2.0", "--no-lock", "-C", str(root))
+    assert run.code == 2
+    assert "templates/requirements.in.j2:2: 'numpy>=1.26,<2' does not allow 2.2.0 and is not a single pin" in run.err
+    assert files(root) == before
+
+
+def test_another_run_holding_the_project_stops_bump_before_it_writes(tmp_path):
+    from lockgen.locks.store import ProjectLock
+
+    root = project(tmp_path, "torch=={{ pins.torch }}\n")
+    before = files(root)
+    with ProjectLock(root):
+        run = run_cli("bump", "torch==2.14.0", "--no-lock", "-C", str(root))
+    assert run.code == 2 and "another lockgen run is working on this project" in run.err
+    assert files(root) == before
+
+
+def test_parse_wanted_takes_a_marker():
+    wanted = parse_wanted(['numpy==2.2.0; python_version >= "3.12"', "torch==2.14"])
+    assert str(wanted["numpy"].marker) == 'python_version >= "3.12"' and wanted["torch"].marker is None
+
+
+def test_a_no_deps_entry_of_the_config_is_a_pin_too(tmp_path):
+    config = PROJECT.replace(
+        'pins = { torch = "2.13.0" }', 'pins = { torch = "2.13.0" }\nno-deps = ["lycoris-lora==3.1.0"]  # kept apart'
     )
-    assert f"kept in {tmp_path / 'pyproject.toml'}, " in result.kept_after_failure(tmp_path / "elsewhere")
-
-
-def test_a_name_pinned_nowhere_names_the_templates_too(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.lockgen]\npins = { torch = "2.13.0" }\n')
-    (tmp_path / "templates").mkdir()
-    with pytest.raises(
-        UsageError, match=r"numpy: pinned nowhere in pyproject.toml nor as a NAME==VERSION line in templates/"
-    ):
-        bump(tmp_path / "pyproject.toml", ["numpy==2.0"], templates="templates")
+    root = project(tmp_path, "torch=={{ pins.torch }}\n", config)
+    run = run_cli("bump", "lycoris-lora==3.2.0", "--no-lock", "-C", str(root))
+    assert run.code == 0, run.err
+    assert "pyproject.toml: tool.lockgen.no-deps[0]: lycoris-lora 3.1.0 -> 3.2.0" in run.err
+    assert (root / "pyproject.toml").read_text() == config.replace("3.1.0", "3.2.0")

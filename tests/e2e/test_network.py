@@ -65,3 +65,32 @@ def test_text_generation_webui_pypi_only_cells(tmp_path):
     )
     assert run.code == 0, run.err
     assert len(list((root / "locks-pypi").glob("*.txt"))) == len(cells) + 18
+
+
+def test_the_gpu_code_of_a_real_pypi_wheel_by_range_reads(tmp_path):
+    """torchao 0.10.0's x86_64 wheel (5.4 MB on PyPI, in the default matrix's linux cu130 locks)
+    ships a CUDA extension: its code is read without downloading the whole wheel, and the cell's
+    coverage record in the committed manifest is what reading it gives."""
+    import json
+    from pathlib import Path
+
+    import httpx
+
+    from lockgen.config.model import DEFAULT_BACKENDS
+    from lockgen.locks import pylockfile
+    from lockgen.wheels.cells import gpu_wheels, refresh
+    from lockgen.wheels.remote import read_remote
+
+    repo = Path(__file__).parents[1]
+    cell = "linux-x86_64-cu130-py3.12"
+    pylock = pylockfile.loads((repo / "locks" / cell / "pylock.toml").read_text(), "pylock")
+    (wheel,) = [w for p in pylock.packages if p.name == "torchao" for w in p.wheels or () if "manylinux" in w.url]
+    assert wheel.size < 10_000_000
+    with httpx.Client(follow_redirects=True, timeout=60) as client:
+        code, fetched = read_remote(client, wheel.url, wheel.size)
+    assert code.sass == ("sm_80", "sm_86") and fetched < wheel.size
+    cuda = next(f for f in DEFAULT_BACKENDS if f.name == "cuda")
+    small = [w for w in gpu_wheels(repo, f"locks/{cell}.txt", cuda) if w.name == "torchao"]
+    record, _ = refresh(tmp_path, small, lambda url: url)
+    recorded = json.loads((repo / "locks" / "manifest.json").read_text())["cells"][cell]["coverage"]["wheels"]
+    assert record["wheels"] == [w for w in recorded if w["name"] == "torchao"], record["unread"]

@@ -104,3 +104,12 @@ def test_the_repos_own_matrix_has_detect_rules():
     run = run_cli("detect", "--cpu", "--json", "--os", "linux", "--arch", "x86_64", "--gpu", "none", "--python", "3.12")
     assert run.code == 0, run.err
     assert json.loads(run.out)["cell"] == "linux-x86_64-cu130-py3.12"
+
+
+def test_detect_takes_a_cell_by_hand_and_pretended_amd_gfx():
+    """Issue 19: ``--cell`` is the way past facts that cannot be known; ``--gfx`` pretends AMD GPUs."""
+    run = detect(*LINUX, "--cell", "linux-x86_64-cu126-py3.12")
+    assert run.code == 0 and json.loads(run.out)["coverage"] == ["not checked (--cell)"]
+    assert cell_of(*LINUX, "--gfx", "gfx1100") == "linux-x86_64-rocm7.1-py3.12"
+    apu = detect(*LINUX, "--gfx", "gfx1103")
+    assert apu.code == 2 and "the integrated GPU gfx1103 not supported by rocm7.1" in apu.err

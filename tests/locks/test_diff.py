@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -67,6 +68,19 @@ def _cell_added(cells: Cells) -> None:
 
 
 NEW_SHA = "f" * 64
+FA_PAGES = ("https://wheels.example.org/fa/", "https://wheels.example.org/natten/")
+
+
+def _moved_layer(pages: tuple[str, ...]) -> Callable[[CellSpec], None]:
+    """The flash-attn layer's pages become ``pages`` and its wheel another file (other hash)."""
+
+    def edit(cell: CellSpec) -> None:
+        cell.layers["optional-flash-attn"].find_links = pages
+        cell.layers["optional-flash-attn"].pins["flash-attn"] = Pin("2.8.2", digest=NEW_SHA)
+
+    return edit
+
+
 RELEASES = "https://github.com/x/fa/releases/download"
 CASES: list[tuple[str, Callable[[Cells], None], set[Row]]] = [
     ("upgrade", _all(_set("matplotlib", Pin("3.10.3"))), {("matplotlib", "upgrade", "3.10.1", "3.10.3", "main", False, 3, 3)}),
@@ -79,8 +93,14 @@ CASES: list[tuple[str, Callable[[Cells], None], set[Row]]] = [
      {("torch", "label", "2.13.0+cu126", "2.13.0+cu130", "main", False, 3, 3)}),
     ("source-index", _all(_set("numpy", Pin("2.4.5", where="https://mirror.example.org/numpy"))),
      {("numpy", "source", "files.pythonhosted.org/packages", "mirror.example.org/numpy", "main", False, 3, 3)}),
-    ("source-find-links", _all(lambda c: setattr(c.layers["optional-flash-attn"], "find_links", ("https://other.example.org/fa/",))),
+    # a layer lock names no file's place, only the pages of its header: identical lines are no change (issue 18)
+    ("layer-page-moved-same-lines", _all(lambda c: setattr(c.layers["optional-flash-attn"], "find_links", ("https://other.example.org/fa/",))),
+     set()),
+    ("layer-gains-a-page", _all(lambda c: setattr(c.layers["optional-flash-attn"], "find_links", FA_PAGES)), set()),
+    ("layer-page-moved-other-files", _all(_moved_layer(("https://other.example.org/fa/",))),
      {("flash-attn", "source", "wheels.example.org/fa", "other.example.org/fa", "optional-flash-attn", False, 3, 3)}),
+    ("layer-gains-a-page-other-files", _all(_moved_layer(FA_PAGES)),
+     {("flash-attn", "hash", "2.8.2", "2.8.2", "optional-flash-attn", True, 3, 3)}),
     ("hash", _all(_set("numpy", Pin("2.4.5", digest=NEW_SHA)), (C,)), {("numpy", "hash", "2.4.5", "2.4.5", "main", True, 1, 3)}),
     ("files-added", _all(_set("numpy", Pin("2.4.5", extra=(NEW_SHA,))), (C,)), {("numpy", "files", "2.4.5", "2.4.5", "main", False, 1, 3)}),
     ("vcs", _all(_set("mylib", Pin(None, url=MYLIB + "b" * 40), "unhashed")),
@@ -167,6 +187,26 @@ def test_old_format_locks_group_into_one_line(tmp_path: Path) -> None:
         (old / f"{cell}.txt").write_text((old / f"{cell}.txt").read_text().replace("# kind: main\n", ""))
     groups = group(diff(LockSet.from_folder(old), LockSet.from_folder(write_locks(tmp_path / "new", base_cells()))))
     assert render_text(groups) == "the old main lock could not be read: the header has no 'kind' field (3 of 3 cells)\n"
+
+
+def test_an_older_lockgen_format_says_so(tmp_path: Path) -> None:
+    """A lock an older lockgen wrote (untouched: its digest holds) is named as such, not as a
+    broken file (issue 15's message list, in diff's use of the lock model)."""
+    from lockgen.locks.lock import DIGEST, text_sha256
+
+    old = write_locks(tmp_path / "old", base_cells())
+    for cell in (A, B, C):
+        path = old / f"{cell}.txt"
+        head, _, body = path.read_text().partition("\n\n")
+        lines = [line for line in head.split("\n") if line != "# kind: main" and not line.startswith(f"# {DIGEST}: ")]
+        text = "\n".join(lines) + "\n\n" + body
+        head, _, body = text.partition("\n\n")
+        path.write_text(f"{head}\n# {DIGEST}: {text_sha256(text)}\n\n{body}")
+    groups = group(diff(LockSet.from_folder(old), LockSet.from_folder(write_locks(tmp_path / "new", base_cells()))))
+    assert render_text(groups) == (
+        "the old main lock could not be read: written by an older lockgen, in a lock format this one does not read "
+        "(the header has no 'kind' field); re-lock it with lockgen all (3 of 3 cells)\n"
+    )
 
 
 def test_hash_change_names_the_file_and_needs_a_look(tmp_path: Path) -> None:
@@ -287,13 +327,9 @@ def test_change_report_counts_the_cells_the_run_touched(tmp_path: Path) -> None:
     ("moved", "name", "expected"),
     [
         ((A, B, C), "numpy", "numpy 2.4.5 → 2.4.6 in 3 cells"),
-        ((), "NumPy", "numpy: already the newest allowed under the exclude-newer cutoff (2.4.5) in 3 cells"),
-        (
-            (A,),
-            "numpy",
-            "numpy 2.4.5 → 2.4.6 in 1 cell; already the newest allowed under the exclude-newer cutoff (2.4.5) in 2 cells",
-        ),
-        ((), "flash-attn", "flash-attn: already the newest allowed under the exclude-newer cutoff (2.8.2) in 3 cells"),
+        ((), "NumPy", "numpy: kept at 2.4.5 in 3 cells"),
+        ((A,), "numpy", "numpy 2.4.5 → 2.4.6 in 1 cell; kept at 2.4.5 in 2 cells"),
+        ((), "flash-attn", "flash-attn: kept at 2.8.2 in 3 cells"),
         ((), "scipy", "scipy: not in any selected cell"),
     ],
     ids=["all-moved", "none-moved", "some-moved", "in-a-layer", "absent"],
@@ -305,6 +341,18 @@ def test_upgrade_outcome(tmp_path: Path, moved: tuple[str, ...], name: str, expe
         cells[cell].pins["numpy"] = Pin("2.4.6")
     new = LockSet.from_folder(write_locks(tmp_path / "new", cells))
     assert upgrade_outcome(name, old, new) == expected
+
+
+def test_upgrade_outcome_says_what_holds_each_cell(tmp_path: Path) -> None:
+    old = LockSet.from_folder(write_locks(tmp_path / "old", base_cells()))
+    held = {
+        A: "the pin templates/requirements.in.j2:3: numpy==2.4.5",
+        B: "the pin templates/requirements.in.j2:3: numpy==2.4.5",
+    }
+    assert upgrade_outcome("numpy", old, old, held=held) == (
+        "numpy: kept at 2.4.5 in 2 cells, held by the pin templates/requirements.in.j2:3: numpy==2.4.5; "
+        "kept at 2.4.5 in 1 cell"
+    )
 
 
 # --------------------------------------------------------------------------- git revisions and the command
@@ -433,3 +481,75 @@ def test_the_command_line_offers_every_diff_format():
     from lockgen.locks.diffcmd import FORMATS
 
     assert tuple(FORMATS) == DIFF_FORMATS
+
+
+def test_two_folders_need_no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``lockgen diff DIR DIR`` outside any project (a CI job comparing two artifacts)."""
+    from tests.conftest import run_cli
+
+    old = write_locks(tmp_path / "a", base_cells())
+    cells = base_cells()
+    cells[C].pins["numpy"] = Pin("2.4.6")
+    write_locks(tmp_path / "b", cells)
+    monkeypatch.chdir(tmp_path)
+    run = run_cli("diff", "a", str(tmp_path / "b"), "--exit-code")
+    assert (run.code, run.out) == (1, f"numpy 2.4.5 → 2.4.6 (1 of 3 cells: {C})\n"), run.err
+    assert old.is_dir()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda folder: folder.mkdir(), re.escape("empty: holds no locks (no lock lockgen wrote, no manifest.json)")),
+        (lambda folder: (folder / "notes.txt").parent.mkdir() or (folder / "notes.txt").write_text("x\n"), "empty: holds no locks"),
+    ],
+    ids=["empty", "no-lock-files"],
+)  # fmt: skip
+def test_a_folder_without_locks_is_an_error_naming_it(tmp_path: Path, make, message: str) -> None:
+    """Not an empty lock set: every cell would read as added, with exit 0."""
+    locks = write_locks(tmp_path / "locks", base_cells())
+    make(tmp_path / "empty")
+    with pytest.raises(UsageError, match=message):
+        diff_command(tmp_path, "locks", "empty", str(locks), "text", exit_code=True)
+
+
+def test_a_project_without_its_locks_folder_is_an_error(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "lockgen.toml").write_text("locks = 'locks'\n")
+    locks = write_locks(tmp_path / "other", base_cells())
+    with pytest.raises(UsageError, match=r"proj/locks: does not exist"):
+        diff_command(tmp_path, "locks", str(project), str(locks), "text", exit_code=False)
+
+
+def _moved(tmp_path: Path, old: Pin, new: Pin) -> set[Row]:
+    """The changes when every cell's numpy moves from ``old`` to ``new``."""
+    before, after = base_cells(), base_cells()
+    for cell in before.values():
+        cell.pins["numpy"] = old
+    for cell in after.values():
+        cell.pins["numpy"] = new
+    a, b = write_locks(tmp_path / "old", before), write_locks(tmp_path / "new", after)
+    return rows(group(diff(LockSet.from_folder(a), LockSet.from_folder(b))))
+
+
+def test_a_version_move_between_two_repositories_of_one_host_is_a_source_change(tmp_path: Path) -> None:
+    """Issue 16: Artifactory serves many repositories from one host; a package that moved from the
+    pytorch repository to the PyPI one while its version moved is a change of source (the host
+    alone did not change)."""
+    art = "https://art.example/api/pypi/{repo}/packages/{{digest}}"
+    assert _moved(
+        tmp_path, Pin("2.4.5", where=art.format(repo="pytorch")), Pin("2.4.6", where=art.format(repo="pypi"))
+    ) == {
+        ("numpy", "upgrade", "2.4.5", "2.4.6", "main", False, 3, 3),
+        ("numpy", "source", "art.example/api/pypi/pytorch/packages", "art.example/api/pypi/pypi/packages", "main", False, 3, 3),
+    }  # fmt: skip
+
+
+def test_a_release_folder_named_after_the_version_moves_with_it(tmp_path: Path) -> None:
+    releases = "https://github.com/x/np/releases/download/v{version}"
+    old, new = (
+        Pin("2.4.5", where=releases.format(version="2.4.5")),
+        Pin("2.4.6", where=releases.format(version="2.4.6")),
+    )
+    assert _moved(tmp_path, old, new) == {("numpy", "upgrade", "2.4.5", "2.4.6", "main", False, 3, 3)}

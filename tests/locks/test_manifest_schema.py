@@ -64,8 +64,8 @@ def _unknown_key(data: dict) -> None:
     _cell(data)["installer_hint"] = "x"
 
 
-def _format_3(data: dict) -> None:
-    data["format"] = 3
+def _format_4(data: dict) -> None:
+    data["format"] = 4
 
 
 def _python_patch(data: dict) -> None:
@@ -91,7 +91,7 @@ def _pip_sync(data: dict) -> None:
     _cell(data)["layers"][0]["commands"]["pip"][1] = "sync"
 
 
-BROKEN = [_drop_layers, _bad_sha, _absolute_lock, _optional_first, _unhashed_requires_hashes, _unknown_key, _format_3,
+BROKEN = [_drop_layers, _bad_sha, _absolute_lock, _optional_first, _unhashed_requires_hashes, _unknown_key, _format_4,
           _python_patch, _skipped_without_reason, _alias_without_target, _refuse_alone, _pip_sync]  # fmt: skip
 
 

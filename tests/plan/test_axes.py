@@ -187,3 +187,67 @@ def test_a_variant_matrix_locks_and_only_selects_on_the_noop_path(tmp_path, fake
     assert again.code == 0, again.err
     assert "1 up to date" in again.err
     assert run_cli("check", "-C", str(tmp_path)).code == 0
+
+
+def test_detect_routes_an_extra_axis_by_rules_or_by_hand(tmp_path, monkeypatch):
+    """Issue 19: GPU-generation profiles as an extra axis; detect rules route them by compute
+    capability, ``--axis`` picks one by hand (detect and install --detect), and without either
+    the error names the axis and how to choose."""
+    from lockgen.install.choose import choose
+
+    config = """
+        [tool.lockgen.matrix]
+        os = ["linux"]
+        arch = ["x86_64"]
+        backend = ["cu130"]
+        python = ["3.12"]
+        profile = ["legacy", "modern"]
+        [tool.lockgen.detect]
+        nvidia-unknown-cuda = "cu130"
+        [[tool.lockgen.detect.nvidia]]
+        min-cuda = "13.0"
+        backend = "cu130"
+        [[tool.lockgen.detect.axes.profile]]
+        value = "modern"
+        compute-capability = { min = "8.9" }
+        [[tool.lockgen.detect.axes.profile]]
+        value = "legacy"
+        match = { backend = "cu130" }
+    """
+    write_project(tmp_path, config, {"requirements.in.j2": "numpy\n"})
+    query = tmp_path / "q.csv"
+    args = (
+        "detect",
+        "-C",
+        str(tmp_path),
+        "--os",
+        "linux",
+        "--arch",
+        "x86_64",
+        "--cuda",
+        "13.0",
+        "--gpu-query",
+        str(query),
+    )
+    for cap, profile in (("12.0", "modern"), ("8.6", "legacy")):
+        query.write_text(f"NVIDIA GPU, 24564 MiB, 580.65.06, {cap}\n")
+        run = run_cli(*args, "--json")
+        assert run.code == 0, run.err
+        assert json.loads(run.out)["cell"] == f"linux-x86_64-cu130-py3.12-{profile}"
+    run = run_cli(*args, "--json", "--axis", "profile=modern")
+    assert json.loads(run.out)["cell"] == "linux-x86_64-cu130-py3.12-modern"
+    bad = run_cli(*args, "--axis", "profile")
+    assert bad.code == 2 and "write NAME=VALUE" in bad.err
+    from lockgen import select
+    from lockgen.install.detect import detect_manifest
+    from lockgen.runtime.errors import InstallRefused
+
+    manifest = detect_manifest(Project.load(tmp_path))
+    manifest["detect"].pop("axes")
+    gpu = select.Gpu("NVIDIA GPU", "24564 MiB", "580.65.06", 8.6)
+    facts = select.Facts(os="linux", arch="x86_64", interpreter="x86_64", nvidia=True, cuda="13.0", gpus=(gpu,))
+    monkeypatch.setattr(select, "gather", lambda *args, **kwargs: facts)
+    with pytest.raises(InstallRefused, match=r"differ by profile \(legacy, modern\): pass --axis profile=VALUE"):
+        choose(manifest, None, True, "3.12", False)
+    name, _, _ = choose(manifest, None, True, "3.12", False, axes={"profile": "legacy"})
+    assert name == "linux-x86_64-cu130-py3.12-legacy"

@@ -61,8 +61,10 @@ def actionlint(*files: Path | str) -> tuple[int, list[dict]]:
     return run.returncode, json.loads(run.stdout)
 
 
-def test_there_are_two_workflows():
-    assert [p.name for p in WORKFLOWS] == ["lockgen-check.yml", "lockgen-release.yml", "lockgen-sbom.yml"]
+def test_the_workflows():
+    assert [p.name for p in WORKFLOWS] == [
+        "lockgen-check.yml", "lockgen-release.yml", "lockgen-relock.yml", "lockgen-rot.yml", "lockgen-sbom.yml",
+    ]  # fmt: skip
 
 
 def test_actionlint_finds_nothing():
@@ -168,9 +170,14 @@ def test_run_scripts_are_found_by_indentation():
         ("lockgen-release.yml", "path: ${{ runner.temp }}/bump.patch"),
         ("lockgen-release.yml", 'git apply "$RUNNER_TEMP/bump/bump.patch"'),
         ("lockgen-release.yml", "${{ steps.edited.outputs.paths }}"),
+        ("lockgen-relock.yml", 'lockgen -C "$CONFIG" all'),
+        ("lockgen-relock.yml", 'lockgen -C "$CONFIG" diff "$BASE" --format markdown > diff.md'),
         ("lockgen-check.yml", "lockgen audit --format sarif --fail-on high > audit.sarif || status=$?"),
         ("lockgen-check.yml", "sarif_file: audit.sarif"),
         ("lockgen-sbom.yml", "lockgen sbom -o sbom"),
+        ("lockgen-rot.yml", "lockgen check --online --attestations --timeout 1200 --json > online.json || status=$?"),
+        ("lockgen-rot.yml", "lockgen check --resolve > resolve.txt || status=$?"),
+        ("lockgen-rot.yml", "- cron: "),
         ("lockgen-sbom.yml", 'gh release upload "$TAG" sbom/*.cdx.json'),
     ],
     ids=[
@@ -186,10 +193,15 @@ def test_run_scripts_are_found_by_indentation():
         "upload-patch",
         "apply-patch",
         "commit-edited-files",
+        "relock-all",
+        "relock-diff-against-base",
         "audit-sarif",
         "upload-sarif",
         "sbom",
         "release-assets",
+        "online",
+        "resolve",
+        "schedule",
     ],
 )
 def test_the_lockgen_commands_are_spelt_as_the_cli_has_them(workflow, command):

@@ -15,6 +15,7 @@ from lockgen.select import (
 from tests.support.select_samples import (
     BANNER,
     LIST,
+    NO_SYSFS,
     QUERY,
     QUERY_NO_CAP,
     ROCMINFO,
@@ -207,9 +208,11 @@ def test_gather_amd(sample: str, code: int, agents: tuple[str, ...]) -> None:
 
 
 def test_gather_survives_timeouts_and_missing_programs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A timeout is not an answer: the facts are unknown (issue 19), never "no GPU"."""
     timeout = (select.TIMED_OUT, "", "nvidia-smi: timed out after 30 s")
-    facts = gather({}, fake_run({BANNER: timeout, ROCMINFO: timeout}), system="linux", machine="x86_64")
-    assert not facts.nvidia and not facts.amd_agents and len(facts.notes) == 2
+    facts = gather({}, fake_run({BANNER: timeout, ROCMINFO: timeout}), system="linux", machine="x86_64", sysfs=NO_SYSFS)
+    assert not facts.nvidia and not facts.amd_agents
+    assert facts.unknown == ("nvidia-smi: timed out after 30 s", "rocminfo: timed out after 30 s")
     assert select.run_program(["lockgen-no-such-program-here"])[0] == select.NOT_FOUND
     monkeypatch.setattr(select, "TIMEOUT", 0.2)
     assert select.run_program([sys.executable, "-c", "import time; time.sleep(5)"])[0] == select.TIMED_OUT
@@ -226,8 +229,9 @@ def test_gather_survives_timeouts_and_missing_programs(monkeypatch: pytest.Monke
     ids=["no-driver-no-rock", "degraded-query", "crashes"],
 )  # fmt: skip
 def test_every_note_names_its_source(outputs: dict[tuple[str, ...], tuple[int, str, str]]) -> None:
-    facts = gather({}, fake_run(outputs), system="linux", machine="x86_64")
-    assert facts.notes and all(note.startswith(("nvidia-smi: ", "rocminfo: ")) for note in facts.notes)
+    facts = gather({}, fake_run(outputs), system="linux", machine="x86_64", sysfs=NO_SYSFS)
+    lines = (*facts.notes, *facts.unknown)
+    assert lines and all(line.startswith(("nvidia-smi: ", "rocminfo: ", "pci: ")) for line in lines)
 
 
 @pytest.mark.parametrize(

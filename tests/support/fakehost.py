@@ -90,9 +90,10 @@ class FakeHost:
         requires=(),
         requires_python: str | None = None,
         metadata: tuple[str, ...] = (),
+        files: dict[str, bytes] | None = None,
     ) -> Path:
         """Build a wheel into ``<root>/<folder>`` (see :func:`tests.support.wheels.make_wheel`)."""
-        path = make_wheel(self._folder(folder), name, version, tag, tuple(requires), requires_python, metadata)
+        path = make_wheel(self._folder(folder), name, version, tag, tuple(requires), requires_python, metadata, files)
         if requires_python:
             self._requires_python[path] = requires_python
         return path

@@ -21,6 +21,7 @@ from lockgen.select import (
 )
 
 DATA = Path(__file__).parents[1] / "data" / "detect"
+NO_SYSFS = str(Path(__file__).parents[1] / "data" / "detect" / "no-sysfs")  # no such folder: no PCI bus, no KFD
 MODULE = Path(select.__file__)
 LINUX_X86 = sys.platform == "linux" and platform.machine() == "x86_64"
 probing_here = pytest.mark.skipif(not LINUX_X86, reason="probes this machine (os, arch) with canned GPU outputs")
@@ -82,7 +83,7 @@ def manifest(**changes: Any) -> dict[str, Any]:
         entry("macos", "aarch64", "mps"), entry("linux", "x86_64", "rocm7.1"),
         entry("linux", "x86_64", "cpu"), entry("windows", "x86_64", "cpu"),
     ])  # fmt: skip
-    return {"format": 2, "generator": "lockgen 0.1.0", "detect": RULES, "cells": cells, **changes}
+    return {"format": 3, "generator": "lockgen 0.1.0", "detect": RULES, "cells": cells, **changes}
 
 
 def nvidia(cuda: str | None, caps: Sequence[float | None] = (8.6,), os_: str = "linux", arch: str = "x86_64",

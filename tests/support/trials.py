@@ -186,12 +186,12 @@ def kill_mid_write(world: World, when: str) -> subprocess.CompletedProcess[str]:
             store._apply = apply
         else:
             real, calls = store._temporary, []
-            def temporary(path, text):
+            def temporary(path, text, *rest):
                 if "/locks/" in str(path):
                     calls.append(path)
                 if len(calls) == 2:
                     os.kill(os.getpid(), signal.SIGKILL)
-                return real(path, text)
+                return real(path, text, *rest)
             store._temporary = temporary
         from lockgen.cli import main
         sys.exit(main(sys.argv[1:]))

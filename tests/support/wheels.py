@@ -30,9 +30,11 @@ def make_wheel(
     requires: tuple[str, ...] = (),
     requires_python: str | None = None,
     metadata: tuple[str, ...] = (),
+    files: dict[str, bytes] | None = None,
 ) -> Path:
     """Write ``<name>-<version>-<tag>.whl`` into ``folder`` and return its path. ``metadata``:
-    more core metadata lines (``License-Expression: MIT``, ``Classifier: …``).
+    more core metadata lines (``License-Expression: MIT``, ``Classifier: …``); ``files``: more
+    members (``torch/lib/libtorch_cuda.so`` -> bytes), listed in RECORD like the others.
 
     ``tag`` may be a compressed tag set (``cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64``);
     the ``WHEEL`` file lists every tag it expands to, as real wheels do.
@@ -57,6 +59,7 @@ def make_wheel(
         f"{dist}/__init__.py": f'__version__ = "{version}"\n'.encode(),
         f"{info}/METADATA": ("\n".join(metadata) + "\n").encode(),
         f"{info}/WHEEL": ("\n".join(wheel) + "\n").encode(),
+        **(files or {}),
     }
     record = [f"{path},{_record_hash(data)},{len(data)}" for path, data in files.items()]
     record.append(f"{info}/RECORD,,")
