@@ -120,7 +120,7 @@ OPTIONS = (
     ),
     _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
     _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),
-    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, (*_RESOLVING, "merge", "audit", "check")),
+    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project (install: into this venv) instead of refusing"}, False, (*_RESOLVING, "merge", "audit", "check", "install")),
     _Option(("--shard",), {"metavar": "I/N", "help": "only shard I of N (1-based) of the selected cells; see lockgen merge"}, None, ("all", "matrix")),
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
     _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check", "bump", "why")),
@@ -400,12 +400,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except LockgenError as exc:
         if args.verbose:
-            traceback.print_exc()
+            print(redact(traceback.format_exc()), end="", file=sys.stderr)  # -v: no secret in it either
         print(f"error: {redact(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # a file lockgen must read is not usable
         if args.verbose:
-            traceback.print_exc()
+            print(redact(traceback.format_exc()), end="", file=sys.stderr)  # -v: no secret in it either
         print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -86,17 +86,15 @@ def write(
     root: Path, key_: str, templates: str, memo: Memo, folders: Sequence[str] = (), files: Sequence[str] = ()
 ) -> None:
     """Record ``memo`` under ``key_`` (written by ``all``/``lock`` only; never by readers)."""
-    from lockgen.locks.store import write_text
+    from lockgen.locks.store import work_folder, write_text
 
     data = {
         "key": key_, "templates": templates, "locks": memo.locks, "folders": list(folders), "files": list(files),
         "cells": [r.to_dict() for r in memo.rows], "detect": memo.detect,
     }  # fmt: skip
     try:
+        work_folder(root)
         write_text(root / STAMP, json.dumps(data, sort_keys=True) + "\n")
-        gitignore = root / WORK / ".gitignore"
-        if not gitignore.exists():
-            gitignore.write_text("# lockgen's work folder: rendered inputs, caches; never committed\n*\n")
     except (OSError, LockgenError):  # a read-only checkout: the stamp is only a speed-up
         pass
 

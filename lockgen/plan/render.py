@@ -50,7 +50,8 @@ def environment(config: Config, overlay: Mapping[str, str] | None = None) -> jin
 
     folder = config.root / config.templates
     return SandboxedEnvironment(
-        loader=_OverlayLoader(folder, overlay) if overlay else jinja2.FileSystemLoader(folder),
+        # a byte-order mark (Notepad) is not part of a template's first line
+        loader=_OverlayLoader(folder, overlay) if overlay else jinja2.FileSystemLoader(folder, encoding="utf-8-sig"),
         undefined=_undefined(),
         keep_trailing_newline=True,
         autoescape=False,
@@ -65,10 +66,10 @@ def _OverlayLoader(folder: Path, overlay: Mapping[str, str]) -> jinja2.BaseLoade
     class Loader(jinja2.FileSystemLoader):
         def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
             if template in overlay:
-                return overlay[template], str(folder / template), lambda: False
+                return overlay[template].removeprefix("\ufeff"), str(folder / template), lambda: False
             return super().get_source(environment, template)
 
-    return Loader(folder)
+    return Loader(folder, encoding="utf-8-sig")
 
 
 def variables(config: Config, cell: Cell, target: Target) -> dict[str, Any]:

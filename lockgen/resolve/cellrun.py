@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.pylock import Package, Pylock
 
 from lockgen.locks import pylockfile
-from lockgen.locks.lock import Header, LayerKind
+from lockgen.locks.lock import Header, LayerKind, decode
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import index_pages
@@ -62,7 +62,7 @@ class Builds:
         for plan in plans:
             path = root / pylockfile.pylock_path(plan.lock)
             try:
-                pylocks[plan.cell.name] = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
+                pylocks[plan.cell.name] = pylockfile.loads(decode(path.read_bytes(), str(path)), str(path))
             except (OSError, LockgenError):
                 continue
         return cls.from_pylocks(plans, pylocks)
@@ -146,7 +146,7 @@ def committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[str, st
     for plan in plans:
         path = root / pylockfile.pylock_path(plan.lock)
         try:
-            pylock = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
+            pylock = pylockfile.loads(decode(path.read_bytes(), str(path)), str(path))
         except (OSError, LockgenError):
             continue
         locked[plan.cell.name] = {sys.intern(p.name): sys.intern(str(p.version)) for p in pylock.packages if p.version}

@@ -10,13 +10,15 @@ skipped cell, is an ``orphan``: one row per cell, naming its files (main lock an
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lockgen.locks import manifest
 from lockgen.locks.folder import edited, orphan_cells
-from lockgen.locks.lock import Lock, older_lock
+from lockgen.locks.lock import Lock, decode, older_lock
+from lockgen.locks.paths import confine_file
 from lockgen.plan.matrix import select
 from lockgen.plan.plan import PART_NAMES, Plan
 from lockgen.project import Project
@@ -57,7 +59,7 @@ def state_of(root: Path, plan: Plan) -> CellCheck:
     """The state of ``plan``'s cell from its files on disk (see the module docstring)."""
     name = plan.cell.name
     try:
-        main = Lock.read(root / plan.lock, plan.lock)
+        main = Lock.read(confine_file(root, posixpath.dirname(plan.lock), plan.lock, LockFormatError), plan.lock)
     except LockFormatError as exc:
         if _older_format(root / plan.lock):
             return CellCheck(name, CellState.STALE, ("it was written by an older lockgen (the lock format changed)",))
@@ -76,8 +78,8 @@ def state_of(root: Path, plan: Plan) -> CellCheck:
 def _older_format(path: Path) -> bool:
     """A lock an older lockgen wrote, untouched since (its digest holds, its layout is not ours)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = decode(path.read_bytes(), str(path))
+    except (OSError, LockFormatError):
         return False
     return older_lock(text)
 

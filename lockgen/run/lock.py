@@ -119,11 +119,17 @@ def _run(
         touched = [p.cell.name for p, _ in todo]
         with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
             old = Path(tmp, "old")
-            copy_cells(root / locks, touched, old)  # the touched cells' files before the run
+            copied = copy_cells(root / locks, touched, old)  # the touched cells' files before the run
             failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out))
             held = _holders(project, [p for p, _ in todo], mirrors) if options.uv.upgrade_packages else None
             run.report, run.changes = run_report(
-                out / locks, locks, before, old, touched, options.uv.upgrade_packages, None if run.interrupted else held
+                out / locks,
+                locks,
+                before,
+                old if copied else None,
+                touched,
+                options.uv.upgrade_packages,
+                None if run.interrupted else held,
             )
         for prefix in mirrors.never_used() if not run.interrupted else ():
             log.warning("mirror for %s served nothing in this run; check its spelling", prefix)

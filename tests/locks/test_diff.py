@@ -186,7 +186,10 @@ def test_old_format_locks_group_into_one_line(tmp_path: Path) -> None:
     for cell in (A, B, C):
         (old / f"{cell}.txt").write_text((old / f"{cell}.txt").read_text().replace("# kind: main\n", ""))
     groups = group(diff(LockSet.from_folder(old), LockSet.from_folder(write_locks(tmp_path / "new", base_cells()))))
-    assert render_text(groups) == "the old main lock could not be read: the header has no 'kind' field (3 of 3 cells)\n"
+    assert render_text(groups) == (
+        "the old main lock could not be read: written by an older lockgen (lock format 1, before layers: its header "
+        "has no 'kind'); re-lock the cell with this lockgen (lockgen all) (3 of 3 cells)\n"
+    )
 
 
 def test_an_older_lockgen_format_says_so(tmp_path: Path) -> None:
@@ -204,8 +207,8 @@ def test_an_older_lockgen_format_says_so(tmp_path: Path) -> None:
         path.write_text(f"{head}\n# {DIGEST}: {text_sha256(text)}\n\n{body}")
     groups = group(diff(LockSet.from_folder(old), LockSet.from_folder(write_locks(tmp_path / "new", base_cells()))))
     assert render_text(groups) == (
-        "the old main lock could not be read: written by an older lockgen, in a lock format this one does not read "
-        "(the header has no 'kind' field); re-lock it with lockgen all (3 of 3 cells)\n"
+        "the old main lock could not be read: written by an older lockgen (lock format 1, before layers: its header "
+        "has no 'kind'); re-lock the cell with this lockgen (lockgen all) (3 of 3 cells)\n"
     )
 
 
