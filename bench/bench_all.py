@@ -38,12 +38,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from lockgen.locks.pylockfile import pylock_path
-from lockgen.pipeline import default_jobs
 from lockgen.plan.matrix import select
 from lockgen.plan.plan import Plan
 from lockgen.project import Project
 from lockgen.resolve import uv
 from lockgen.resolve.cellrun import Builds
+from lockgen.run.lock import default_jobs
 
 CONTENDERS = ("seq", "par", "lockgen")
 

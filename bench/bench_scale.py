@@ -1,7 +1,7 @@
 """Scale: a synthetic N-cell matrix (default 500) against a local index of tiny wheels.
 
 Builds a project of N cells (``linux`` x 2 archs x 5 Pythons x N/10 backend labels) whose
-templates require a few packages of a local index (the test suite's :class:`~tests.fakehost.FakeHost`, served
+templates require a few packages of a local index (the test suite's :class:`~tests.support.fakehost.FakeHost`, served
 on loopback by this process), then times, each as a user runs it (the console script):
 
 * ``lockgen matrix`` and ``lockgen check`` (no locks yet: every cell missing);
@@ -30,9 +30,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.fakehost
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support.fakehost
 
-from tests.fakehost import FakeHost
+from tests.support.fakehost import FakeHost
 
 PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
 ARCHES = ("x86_64", "aarch64")

@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.faulthost import FaultHost
-from tests.trials import TWO, World, copy_project, lockgen, snapshot
+from tests.support.faulthost import FaultHost
+from tests.support.trials import TWO, World, copy_project, lockgen, snapshot
 
 
 def main() -> int:

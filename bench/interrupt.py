@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.trials import TWELVE, World, signal_mid_layer, snapshot
+from tests.support.trials import TWELVE, World, signal_mid_layer, snapshot
 
 
 def main() -> int:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.faulthost import FaultHost, refusing_url
+from tests.support.faulthost import FaultHost, refusing_url
 
 CONFIG = """\
 [tool.lockgen]

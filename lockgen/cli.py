@@ -1,13 +1,15 @@
-"""The command line. Each handler turns parsed arguments into one call of the core and an exit
-code: 0 ok, 1 a stale/changed/failed cell, 2 usage or config error, 130 interrupted. Errors print
-as ``error: …``; tracebacks only with ``-v``. Every option is accepted before or after the
+"""The command line: argparse, then one call per command. Each command's handler is ``run(args)``
+of its module in :mod:`lockgen.commands` (imported only for the command given), which turns the
+parsed arguments into one call of the core and an exit code: 0 ok, 1 a stale/changed/failed
+cell, 2 usage or config error, 130 interrupted. Errors print as ``error: …``; tracebacks only
+with ``-v``. Every option is defined once (:data:`OPTIONS`) and accepted before or after the
 command."""
 
 from __future__ import annotations
 
 import argparse
 import functools
-import json
+import importlib
 import logging
 import os
 import signal
@@ -15,168 +17,41 @@ import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from lockgen import __version__
-from lockgen.credentials import redact
-from lockgen.errors import LockgenError
+from lockgen.runtime.credentials import redact
+from lockgen.runtime.errors import LockgenError
 
-if TYPE_CHECKING:
-    from lockgen.locks.shard import Shard
-    from lockgen.project import Project
-    from lockgen.runs import Reporter, RunOptions
+__all__ = ["COMMANDS", "OPTIONS", "build_parser", "handler", "main", "parse"]
 
-__all__ = ["OPTIONS", "build_parser", "main", "parse"]
-
-
-def _project(args: argparse.Namespace) -> Project:
-    from lockgen.project import Project
-
-    return Project.load(Path.cwd(), args.config)
-
-
-def _reporter(args: argparse.Namespace) -> Reporter:
-    from lockgen.progress import LiveReporter, PlainReporter
-
-    return LiveReporter() if sys.stderr.isatty() and not args.verbose else PlainReporter()
-
-
-def _shard(args: argparse.Namespace) -> Shard | None:
-    from lockgen.locks.shard import Shard
-
-    return Shard.parse(args.shard) if args.shard is not None else None
+#: Every command, in ``--help`` order: its help line. Its handler is ``run`` of
+#: ``lockgen.commands.<command>``; its positional arguments are in :func:`_positionals`.
+COMMANDS = {
+    "all": "lock every stale cell of the matrix",
+    "lock": "lock the named cells",
+    "matrix": "list the cells of the matrix",
+    "detect": "print the cell (and lock) for this machine",
+    "check": "exit 1 if any lock or the manifest is out of date",
+    "diff": "show what changed between two sets of locks (git revisions or folders)",
+    "bump": "move pins (config, templates, project dependencies), re-lock, write all of it or nothing",
+    "why": "show which requirements bring a package into each cell's lock",
+    "install": "install a cell's layers into a venv, as the manifest says",
+    "merge": "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest",
+    "audit": "check every locked package of every cell against OSV advisories (--fix: move to fixed versions)",
+    "sbom": "write CycloneDX 1.6 SBOMs of the locks, per cell and merged",
+    "licenses": "list each locked package's license per cell and check the [licenses] policy",
+    "init": "write a config and templates from the project's requirement files or pyproject.toml",
+    "bundle": "write the locked files of cells into a folder that installs with no network",
+}
 
 
-def _run_options(args: argparse.Namespace) -> RunOptions:
-    from lockgen.resolve import uv
-    from lockgen.runs import RunOptions
-
-    return RunOptions(
-        force=args.force, uv=uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package)),
-        jobs=args.jobs, online=args.online, mirrors=tuple(args.mirror), wait=args.wait,
-        retry_unavailable=args.retry_unavailable, shard=_shard(args),
-    )  # fmt: skip
-
-
-def _lock(args: argparse.Namespace, names: Sequence[str]) -> int:
-    from lockgen import pipeline
-
-    run_lock = pipeline.dry_run if args.dry_run else pipeline.lock_project
-    run = run_lock(Path.cwd(), args.config, names, args.only, _run_options(args), _reporter(args))
-    if args.json:
-        print(json.dumps(run.to_dict(), indent=2))
-    if run.would_write is not None:
-        files = ", ".join(run.would_write) if run.would_write else "no file"
-        print(f"--dry-run: would write {files}; nothing written", file=sys.stderr)
-    return run.exit_code
-
-
-def cmd_all(args: argparse.Namespace) -> int:
-    return _lock(args, ())
-
-
-def cmd_lock(args: argparse.Namespace) -> int:
-    return _lock(args, args.cells)
-
-
-def cmd_matrix(args: argparse.Namespace) -> int:
-    from lockgen.plan.matrix import select, with_alias_sources
-    from lockgen.plan.target import target_for
-
-    project = _project(args)
-    cells = select(project.cells, only=args.only)
-    shard = _shard(args)
-    if shard is not None:  # the cells `lockgen all --shard` locks: an alias's cell goes with it
-        from lockgen.locks.shard import select as select_shard
-
-        cells = select_shard(with_alias_sources(project.cells, cells), shard)
-    rows = []
-    for cell in cells:
-        target = target_for(cell)
-        rows.append({
-            "name": cell.name, **cell.values, "lock": cell.lock_path(project.config), "target": target.platform,
-            "python_tag": target.python_tag, "skip": cell.settings.skip, "alias": cell.settings.alias,
-            "interpreter": cell.settings.interpreter,
-        })  # fmt: skip
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    width = max((len(str(row["name"])) for row in rows), default=0) + 1
-    for row in rows:
-        where = f"skipped: {row['skip']}" if row["skip"] else row["lock"]
-        if row["alias"]:
-            where = f"alias of {row['alias']}" + (f" (interpreter {row['interpreter']})" if row["interpreter"] else "")
-        print(f"{row['name']:<{max(width, 34)}} {row['target']:<24} {where}")
-    return 0
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    if args.online or args.resolve:
-        return _check_over_time(args)
-    if args.attestations:
-        print("error: --attestations goes with --online", file=sys.stderr)
-        return 2
-    from lockgen.check import check
-
-    result = check(_project(args), args.cells, args.only)
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
-        return result.exit_code
-    for cell in result.cells:
-        if cell.state.bad or (cell.reasons and cell.state.value == "up to date"):
-            print(f"{cell.name}: {cell.state}" + "".join(f"\n  {r}" for r in cell.reasons))
-    if result.manifest:
-        print(f"manifest: {result.manifest}")
-    print("some locks are out of date; run `lockgen all`" if result.exit_code else "all locks are up to date")
-    return result.exit_code
-
-
-def _check_over_time(args: argparse.Namespace) -> int:
-    """``check --online`` (the locked files on their hosts) and/or ``check --resolve`` (the same
-    inputs resolved again into a scratch folder): docs/locks-over-time.md."""
-    from lockgen.rot.command import online_command, resolve_command
-    from lockgen.rot.online import OnlineReport
-    from lockgen.rot.reproduce import ReproReport
-
-    if args.attestations and not args.online:
-        print("error: --attestations goes with --online", file=sys.stderr)
-        return 2
-    project = _project(args)
-    reports: dict[str, OnlineReport | ReproReport] = {}
-    if args.online:
-        reports["online"] = online_command(
-            project, args.cells, args.only, mirrors=tuple(args.mirror), jobs=args.jobs, timeout=args.timeout,
-            attestations=args.attestations,
-        )  # fmt: skip
-    if args.resolve:
-        print("resolving the cells again into .lockgen/reproduce/ (locks/ is not touched) …", file=sys.stderr)
-        reports["resolve"] = resolve_command(
-            project, args.cells, args.only, mirrors=tuple(args.mirror), jobs=args.jobs, wait=args.wait
-        )
-    if args.json:
-        data = {key: report.to_dict() for key, report in reports.items()}
-        print(json.dumps(data[next(iter(data))] if len(data) == 1 else data, indent=2))
-    else:
-        for report in reports.values():
-            _print("\n".join(report.lines()))
-    return max(report.exit_code for report in reports.values())
-
-
-def cmd_bundle(args: argparse.Namespace) -> int:
-    from lockgen.rot.bundle import bundle_command
-
-    result = bundle_command(_project(args), args.cells, args.output, mirrors=tuple(args.mirror), jobs=args.jobs)
-    for line in result.lines():
-        print(line, file=sys.stderr)
-    return result.exit_code
-
-
-def cmd_detect(args: argparse.Namespace) -> int:
-    from lockgen.detect import run
-
-    return run(_project(args), args)
+def handler(command: str) -> Callable[[argparse.Namespace], int]:
+    """``run`` of the command's module, ``lockgen.commands.<command>`` (imported now: building the
+    parser imports no command, so ``lockgen --version`` and a no-op run stay fast)."""
+    run: Callable[[argparse.Namespace], int] = importlib.import_module(f"lockgen.commands.{command}").run
+    return run
 
 
 def _axis(text: str) -> tuple[str, str]:
@@ -184,150 +59,6 @@ def _axis(text: str) -> tuple[str, str]:
     from lockgen.select import parse_axis
 
     return parse_axis(text)
-
-
-def cmd_install(args: argparse.Namespace) -> int:
-    from lockgen.install import Options, install, install_bundle
-
-    options = Options(
-        cell=args.cell, detect=args.detect, venv=args.venv, cpu=args.cpu, python=args.python, dry_run=args.dry_run,
-        installer=args.installer, mirrors=tuple(args.mirror), index_url=args.index_url, force=args.reinstall,
-        wait=args.wait,
-        axes=tuple(args.axis),
-    )  # fmt: skip
-    if args.from_dir is not None:  # a bundle: its own locks and manifest, no project, no network
-        return install_bundle(Path(args.from_dir), options)
-    return install(_project(args), options)
-
-
-def cmd_diff(args: argparse.Namespace) -> int:
-    from lockgen.locks.diffcmd import diff_command
-
-    project = _diff_project(args)
-    root, locks = (project.root, project.config.locks) if project is not None else (Path.cwd(), "locks")
-    text, code = diff_command(root, locks, args.old, args.new, args.format, args.exit_code)
-    if project is not None and args.format == "markdown" and (args.osv or project.config.audit.osv):
-        from lockgen.dossier.diffnote import advisories_note
-
-        text = text.rstrip("\n") + "\n" + advisories_note(project, args.old, args.new, args.osv, tuple(args.mirror))
-    _print(text)
-    return code
-
-
-def _diff_project(args: argparse.Namespace) -> Project | None:
-    """The project ``lockgen diff`` compares in; None for two folders where no config is found
-    (comparing two copies of locks needs none)."""
-    from lockgen.locks.diffcmd import folders_only
-
-    try:
-        return _project(args)
-    except LockgenError:
-        if args.config is None and folders_only(Path.cwd(), args.old, args.new):
-            return None
-        raise
-
-
-def cmd_why(args: argparse.Namespace) -> int:
-    from lockgen.why import render_text, why
-
-    answer = why(_project(args), args.package, args.cells)
-    if args.json:
-        print(json.dumps(answer.to_dict(), indent=2))
-    else:
-        sys.stdout.write(render_text(answer))
-    return 0
-
-
-def cmd_bump(args: argparse.Namespace) -> int:
-    from lockgen.bump_run import BumpOptions, bump
-
-    options = BumpOptions(run=_run_options(args), no_lock=args.no_lock, dry_run=args.dry_run)
-    say = None if args.json else (lambda line: print(line, file=sys.stderr))
-    outcome = bump(Path.cwd(), args.config, args.pins, options, _reporter(args), say=say)
-    if args.json:
-        print(json.dumps(outcome.to_dict(), indent=2))
-    else:
-        print(outcome.final(), file=sys.stderr)
-    return outcome.exit_code
-
-
-def cmd_merge(args: argparse.Namespace) -> int:
-    from lockgen.locks.shard import merge
-
-    result = merge(_project(args), [Path(d) for d in args.dirs], wait=args.wait)
-    for line in result.report:
-        print(line, file=sys.stderr)
-    for cell, why in sorted(result.failed.items()):
-        print(f"{cell}: failed in its shard: {why}", file=sys.stderr)
-    for path in result.removed:
-        print(f"{path}: removed (its cell is not resolved by the matrix any more)", file=sys.stderr)
-    changed = sum(state == "changed" for state in result.cells.values())
-    print(f"merged {len(result.cells)} cells from {len(args.dirs)} shard folders: {changed} changed", file=sys.stderr)
-    return result.exit_code
-
-
-def _print(text: str) -> None:
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def cmd_audit(args: argparse.Namespace) -> int:
-    if args.fix:
-        from lockgen.dossier.fix import fix_command
-
-        return fix_command(_project(args), args.cells, args.osv, args.fail_on, _run_options(args), _reporter(args))
-    from lockgen.dossier.run import audit_command
-
-    text, code = audit_command(
-        _project(args), args.cells, osv=args.osv, fail_on=args.fail_on, fmt=args.format, mirrors=tuple(args.mirror)
-    )
-    _print(text)
-    return code
-
-
-def cmd_sbom(args: argparse.Namespace) -> int:
-    from lockgen.dossier.run import sbom_command
-
-    text, code = sbom_command(
-        _project(args), args.cells, output=args.output, mirrors=tuple(args.mirror), offline=args.offline,
-        serial=args.serial_number, timestamp=args.timestamp,
-    )  # fmt: skip
-    (_print if args.output is None else functools.partial(print, end="", file=sys.stderr))(text)
-    return code
-
-
-def cmd_licenses(args: argparse.Namespace) -> int:
-    from lockgen.dossier.run import licenses_command
-
-    text, code = licenses_command(
-        _project(args), args.cells, fmt=args.format, mirrors=tuple(args.mirror), offline=args.offline
-    )
-    _print(text)
-    return code
-
-
-def cmd_init(args: argparse.Namespace) -> int:
-    from lockgen.scaffold import Options, scaffold, write
-
-    root = Path(args.config) if args.config else Path.cwd()
-    pythons = tuple(v.strip() for v in (args.python or "").split(",") if v.strip())
-    options = Options(
-        files=tuple(args.files),
-        commands=tuple(args.commands),
-        indexes=tuple(args.index),
-        pythons=pythons,
-        exclude_newer=args.exclude_newer,
-    )
-    draft = scaffold(root, options)
-    for line in draft.explanation:
-        print(f"  {line}", file=sys.stderr)
-    if args.dry_run:
-        for rel, text in draft.files.items():
-            print(f"--- {rel}\n{text}", end="" if text.endswith("\n") else "\n")
-        return 0
-    for rel in write(root, draft):
-        print(f"wrote {rel}", file=sys.stderr)
-    print("next: lockgen matrix (the cells), lockgen all (lock them), lockgen check (in CI)", file=sys.stderr)
-    return 0
 
 
 class _Version(argparse.Action):
@@ -340,7 +71,7 @@ class _Version(argparse.Action):
         values: str | Sequence[Any] | None,
         option_string: str | None = None,
     ) -> NoReturn:
-        from lockgen.uvbin import uv_version
+        from lockgen.runtime.uvbin import uv_version
 
         print(f"lockgen {__version__} (uv {uv_version()})")
         parser.exit()
@@ -368,21 +99,7 @@ class _Option:
 _RESOLVING = ("all", "lock", "bump")
 _SELECTING = ("all", "lock", "matrix", "check")
 _DOSSIER = ("audit", "sbom", "licenses")
-_EVERY = (
-    "all",
-    "lock",
-    "matrix",
-    "detect",
-    "check",
-    "diff",
-    "bump",
-    "install",
-    "merge",
-    "init",
-    "why",
-    *_DOSSIER,
-    "bundle",
-)
+_EVERY = tuple(COMMANDS)
 _INSTALL = ("install",)
 OPTIONS = (
     _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
@@ -461,30 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     # not required here: parse() says a command is missing only after argparse has had its say
     # about unknown options (`lockgen --bogus` named the missing command, not --bogus)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands = {
-        "all": (cmd_all, "lock every stale cell of the matrix"),
-        "lock": (cmd_lock, "lock the named cells"),
-        "matrix": (cmd_matrix, "list the cells of the matrix"),
-        "detect": (cmd_detect, "print the cell (and lock) for this machine"),
-        "check": (cmd_check, "exit 1 if any lock or the manifest is out of date"),
-        "diff": (cmd_diff, "show what changed between two sets of locks (git revisions or folders)"),
-        "bump": (cmd_bump, "move pins (config, templates, project dependencies), re-lock, write all of it or nothing"),
-        "why": (cmd_why, "show which requirements bring a package into each cell's lock"),
-        "install": (cmd_install, "install a cell's layers into a venv, as the manifest says"),
-        "merge": (cmd_merge, "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest"),
-        "audit": (
-            cmd_audit,
-            "check every locked package of every cell against OSV advisories (--fix: move to fixed versions)",
-        ),
-        "sbom": (cmd_sbom, "write CycloneDX 1.6 SBOMs of the locks, per cell and merged"),
-        "licenses": (cmd_licenses, "list each locked package's license per cell and check the [licenses] policy"),
-        "init": (cmd_init, "write a config and templates from the project's requirement files or pyproject.toml"),
-        "bundle": (cmd_bundle, "write the locked files of cells into a folder that installs with no network"),
-    }
-    for command, (func, text) in commands.items():
+    for command, text in COMMANDS.items():
         usage = f"lockgen {command} [OPTIONS]{_ARGUMENTS.get(command, '')}"  # argparse's lists every option
         p = sub.add_parser(command, help=text, prog=f"lockgen {command}", usage=usage)
-        p.set_defaults(func=func)
         _positionals(command, p)
         for option in OPTIONS:  # all of them, so that a misplaced one gets parse()'s message
             kwargs = {**option.kwargs} if command in option.commands else {**option.kwargs, "help": argparse.SUPPRESS}
@@ -647,6 +343,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         else:
             value = after if after is not None else before if before is not None else option.default
         setattr(args, option.dest, value)
+    args.func = handler(args.command)
     return args
 
 
@@ -657,8 +354,8 @@ def _interrupt(
 
 
 def _redact_logs() -> None:
-    """No log line shows a login (``-v`` logs uv's command lines; lockgen.credentials)."""
-    from lockgen.credentials import RedactFilter
+    """No log line shows a login (``-v`` logs uv's command lines; lockgen.runtime.credentials)."""
+    from lockgen.runtime.credentials import RedactFilter
 
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, RedactFilter) for f in handler.filters):

@@ -1,7 +1,7 @@
 """A loaded project: its configuration, its expanded matrix, and what the stages need of them.
 
 Reading a project has no side effects: ``matrix``, ``check`` and ``detect`` load one and write
-nothing. Only :mod:`lockgen.pipeline` writes (locks, manifest, lockgen's work folder).
+nothing. Only :mod:`lockgen.run.lock` writes (locks, manifest, lockgen's work folder).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockgen.config import Config, find_config, load_config
-from lockgen.errors import ConfigError, LockgenError, Problem, TemplateError, merged
 from lockgen.locks import manifest
 from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, expand
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.target import Target, target_for
+from lockgen.runtime.errors import ConfigError, LockgenError, Problem, TemplateError, merged
 
 if TYPE_CHECKING:
     from lockgen.plan.content import Digests
@@ -65,7 +65,7 @@ class Project:
         from lockgen.plan.content import Digests
         from lockgen.plan.plan import make_plan
         from lockgen.plan.render import environment
-        from lockgen.uvbin import uv_version
+        from lockgen.runtime.uvbin import uv_version
 
         digests = digests if digests is not None else Digests(self.root)
         env = environment(self.config, self.template_overlay())

@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from lockgen.cli import main
-from tests.fakehost import FakeHost
-from tests.faulthost import FaultHost
+from tests.support.fakehost import FakeHost
+from tests.support.faulthost import FaultHost
 
 # pytest rewrites the asserts of every test module and keeps the result in __pycache__ (ignored by
 # git) unless bytecode writing is off; with PYTHONDONTWRITEBYTECODE set (some CI images and this
@@ -51,12 +51,12 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_collection_finish(session):
-    """Start the fresh-interpreter import check (tests/test_imports.py) now if a selected test
+    """Start the fresh-interpreter import check (tests/repo/test_imports.py) now if a selected test
     needs it: it runs in its own processes beside the other tests."""
     if hasattr(session.config, "workerinput"):
         return  # an xdist worker: every worker collects every test; the one that runs them starts it
     if not session.config.option.collectonly and any(map(_needs_import_driver, session.items)):
-        from tests.test_imports import DRIVER_KEY, start_driver
+        from tests.repo.test_imports import DRIVER_KEY, start_driver
 
         driver = start_driver()
         if driver is not None:
@@ -228,7 +228,7 @@ def index(fake_host) -> FakeHost:
 
 @pytest.fixture
 def pypi(tmp_path) -> Iterator[FaultHost]:
-    """A fault-injecting host of its own (:class:`tests.faulthost.FaultHost`), serving ``tmp_path/pypi``."""
+    """A fault-injecting host of its own (:class:`tests.support.faulthost.FaultHost`), serving ``tmp_path/pypi``."""
     host = FaultHost(tmp_path / "pypi")
     yield host
     host.stop()

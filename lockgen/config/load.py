@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgen.config.model import Config
-from lockgen.errors import ConfigError, UsageError
+from lockgen.runtime.errors import ConfigError, UsageError
 
 __all__ = ["find_config", "load_config", "parse_toml"]
 

@@ -325,7 +325,7 @@ class Config:
     detect: DetectRules | None = None  # [detect], as the manifest carries it
     backends: tuple[BackendFamily, ...] = DEFAULT_BACKENDS  # backend invariants (C27), in match order
     #: Logins split off the URL fields (realm -> ``user:password`` as written, ``${VAR}`` unexpanded):
-    #: every URL above is public (lockgen.credentials); never part of an input hash.
+    #: every URL above is public (lockgen.runtime.credentials); never part of an input hash.
     credentials: Mapping[str, str] = field(default_factory=dict)
     extra_axes: tuple[str, ...] = ()  # matrix axes beyond AXES, in declaration order; values in `axes`
     project: ProjectMetadata | None = None  # the `project` template variable

@@ -200,7 +200,7 @@ class SettingsChecks(Checks):
 
     def pins(self, value: Any, path: KeyPath = ("pins",)) -> dict[str, str]:
         """``pins``: package -> a version (``"2.13.0"``) or a PEP 440 specifier (``"==2.8.0.*"``,
-        ``">=2.7,<2.8"``; see :func:`lockgen.plan.plan.pin_requirements` for what ``pinned``
+        ``">=2.7,<2.8"``; see :meth:`lockgen.plan.plan.Plan.pin_requirements` for what ``pinned``
         makes of each)."""
         from packaging.specifiers import InvalidSpecifier, SpecifierSet
         from packaging.utils import InvalidName, canonicalize_name

@@ -100,13 +100,13 @@ class SourceChecks(Checks):
 
     def credentials(self, config: Config) -> Config:
         """``config`` with every URL field public (``user:password@`` split off by
-        :func:`lockgen.credentials.split`) and the logins in ``Config.credentials`` (realm ->
+        :func:`lockgen.runtime.credentials.split`) and the logins in ``Config.credentials`` (realm ->
         userinfo as written). ``${VAR}`` may appear only in the userinfo, and a URL with a login
         needs a fixed host; two different logins for one realm are a problem."""
         logins: dict[str, str] = {}
 
         def public(url: str, path: KeyPath) -> str:
-            from lockgen.credentials import env_references, realm, split
+            from lockgen.runtime.credentials import env_references, realm, split
 
             bare, userinfo = split(url)
             if env_references(bare):

@@ -1,7 +1,7 @@
 """Turn a TOML document into :class:`~lockgen.config.model.Config`, collecting every problem.
 
 Each problem names its key path (``tool.lockgen.rules[2].match.backend``); all of them are raised
-together as one :class:`~lockgen.errors.ConfigError`. This module reads the matrix (axes, exclude,
+together as one :class:`~lockgen.runtime.errors.ConfigError`. This module reads the matrix (axes, exclude,
 include) and the rules; the other subjects are mixins of :class:`Validator`: settings
 (:mod:`.settings`), sources, mirrors and credentials (:mod:`.sources`), ``[detect]`` and
 ``[backends]`` (:mod:`.backends`), the project's metadata (:mod:`.metadata`), ``[audit]`` and ``[licenses]`` (:mod:`.dossier`), over the shared base
@@ -34,7 +34,7 @@ from lockgen.config.model import (
 )
 from lockgen.config.settings import SETTING_KEYS, SettingsChecks
 from lockgen.config.sources import SourceChecks
-from lockgen.errors import ConfigError
+from lockgen.runtime.errors import ConfigError
 
 __all__ = ["KeyPath", "Validator"]
 

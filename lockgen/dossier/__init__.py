@@ -10,5 +10,5 @@
 * :mod:`.sbom`: CycloneDX 1.6 SBOMs, per cell and merged.
 
 Everything here reads locks through the lock model (:mod:`lockgen.locks.lockset`); nothing runs
-uv except ``audit --fix``, which re-locks through :mod:`lockgen.pipeline`.
+uv except ``audit --fix``, which re-locks through :mod:`lockgen.run.lock`.
 """

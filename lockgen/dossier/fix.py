@@ -15,7 +15,7 @@ candidate). Then, per cell that locks it:
   the line that blocks it; a re-lock uv refuses (a dependent that requires the old version)
   keeps the cell's old lock and is reported with uv's reason.
 
-The re-locks go through :mod:`lockgen.pipeline` (the run lock, all files of a cell replaced
+The re-locks go through :mod:`lockgen.run.lock` (the run lock, all files of a cell replaced
 together, the change report); afterwards the locks are audited again.
 """
 
@@ -36,7 +36,7 @@ from packaging.version import Version
 from lockgen.dossier.audit import AuditReport, Finding, audit
 from lockgen.dossier.osv import Source
 from lockgen.project import Project
-from lockgen.runs import Reporter, RunOptions, RunResult
+from lockgen.run.values import Reporter, RunOptions, RunResult
 
 if TYPE_CHECKING:
     from lockgen.plan.plan import Plan
@@ -86,8 +86,8 @@ def _fixes(finding: Finding, others: Sequence[Finding], candidate: Version) -> b
 
 def plan_fixes(project: Project, report: AuditReport, source: Source) -> FixPlan:
     """Decide every fix (see the module docstring); pure but for asking ``source`` about candidates."""
-    from lockgen.bump import plan_bumps
-    from lockgen.bump_templates import find
+    from lockgen.bump.pins import plan_bumps
+    from lockgen.bump.templates import find
     from lockgen.config import find_config
 
     config = project.config
@@ -137,7 +137,7 @@ def plan_fixes(project: Project, report: AuditReport, source: Source) -> FixPlan
 def _exact(req: Requirement) -> bool:
     """Whether a template line pins exactly (``==``, ``===``): a lower bound is no pin a fix moves
     (bump would move ``jinja2>=3.1`` to ``>=3.1.5``, and uv then takes the newest)."""
-    from lockgen.reqline import pin_of
+    from lockgen.plan.reqline import pin_of
 
     spec = pin_of(req)
     return spec is not None and spec.operator in ("==", "===")
@@ -182,12 +182,12 @@ def fix_command(
 ) -> int:
     """``lockgen audit --fix``: plan, bump, re-lock, audit again; prints what it did (stdout) and
     returns 0 when no finding at or above ``fail_on`` is left, else 1."""
-    from lockgen import pipeline
-    from lockgen.bump_run import BumpOptions, bump
+    from lockgen.bump.run import BumpOptions, bump
     from lockgen.dossier import inventory
     from lockgen.dossier.auditformat import headline
     from lockgen.dossier.osv import open_source
     from lockgen.dossier.run import osv_source
+    from lockgen.run import lock as pipeline
 
     value, _ = osv_source(project, osv, options.mirrors)
     source = open_source(value, project.root, project.mirrors(options.mirrors))
@@ -231,6 +231,6 @@ def fix_command(
 
 
 def _failures(run: RunResult) -> Mapping[str, str]:
-    from lockgen.states import CellState
+    from lockgen.runtime.states import CellState
 
     return {r.name: r.message or "failed" for r in run.results if r.state is CellState.FAILED}

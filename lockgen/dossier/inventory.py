@@ -18,10 +18,10 @@ from packaging.pylock import Package
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
-from lockgen.errors import LockFormatError, UsageError
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry
 from lockgen.locks.lockset import MAIN, CellLocks, LockSet
+from lockgen.runtime.errors import LockFormatError, UsageError
 
 __all__ = ["Artifact", "Inventory", "Locked", "from_lockset", "read"]
 

@@ -41,8 +41,8 @@ from typing import Any, Protocol
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from lockgen.errors import LockgenError
 from lockgen.plan.mirror import Mirrors
+from lockgen.runtime.errors import LockgenError
 
 __all__ = [
     "Advisory",

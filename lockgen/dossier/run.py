@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lockgen.config.model import DEFAULT_OSV
-from lockgen.errors import UsageError
 from lockgen.project import Project
+from lockgen.runtime.errors import UsageError
 
 __all__ = ["audit_command", "licenses_command", "osv_source", "sbom_command"]
 
@@ -95,7 +95,7 @@ def sbom_command(
         return documents[key], 0
     folder = Path(output)
     folder = folder if folder.is_absolute() else Path.cwd() / folder
-    from lockgen.writing import write_error
+    from lockgen.runtime.writing import write_error
 
     lines = []
     for name, text in documents.items():

@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from lockgen import select
-from lockgen.errors import InputError, InstallRefused, LockFormatError, Problem, UsageError
 from lockgen.install.checks import Layer, glibc, host_problems, macos
 from lockgen.install.venv import Interpreter
 from lockgen.locks import manifestfile
@@ -22,13 +21,14 @@ from lockgen.locks.lock import LayerKind, Lock, decode, text_sha256
 from lockgen.locks.manifest import manifest_path
 from lockgen.locks.manifestfile import CellEntry, LayerEntry, Manifest
 from lockgen.locks.paths import confine
+from lockgen.runtime.errors import InputError, InstallRefused, LockFormatError, Problem, UsageError
 
 __all__ = ["choose", "load_layers", "read_manifest", "refuse_host"]
 
 
 def read_manifest(root: Path, locks: str) -> Manifest:
     """``<locks>/manifest.json`` of the project (or bundle) at ``root`` as typed values. Raises
-    :class:`UsageError` when there is none, :class:`~lockgen.errors.InputError` (exit 2) naming
+    :class:`UsageError` when there is none, :class:`~lockgen.runtime.errors.InputError` (exit 2) naming
     the file and every bad field, or its format when it is another than this lockgen's
     (docs/manifest.md: readers refuse any format they do not know)."""
     where = manifest_path(locks)
@@ -108,7 +108,7 @@ def load_layers(root: Path, locks: str, entry: CellEntry, where: str = "locks/ma
     symlinks), checked against the manifest's sha256 and parsed with the lock model; its header
     must be the layer's (kind, path, index URL, find-links) and the recorded commands what
     lockgen builds from those fields. Raises :class:`InstallRefused` for a missing, edited or
-    unreadable file and :class:`~lockgen.errors.InputError` naming the manifest field that
+    unreadable file and :class:`~lockgen.runtime.errors.InputError` naming the manifest field that
     disagrees."""
     layers = []
     for i, data in enumerate(entry.layers):

@@ -16,8 +16,6 @@ from packaging.utils import NormalizedName
 
 from lockgen import select
 from lockgen.config import WORK
-from lockgen.credentials import command_line, redact
-from lockgen.errors import InstallFailed, InstallRefused, Interrupted, LockgenError, UsageError
 from lockgen.install.checks import SEED, Expected, Layer, expected, installed_problems, map_sources
 from lockgen.install.choose import choose, load_layers, read_manifest, refuse_host
 from lockgen.install.record import (
@@ -37,6 +35,8 @@ from lockgen.locks.lock import Entry, LayerKind
 from lockgen.locks.manifestfile import CellEntry, url_problem
 from lockgen.plan.mirror import Mirrors
 from lockgen.project import Project
+from lockgen.runtime.credentials import command_line, redact
+from lockgen.runtime.errors import InstallFailed, InstallRefused, Interrupted, LockgenError, UsageError
 
 __all__ = ["INSTALLERS", "Options", "install", "install_bundle", "restore_sources"]
 
@@ -98,9 +98,9 @@ class _Run:
         return [*self.head(), *(path if token == layer.path else token for token in mapped)]
 
     def head(self) -> list[str]:
-        from lockgen.resolve.uv import uv_binary
+        from lockgen.runtime.uvbin import pinned_uv_binary
 
-        return [uv_binary()] if self.options.installer == "uv" else list(self.pip or ["pip"])
+        return [pinned_uv_binary()] if self.options.installer == "uv" else list(self.pip or ["pip"])
 
     def mirrored_copy(self, layer: Layer, write: bool) -> str:
         """``layer.path``, or a copy under ``.lockgen/install/<cell>/`` whose ``name @ URL`` lines
@@ -130,7 +130,7 @@ class _Run:
 
     def shown(self, argv: Sequence[str]) -> str:
         """``argv`` as the manifest spells it (``uv …`` / ``pip …``, not the binary's path),
-        without credentials (:func:`lockgen.credentials.command_line`)."""
+        without credentials (:func:`lockgen.runtime.credentials.command_line`)."""
         return command_line([self.options.installer, *argv[len(self.head()) :]])
 
     def run(self, argv: Sequence[str]) -> bool:
@@ -164,14 +164,14 @@ class _Run:
 
 
 def _redacting(say: Say) -> Say:
-    """``say`` with every line passed through :func:`lockgen.credentials.redact` first."""
+    """``say`` with every line passed through :func:`lockgen.runtime.credentials.redact` first."""
     return lambda text: say(redact(text))
 
 
 def install(project: Project, options: Options, say: Say = print, warn: Say | None = None) -> int:
     """Install one cell into a venv (see the module docstring); 0 when the venv matches the lock
     (optional layers that failed are warnings). Raises :class:`InstallRefused` or
-    :class:`~lockgen.errors.InputError` before anything is installed, :class:`InstallFailed`
+    :class:`~lockgen.runtime.errors.InputError` before anything is installed, :class:`InstallFailed`
     after, :class:`UsageError` for a bad request, :class:`Interrupted` when an installer was
     stopped. Whatever it says, warns or raises holds no credential."""
     venv = Path(options.venv) if options.venv else project.root / ".venv"
@@ -262,9 +262,9 @@ def _prepare(job: _Run) -> int | None:
 
 
 def _uv() -> str:
-    from lockgen.resolve.uv import uv_binary
+    from lockgen.runtime.uvbin import pinned_uv_binary
 
-    return uv_binary()
+    return pinned_uv_binary()
 
 
 def _refuse_venv(venv: Venv) -> None:

@@ -36,10 +36,10 @@ from typing import Any
 
 from packaging.utils import NormalizedName
 
-from lockgen.credentials import command_line, redact
-from lockgen.errors import InstallRefused
 from lockgen.install.record import Installed, by_name, versions
-from lockgen.resolve.uv import WIDE
+from lockgen.runtime.credentials import command_line, redact
+from lockgen.runtime.errors import InstallRefused
+from lockgen.runtime.uvbin import WIDE
 
 __all__ = [
     "CREATING", "DROPPED", "LOCK_FILE", "PIP_OPTIONS", "Done", "Interpreter", "Venv", "base_env", "find_python",
@@ -152,7 +152,7 @@ _ERROR_STARTS = ("ERROR:", "error:", "× ")
 
 def run(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> Done:
     """Run ``argv`` (no shell) in ``cwd`` with exactly ``env``; stdin closed, output captured
-    (credentials removed: :func:`lockgen.credentials.redact`)."""
+    (credentials removed: :func:`lockgen.runtime.credentials.redact`)."""
     log.debug("run in %s: %s", cwd, command_line(argv))
     try:
         done = subprocess.run(

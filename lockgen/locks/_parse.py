@@ -16,7 +16,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from lockgen.errors import LockFormatError
+from lockgen.runtime.errors import LockFormatError
 from lockgen.locks.entry import ARCHIVES, Entry, is_local
 from lockgen.locks.header import (
     FIRST_PREFIX,
@@ -36,7 +36,7 @@ __all__ = ["Parser"]
 @dataclass
 class Parser:
     """Reads the text of one lock (LF line endings); ``where`` names it in errors
-    (:class:`~lockgen.errors.LockFormatError` with the line number)."""
+    (:class:`~lockgen.runtime.errors.LockFormatError` with the line number)."""
 
     text: str
     where: str

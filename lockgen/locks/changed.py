@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
 
-from lockgen.errors import UsageError
+from lockgen.runtime.errors import UsageError
 from lockgen.locks.lockset import LockSet
 from lockgen.locks.manifest import MANIFEST_NAME
 from lockgen.locks.report import change_report, unchanged, upgrade_outcome

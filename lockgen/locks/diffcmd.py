@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lockgen.config import find_config
-from lockgen.errors import LockgenError, UsageError
+from lockgen.runtime.errors import LockgenError, UsageError
 from lockgen.locks.diff import Group, diff, group
 from lockgen.locks.diffformat import render_json, render_markdown, render_text
 from lockgen.locks.lock import is_lock_file

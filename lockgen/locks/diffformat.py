@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from lockgen.locks.diff import Group, Kind
 from lockgen.locks.lockset import MAIN
-from lockgen.text import cut
+from lockgen.runtime.text import cut
 
 __all__ = ["COMMENT_LIMIT", "headline", "render_json", "render_markdown", "render_text", "summary", "text_lines"]
 

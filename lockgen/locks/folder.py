@@ -12,7 +12,7 @@ import posixpath
 import re
 from pathlib import Path
 
-from lockgen.errors import LockFormatError
+from lockgen.runtime.errors import LockFormatError
 from lockgen.locks.lock import LayerKind, Lock, decode, intact, text_sha256
 from lockgen.locks.paths import confine_file, refs_problem
 

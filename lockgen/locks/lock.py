@@ -63,7 +63,7 @@ from pathlib import Path
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from lockgen.errors import LockFormatError
+from lockgen.runtime.errors import LockFormatError
 from lockgen.locks._parse import Parser
 from lockgen.locks.entry import Entry, is_local
 from lockgen.locks.header import (
@@ -76,11 +76,12 @@ from lockgen.locks.header import (
     LayerRef,
     Replacement,
     Unavailable,
+    install_commands,
 )
 
 __all__ = [
     "UNREACHABLE", "Entry", "FileRef", "Header", "LayerKind", "LayerRef", "Lock", "Replacement", "Unavailable",
-    "body_entries", "decode", "intact", "is_local", "is_lock_file", "normalized", "older_lock", "parse_entries", "text_sha256",
+    "body_entries", "decode", "install_commands", "intact", "is_local", "is_lock_file", "normalized", "older_lock", "parse_entries", "text_sha256",
 ]  # fmt: skip
 
 _FIRST = FIRST_PREFIX + " from {config}; do not edit it by hand."

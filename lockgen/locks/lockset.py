@@ -33,7 +33,7 @@ from pathlib import Path
 
 from packaging.pylock import Pylock
 
-from lockgen.errors import LockFormatError, UsageError
+from lockgen.runtime.errors import LockFormatError, UsageError
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import LayerKind, Lock, decode, older_lock
 from lockgen.locks.paths import folder_problem, refs_problem, resolved_inside

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockgen.errors import LockFormatError
+from lockgen.runtime.errors import LockFormatError
 from lockgen.locks.lock import LayerKind, Lock, decode, text_sha256
 
 __all__ = [

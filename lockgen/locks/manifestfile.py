@@ -3,7 +3,7 @@
 :mod:`lockgen.locks.manifest` writes the manifest; this module reads it for ``lockgen install``
 (and the shard manifests ``lockgen merge`` reads). A manifest comes from a checkout, a fork or a
 download (issue 15), so :func:`load` takes bytes and returns frozen values or raises
-:class:`~lockgen.errors.InputError` listing *every* problem with its key path
+:class:`~lockgen.runtime.errors.InputError` listing *every* problem with its key path
 (``locks/manifest.json: cells.linux-x86_64-cpu-py3.12.layers[1].lock: '../x.txt' has … '..'``),
 exit 2, never a traceback:
 
@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgen.errors import InputError, Problem
-from lockgen.locks.header import LayerKind, install_commands
+from lockgen.runtime.errors import InputError, Problem
+from lockgen.locks.lock import LayerKind, install_commands
 from lockgen.locks.manifest import MANIFEST_FORMAT, flags
 from lockgen.locks.paths import folder_problem, name_problem, path_problem
 

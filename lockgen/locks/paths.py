@@ -15,7 +15,7 @@ or a CI runner (issue 15). Every such value passes these checks before it is rea
   ``locks/x.txt -> /etc/passwd`` is refused like the path ``../../etc/passwd``.
 
 Each returns or raises a message naming the *field* (``cells.linux-x86_64-cpu-py3.12.layers[1].lock``)
-so that the error says which value was refused; :class:`~lockgen.errors.InputError` is exit 2.
+so that the error says which value was refused; :class:`~lockgen.runtime.errors.InputError` is exit 2.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from lockgen.errors import InputError, LockgenError, Problem
-from lockgen.locks.header import Header
+from lockgen.runtime.errors import InputError, LockgenError, Problem
+from lockgen.locks.lock import Header
 
 __all__ = [
     "NAME", "confine", "confine_file", "confined_problem", "folder_problem", "name_problem", "path_problem", "refs_problem",
@@ -101,7 +101,7 @@ def confined_problem(root: Path, locks: str, value: object) -> str | None:
 
 def confine(root: Path, locks: str, value: object, field: str, file: str | None = None) -> Path:
     """``root / value`` once :func:`confined_problem` has none. Raises
-    :class:`~lockgen.errors.InputError` naming ``file`` and ``field`` otherwise; reads nothing."""
+    :class:`~lockgen.runtime.errors.InputError` naming ``file`` and ``field`` otherwise; reads nothing."""
     problem = confined_problem(root, locks, value)
     if problem is not None:
         raise InputError(Problem(file=file, key=field, message=problem))
@@ -110,7 +110,7 @@ def confine(root: Path, locks: str, value: object, field: str, file: str | None 
 
 def confine_file(root: Path, locks: str, value: str, error: Callable[[str], LockgenError]) -> Path:
     """:func:`confine` for a path lockgen's own files name (a layer a main lock lists): raises
-    ``error("<value>: <why>")`` (e.g. :class:`~lockgen.errors.LockFormatError`)."""
+    ``error("<value>: <why>")`` (e.g. :class:`~lockgen.runtime.errors.LockFormatError`)."""
     problem = confined_problem(root, locks, value)
     if problem is not None:
         raise error(f"{value}: refused: {problem}")

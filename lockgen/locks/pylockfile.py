@@ -26,7 +26,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, NormalizedName, parse_wheel_filename
 from tomlkit.items import Item
 
-from lockgen.errors import LockFormatError
+from lockgen.runtime.errors import LockFormatError
 
 if TYPE_CHECKING:
     from lockgen.plan.target import Target

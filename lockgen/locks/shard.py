@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lockgen.config import WORK
-from lockgen.errors import InputError, LockFormatError, Problem, UsageError
+from lockgen.runtime.errors import InputError, LockFormatError, Problem, UsageError
 from lockgen.locks import manifest, manifestfile, store
 from lockgen.locks.lock import LayerKind, Lock, decode, intact, normalized, text_sha256
 from lockgen.locks.manifestfile import CellEntry
 from lockgen.locks.paths import refs_problem
-from lockgen.writing import write_error
+from lockgen.runtime.writing import write_error
 
 if TYPE_CHECKING:
     from lockgen.config import Config
@@ -369,7 +369,7 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
     written) for a folder that does not exist or is not a shard's, two shards disagreeing on a
     cell, a cell no shard holds, or a cell locked from other inputs than the project's;
     :class:`InputError` for a shard file that is not what lockgen wrote; :class:`~lockgen.locks.store.Busy`;
-    :class:`~lockgen.errors.ConfigError`/:class:`~lockgen.errors.TemplateError` from the plans."""
+    :class:`~lockgen.runtime.errors.ConfigError`/:class:`~lockgen.runtime.errors.TemplateError` from the plans."""
     from lockgen.locks.folder import orphan_cells
     from lockgen.locks.lockset import LockSet
     from lockgen.locks.report import change_report

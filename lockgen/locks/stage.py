@@ -2,7 +2,7 @@
 
 :meth:`Stage.create` copies the project's locks folder into ``.lockgen/stage-<random>/<locks>/``
 (lockgen's work folder, never committed); the pipeline then writes every lock, layer, pylock and
-the manifest there instead of into the project (:func:`lockgen.pipeline.lock` with ``stage``).
+the manifest there instead of into the project (:func:`lockgen.run.lock.lock` with ``stage``).
 Afterwards :meth:`Stage.changes` lists what the run would change in the project; ``--dry-run``
 reports it and :meth:`Stage.discard` drops the copy, and ``lockgen bump`` :meth:`Stage.commit`
 writes it together with its own edits (config, templates) as one journaled unit
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from lockgen.config import WORK
 from lockgen.locks import store
-from lockgen.writing import write_error
+from lockgen.runtime.writing import write_error
 
 __all__ = ["JOURNAL", "Stage"]
 

@@ -2,7 +2,7 @@
 
 ``.lockgen/stamp.json`` records, for a *key* over everything a run reads (the config file's
 bytes, every file in the templates folder, the installed uv package and lockgen's own version),
-each cell's :class:`~lockgen.manifest.Row` with its input hash. When the key still matches, the
+each cell's :class:`~lockgen.locks.manifest.Row` with its input hash. When the key still matches, the
 cells, their input hashes and the manifest are known without validating the config, rendering a
 template or importing jinja2: comparing lock headers is enough. Any difference in the key means a
 full run. The stamp is never committed and never decides a lock's content.
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lockgen import __version__
 from lockgen.config import WORK
-from lockgen.errors import LockgenError
+from lockgen.runtime.errors import LockgenError
 from lockgen.locks.manifest import Row
 
 if TYPE_CHECKING:

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import IO
 
 from lockgen.config import WORK
-from lockgen.errors import LockgenError
+from lockgen.runtime.errors import LockgenError
 from lockgen.locks.lock import normalized
-from lockgen.writing import write_error
+from lockgen.runtime.writing import write_error
 
 __all__ = [
     "Busy", "FileLock", "ProjectLock", "clean_temporaries", "differs", "files_under", "recover", "remove_cell",

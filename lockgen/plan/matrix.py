@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from lockgen.config import AXES, Config, Settings, selector_matches
-from lockgen.errors import ConfigError, UsageError
+from lockgen.runtime.errors import ConfigError, UsageError
 
 __all__ = [
     "Cell", "Expansion", "Selectable", "expand", "expand_matrix", "parse_selectors", "select", "with_alias_sources",

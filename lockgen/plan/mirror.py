@@ -11,7 +11,7 @@ prefix). The longest matching prefix applies. A prefix matches at a path-segment
 (:func:`matches`): ``https://download.pytorch.org/whl/cu13`` is not a prefix of
 ``…/whl/cu130/torch/``, and ``https://pypi.org/simpl`` is not one of ``https://pypi.org/simple``.
 
-Logins (:mod:`lockgen.credentials`) travel with the mirrors, because both decide how a URL
+Logins (:mod:`lockgen.runtime.credentials`) travel with the mirrors, because both decide how a URL
 is fetched and neither may reach what lockgen writes: :meth:`Mirrors.fetch_url` puts a realm's
 login inline, :meth:`Mirrors.file_url` puts an environment reference uv expands, and
 :meth:`Mirrors.canonical` removes both from text read back. A mirror URL may carry its own login
@@ -25,8 +25,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from lockgen.credentials import Logins, realm, resolve, split
-from lockgen.errors import UsageError
+from lockgen.runtime.credentials import Logins, realm, resolve, split
+from lockgen.runtime.errors import UsageError
 
 __all__ = ["ENV_VAR", "Mirrors", "ambiguous", "build", "from_env", "matches", "parse"]
 

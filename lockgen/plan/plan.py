@@ -24,10 +24,9 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import NormalizedName, canonicalize_name
 
-from lockgen import reqline
 from lockgen.config import WORK, Config
 from lockgen.config.model import DEFAULT_BACKENDS, BackendFamily
-from lockgen.errors import ConfigError, Problem, TemplateError
+from lockgen.plan import reqline
 from lockgen.plan.content import Digests
 from lockgen.plan.matrix import Cell
 from lockgen.plan.render import ROLES, Rendered, render, render_strings, variables
@@ -40,6 +39,7 @@ from lockgen.plan.sources import (
     requirement_lines,
 )
 from lockgen.plan.target import Target
+from lockgen.runtime.errors import ConfigError, Problem, TemplateError
 
 if TYPE_CHECKING:
     import jinja2
@@ -146,7 +146,7 @@ class Plan:
         """Canonical names of the requirements the rendered inputs name (``packaging``)."""
         from packaging.utils import canonicalize_name
 
-        from lockgen import reqline
+        from lockgen.plan import reqline
 
         names: set[NormalizedName] = set()
         for _, text in self.rendered.files.values():

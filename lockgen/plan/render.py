@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockgen.config import Config
-from lockgen.errors import Problem, TemplateError, TemplateLinesError
 from lockgen.plan.matrix import Cell
 from lockgen.plan.reqfile import Refused, refused
 from lockgen.plan.target import Target
+from lockgen.runtime.errors import Problem, TemplateError, TemplateLinesError
 
 if TYPE_CHECKING:
     import jinja2

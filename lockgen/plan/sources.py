@@ -33,12 +33,12 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from lockgen import reqline
 from lockgen.config import Config, Source
-from lockgen.errors import ConfigError, Problem
+from lockgen.plan import reqline
 from lockgen.plan.content import Digests
 from lockgen.plan.matrix import Cell
 from lockgen.plan.target import Target
+from lockgen.runtime.errors import ConfigError, Problem
 
 __all__ = [
     "ANY_LABEL", "DEFAULT_LABELLED", "INDEX_PROJECT", "INDEX_PROJECT_NAME", "CellSource", "applies", "cell_sources",
@@ -221,7 +221,7 @@ def requirement_lines(text: str) -> list[Requirement]:
     lines and lines that are not PEP 508 requirements are skipped; continuations are joined."""
     found = []
     for line in text.replace("\\\n", " ").splitlines():
-        req = reqline.requirement(line)  # pip's comment rule, packaging's reading (lockgen.reqline)
+        req = reqline.requirement(line)  # pip's comment rule, packaging's reading (lockgen.plan.reqline)
         if req is not None:
             found.append(req)
     return found

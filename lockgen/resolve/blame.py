@@ -12,7 +12,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from lockgen import reqline
+from lockgen.plan import reqline
 from lockgen.plan.plan import Plan
 from lockgen.resolve import uvout
 

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.pylock import Package, Pylock
 
-from lockgen.errors import LockgenError
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Header, LayerKind, decode
 from lockgen.plan.mirror import Mirrors
@@ -29,6 +28,7 @@ from lockgen.resolve import uv
 from lockgen.resolve.hashcheck import Verified
 from lockgen.resolve.inputs import write_file
 from lockgen.resolve.probe import Reach
+from lockgen.runtime.errors import LockgenError
 
 if TYPE_CHECKING:
     from lockgen.resolve.provenance import Provenance

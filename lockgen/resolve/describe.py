@@ -22,7 +22,6 @@ from packaging.pylock import Package, PackageArchive, PackageDirectory, Pylock
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
-from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry, is_local, parse_entries
 from lockgen.plan import identity
@@ -30,6 +29,7 @@ from lockgen.plan.plan import Plan
 from lockgen.plan.sources import INDEX_PROJECT_NAME
 from lockgen.resolve.cellrun import CellRun
 from lockgen.resolve.inputs import URL_PINS, Inputs
+from lockgen.runtime.errors import CellFailed
 
 __all__ = ["Request", "Resolved", "request", "resolved"]
 

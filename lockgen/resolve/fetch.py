@@ -26,10 +26,10 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from lockgen.config import WORK
-from lockgen.credentials import realm
-from lockgen.errors import Interrupted, LockgenError
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.target import Target
+from lockgen.runtime.credentials import realm
+from lockgen.runtime.errors import Interrupted, LockgenError
 
 __all__ = ["LOGIN_HINT", "FetchError", "best", "fitting", "sha256_of", "version_of", "wheel_name"]
 
@@ -106,7 +106,7 @@ def sha256_of(
 
     Raises :class:`FetchError` naming the URL (never a login) when it cannot be downloaded;
     HTTP 401/403 is ``unauthorized``, saying which host refused and how to give a login.
-    Raises :class:`~lockgen.errors.Interrupted` when ``stop`` is set during the download (Ctrl-C:
+    Raises :class:`~lockgen.runtime.errors.Interrupted` when ``stop`` is set during the download (Ctrl-C:
     a large wheel is not read to its end first).
     """
     cache_path = root / _CACHE

@@ -2,7 +2,7 @@
 
 ``lockgen bump`` asks when several lines pin a package to different versions behind markers
 (``numpy==1.26.4; python_version < "3.12"`` beside ``numpy==2.1.0; python_version >= "3.12"``):
-a new version is meant for the lines that reach a cell it fits (:mod:`lockgen.bump_lines`). uv
+a new version is meant for the lines that reach a cell it fits (:mod:`lockgen.bump.lines`). uv
 answers: ``NAME==VERSION`` alone, without dependencies, for the cell's target, Python, index,
 find-links, index sources and ``exclude-newer`` (the cell's own inputs, other requirements left
 out), written under the cell's work folder.
@@ -17,11 +17,11 @@ from pathlib import Path
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
-from lockgen.errors import LockgenError
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.plan.render import Rendered
 from lockgen.resolve import uv, uvout
+from lockgen.runtime.errors import LockgenError
 
 __all__ = ["fits"]
 

@@ -36,11 +36,11 @@ from packaging.pylock import Package, Pylock
 from packaging.utils import NormalizedName
 
 from lockgen.config import WORK
-from lockgen.errors import Interrupted
 from lockgen.locks.pylockfile import artifacts
 from lockgen.plan import identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
+from lockgen.runtime.errors import Interrupted
 
 __all__ = ["DEFAULT_INDEX", "LIMIT", "Checked", "Verified", "check", "origin"]
 
@@ -152,7 +152,7 @@ def check(
     """Verify what is cheap to verify of ``pylock``'s artifacts (see the module docstring).
     ``pylock`` holds canonical URLs and paths relative to the cell's committed pylock folder;
     ``indexes`` the page uv took each package from (:func:`origin`).
-    Raises :class:`~lockgen.errors.Interrupted` when ``stop`` is set during a download (Ctrl-C)."""
+    Raises :class:`~lockgen.runtime.errors.Interrupted` when ``stop`` is set during a download (Ctrl-C)."""
     folder = root / plan.lock.removesuffix(".txt")
     problems: list[str] = []
     unverified: set[str] = set()

@@ -20,13 +20,13 @@ from collections.abc import Mapping, Sequence
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from lockgen.errors import CellFailed
 from lockgen.plan.plan import Plan, exact_pin, index_pins
 from lockgen.plan.sources import INDEX_PROJECT_NAME
 from lockgen.resolve import blame, fetch, uvout
 from lockgen.resolve.cellrun import CellRun
 from lockgen.resolve.inputs import URL_PINS
 from lockgen.resolve.offers import Offer
+from lockgen.runtime.errors import CellFailed
 
 __all__ = ["NeedsBuilding", "explain", "in_config_terms", "needs_building", "to_ask"]
 

@@ -24,13 +24,13 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from lockgen import reqline
 from lockgen.config import Config
-from lockgen.errors import LockgenError
+from lockgen.plan import reqline
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.plan.render import LineMap, Rendered
 from lockgen.resolve import uv, uvout
+from lockgen.runtime.errors import LockgenError
 
 __all__ = ["holder"]
 

@@ -30,13 +30,13 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from lockgen.errors import CellFailed, LockgenError
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import body_entries
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan, exact_pin, index_pins, required
 from lockgen.plan.sources import INDEX_PROJECT, CellSource, index_project
 from lockgen.resolve import choose, fetch
+from lockgen.runtime.errors import CellFailed, LockgenError
 
 __all__ = [
     "URL_PINS", "Inputs", "UrlPin", "has_lines", "layer_index", "main_inputs", "pinned_torch", "url_constraints", "url_pins",

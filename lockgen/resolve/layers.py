@@ -33,7 +33,6 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from lockgen.errors import CellFailed
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
 from lockgen.plan.direct import SDISTS, EntryRefused, read_optional
 from lockgen.plan.plan import Plan
@@ -44,7 +43,8 @@ from lockgen.resolve.describe import Resolved
 from lockgen.resolve.hints import NeedsBuilding, in_config_terms
 from lockgen.resolve.inputs import Inputs, layer_index, url_constraints, url_pins
 from lockgen.resolve.invariants import Problem
-from lockgen.text import cut
+from lockgen.runtime.errors import CellFailed
+from lockgen.runtime.text import cut
 
 __all__ = [
     "REASON_CHARS", "Built", "Job", "Layer", "LayerKilled", "LayerUnavailable", "Main", "Untrusted", "broken_stack", "failed",
@@ -221,7 +221,7 @@ def job_inputs(run: CellRun, job: Job, mains: Mapping[str, str]) -> tuple[Inputs
     return Inputs(source, job.constraints, find_links=tuple(dict.fromkeys(job.links)), extra=extra), output
 
 
-#: How long an unavailable reason may be (cut at a sentence end: :func:`lockgen.text.cut`).
+#: How long an unavailable reason may be (cut at a sentence end: :func:`lockgen.runtime.text.cut`).
 REASON_CHARS = 300
 
 

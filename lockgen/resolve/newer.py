@@ -6,7 +6,7 @@ manylinux_2_28. An installer on a newer machine of that cell (glibc 2.35) ranks 
 skip files whose hash the lock does not list; with a page without hashes (a find-links page, a
 mirror, a devpi or Artifactory proxy) they cannot, so they download the 2_34 wheel and fail
 ``--require-hashes`` with a hash mismatch (measured with pip 23.2.1 and uv 0.13.9;
-``tests/test_installers.py``). macOS has the same shape: a ``macosx_15_0`` wheel beats the
+``tests/e2e/test_installers.py``). macOS has the same shape: a ``macosx_15_0`` wheel beats the
 ``macosx_14_0`` one on macOS 15.
 
 So, after the cell's one resolution (and after each layer's), the pipeline asks uv once more

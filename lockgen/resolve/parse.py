@@ -18,9 +18,9 @@ from typing import Any
 
 from packaging.pylock import Pylock
 
-from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
 from lockgen.resolve.cellrun import CellRun
+from lockgen.runtime.errors import CellFailed
 
 __all__ = ["read_pylock", "read_wheels"]
 
@@ -28,7 +28,7 @@ __all__ = ["read_pylock", "read_wheels"]
 def read_pylock(run: CellRun, output: str) -> Pylock:
     """uv's pylock at ``output``: canonical URLs, local files relative to the cell's committed
     pylock, only the artifacts the target may install. Raises :class:`CellFailed` for a local path
-    outside the project, :class:`~lockgen.errors.LockFormatError` for a file that is no pylock."""
+    outside the project, :class:`~lockgen.runtime.errors.LockFormatError` for a file that is no pylock."""
     plan = run.plan
     pylock = pylockfile.loads(run.read(output), output)
     folder = pylockfile.pylock_path(plan.lock).rsplit("/", 1)[0]

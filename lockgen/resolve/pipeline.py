@@ -36,7 +36,6 @@ from pathlib import PurePosixPath
 
 from packaging.pylock import Pylock
 
-from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
 from lockgen.plan.plan import Plan, explicit_indexes
 from lockgen.resolve import describe, hashcheck, hints, inputs, invariants, layers, newer, offers, uv, uvout, verify
@@ -47,6 +46,7 @@ from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
 from lockgen.resolve.inputs import Inputs
 from lockgen.resolve.layers import Built, Job, LayerUnavailable
 from lockgen.resolve.parse import read_pylock, read_wheels
+from lockgen.runtime.errors import CellFailed
 
 __all__ = ["CellFiles", "CellRun", "Resolution", "ask", "resolve_cell", "resolve_layers"]
 
@@ -70,7 +70,7 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
     lock). With ``fresh``, uv goes through the run's page cache and may resolve offline
     (:mod:`lockgen.resolve.freshness`); a cell that fails while the cache saw upstream trouble is
     resolved again without it. Raises :class:`CellFailed` with uv's explanation, or with the
-    verify problems; :class:`~lockgen.errors.Interrupted` when the run is stopped.
+    verify problems; :class:`~lockgen.runtime.errors.Interrupted` when the run is stopped.
     """
     if fresh is None:
         return _resolve(run, None, prefer)

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from lockgen import reqline
+from lockgen.plan import reqline
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan, index_pins
 from lockgen.resolve.inputs import url_pins

@@ -22,16 +22,15 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
-from lockgen.credentials import command_line
-from lockgen.errors import Interrupted
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
+from lockgen.runtime.credentials import command_line
+from lockgen.runtime.errors import Interrupted
 
 if TYPE_CHECKING:  # the no-op path imports this module (run options): what only resolving needs is lazy
     from lockgen.resolve.inputs import Inputs
 
 __all__ = [
-    "WIDE",
     "Format",
     "Options",
     "Result",
@@ -55,14 +54,14 @@ _KEEP_UV_VARS = {
 @functools.cache
 def uv_binary() -> str:
     """Path of the uv binary shipped by the pinned ``uv`` package (looked up once)."""
-    from lockgen.uvbin import pinned_uv_binary
+    from lockgen.runtime.uvbin import pinned_uv_binary
 
     return pinned_uv_binary()
 
 
 def uv_version() -> str:
-    """Version of the pinned ``uv`` package (:func:`lockgen.uvbin.uv_version`), e.g. ``"0.13.9"``."""
-    from lockgen.uvbin import uv_version as version
+    """Version of the pinned ``uv`` package (:func:`lockgen.runtime.uvbin.uv_version`), e.g. ``"0.13.9"``."""
+    from lockgen.runtime.uvbin import uv_version as version
 
     return version()
 
@@ -185,16 +184,12 @@ def _run_args(options: Options, *, offline: bool, no_deps: bool) -> list[str]:
     return argv
 
 
-#: uv wraps its messages to ``COLUMNS`` (a user's exported ``COLUMNS=80`` split a URL and its
-#: cause over lines, and lockgen read the failure wrongly): lockgen parses them, so uv and pip
-#: always get lines as long as the message.
-WIDE = {"COLUMNS": "10000"}
-
-
 def compile_env(base: Mapping[str, str], plan: Plan) -> dict[str, str]:
     """The environment uv runs with: ``base`` without ``UV_*`` settings and
-    ``MACOSX_DEPLOYMENT_TARGET``, plus ``UV_PYTHON_DOWNLOADS=never``, :data:`WIDE` and the
+    ``MACOSX_DEPLOYMENT_TARGET``, plus ``UV_PYTHON_DOWNLOADS=never``, :data:`~lockgen.runtime.uvbin.WIDE` and the
     target's variables."""
+    from lockgen.runtime.uvbin import WIDE  # the no-op path imports this module, not the metadata reader
+
     env = {
         k: v
         for k, v in base.items()

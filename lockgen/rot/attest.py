@@ -22,12 +22,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lockgen.errors import UsageError
 from lockgen.locks.publishers import Identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve.provenance import INTEGRITY_ACCEPT, identities_of
 from lockgen.resolve.simplepages import PageReader, netrc_auth
 from lockgen.rot.findings import Finding, Kind
+from lockgen.runtime.errors import UsageError
 
 if TYPE_CHECKING:
     from lockgen.rot.locate import LockedFile

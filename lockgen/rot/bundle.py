@@ -49,13 +49,13 @@ from urllib.parse import quote
 
 from packaging.pylock import Pylock
 
-from lockgen.errors import LockgenError, UsageError
 from lockgen.locks import manifest, pylockfile
 from lockgen.locks.lock import FileRef, LayerKind, LayerRef, Lock, text_sha256
 from lockgen.locks.lockset import CellLocks, LockSet
 from lockgen.project import Project
 from lockgen.resolve.simplepages import PageReader, netrc_auth
 from lockgen.rot.locate import LockedFile, locate
+from lockgen.runtime.errors import LockgenError, UsageError
 
 __all__ = ["BUNDLE_FILE", "INDEX", "BundleError", "BundleResult", "bundle_command", "is_bundle"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lockgen.errors import LockFormatError
 from lockgen.locks.lockset import LockSet
 from lockgen.plan.matrix import select
 from lockgen.project import Project
+from lockgen.runtime.errors import LockFormatError
 
 __all__ = ["chosen_cells"]
 
@@ -15,7 +15,7 @@ __all__ = ["chosen_cells"]
 def chosen_cells(project: Project, lockset: LockSet, names: Sequence[str], only: Sequence[str]) -> list[str]:
     """The cells whose locks the selection (``CELL…``, ``--only``; none: every cell) installs: a
     cell with its own lock, the cell an alias reuses; skipped cells and cells without a lock are
-    left out. Raises :class:`~lockgen.errors.UsageError` for an unknown name and
+    left out. Raises :class:`~lockgen.runtime.errors.UsageError` for an unknown name and
     :class:`LockFormatError` naming every chosen lock that cannot be read."""
     picked = select(project.cells, names, only)
     wanted = []

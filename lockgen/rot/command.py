@@ -11,7 +11,7 @@ from lockgen.project import Project
 from lockgen.rot.cells import chosen_cells
 from lockgen.rot.online import JOBS, TIMEOUT, OnlineReport
 from lockgen.rot.reproduce import ReproReport
-from lockgen.runs import SILENT, Reporter
+from lockgen.run.values import SILENT, Reporter
 
 __all__ = ["online_command", "resolve_command"]
 

@@ -115,7 +115,7 @@ def check_online(
     reader: PageReader | None = None,
 ) -> OnlineReport:
     """Check the files of ``cells`` of ``lockset`` (see the module docstring). Raises
-    :class:`~lockgen.errors.UsageError` when ``attestations`` is asked and the verifier is not
+    :class:`~lockgen.runtime.errors.UsageError` when ``attestations`` is asked and the verifier is not
     installed (``pip install 'lockgen[attestations]'``)."""
     if attestations:
         from lockgen.rot import attest

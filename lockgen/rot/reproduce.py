@@ -44,8 +44,8 @@ from lockgen.locks.stamp import STAMP
 from lockgen.project import Project
 from lockgen.resolve.simplepages import PageFile, PageReader
 from lockgen.rot.locate import pages_for
-from lockgen.runs import SILENT, Reporter, RunOptions
-from lockgen.states import CellState
+from lockgen.run.values import SILENT, Reporter, RunOptions
+from lockgen.runtime.states import CellState
 
 __all__ = ["SCRATCH", "CellDrift", "Explained", "ReproReport", "reproduce"]
 
@@ -119,12 +119,12 @@ def reproduce(
     reporter: Reporter = SILENT,
 ) -> ReproReport:
     """Resolve the selected cells again and explain the drift (see the module docstring).
-    Raises :class:`~lockgen.errors.UsageError` for an unknown cell, or when another run holds the
+    Raises :class:`~lockgen.runtime.errors.UsageError` for an unknown cell, or when another run holds the
     project (without ``wait``)."""
-    from lockgen import pipeline
-    from lockgen.check import state_of
     from lockgen.rot.cells import chosen_cells
-    from lockgen.uvbin import uv_version
+    from lockgen.run import lock as pipeline
+    from lockgen.run.check import state_of
+    from lockgen.runtime.uvbin import uv_version
 
     locks = project.config.locks
     committed = LockSet.from_folder(project.root / locks, locks, label=locks)

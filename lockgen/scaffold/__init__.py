@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lockgen.errors import UsageError
+from lockgen.runtime.errors import UsageError
 from lockgen.scaffold.compose import Draft, compose
 from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, Facts, Given, infer, parse_given
 from lockgen.scaffold.pyproject import PyProject, read_pyproject
@@ -53,7 +53,7 @@ def discover(root: Path) -> list[str]:
 
 
 def scaffold(root: Path, options: Options) -> Draft:
-    """The :class:`Draft` for the project at ``root``. Raises :class:`~lockgen.errors.UsageError`
+    """The :class:`Draft` for the project at ``root``. Raises :class:`~lockgen.runtime.errors.UsageError`
     when there is nothing to start from, a named file is missing, or a lockgen config exists."""
     from lockgen.config.load import parse_toml
 
@@ -138,7 +138,7 @@ def scaffold(root: Path, options: Options) -> Draft:
 
 
 def _checked(root: Path, draft: Draft) -> Draft:
-    """``draft``, when none of its files exists yet; else a :class:`~lockgen.errors.UsageError`."""
+    """``draft``, when none of its files exists yet; else a :class:`~lockgen.runtime.errors.UsageError`."""
     taken = [rel for rel in draft.files if (root / rel).exists()]
     if taken:
         raise UsageError(f"{', '.join(taken)}: exists already; lockgen init writes nothing over existing files "
@@ -212,7 +212,7 @@ def _pythons(requires: object) -> list[str]:
 
 def write(root: Path, draft: Draft) -> list[str]:
     """Create ``draft``'s files under ``root``, each only if it does not exist (``open(…, "x")``);
-    returns their paths. Raises :class:`~lockgen.errors.UsageError` when one appeared meanwhile
+    returns their paths. Raises :class:`~lockgen.runtime.errors.UsageError` when one appeared meanwhile
     (those written before it stay: each is new)."""
     written = []
     for rel, text in draft.files.items():

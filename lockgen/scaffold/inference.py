@@ -86,8 +86,8 @@ def parse_given(argument: str, exists: Callable[[str], bool]) -> tuple[str, Give
     several values: ``reqs.txt:os=linux,os=windows,arch=x86_64``) -> (file, what it says).
     Platforms are the product of the oses (all three when none is given) and the arches (each
     os's usual one when none is given). An argument naming an existing file is that file, colon
-    or not. Raises :class:`~lockgen.errors.UsageError` for an unknown key or value."""
-    from lockgen.errors import UsageError
+    or not. Raises :class:`~lockgen.runtime.errors.UsageError` for an unknown key or value."""
+    from lockgen.runtime.errors import UsageError
 
     if exists(argument) or ":" not in argument:
         return argument, None

@@ -19,7 +19,7 @@ from typing import Any
 from packaging.markers import InvalidMarker, Marker
 from packaging.utils import NormalizedName, canonicalize_name
 
-from lockgen.errors import UsageError
+from lockgen.runtime.errors import UsageError
 
 __all__ = ["Member", "PyProject", "UvIndex", "UvSource", "read_pyproject"]
 
@@ -84,7 +84,7 @@ class PyProject:
 
 
 def read_pyproject(document: Mapping[str, Any]) -> PyProject:
-    """The :class:`PyProject` of a parsed ``pyproject.toml``. Raises :class:`~lockgen.errors.UsageError` naming the key of
+    """The :class:`PyProject` of a parsed ``pyproject.toml``. Raises :class:`~lockgen.runtime.errors.UsageError` naming the key of
     the first problem (a list that is no list, an entry that is no requirement, a bad marker)."""
     from lockgen.config.metadata import MetadataChecks
 

@@ -20,8 +20,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from lockgen.errors import UsageError
 from lockgen.plan.reqfile import logical_lines, option
+from lockgen.runtime.errors import UsageError
 
 __all__ = ["IndexLine", "Line", "ReqFile", "read_requirements", "requirement_line"]
 
@@ -91,7 +91,7 @@ _INDEX = {"--index-url": "index", "--extra-index-url": "extra-index", "--find-li
 def read_requirements(path: str, read: Callable[[str], str]) -> ReqFile:
     """Read the requirement file ``path`` (project-relative), following ``-r`` and ``-c`` (pip's
     constraints files: their lines become :attr:`ReqFile.constraints`, and so the constraints
-    template); ``read(path)`` returns a file's text. Raises :class:`~lockgen.errors.UsageError`
+    template); ``read(path)`` returns a file's text. Raises :class:`~lockgen.runtime.errors.UsageError`
     for an include cycle or a file that cannot be read (naming the including line)."""
     lines: list[Line] = []
     constraints: list[Line] = []

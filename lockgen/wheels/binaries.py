@@ -12,7 +12,7 @@ import mmap
 from dataclasses import dataclass
 from typing import IO, cast
 
-from lockgen.errors import LockgenError
+from lockgen.runtime.errors import LockgenError
 
 __all__ = ["CUDA_SECTIONS", "ROCM_SECTIONS", "BinaryError", "Section", "gpu_sections", "kind"]
 

@@ -28,9 +28,9 @@ from packaging.utils import canonicalize_name
 
 from lockgen.config import WORK
 from lockgen.config.model import BackendFamily
-from lockgen.errors import Interrupted, LockFormatError
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Lock
+from lockgen.runtime.errors import Interrupted, LockFormatError
 from lockgen.wheels.coverage import Code, CoverageError
 from lockgen.wheels.remote import cached, read_local, read_remote, store
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from lockgen.errors import LockgenError
+from lockgen.runtime.errors import LockgenError
 from lockgen.wheels import fatbin, offload
 from lockgen.wheels.binaries import CUDA_SECTIONS, BinaryError, gpu_sections, kind
 

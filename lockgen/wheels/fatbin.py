@@ -22,7 +22,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lockgen.errors import LockgenError
+from lockgen.runtime.errors import LockgenError
 
 __all__ = ["MAGIC", "FatbinEntry", "FatbinError", "entries"]
 

@@ -21,7 +21,7 @@ import mmap
 import struct
 import zlib
 
-from lockgen.errors import LockgenError
+from lockgen.runtime.errors import LockgenError
 
 __all__ = ["BUNDLE", "COMPRESSED", "OffloadError", "targets"]
 

@@ -1,0 +1,17 @@
+"""``lockgen detect``: print the cell (and lock) for this machine: the vendorable selector
+(:func:`lockgen.select.run_cli`) over the manifest the project's config gives
+(:func:`lockgen.install.detect.detect_manifest`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from lockgen import select
+from lockgen.commands import common
+from lockgen.install.detect import detect_manifest
+
+__all__ = ["run"]
+
+
+def run(args: argparse.Namespace) -> int:
+    return select.run_cli(args, manifest=detect_manifest(common.project(args)))

@@ -1,0 +1,26 @@
+"""``lockgen merge DIR…``: merge the locks folders of ``lockgen all --shard I/N`` runs into the
+project's locks and one manifest (the shard engine, :func:`lockgen.locks.shard.merge`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lockgen.commands import common
+from lockgen.locks.shard import merge
+
+__all__ = ["run"]
+
+
+def run(args: argparse.Namespace) -> int:
+    result = merge(common.project(args), [Path(d) for d in args.dirs], wait=args.wait)
+    for line in result.report:
+        print(line, file=sys.stderr)
+    for cell, why in sorted(result.failed.items()):
+        print(f"{cell}: failed in its shard: {why}", file=sys.stderr)
+    for path in result.removed:
+        print(f"{path}: removed (its cell is not resolved by the matrix any more)", file=sys.stderr)
+    changed = sum(state == "changed" for state in result.cells.values())
+    print(f"merged {len(result.cells)} cells from {len(args.dirs)} shard folders: {changed} changed", file=sys.stderr)
+    return result.exit_code

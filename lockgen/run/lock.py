@@ -1,0 +1,594 @@
+"""``lockgen all`` / ``lockgen lock``: config -> matrix -> plan -> uv -> verify -> locks + manifest.
+
+:func:`lock` holds the project's run lock (:mod:`lockgen.locks.store`), finishes what a killed
+run left, resolves the selected stale cells concurrently, writes each cell's files together,
+removes locks of cells the matrix no longer resolves, and writes the manifest. Ctrl-C or SIGTERM
+stops it within about a second: running uv processes are ended, queued cells are not started, and
+nothing interrupted is written. It takes plain values (no CLI objects) and a :class:`Reporter`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import replace
+from pathlib import Path
+from queue import Empty, SimpleQueue
+from typing import TYPE_CHECKING, Any
+
+from lockgen.locks import manifest, stamp, store
+from lockgen.locks.folder import orphan_cells
+from lockgen.plan import mirror
+from lockgen.plan.matrix import Cell, select, with_alias_sources
+from lockgen.plan.mirror import Mirrors
+from lockgen.plan.plan import Plan
+from lockgen.project import Project
+from lockgen.resolve import uv
+from lockgen.run.check import current_locks, state_of
+from lockgen.run.noop import up_to_date
+from lockgen.run.values import SILENT, CellResult, Reporter, RunOptions, RunResult, Silent, default_jobs
+from lockgen.runtime.credentials import redact
+from lockgen.runtime.errors import Interrupted, LockgenError, UsageError
+from lockgen.runtime.states import CellState
+
+if TYPE_CHECKING:  # the no-op path (lockgen.run.noop) imports this module: heavy imports are lazy
+    from lockgen.locks.changed import Held
+    from lockgen.locks.shard import Shard
+    from lockgen.locks.stage import Stage
+    from lockgen.resolve.cellrun import CellRun
+    from lockgen.resolve.files import CellFiles
+    from lockgen.resolve.freshness import Freshness
+    from lockgen.resolve.hashcheck import Verified
+    from lockgen.resolve.probe import Reach
+
+# the run's values live in lockgen.run.values and the no-op path in lockgen.run.noop; named here too, as
+# the pipeline's interface
+__all__ = [
+    "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs", "dry_run", "lock", "lock_project",
+    "up_to_date",
+]  # fmt: skip
+
+log = logging.getLogger("lockgen")
+
+
+def lock(
+    project: Project,
+    names: Sequence[str] = (),
+    only: Sequence[str] = (),
+    options: RunOptions = RunOptions(),
+    reporter: Reporter = SILENT,
+    stage: Stage | None = None,
+) -> RunResult:
+    """Resolve the selected cells whose locks are not up to date (all of them with ``force`` or
+    an upgrade option) and rewrite the manifest. A failed cell keeps all its old files and does
+    not stop the others. Raises ``UsageError`` (bad selection, another run holds the project)
+    and ``TemplateError`` before anything is resolved.
+
+    With a ``stage`` (:mod:`lockgen.locks.stage`: ``--dry-run``, ``lockgen bump``) every lock
+    file and the manifest are written to the stage's copy of the locks folder, nothing in the
+    project; the caller holds the project's run lock (and finished a killed run's journals), and
+    the no-op stamp is left alone (it describes the files on disk)."""
+    if stage is not None:
+        return _run(project, names, only, options, reporter, stage)
+    with store.ProjectLock(project.root, wait=options.wait):
+        for name in store.recover(project.root):
+            log.warning("finished writing cell %s, which a killed run had left half-written", name)
+        store.clean_temporaries(project.root, project.config.locks)
+        return _run(project, names, only, options, reporter, None)
+
+
+def _run(
+    project: Project,
+    names: Sequence[str],
+    only: Sequence[str],
+    options: RunOptions,
+    reporter: Reporter,
+    stage: Stage | None,
+) -> RunResult:
+    """:func:`lock`, holding the project's run lock; lock files go under ``stage.out`` when staged."""
+    from lockgen.locks.changed import check_upgrade_names, copy_cells, run_report
+    from lockgen.locks.lockset import LockSet
+    from lockgen.locks.shard import select as select_shard
+    from lockgen.resolve.hashcheck import Verified
+
+    chosen = with_alias_sources(project.cells, select(project.cells, names, only))
+    if options.shard is not None:
+        chosen = select_shard(chosen, options.shard)
+    root = project.root
+    out = stage.out if stage is not None else root  # where lock files are written
+    mirrors = project.mirrors(options.mirrors)
+    plans = _plan_all(project, chosen, stamp_it=stage is None)
+    mirrors.refuse_shadowed(_configured_urls(plans))
+    locks = project.config.locks
+    # every lock is read up front only for an upgrade (its names are checked, its outcome
+    # counts every cell); otherwise each cell's files are read when needed (memory flat)
+    before = LockSet.from_folder(root / locks, locks) if options.uv.upgrade_packages else None
+    if before is not None:
+        check_upgrade_names(before, plans, options.uv.upgrade_packages)
+    run = RunResult()
+    reporter.start([c.name for c in chosen])
+    todo = _stale(project, chosen, plans, options, run, reporter)
+    todo, failed, reach = _unreachable(todo, mirrors, run, reporter)
+    if todo:
+        verified = Verified(root, fresh=options.refresh)
+        touched = [p.cell.name for p, _ in todo]
+        with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
+            old = Path(tmp, "old")
+            copied = copy_cells(root / locks, touched, old)  # the touched cells' files before the run
+            left = _egg_info(root, [p for p, _ in todo])
+            try:
+                failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out))
+            finally:
+                _remove_new(root, left, [p for p, _ in todo])
+            held = _holders(project, [p for p, _ in todo], mirrors) if options.uv.upgrade_packages else None
+            run.report, run.changes = run_report(
+                out / locks,
+                locks,
+                before,
+                old if copied else None,
+                touched,
+                options.uv.upgrade_packages,
+                None if run.interrupted else held,
+            )
+        for prefix in mirrors.never_used() if not run.interrupted else ():
+            log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
+    order = {c.name: i for i, c in enumerate(chosen)}
+    run.results.sort(key=lambda r: order.get(r.name, len(order)))
+    if not names and not only and options.shard is None and not run.interrupted:
+        _remove_orphans(project, run, reporter, out)
+    _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], out, mirrors, plans)
+    reporter.finish(run)
+    return run
+
+
+def _egg_info(root: Path, plans: Sequence[Plan]) -> set[Path]:
+    """The ``*.egg-info`` folders in the cells' local projects (setuptools writes one into the
+    project when uv reads a ``setup.py`` project's metadata)."""
+    folders = {root / folder for plan in plans for folder in plan.local_projects}
+    return {
+        p for folder in folders if folder.is_dir() for p in (*folder.glob("*.egg-info"), *folder.glob("src/*.egg-info"))
+    }
+
+
+def _remove_new(root: Path, before: set[Path], plans: Sequence[Plan]) -> None:
+    """Remove the ``*.egg-info`` folders the run's builds left in local projects (issue 17: a
+    resolution leaves nothing in the project); those that were there before stay. Run when every
+    uv process of the run has ended (a cell's cleanup could pull one from under another's build)."""
+    import shutil
+
+    for path in sorted(_egg_info(root, plans) - before):
+        log.debug("removing %s, left by a build", path.relative_to(root))
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _holders(project: Project, plans: Sequence[Plan], mirrors: Mirrors) -> Held:
+    """For the change report: what holds each ``--upgrade-package`` that kept its version, per
+    cell (:mod:`lockgen.resolve.holdback`); a failure of that look-up is logged, never raised."""
+    from packaging.version import InvalidVersion, Version
+
+    from lockgen.plan.render import LineMap, environment
+    from lockgen.resolve.holdback import holder
+
+    by_cell = {p.cell.name: p for p in plans}
+    lines = LineMap(environment(project.config, project.template_overlay()), project.config.templates)
+
+    def held(name: str, kept: Mapping[str, str]) -> dict[str, str]:
+        found = {}
+        for cell, version in kept.items():
+            try:
+                why = holder(project.config, lines, by_cell[cell], name, Version(version), mirrors)
+            except (KeyError, InvalidVersion):
+                continue
+            except Exception:  # a bug in an explanation must not fail a run that locked
+                log.debug("could not say what holds %s in %s", name, cell, exc_info=True)
+                continue
+            if why:
+                found[cell] = why
+        return found
+
+    return held
+
+
+def _plan_all(project: Project, chosen: Sequence[Cell], stamp_it: bool = True) -> list[Plan]:
+    """Plans of the ``chosen`` cells; all cells when they plan, to refresh the no-op stamp
+    (unless not ``stamp_it``: a staged run plans files that are not on disk). A problem in a
+    cell that was not chosen (a template error, or a per-cell config problem such as a
+    placeholder that cell lacks) does not stop locking the chosen ones. The digests of local
+    inputs hashed meanwhile are kept for the next run (:mod:`lockgen.plan.content`)."""
+    from lockgen.plan.content import Digests
+    from lockgen.runtime.errors import ConfigError, TemplateError
+
+    digests = Digests(project.root)
+    try:
+        everything = project.plans(project.cells, digests)
+    except (TemplateError, ConfigError):
+        return project.plans(chosen, digests)  # report only the selected cells' problems
+    finally:
+        digests.save()
+    names = {c.name for c in chosen}
+    if not stamp_it:
+        return [p for p in everything if p.cell.name in names]
+    config = project.config
+    folders = sorted(
+        {s.local for s in config.sources.values() if s.local} | {f for p in everything for f in p.local_files}
+    )
+    files = sorted({f for p in everything for f in p.read_files} | project.read_files())  # issue 9
+    key = stamp.key(project.root, config.source, config.templates, folders, files=files, digests=digests)
+    digests.save()
+    memo = stamp.Memo(config.locks, project.rows(everything), project.detect_rules())
+    stamp.write(project.root, key, config.templates, memo, folders, files)
+    return [p for p in everything if p.cell.name in names]
+
+
+def _configured_urls(plans: Sequence[Plan]) -> dict[str, str]:
+    """Every canonical URL the plans' config names, and what names it (for messages)."""
+    named: dict[str, str] = {}
+    for plan in plans:
+        named.setdefault(plan.index_url, "index-url")
+        for link in plan.find_links:
+            named.setdefault(link, "find-links")
+        for source in plan.sources:
+            for url in source.urls:
+                named[url] = f"source {source.name!r}"
+    return {url: what for url, what in named.items() if url}
+
+
+def _stale(
+    project: Project,
+    chosen: Sequence[Cell],
+    plans: Sequence[Plan],
+    options: RunOptions,
+    run: RunResult,
+    reporter: Reporter,
+) -> list[tuple[Plan, CellState]]:
+    """Report the cells that need nothing; return the plans to resolve."""
+    for cell in chosen:
+        if cell.settings.skip:
+            _report(run, reporter, CellResult(cell.name, CellState.SKIPPED, message=cell.settings.skip))
+        elif cell.settings.alias:
+            _report(run, reporter, CellResult(cell.name, CellState.ALIAS, message=f"reuses {cell.settings.alias}"))
+    todo = []
+    for plan in plans:
+        found = state_of(project.root, plan)
+        retry = options.retry_unavailable and bool(found.reasons)
+        if options.refresh or retry or found.state is not CellState.UP_TO_DATE:
+            todo.append((plan, found.state))
+        else:
+            _report(run, reporter, CellResult(plan.cell.name, CellState.UP_TO_DATE))
+    return todo
+
+
+def _unreachable(
+    todo: list[tuple[Plan, CellState]], mirrors: Mirrors, run: RunResult, reporter: Reporter
+) -> tuple[list[tuple[Plan, CellState]], dict[str, str], Reach]:
+    """Probe the hosts the ``todo`` cells need, once (CASES C28): a cell whose main resolution
+    needs a host that is down fails at once, without uv, with one message per host. Returns the
+    cells left to resolve, ``{cell: reason}`` of those failed, and the probe's findings (optional
+    layers whose host is down are unavailable without running uv)."""
+    from lockgen.resolve.probe import Reach, probe
+
+    failed: dict[str, str] = {}
+    if not todo:
+        return todo, failed, Reach()
+    try:
+        reach = probe([plan for plan, _ in todo], mirrors)
+    except Exception:  # a bug in a speed-up must not stop the run: uv then meets the host itself
+        log.debug("the host probe failed", exc_info=True)
+        reach = Reach()
+    left: list[tuple[Plan, CellState]] = []
+    for plan, state in todo:
+        why = reach.main_failure(plan)
+        if why is None:
+            left.append((plan, state))
+        else:
+            _finish(run, reporter, CellResult(plan.cell.name, CellState.FAILED, message=why), failed)
+    return left, failed, reach
+
+
+def _resolve_all(
+    project: Project,
+    todo: list[tuple[Plan, CellState]],
+    options: RunOptions,
+    mirrors: Mirrors,
+    run: RunResult,
+    reporter: Reporter,
+    reach: Reach,
+    verified: Verified,
+    out: Path,
+) -> dict[str, str]:
+    """Resolve ``todo`` concurrently, in matrix order, ``jobs`` cells at once, writing each
+    cell's files under ``out`` (the project root, or a stage); returns ``{cell: reason}`` of
+    the failed cells. Unless ``online``, uv goes through the run's page cache and
+    cells resolve offline where this run's pages cover them (:mod:`lockgen.resolve.freshness`);
+    no cell waits for another."""
+    from lockgen.resolve import freshness
+    from lockgen.resolve.cellrun import CellRun, committed
+    from lockgen.resolve.provenance import Provenance
+
+    failed: dict[str, str] = {}
+    if not todo:
+        return failed
+    uv.uv_binary()  # look it up once, before the workers (uv's own finder is not thread-safe)
+    runner = uv.Runner()
+    uv_options = replace_refresh(options)
+    plans = [p for p, _ in todo]
+    locked = committed(project.root, plans)
+    fresh = None if options.online else freshness.start(plans, mirrors, locked)
+    states = {p.cell.name: s for p, s in todo}
+    provenance = Provenance(project.root, mirrors)  # publishers (PEP 740): shared by the cells
+
+    def work(plan: Plan) -> CellResult:
+        if runner.stopped.is_set():  # taken from the queue as the run was interrupted
+            return CellResult(plan.cell.name, CellState.INTERRUPTED, message="not started")
+        cell_run = CellRun(  # what a cell learns (its builds) is its own: cells are independent (issue 17)
+            project.root, plan, uv_options, mirrors, runner, project.config.source,
+            locked=locked.get(plan.cell.name), reach=reach, verified=verified, provenance=provenance,
+        )  # fmt: skip
+        return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter, out)
+
+    for plan in plans:
+        reporter.update(CellResult(plan.cell.name, CellState.WAITING))
+    futures = _start(work, plans, options.jobs or default_jobs(len(plans)))
+    pending = set(futures)
+    try:
+        _collect(pending, run, reporter, failed)
+    except KeyboardInterrupt:
+        for future in pending:
+            future.cancel()  # queued cells first: none starts now
+        runner.stop()  # uv ended; lockgen's own downloads stop at their next chunk
+        wait(pending, timeout=_GRACE)
+        for future in pending:
+            _finish(run, reporter, _stopped(future, futures[future]), failed)
+    finally:
+        if fresh is not None:
+            fresh.close()
+        provenance.close()
+    return failed
+
+
+#: Seconds an interrupted run waits for its cells to notice (uv is ended within 0.5 s); a cell
+#: still busy then (a host that stopped sending, a DNS lookup) is left behind, unwritten.
+_GRACE = 1.0
+
+
+def _start(work: Callable[[Plan], CellResult], plans: Sequence[Plan], jobs: int) -> dict[Future[CellResult], str]:
+    """Run ``work`` over ``plans`` in matrix order, ``jobs`` at once, on daemon threads: a cell
+    stuck in I/O after Ctrl-C does not hold the process's exit, as a thread pool's workers would
+    (the interpreter joins those at exit). Returns each cell's future; a cancelled one never runs."""
+    futures: dict[Future[CellResult], str] = {Future(): plan.cell.name for plan in plans}
+    queue: SimpleQueue[tuple[Future[CellResult], Plan]] = SimpleQueue()
+    for future, plan in zip(futures, plans):
+        queue.put((future, plan))
+
+    def worker() -> None:
+        while True:
+            try:
+                future, plan = queue.get_nowait()
+            except Empty:
+                return
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled by Ctrl-C before it started
+            try:
+                future.set_result(work(plan))
+            except BaseException as exc:  # reported by _collect, as a pool would
+                future.set_exception(exc)
+
+    for i in range(min(jobs, len(plans))):
+        threading.Thread(target=worker, name=f"cell worker {i}", daemon=True).start()
+    return futures
+
+
+def _stopped(future: Future[CellResult], name: str) -> CellResult:
+    """What an interrupted run reports for a cell it had not collected yet."""
+    if future.done() and not future.cancelled():
+        return future.result()
+    message = "not started" if future.cancelled() else "still waiting on the network; left behind, nothing written"
+    return CellResult(name, CellState.INTERRUPTED, message=message)
+
+
+def _collect(pending: set[Future[CellResult]], run: RunResult, reporter: Reporter, failed: dict[str, str]) -> None:
+    """Report each cell as it finishes, removing it from ``pending`` (polled, so that Ctrl-C is
+    seen within 0.2 s; what is left in ``pending`` then was not reported)."""
+    while pending:
+        done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+        for future in done:
+            pending.discard(future)
+            _finish(run, reporter, future.result(), failed)
+
+
+def _resolve_one(
+    cell_run: CellRun, fresh: Freshness | None, found: CellState, reporter: Reporter, out: Path
+) -> CellResult:
+    """Resolve one cell and write its files together under ``out``; every outcome is a :class:`CellResult`
+    (a crash in one cell must not take the others down; a hand-edited lock's pins are not
+    preferred)."""
+    from lockgen.resolve.pipeline import resolve_cell
+
+    plan = cell_run.plan
+    reporter.update(CellResult(plan.cell.name, CellState.RESOLVING))
+    start = time.monotonic()
+    try:
+        files = resolve_cell(cell_run, fresh, prefer=found is not CellState.EDITED)
+        if cell_run.stop is not None and cell_run.stop.is_set():  # finished after Ctrl-C: not written
+            return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)
+        changed = store.replace_files(out, plan.cell.name, files.texts(), _stale_layers(out, plan, files))
+    except Interrupted:
+        return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)
+    except LockgenError as exc:
+        return CellResult(plan.cell.name, CellState.FAILED, time.monotonic() - start, str(exc))
+    except Exception as exc:  # a bug or an OS error must not take the other cells down
+        log.debug("cell %s crashed", plan.cell.name, exc_info=True)
+        message = f"cell {plan.cell.name}: {type(exc).__name__}: {exc} (-v shows the traceback)"
+        return CellResult(plan.cell.name, CellState.FAILED, time.monotonic() - start, message)
+    state = CellState.LOCKED if changed else CellState.UNCHANGED
+    log.debug("cell %s: main resolution %s", plan.cell.name, files.mode)
+    return CellResult(plan.cell.name, state, time.monotonic() - start, "; ".join(files.notes))
+
+
+def replace_refresh(options: RunOptions) -> uv.Options:
+    """The uv options of a run: ``--force`` and upgrades revalidate every cached page."""
+    return replace(options.uv, refresh=options.refresh)
+
+
+def _finish(run: RunResult, reporter: Reporter, result: CellResult, failed: dict[str, str]) -> None:
+    result = replace(result, message=redact(result.message))  # the summary and the manifest show it
+    if result.state is CellState.FAILED:
+        failed[result.name] = result.reason()
+    _report(run, reporter, result)
+
+
+def _stale_layers(root: Path, plan: Plan, files: CellFiles) -> list[str]:
+    """Layer files of the cell's folder that this resolution no longer produces."""
+    folder = root / plan.lock.removesuffix(".txt")
+    keep = set(files.texts())
+    return [
+        p.relative_to(root).as_posix() for p in sorted(folder.glob("*.txt")) if p.relative_to(root).as_posix() not in keep
+    ] if folder.is_dir() else []  # fmt: skip
+
+
+def _remove_orphans(project: Project, run: RunResult, reporter: Reporter, out: Path) -> None:
+    """A full run owns the locks folder: drop locks of cells the matrix no longer resolves
+    (under ``out``: the project root, or a stage)."""
+    resolved = {c.name for c in project.cells if c.resolves}
+    for cell, paths in orphan_cells(out, project.config.locks, resolved).items():
+        store.remove_cell(out, cell, paths)
+        message = f"its cell is not resolved by the matrix any more; removed {', '.join(paths)}"
+        _report(run, reporter, CellResult(cell, CellState.REMOVED, message=message))
+
+
+def _write_manifest(
+    project: Project,
+    failed: dict[str, str],
+    run: RunResult,
+    shard: Shard | None = None,
+    cells: Sequence[str] = (),
+    out: Path | None = None,
+    mirrors: Mirrors | None = None,
+    plans: Sequence[Plan] = (),
+) -> None:
+    """Write the manifest under ``out`` (default: the project root; a shard run: the shard
+    manifest of its ``cells``); a failure to write it is reported, not raised: every cell's
+    result is still printed (issue 8).
+
+    The manifest describes the locks, not the run (issue 16): a cell whose lock is current and
+    intact stays ``locked`` though this run failed to re-resolve it (a network blip under
+    ``--force``); ``failed`` is for a cell without such a lock. The run still fails and says so."""
+    from lockgen.locks.shard import shard_manifest_text
+
+    where = manifest.manifest_path(project.config.locks)
+    out = out or project.root
+    path = out / where
+    previous = manifest.failures(manifest.read(path))
+    kept = {name: why for name, why in previous.items() if name not in {r.name for r in run.results} or name in failed}
+    recorded = {**kept, **failed}
+    current = set(current_locks(project, recorded, plans, root=out))
+    if current & set(failed):
+        kept_cells = sorted(current & set(failed))
+        run.report.append(
+            f"kept: {', '.join(kept_cells)} failed to re-resolve, but {'their locks are' if len(kept_cells) > 1 else 'its lock is'} "
+            "current and intact: the manifest lists them as locked, installable as before"
+        )
+    recorded = {name: why for name, why in recorded.items() if name not in current}
+    try:
+        if shard is not None:
+            coverage = _coverage(project, mirrors, run, cells, root=out)
+            store.write_text(path, shard_manifest_text(project, cells, recorded, shard, coverage), where)
+            return
+        store.write_text(path, project.manifest_text(recorded, out, _coverage(project, mirrors, run, root=out)), where)
+    except LockgenError as exc:
+        run.manifest_error = str(exc)
+
+
+def _coverage(
+    project: Project,
+    mirrors: Mirrors | None,
+    run: RunResult,
+    names: Sequence[str] | None = None,
+    root: Path | None = None,
+) -> dict[str, Any] | None:
+    """The GPU cells' kernel coverage (:mod:`lockgen.wheels.cells`): carried while their GPU
+    wheels are the same, else read from the wheels (range requests through the mirrors, cached
+    by sha256); a wheel that cannot be read is recorded as unread and warned about, never a
+    failed cell. An interrupted run reads nothing."""
+    if mirrors is None or run.interrupted:
+        return None
+    from lockgen.wheels import cells as gpu
+
+    def read(wheels: list[Any]) -> dict[str, Any]:
+        record, fetched = gpu.refresh(project.root, wheels, mirrors.fetch_url)
+        if fetched:
+            log.info("read the GPU code of %d wheel(s): %.0f MB", len(wheels), fetched / 1e6)
+        for item in record["unread"]:
+            log.warning("kernel coverage of %s %s not read: %s", item["name"], item["version"], item["reason"])
+        return record
+
+    return project.coverage(read, names=names, root=root)
+
+
+def _report(run: RunResult, reporter: Reporter, result: CellResult) -> None:
+    run.results.append(result)
+    reporter.update(result)
+
+
+def lock_project(
+    start: Path,
+    config_path: str | None,
+    names: Sequence[str] = (),
+    only: Sequence[str] = (),
+    options: RunOptions = RunOptions(),
+    reporter: Reporter = SILENT,
+) -> RunResult:
+    """``lockgen all`` / ``lockgen lock``: the fast no-op check, else load the project and
+    :func:`lock` it."""
+    mirror.parse(options.mirrors)  # a malformed --mirror is a usage error even on a no-op
+    mirror.from_env(os.environ.get(mirror.ENV_VAR))
+    if not options.refresh and not options.retry_unavailable and options.shard is None:
+        run = up_to_date(start, config_path, names, only)
+        if run is not None:
+            reporter.start([r.name for r in run.results])
+            for result in run.results:
+                reporter.update(result)
+            reporter.finish(run)
+            return run
+    return lock(Project.load(start, config_path), names, only, options, reporter)
+
+
+def dry_run(
+    start: Path,
+    config_path: str | None,
+    names: Sequence[str] = (),
+    only: Sequence[str] = (),
+    options: RunOptions = RunOptions(),
+    reporter: Reporter = SILENT,
+) -> RunResult:
+    """``lockgen all --dry-run`` / ``lock --dry-run``: resolve what :func:`lock` would, writing
+    every lock file and the manifest to a stage in lockgen's work folder
+    (:mod:`lockgen.locks.stage`), never into the project; ``RunResult.would_write`` lists the
+    project files the run would write or remove. Holds the run lock (the work folder is shared);
+    refuses when a killed run left a journal (finishing it would write)."""
+    from lockgen.locks.stage import Stage
+
+    if options.shard is not None:
+        raise UsageError("--dry-run does not take --shard: try lockgen lock CELL… --dry-run for the cells of a shard")
+    mirror.parse(options.mirrors)
+    project = Project.load(start, config_path)
+    root = project.root
+    with store.ProjectLock(root, wait=options.wait):
+        journals = sorted((root / store.JOURNALS).glob("*.json")) if (root / store.JOURNALS).is_dir() else []
+        if journals:
+            raise UsageError(
+                f"a killed run left {', '.join(j.stem for j in journals)} half-written; run `lockgen all` to finish it first"
+            )
+        stage = Stage.create(root, project.config.locks)
+        try:
+            run = lock(project, names, only, options, reporter, stage=stage)
+            written, removed = stage.changes()
+        finally:
+            stage.discard()
+    run.would_write = [*written, *removed]
+    return run
