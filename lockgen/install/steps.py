@@ -152,7 +152,7 @@ class _Run:
                 f"back, and {self.venv.path} may be half-installed: run `lockgen install` again"
             )
         if done.returncode != 0:
-            self.warn(f"{self.shown(argv)} failed (exit {done.returncode}):\n{done.tail()}")
+            self.warn(f"{self.shown(argv)} failed (exit {done.returncode}):\n{done.cause()}")
         return done.returncode == 0
 
     def uninstall(self, names: Sequence[str]) -> bool:
@@ -223,6 +223,9 @@ def _install(
         say(line)
     layers = load_layers(root, locks, entry)
     refuse_host(entry, select.gather(probe_gpus=False))
+    main_lock = next((layer.lock for layer in layers if layer.kind is LayerKind.MAIN), None)
+    for gap in main_lock.header.unavailable if main_lock is not None else ():  # before anything runs (issue 17)
+        say(f"not available for {entry.name}: optional {gap.requirement} ({gap.reason})")
     mirrors = mirrors_of()
     job = _Run(root, locks, entry, layers, venv, options, mirrors, say, warn)
     interpreter = _interpreter(job, present)  # found before anything is written

@@ -120,7 +120,11 @@ def _run(
         with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
             old = Path(tmp, "old")
             copied = copy_cells(root / locks, touched, old)  # the touched cells' files before the run
-            failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out))
+            left = _egg_info(root, [p for p, _ in todo])
+            try:
+                failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out))
+            finally:
+                _remove_new(root, left, [p for p, _ in todo])
             held = _holders(project, [p for p, _ in todo], mirrors) if options.uv.upgrade_packages else None
             run.report, run.changes = run_report(
                 out / locks,
@@ -140,6 +144,26 @@ def _run(
     _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], out, mirrors, plans)
     reporter.finish(run)
     return run
+
+
+def _egg_info(root: Path, plans: Sequence[Plan]) -> set[Path]:
+    """The ``*.egg-info`` folders in the cells' local projects (setuptools writes one into the
+    project when uv reads a ``setup.py`` project's metadata)."""
+    folders = {root / folder for plan in plans for folder in plan.local_projects}
+    return {
+        p for folder in folders if folder.is_dir() for p in (*folder.glob("*.egg-info"), *folder.glob("src/*.egg-info"))
+    }
+
+
+def _remove_new(root: Path, before: set[Path], plans: Sequence[Plan]) -> None:
+    """Remove the ``*.egg-info`` folders the run's builds left in local projects (issue 17: a
+    resolution leaves nothing in the project); those that were there before stay. Run when every
+    uv process of the run has ended (a cell's cleanup could pull one from under another's build)."""
+    import shutil
+
+    for path in sorted(_egg_info(root, plans) - before):
+        log.debug("removing %s, left by a build", path.relative_to(root))
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _holders(project: Project, plans: Sequence[Plan], mirrors: Mirrors) -> Held:
@@ -293,7 +317,7 @@ def _resolve_all(
     runner = uv.Runner()
     uv_options = replace_refresh(options)
     plans = [p for p, _ in todo]
-    locked, builds = committed(project.root, plans)
+    locked = committed(project.root, plans)
     fresh = None if options.online else freshness.start(plans, mirrors, locked)
     states = {p.cell.name: s for p, s in todo}
     provenance = Provenance(project.root, mirrors)  # publishers (PEP 740): shared by the cells
@@ -301,8 +325,8 @@ def _resolve_all(
     def work(plan: Plan) -> CellResult:
         if runner.stopped.is_set():  # taken from the queue as the run was interrupted
             return CellResult(plan.cell.name, CellState.INTERRUPTED, message="not started")
-        cell_run = CellRun(
-            project.root, plan, uv_options, mirrors, runner, project.config.source, builds,
+        cell_run = CellRun(  # what a cell learns (its builds) is its own: cells are independent (issue 17)
+            project.root, plan, uv_options, mirrors, runner, project.config.source,
             locked=locked.get(plan.cell.name), reach=reach, verified=verified, provenance=provenance,
         )  # fmt: skip
         return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter, out)
