@@ -249,5 +249,5 @@ def test_detect_routes_an_extra_axis_by_rules_or_by_hand(tmp_path, monkeypatch):
     monkeypatch.setattr(select, "gather", lambda *args, **kwargs: facts)
     with pytest.raises(InstallRefused, match=r"differ by profile \(legacy, modern\): pass --axis profile=VALUE"):
         choose(manifest, None, True, "3.12", False)
-    name, _, _ = choose(manifest, None, True, "3.12", False, axes={"profile": "legacy"})
+    name, _, _, _ = choose(manifest, None, True, "3.12", False, axes={"profile": "legacy"})
     assert name == "linux-x86_64-cu130-py3.12-legacy"

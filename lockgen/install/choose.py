@@ -63,18 +63,22 @@ def choose(
     cpu: bool,
     present: tuple[Path, Interpreter] | None = None,
     axes: Mapping[str, str] | None = None,
-) -> tuple[str, Mapping[str, Any], list[str]]:
-    """``(name, manifest entry, lines to say)`` of the cell to install: ``cell``, or the one the
-    selector picks for this machine (``detect``). The selector's Python is ``python``, else the
-    interpreter of the existing venv (``present``: its path and interpreter), else its own rule.
+) -> tuple[str, Mapping[str, Any], list[str], dict[str, str]]:
+    """``(name, manifest entry, lines to say, layers to leave out)`` of the cell to install:
+    ``cell``, or the one the selector picks for this machine (``detect``). The layers left out
+    (name -> why) are the optional layers whose GPU wheels have no code for a GPU of this machine
+    (docs/select.md): only with ``detect``; a named cell installs every layer. The selector's
+    Python is ``python``, else the interpreter of the existing venv (``present``: its path and
+    interpreter), else its own rule.
     ``axes``: extra-axis values for the selector (``--axis``). Raises :class:`UsageError` for a
     bad request and :class:`InstallRefused` for a cell that cannot be installed (refused by the
     rules, failed, skipped, missing)."""
     cells: Mapping[str, Any] = manifest["cells"]
     if cell and detect:
         raise UsageError("give a CELL or --detect, not both")
+    left_out: dict[str, str] = {}
     if detect:
-        name, said = _detect(manifest, python, cpu, present, axes or {})
+        name, said, left_out = _detect(manifest, python, cpu, present, axes or {})
     elif cell:
         if cell not in cells:
             raise UsageError(f"no cell {cell!r} in the manifest; `lockgen matrix` lists the cells")
@@ -86,7 +90,7 @@ def choose(
         raise InstallRefused(f"cell {name} is for Python {entry['python']}, not {python}")
     if entry.get("status") not in ("locked", "alias"):
         raise InstallRefused(f"cell {name} is {entry.get('status')}: {entry.get('reason') or 'it has no lock'}")
-    return name, entry, said
+    return name, entry, said, left_out
 
 
 def _detect(
@@ -95,7 +99,7 @@ def _detect(
     cpu: bool,
     present: tuple[Path, Interpreter] | None,
     axes: Mapping[str, str],
-) -> tuple[str, list[str]]:
+) -> tuple[str, list[str], dict[str, str]]:
     """The selector's choice on this machine; an existing venv's interpreter stands in for the
     running one (its Python minor and its arch)."""
     facts = select.gather()
@@ -113,7 +117,8 @@ def _detect(
     if present is not None and not python:
         mine = f"Python {wanted} (--python)"
         reasons = [f"Python {wanted}: the interpreter of the venv {present[0]}" if r == mine else r for r in reasons]
-    return selection.cell, [f"cell {selection.cell} (detected):" + "".join(f"\n  {r}" for r in reasons)]
+    said = [f"cell {selection.cell} (detected):" + "".join(f"\n  {r}" for r in reasons)]
+    return selection.cell, said, {layer["name"]: layer["reason"] for layer in selection.skipped_layers}
 
 
 def load_layers(root: Path, name: str, entry: Mapping[str, Any]) -> list[Layer]:

@@ -140,13 +140,17 @@ def install(project: Project, options: Options, say: Say = print, warn: Say | No
     venv = Venv((Path(options.venv) if options.venv else project.root / ".venv").absolute())
     _refuse_venv(venv)
     present = venv.inspect(project.root) if venv.exists() else None
-    name, entry, said = choose(
+    name, entry, said, left_out = choose(
         manifest, options.cell, options.detect, options.python, options.cpu,
         (venv.path, present) if present is not None else None, dict(options.axes),
     )  # fmt: skip
     for line in said:
         say(line)
     layers = load_layers(project.root, name, entry)
+    for layer in [layer for layer in layers if layer.name in left_out]:
+        warn(f"{layer.name}: not installed on this machine, its kernels do not run here "
+             f"({left_out[layer.name]}); an optional layer: the install goes on without it")  # fmt: skip
+    layers = [layer for layer in layers if layer.name not in left_out or layer.kind is not LayerKind.OPTIONAL]
     refuse_host(name, entry, select.gather(probe_gpus=False))
     mirrors = project.mirrors(options.mirrors)
     job = _Run(project.root, name, entry, layers, venv, options, mirrors, say, warn)
