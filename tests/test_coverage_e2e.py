@@ -180,6 +180,19 @@ def test_the_layers_gpu_wheels_are_read_and_decide_which_layers_install(
     assert run_cli("check", "-C", str(tmp_path)).code == 0
     assert "1 up to date" in run_cli("all", "-C", str(tmp_path)).err  # nothing read again
 
+    # a layer part whose layer lock is not the one on disk is read again; the other parts are carried
+    shutil.rmtree(tmp_path / ".lockgen" / "coverage")
+    path = tmp_path / "locks" / "manifest.json"
+    edited = json.loads(path.read_text())
+    sage_part = next(p for p in edited["cells"][cell]["coverage"]["layers"] if p["name"] == "optional-sageattention")
+    sage_part["sha256"] = "0" * 64
+    path.write_text(json.dumps(edited, indent=2, sort_keys=True) + "\n")
+    assert run_cli("check", "-C", str(tmp_path)).code == 1  # stale
+    assert run_cli("all", "-C", str(tmp_path), "--force").code == 0
+    assert json.loads(path.read_text()) == manifest
+    read_again = {p.stem for p in (tmp_path / ".lockgen" / "coverage").glob("*.json")}
+    assert read_again == {layers["optional-sageattention"]["wheels"][0]["sha256"]}
+
     args = ("detect", "-C", str(tmp_path), "--os", "linux", "--arch", "x86_64", "--cuda", "13.0", "--json")
     chosen = json.loads(run_cli(*args, "--gpu-query", query(tmp_path, "8.6")).out)
     assert [layer["name"] for layer in chosen["skipped_layers"]] == ["optional-flash-attn"]
