@@ -10,20 +10,22 @@ skipped cell, is an ``orphan``: one row per cell, naming its files (main lock an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import posixpath
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lockgen.errors import LockFormatError
 from lockgen.locks import manifest
 from lockgen.locks.folder import edited, orphan_cells
-from lockgen.locks.lock import Lock, older_lock
+from lockgen.locks.lock import Lock, decode, older_lock
+from lockgen.locks.paths import confine_file
 from lockgen.plan.matrix import select
 from lockgen.plan.plan import PART_NAMES, Plan
 from lockgen.project import Project
 from lockgen.states import CellState
 
-__all__ = ["CellCheck", "CheckResult", "check", "state_of"]
+__all__ = ["CellCheck", "CheckResult", "check", "current_locks", "state_of"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def state_of(root: Path, plan: Plan) -> CellCheck:
     """The state of ``plan``'s cell from its files on disk (see the module docstring)."""
     name = plan.cell.name
     try:
-        main = Lock.read(root / plan.lock, plan.lock)
+        main = Lock.read(confine_file(root, posixpath.dirname(plan.lock), plan.lock, LockFormatError), plan.lock)
     except LockFormatError as exc:
         if _older_format(root / plan.lock):
             return CellCheck(name, CellState.STALE, ("it was written by an older lockgen (the lock format changed)",))
@@ -76,8 +78,8 @@ def state_of(root: Path, plan: Plan) -> CellCheck:
 def _older_format(path: Path) -> bool:
     """A lock an older lockgen wrote, untouched since (its digest holds, its layout is not ours)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = decode(path.read_bytes(), str(path))
+    except (OSError, LockFormatError):
         return False
     return older_lock(text)
 
@@ -91,13 +93,48 @@ def changed_inputs(main: Lock, plan: Plan) -> tuple[str, ...]:
     for part in sorted(set(old) | set(new)):
         if old.get(part) == new.get(part):
             continue
-        if part in plan.rendered.files:
+        files = _changed_files(main, plan) if part in ("local_files", "local_projects") else []
+        if files:
+            reasons += [r for r in files if r not in reasons]
+        elif part in plan.rendered.files:
             reasons.append(f"the rendered {plan.templates}/{plan.rendered.files[part][0]}")
         elif part == "uv":
             reasons.append(f"the uv version ({main.header.uv} -> {plan.uv_version})")
         else:
             reasons.append(PART_NAMES.get(part, part))
     return tuple(reasons) or ("its input hash",)
+
+
+def _changed_files(main: Lock, plan: Plan) -> list[str]:
+    """The local input files whose content differs from what ``main`` records (its
+    ``local-file`` fields), each named: ``wheels/spark/x.whl changed (sha256 ab12… -> cd34…)``,
+    ``… added``, ``… removed`` (issue 16). Empty for a lock that records none (an older one)."""
+    old = {ref.path: ref.sha256 for ref in main.header.local_files}
+    new = dict(plan.local_inputs)
+    if not old:
+        return []
+    found = []
+    for path in sorted(old.keys() | new.keys()):
+        if path not in new:
+            found.append(f"{path} {_of(plan, path, 'removed from')}")
+        elif path not in old:
+            found.append(f"{path} {_of(plan, path, 'added to')}")
+        elif old[path] != new[path]:
+            found.append(f"{path} {_of(plan, path, 'of')} changed (sha256 {old[path][:12]}… -> {new[path][:12]}…)")
+    return found
+
+
+def _of(plan: Plan, path: str, how: str) -> str:
+    """``added to the local wheel folder wheels``, ``of the local project sub``: what ``path`` is to ``plan``."""
+    import posixpath
+
+    folder = posixpath.dirname(path)
+    if folder in plan.local_files:
+        return f"{how} the local wheel folder {folder}"
+    project = next((p for p in plan.local_projects if path == p or path.startswith(p.rstrip("/") + "/")), None)
+    if project is not None:
+        return f"{how} the local project requirement {project}" if path != project else "(a local requirement)"
+    return f"{how} the local inputs"
 
 
 def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ()) -> CheckResult:
@@ -144,13 +181,48 @@ def _alias(project: Project, name: str, alias: str) -> CellCheck:
 
 
 def manifest_problem(project: Project) -> str | None:
-    """Why ``locks/manifest.json`` is not the manifest the locks give (None: it is)."""
+    """Why ``locks/manifest.json`` is not the manifest the locks give (None: it is). Every entry
+    is checked against its lock: the manifest is rebuilt from the locks, and a ``failed`` entry
+    is accepted only for a cell with no current, intact lock (issue 16: a manifest that says
+    ``failed`` over a good lock leaves installers nothing to install)."""
     path = manifest.manifest_path(project.config.locks)
     text = manifest.read(project.root / path)
     if text is None:
         return f"{path} is missing; run `lockgen all`"
+    failed = manifest.failures(text)
+    wrong = current_locks(project, failed)
+    if wrong:
+        return (
+            f"{path} records {', '.join(wrong)} as failed, but {'their locks are' if len(wrong) > 1 else 'its lock is'} "
+            "current and intact; run `lockgen all` to rewrite the manifest"
+        )
     try:
-        expected = project.manifest_text(manifest.failures(text))
+        expected = project.manifest_text(failed)
     except LockFormatError as exc:
         return str(exc)
     return None if text == expected else f"{path} does not match the locks; run `lockgen all`"
+
+
+def current_locks(
+    project: Project, names: Iterable[str], plans: Sequence[Plan] = (), root: Path | None = None
+) -> list[str]:
+    """Those of the cells ``names`` whose lock is current and intact (``lockgen check`` would
+    call it up to date) under ``root`` (default: the project's; a staged run's copy of the
+    locks), planned from ``plans`` or, for a cell not among them, planned here (a cell that
+    cannot be planned has no current lock)."""
+    from lockgen.errors import ConfigError, TemplateError
+
+    by_name = {p.cell.name: p for p in plans}
+    found = []
+    for name in sorted(set(names)):
+        plan = by_name.get(name)
+        if plan is None:
+            cell = next((c for c in project.cells if c.name == name and c.resolves), None)
+            try:
+                planned = project.plans([cell]) if cell is not None else []
+            except (ConfigError, TemplateError):
+                planned = []
+            plan = planned[0] if planned else None
+        if plan is not None and state_of(root or project.root, plan).state is CellState.UP_TO_DATE:
+            found.append(name)
+    return found

@@ -113,6 +113,11 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    if args.online or args.resolve:
+        return _check_over_time(args)
+    if args.attestations:
+        print("error: --attestations goes with --online", file=sys.stderr)
+        return 2
     from lockgen.check import check
 
     result = check(_project(args), args.cells, args.only)
@@ -125,6 +130,46 @@ def cmd_check(args: argparse.Namespace) -> int:
     if result.manifest:
         print(f"manifest: {result.manifest}")
     print("some locks are out of date; run `lockgen all`" if result.exit_code else "all locks are up to date")
+    return result.exit_code
+
+
+def _check_over_time(args: argparse.Namespace) -> int:
+    """``check --online`` (the locked files on their hosts) and/or ``check --resolve`` (the same
+    inputs resolved again into a scratch folder): docs/locks-over-time.md."""
+    from lockgen.rot.command import online_command, resolve_command
+    from lockgen.rot.online import OnlineReport
+    from lockgen.rot.reproduce import ReproReport
+
+    if args.attestations and not args.online:
+        print("error: --attestations goes with --online", file=sys.stderr)
+        return 2
+    project = _project(args)
+    reports: dict[str, OnlineReport | ReproReport] = {}
+    if args.online:
+        reports["online"] = online_command(
+            project, args.cells, args.only, mirrors=tuple(args.mirror), jobs=args.jobs, timeout=args.timeout,
+            attestations=args.attestations,
+        )  # fmt: skip
+    if args.resolve:
+        print("resolving the cells again into .lockgen/reproduce/ (locks/ is not touched) …", file=sys.stderr)
+        reports["resolve"] = resolve_command(
+            project, args.cells, args.only, mirrors=tuple(args.mirror), jobs=args.jobs, wait=args.wait
+        )
+    if args.json:
+        data = {key: report.to_dict() for key, report in reports.items()}
+        print(json.dumps(data[next(iter(data))] if len(data) == 1 else data, indent=2))
+    else:
+        for report in reports.values():
+            _print("\n".join(report.lines()))
+    return max(report.exit_code for report in reports.values())
+
+
+def cmd_bundle(args: argparse.Namespace) -> int:
+    from lockgen.rot.bundle import bundle_command
+
+    result = bundle_command(_project(args), args.cells, args.output, mirrors=tuple(args.mirror), jobs=args.jobs)
+    for line in result.lines():
+        print(line, file=sys.stderr)
     return result.exit_code
 
 
@@ -142,13 +187,16 @@ def _axis(text: str) -> tuple[str, str]:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from lockgen.install import Options, install
+    from lockgen.install import Options, install, install_bundle
 
     options = Options(
         cell=args.cell, detect=args.detect, venv=args.venv, cpu=args.cpu, python=args.python, dry_run=args.dry_run,
         installer=args.installer, mirrors=tuple(args.mirror), index_url=args.index_url, force=args.reinstall,
+        wait=args.wait,
         axes=tuple(args.axis),
     )  # fmt: skip
+    if args.from_dir is not None:  # a bundle: its own locks and manifest, no project, no network
+        return install_bundle(Path(args.from_dir), options)
     return install(_project(args), options)
 
 
@@ -263,7 +311,11 @@ def cmd_init(args: argparse.Namespace) -> int:
     root = Path(args.config) if args.config else Path.cwd()
     pythons = tuple(v.strip() for v in (args.python or "").split(",") if v.strip())
     options = Options(
-        files=tuple(args.files), indexes=tuple(args.index), pythons=pythons, exclude_newer=args.exclude_newer
+        files=tuple(args.files),
+        commands=tuple(args.commands),
+        indexes=tuple(args.index),
+        pythons=pythons,
+        exclude_newer=args.exclude_newer,
     )
     draft = scaffold(root, options)
     for line in draft.explanation:
@@ -316,7 +368,21 @@ class _Option:
 _RESOLVING = ("all", "lock", "bump")
 _SELECTING = ("all", "lock", "matrix", "check")
 _DOSSIER = ("audit", "sbom", "licenses")
-_EVERY = ("all", "lock", "matrix", "detect", "check", "diff", "bump", "install", "merge", "init", "why", *_DOSSIER)
+_EVERY = (
+    "all",
+    "lock",
+    "matrix",
+    "detect",
+    "check",
+    "diff",
+    "bump",
+    "install",
+    "merge",
+    "init",
+    "why",
+    *_DOSSIER,
+    "bundle",
+)
 _INSTALL = ("install",)
 OPTIONS = (
     _Option(("-C", "--config"), {"metavar": "PATH", "help": "config file or folder (default: nearest upward)"}, None, _EVERY),
@@ -325,16 +391,19 @@ OPTIONS = (
         ("--only",), {"action": "append", "metavar": "KEY=VALUE", "help": "select cells by os, arch, backend, python or name; repeat a key to accept several values"},
         [], _SELECTING,
     ),
-    _Option(("-j", "--jobs"), {"type": int, "metavar": "N", "help": "cells resolved at once (default: CPU cores + 1, 2 to 8)"}, None, _RESOLVING),
+    _Option(("-j", "--jobs"), {"type": int, "metavar": "N", "help": "cells resolved at once (default: CPU cores + 1, 2 to 8); check --online and bundle: requests at once (default 16, 8)"}, None, (*_RESOLVING, "check", "bundle")),
     _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
     _Option(
         ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
-        [], (*_RESOLVING, "install", "diff", *_DOSSIER),
+        [], (*_RESOLVING, "install", "diff", *_DOSSIER, "check", "bundle"),
     ),
-    _Option(("--online",), {"action": "store_true", "help": "resolve every cell online (no reuse of pages fetched in this run)"}, False, _RESOLVING),
+    _Option(
+        ("--online",), {"action": "store_true", "help": "all, lock, bump: resolve every cell online (no reuse of pages fetched in this run); check: check every locked file on its host (deleted, moved, size or hash changed)"},
+        False, (*_RESOLVING, "check"),
+    ),
     _Option(("--upgrade",), {"action": "store_true", "help": "let uv pick the newest allowed versions"}, False, _RESOLVING),
     _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),
-    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project instead of refusing"}, False, (*_RESOLVING, "merge", "audit")),
+    _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project (install: into this venv) instead of refusing"}, False, (*_RESOLVING, "merge", "audit", "check", "install")),
     _Option(("--shard",), {"metavar": "I/N", "help": "only shard I of N (1-based) of the selected cells; see lockgen merge"}, None, ("all", "matrix")),
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
     _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check", "bump", "why")),
@@ -410,6 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sbom": (cmd_sbom, "write CycloneDX 1.6 SBOMs of the locks, per cell and merged"),
         "licenses": (cmd_licenses, "list each locked package's license per cell and check the [licenses] policy"),
         "init": (cmd_init, "write a config and templates from the project's requirement files or pyproject.toml"),
+        "bundle": (cmd_bundle, "write the locked files of cells into a folder that installs with no network"),
     }
     for command, (func, text) in commands.items():
         usage = f"lockgen {command} [OPTIONS]{_ARGUMENTS.get(command, '')}"  # argparse's lists every option
@@ -430,6 +500,7 @@ _ARGUMENTS = {
     "lock": " CELL [CELL ...]", "check": " [CELL ...]", "diff": " [OLD [NEW]]", "install": " [CELL]",
     "merge": " DIR [DIR ...]", "bump": " NAME==VERSION [NAME==VERSION ...]", "why": " NAME [CELL ...]",
     "audit": " [CELL ...]", "sbom": " [CELL ...]", "licenses": " [CELL ...]", "init": " [FILE ...]",
+    "bundle": " CELL [CELL ...] -o DIR",
 }  # fmt: skip
 #: ``lockgen audit --format`` values (:data:`lockgen.dossier.auditformat.FORMATS`).
 AUDIT_FORMATS = ("text", "markdown", "json", "sarif")
@@ -443,6 +514,24 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("cells", nargs="+", metavar="CELL")
     elif command == "check":
         p.add_argument("cells", nargs="*", metavar="CELL")
+        p.add_argument(
+            "--resolve", action="store_true",
+            help="resolve every cell again into .lockgen/reproduce/ (the recorded uv and cutoff) and explain any drift",
+        )  # fmt: skip
+        p.add_argument(
+            "--attestations", action="store_true",
+            help="with --online: verify each file's PEP 740 attestations (needs lockgen[attestations])",
+        )  # fmt: skip
+        p.add_argument(
+            "--timeout", type=float, metavar="SECONDS", default=None,
+            help="with --online: the time budget of the whole check (default 600)",
+        )  # fmt: skip
+    elif command == "bundle":
+        p.add_argument("cells", nargs="+", metavar="CELL")
+        p.add_argument(
+            "-o", "--output", metavar="DIR", required=True,
+            help="the bundle folder (created; a bundle there already is added to, its files reused)",
+        )  # fmt: skip
     elif command == "diff":
         p.add_argument("old", nargs="?", metavar="OLD", help="git revision or folder (default: HEAD)")
         p.add_argument("new", nargs="?", metavar="NEW", help="git revision or folder (default: the work tree)")
@@ -457,6 +546,10 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
         )
     elif command == "install":
         p.add_argument("cell", nargs="?", metavar="CELL", help="the cell to install (or --detect)")
+        p.add_argument(
+            "--from", dest="from_dir", metavar="DIR", default=None,
+            help="install from a bundle folder (lockgen bundle): its locks and files, no network, no project",
+        )  # fmt: skip
     elif command == "merge":
         p.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
     elif command in ("audit", "sbom", "licenses"):
@@ -506,7 +599,19 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
             )
     elif command == "init":
         p.add_argument(
-            "files", nargs="*", metavar="FILE", help="requirement files (default: requirements*.txt, requirements/)"
+            "files",
+            nargs="*",
+            metavar="FILE",
+            help="requirement files (default: requirements*.txt, requirements/); FILE:os=linux,arch=aarch64 says "
+            "its platform (keys os, arch, backend)",
+        )
+        p.add_argument(
+            "--commands",
+            action="append",
+            default=[],
+            metavar="SCRIPT",
+            help="an installer script (or a file of pip install lines) whose torch install commands to read; "
+            "nothing in it runs (repeatable; SCRIPT:os=macos says its platform)",
         )
         p.add_argument(
             "--index",
@@ -598,12 +703,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except LockgenError as exc:
         if args.verbose:
-            traceback.print_exc()
+            print(redact(traceback.format_exc()), end="", file=sys.stderr)  # -v: no secret in it either
         print(f"error: {redact(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # a file lockgen must read is not usable
         if args.verbose:
-            traceback.print_exc()
+            print(redact(traceback.format_exc()), end="", file=sys.stderr)  # -v: no secret in it either
         print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
     except KeyboardInterrupt:

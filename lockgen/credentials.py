@@ -25,16 +25,17 @@ from __future__ import annotations
 
 import logging
 import re
+import shlex
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from lockgen.errors import UsageError
 
 __all__ = [
-    "ENV_PREFIX", "MASK", "Logins", "RedactFilter", "env_references", "realm", "redact", "remember", "resolve",
-    "split",
+    "ENV_PREFIX", "MASK", "Logins", "RedactFilter", "command_line", "env_references", "realm", "redact", "remember",
+    "resolve", "split",
 ]  # fmt: skip
 
 #: What a known secret becomes in text lockgen shows.
@@ -179,6 +180,13 @@ def remember(secrets: Iterable[str]) -> None:
         _known.update(s for s in secrets if s)
 
 
+def command_line(argv: Sequence[str]) -> str:
+    """``argv`` as one shell-quoted line without credentials (:func:`redact`): the one form in
+    which lockgen shows, logs or stores a command line (install's output and ``--dry-run``, ``-v``
+    logs of uv and the installers, the install record)."""
+    return redact(shlex.join(argv))
+
+
 def redact(text: str, secrets: Iterable[str] = (), realms: Iterable[str] = ()) -> str:
     """``text`` with every URL's userinfo dropped where it holds a password (masked or not), an
     environment reference or a login of ``realms``, and every secret (``secrets`` and those
@@ -209,4 +217,9 @@ class RedactFilter(logging.Filter):
         clean = redact(message)
         if clean != message:
             record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:  # a traceback logged with the record (exc_info=True)
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        record.exc_info = None
         return True

@@ -14,6 +14,8 @@ prints ``error: …`` (traceback only with ``-v``) and exits with :attr:`Lockgen
     │   └── TemplateLinesError            lines uv must not see (an index, -r)
     ├── UvMissing                         the pinned uv binary is not installed
     ├── InstallRefused                    lockgen install will not start
+    ├── InputError                        a file lockgen reads but did not write is not what
+    │                                     lockgen writes (a manifest field, a shard, a path)
     ├── CellFailed (exit 1)               a cell could not be locked; the others go on
     ├── LockFormatError (exit 1)          a file in locks/ is not a lock lockgen can read
     ├── WriteError (exit 1)               a file could not be written (lockgen.writing)
@@ -27,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 __all__ = [
-    "CellFailed", "ConfigError", "InstallFailed", "InstallRefused", "Interrupted", "LockFormatError",
+    "CellFailed", "ConfigError", "InputError", "InstallFailed", "InstallRefused", "Interrupted", "LockFormatError",
     "LockgenError", "Problem", "TemplateError", "TemplateLinesError", "UsageError", "UvMissing", "WriteError",
     "merged", "render",
 ]  # fmt: skip
@@ -203,6 +205,14 @@ class InstallRefused(LockgenError):
     """``lockgen install`` will not start: the cell does not fit this machine (another Python
     minor or interpreter arch, an older glibc or macOS, another OS), its lock files do not match
     the manifest, or no interpreter was found. Nothing was installed. Exit code 2."""
+
+
+class InputError(LockgenError):
+    """A file lockgen reads but did not just write (a manifest, a lock, a shard's files, a
+    journal) is not what lockgen writes: a field of the wrong type or shape, a path outside the
+    locks folder, a name that is not plain, a digest that does not match. Each problem names the
+    file and the field (``cells.linux-x86_64-cpu-py3.12.layers[1].lock``); nothing was acted on.
+    Exit code 2 (docs/untrusted-input.md)."""
 
 
 class InstallFailed(LockgenError):

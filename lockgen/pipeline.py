@@ -21,7 +21,7 @@ from pathlib import Path
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any
 
-from lockgen.check import state_of
+from lockgen.check import current_locks, state_of
 from lockgen.credentials import redact
 from lockgen.errors import Interrupted, LockgenError, UsageError
 from lockgen.locks import manifest, stamp, store
@@ -103,6 +103,7 @@ def _run(
     out = stage.out if stage is not None else root  # where lock files are written
     mirrors = project.mirrors(options.mirrors)
     plans = _plan_all(project, chosen, stamp_it=stage is None)
+    mirrors.refuse_shadowed(_configured_urls(plans))
     locks = project.config.locks
     # every lock is read up front only for an upgrade (its names are checked, its outcome
     # counts every cell); otherwise each cell's files are read when needed (memory flat)
@@ -118,11 +119,17 @@ def _run(
         touched = [p.cell.name for p, _ in todo]
         with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
             old = Path(tmp, "old")
-            copy_cells(root / locks, touched, old)  # the touched cells' files before the run
+            copied = copy_cells(root / locks, touched, old)  # the touched cells' files before the run
             failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out))
             held = _holders(project, [p for p, _ in todo], mirrors) if options.uv.upgrade_packages else None
             run.report, run.changes = run_report(
-                out / locks, locks, before, old, touched, options.uv.upgrade_packages, None if run.interrupted else held
+                out / locks,
+                locks,
+                before,
+                old if copied else None,
+                touched,
+                options.uv.upgrade_packages,
+                None if run.interrupted else held,
             )
         for prefix in mirrors.never_used() if not run.interrupted else ():
             log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
@@ -130,7 +137,7 @@ def _run(
     run.results.sort(key=lambda r: order.get(r.name, len(order)))
     if not names and not only and options.shard is None and not run.interrupted:
         _remove_orphans(project, run, reporter, out)
-    _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], out, mirrors)
+    _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], out, mirrors, plans)
     reporter.finish(run)
     return run
 
@@ -167,13 +174,18 @@ def _plan_all(project: Project, chosen: Sequence[Cell], stamp_it: bool = True) -
     """Plans of the ``chosen`` cells; all cells when they plan, to refresh the no-op stamp
     (unless not ``stamp_it``: a staged run plans files that are not on disk). A problem in a
     cell that was not chosen (a template error, or a per-cell config problem such as a
-    placeholder that cell lacks) does not stop locking the chosen ones."""
+    placeholder that cell lacks) does not stop locking the chosen ones. The digests of local
+    inputs hashed meanwhile are kept for the next run (:mod:`lockgen.plan.content`)."""
     from lockgen.errors import ConfigError, TemplateError
+    from lockgen.plan.content import Digests
 
+    digests = Digests(project.root)
     try:
-        everything = project.plans(project.cells)
+        everything = project.plans(project.cells, digests)
     except (TemplateError, ConfigError):
-        return project.plans(chosen)  # report only the selected cells' problems
+        return project.plans(chosen, digests)  # report only the selected cells' problems
+    finally:
+        digests.save()
     names = {c.name for c in chosen}
     if not stamp_it:
         return [p for p in everything if p.cell.name in names]
@@ -182,10 +194,24 @@ def _plan_all(project: Project, chosen: Sequence[Cell], stamp_it: bool = True) -
         {s.local for s in config.sources.values() if s.local} | {f for p in everything for f in p.local_files}
     )
     files = sorted({f for p in everything for f in p.read_files} | project.read_files())  # issue 9
-    key = stamp.key(project.root, config.source, config.templates, folders, files=files)
+    key = stamp.key(project.root, config.source, config.templates, folders, files=files, digests=digests)
+    digests.save()
     memo = stamp.Memo(config.locks, project.rows(everything), project.detect_rules())
     stamp.write(project.root, key, config.templates, memo, folders, files)
     return [p for p in everything if p.cell.name in names]
+
+
+def _configured_urls(plans: Sequence[Plan]) -> dict[str, str]:
+    """Every canonical URL the plans' config names, and what names it (for messages)."""
+    named: dict[str, str] = {}
+    for plan in plans:
+        named.setdefault(plan.index_url, "index-url")
+        for link in plan.find_links:
+            named.setdefault(link, "find-links")
+        for source in plan.sources:
+            for url in source.urls:
+                named[url] = f"source {source.name!r}"
+    return {url: what for url, what in named.items() if url}
 
 
 def _stale(
@@ -258,6 +284,7 @@ def _resolve_all(
     no cell waits for another."""
     from lockgen.resolve import freshness
     from lockgen.resolve.cellrun import CellRun, committed
+    from lockgen.resolve.provenance import Provenance
 
     failed: dict[str, str] = {}
     if not todo:
@@ -269,13 +296,14 @@ def _resolve_all(
     locked, builds = committed(project.root, plans)
     fresh = None if options.online else freshness.start(plans, mirrors, locked)
     states = {p.cell.name: s for p, s in todo}
+    provenance = Provenance(project.root, mirrors)  # publishers (PEP 740): shared by the cells
 
     def work(plan: Plan) -> CellResult:
         if runner.stopped.is_set():  # taken from the queue as the run was interrupted
             return CellResult(plan.cell.name, CellState.INTERRUPTED, message="not started")
         cell_run = CellRun(
             project.root, plan, uv_options, mirrors, runner, project.config.source, builds,
-            locked=locked.get(plan.cell.name), reach=reach, verified=verified,
+            locked=locked.get(plan.cell.name), reach=reach, verified=verified, provenance=provenance,
         )  # fmt: skip
         return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter, out)
 
@@ -295,6 +323,7 @@ def _resolve_all(
     finally:
         if fresh is not None:
             fresh.close()
+        provenance.close()
     return failed
 
 
@@ -416,10 +445,15 @@ def _write_manifest(
     cells: Sequence[str] = (),
     out: Path | None = None,
     mirrors: Mirrors | None = None,
+    plans: Sequence[Plan] = (),
 ) -> None:
     """Write the manifest under ``out`` (default: the project root; a shard run: the shard
     manifest of its ``cells``); a failure to write it is reported, not raised: every cell's
-    result is still printed (issue 8)."""
+    result is still printed (issue 8).
+
+    The manifest describes the locks, not the run (issue 16): a cell whose lock is current and
+    intact stays ``locked`` though this run failed to re-resolve it (a network blip under
+    ``--force``); ``failed`` is for a cell without such a lock. The run still fails and says so."""
     from lockgen.locks.shard import shard_manifest_text
 
     where = manifest.manifest_path(project.config.locks)
@@ -427,14 +461,21 @@ def _write_manifest(
     path = out / where
     previous = manifest.failures(manifest.read(path))
     kept = {name: why for name, why in previous.items() if name not in {r.name for r in run.results} or name in failed}
+    recorded = {**kept, **failed}
+    current = set(current_locks(project, recorded, plans, root=out))
+    if current & set(failed):
+        kept_cells = sorted(current & set(failed))
+        run.report.append(
+            f"kept: {', '.join(kept_cells)} failed to re-resolve, but {'their locks are' if len(kept_cells) > 1 else 'its lock is'} "
+            "current and intact: the manifest lists them as locked, installable as before"
+        )
+    recorded = {name: why for name, why in recorded.items() if name not in current}
     try:
         if shard is not None:
             coverage = _coverage(project, mirrors, run, cells, root=out)
-            store.write_text(path, shard_manifest_text(project, cells, {**kept, **failed}, shard, coverage), where)
+            store.write_text(path, shard_manifest_text(project, cells, recorded, shard, coverage), where)
             return
-        store.write_text(
-            path, project.manifest_text({**kept, **failed}, out, _coverage(project, mirrors, run, root=out)), where
-        )
+        store.write_text(path, project.manifest_text(recorded, out, _coverage(project, mirrors, run, root=out)), where)
     except LockgenError as exc:
         run.manifest_error = str(exc)
 
@@ -454,7 +495,7 @@ def _coverage(
         return None
     from lockgen.wheels.reading import Reader
 
-    with Reader(project.root, mirrors.fetch_url, mirrors.canonical) as reader:
+    with Reader(project.root, mirrors) as reader:
 
         def read(wheels: Sequence[Any]) -> Any:
             done = reader(wheels)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rich.live import Live
     from rich.table import Table
 
-__all__ = ["LiveReporter", "PlainReporter", "failure_groups", "print_summary"]
+__all__ = ["LiveReporter", "PlainReporter", "cells_named", "failure_groups", "print_summary"]
 
 _STYLE = {
     CellState.FAILED: "red", CellState.INTERRUPTED: "red", CellState.LOCKED: "green", CellState.UNCHANGED: "green",
@@ -102,6 +102,15 @@ def failure_groups(results: Sequence[CellResult]) -> list[tuple[list[str], str]]
     return [(cells, text) for text, cells in groups.items()]
 
 
+def cells_named(cells: Sequence[str], total: int) -> str:
+    """``cell a``, ``cells a, b`` or, when they are every one of the run's ``total`` cells (more
+    than one), ``all 8 cells`` (issue 16: a cause shared by every cell is said once, without a
+    list nobody reads)."""
+    if len(cells) > 1 and len(cells) == total:
+        return f"all {total} cells"
+    return f"cell{'s' if len(cells) > 1 else ''} {', '.join(cells)}"
+
+
 def print_summary(run: RunResult, stream: TextIO) -> None:
     """The summary table (cell, status, time), each failure's explanation, then the counts.
 
@@ -113,8 +122,9 @@ def print_summary(run: RunResult, stream: TextIO) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]}".rstrip(), file=stream)
+    total = sum(1 for r in run.results if r.state is not CellState.REMOVED)
     for cells, text in failure_groups(run.results):
-        print(f"error: cell{'s' if len(cells) > 1 else ''} {', '.join(cells)}: {text}", file=stream)
+        print(f"error: {cells_named(cells, total)}: {text}", file=stream)
     if run.manifest_error:
         print(f"error: {run.manifest_error}", file=stream)
     for line in run.report:

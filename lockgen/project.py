@@ -21,6 +21,7 @@ from lockgen.plan.mirror import Mirrors
 from lockgen.plan.target import Target, target_for
 
 if TYPE_CHECKING:
+    from lockgen.plan.content import Digests
     from lockgen.plan.plan import Plan
 
 __all__ = ["Project", "detect_problems", "requires"]
@@ -54,15 +55,19 @@ class Project:
     def cell(self, name: str) -> Cell:
         return next(c for c in self.cells if c.name == name)
 
-    def plans(self, cells: Sequence[Cell]) -> list[Plan]:
-        """Render and plan every resolved (not skipped, not alias) cell in ``cells``.
+    def plans(self, cells: Sequence[Cell], digests: Digests | None = None) -> list[Plan]:
+        """Render and plan every resolved (not skipped, not alias) cell in ``cells``; local
+        inputs by content through ``digests`` (default: a read-only cache of their sha256,
+        :mod:`lockgen.plan.content`).
 
         Raises :class:`TemplateError` listing every template problem found, each once with the
         cells it occurs in."""
+        from lockgen.plan.content import Digests
         from lockgen.plan.plan import make_plan
         from lockgen.plan.render import environment
         from lockgen.uvbin import uv_version
 
+        digests = digests if digests is not None else Digests(self.root)
         env = environment(self.config, self.template_overlay())
         version = uv_version()
         plans: list[Plan] = []
@@ -72,7 +77,7 @@ class Project:
             if not cell.resolves:
                 continue
             try:
-                plans.append(make_plan(self.config, env, cell, target_for(cell), version))
+                plans.append(make_plan(self.config, env, cell, target_for(cell), version, digests))
             except ConfigError as exc:
                 config_problems += [p.in_cell(cell.name) for p in exc.problems]
             except TemplateError as exc:

@@ -30,6 +30,7 @@ _HINTS = {
     errno.ENOTDIR: "a file stands where a folder of that path should be; move it away",
     errno.EISDIR: "a folder stands where the file should be; move it away",
     errno.ENAMETOOLONG: "the path is too long; move the project to a shorter path",
+    errno.EFBIG: "the file is larger than this process may write (a file-size limit: `ulimit -f`); raise the limit, then run again",
 }
 
 

@@ -36,6 +36,7 @@ def test_the_action_is_composite_with_the_inputs_the_docs_name():
         "args",
         "python-version",
         "lockgen-version",
+        "extras",
         "working-directory",
         "output",
     }

@@ -241,13 +241,24 @@ def test_detect_routes_an_extra_axis_by_rules_or_by_hand(tmp_path, monkeypatch):
     from lockgen import select
     from lockgen.detect import detect_manifest
     from lockgen.errors import InstallRefused
+    from lockgen.locks import manifestfile
 
     manifest = detect_manifest(Project.load(tmp_path))
     manifest["detect"].pop("axes")
     gpu = select.Gpu("NVIDIA GPU", "24564 MiB", "580.65.06", 8.6)
     facts = select.Facts(os="linux", arch="x86_64", interpreter="x86_64", nvidia=True, cuda="13.0", gpus=(gpu,))
     monkeypatch.setattr(select, "gather", lambda *args, **kwargs: facts)
+    typed = manifestfile.Manifest(  # the cells as install's typed reader gives them; the selector reads ``data``
+        format=manifest["format"], data=manifest,
+        cells={
+            name: manifestfile.CellEntry(
+                name=name, os=e["os"], arch=e["arch"], backend=e["backend"], python=e["python"], status="locked",
+                requires=manifestfile.Requires(python=e["python"], interpreter=e["arch"]),
+            )
+            for name, e in manifest["cells"].items()
+        },
+    )  # fmt: skip
     with pytest.raises(InstallRefused, match=r"differ by profile \(legacy, modern\): pass --axis profile=VALUE"):
-        choose(manifest, None, True, "3.12", False)
-    name, _, _, _ = choose(manifest, None, True, "3.12", False, axes={"profile": "legacy"})
-    assert name == "linux-x86_64-cu130-py3.12-legacy"
+        choose(typed, None, True, "3.12", False)
+    entry, _, _ = choose(typed, None, True, "3.12", False, axes={"profile": "legacy"})
+    assert entry.name == "linux-x86_64-cu130-py3.12-legacy"

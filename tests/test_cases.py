@@ -139,7 +139,8 @@ def test_c04_artifacts_without_hashes_are_hashed(tmp_path, hosts):
     flat = backend.flat_page(
         "flat", [backend.wheel("flat", "pkg", "1.0+cpu"), backend.wheel("flat", "torch", "2.13.0+cpu")], hashed=False
     )
-    extra = f'find-links = {{ flat = "{flat}" }}'
+    # configured by its canonical URL: the mirror of https://backend.example maps the loopback host's root
+    extra = f'find-links = {{ flat = "{flat.replace(backend.url, "https://backend.example")}" }}'
     root = project(tmp_path / "p", pypi, backend, "plain\npkg\ntorch\n", extra=extra, use=False)
     run_ok("all", "-C", str(root))
     lines = lock_of(root).splitlines()
@@ -185,7 +186,7 @@ def test_c10_relative_folders_and_odd_links(tmp_path, hosts):
         pypi,
         backend,
         "pkg\ntorch\nlocalonly\n",
-        extra=f'find-links = {{ page = "{page}", local = "wheels" }}',
+        extra=f'find-links = {{ page = "{page.replace(backend.url, "https://backend.example")}", local = "wheels" }}',
         use=False,
     )
     make_wheel(root / "wheels", "Localonly", "1.0+cpu")

@@ -186,7 +186,10 @@ def test_old_format_locks_group_into_one_line(tmp_path: Path) -> None:
     for cell in (A, B, C):
         (old / f"{cell}.txt").write_text((old / f"{cell}.txt").read_text().replace("# kind: main\n", ""))
     groups = group(diff(LockSet.from_folder(old), LockSet.from_folder(write_locks(tmp_path / "new", base_cells()))))
-    assert render_text(groups) == "the old main lock could not be read: the header has no 'kind' field (3 of 3 cells)\n"
+    assert render_text(groups) == (
+        "the old main lock could not be read: written by an older lockgen (lock format 1, before layers: its header "
+        "has no 'kind'); re-lock the cell with this lockgen (lockgen all) (3 of 3 cells)\n"
+    )
 
 
 def test_an_older_lockgen_format_says_so(tmp_path: Path) -> None:
@@ -204,8 +207,8 @@ def test_an_older_lockgen_format_says_so(tmp_path: Path) -> None:
         path.write_text(f"{head}\n# {DIGEST}: {text_sha256(text)}\n\n{body}")
     groups = group(diff(LockSet.from_folder(old), LockSet.from_folder(write_locks(tmp_path / "new", base_cells()))))
     assert render_text(groups) == (
-        "the old main lock could not be read: written by an older lockgen, in a lock format this one does not read "
-        "(the header has no 'kind' field); re-lock it with lockgen all (3 of 3 cells)\n"
+        "the old main lock could not be read: written by an older lockgen (lock format 1, before layers: its header "
+        "has no 'kind'); re-lock the cell with this lockgen (lockgen all) (3 of 3 cells)\n"
     )
 
 
@@ -520,3 +523,36 @@ def test_a_project_without_its_locks_folder_is_an_error(tmp_path: Path) -> None:
     locks = write_locks(tmp_path / "other", base_cells())
     with pytest.raises(UsageError, match=r"proj/locks: does not exist"):
         diff_command(tmp_path, "locks", str(project), str(locks), "text", exit_code=False)
+
+
+def _moved(tmp_path: Path, old: Pin, new: Pin) -> set[Row]:
+    """The changes when every cell's numpy moves from ``old`` to ``new``."""
+    before, after = base_cells(), base_cells()
+    for cell in before.values():
+        cell.pins["numpy"] = old
+    for cell in after.values():
+        cell.pins["numpy"] = new
+    a, b = write_locks(tmp_path / "old", before), write_locks(tmp_path / "new", after)
+    return rows(group(diff(LockSet.from_folder(a), LockSet.from_folder(b))))
+
+
+def test_a_version_move_between_two_repositories_of_one_host_is_a_source_change(tmp_path: Path) -> None:
+    """Issue 16: Artifactory serves many repositories from one host; a package that moved from the
+    pytorch repository to the PyPI one while its version moved is a change of source (the host
+    alone did not change)."""
+    art = "https://art.example/api/pypi/{repo}/packages/{{digest}}"
+    assert _moved(
+        tmp_path, Pin("2.4.5", where=art.format(repo="pytorch")), Pin("2.4.6", where=art.format(repo="pypi"))
+    ) == {
+        ("numpy", "upgrade", "2.4.5", "2.4.6", "main", False, 3, 3),
+        ("numpy", "source", "art.example/api/pypi/pytorch/packages", "art.example/api/pypi/pypi/packages", "main", False, 3, 3),
+    }  # fmt: skip
+
+
+def test_a_release_folder_named_after_the_version_moves_with_it(tmp_path: Path) -> None:
+    releases = "https://github.com/x/np/releases/download/v{version}"
+    old, new = (
+        Pin("2.4.5", where=releases.format(version="2.4.5")),
+        Pin("2.4.6", where=releases.format(version="2.4.6")),
+    )
+    assert _moved(tmp_path, old, new) == {("numpy", "upgrade", "2.4.5", "2.4.6", "main", False, 3, 3)}

@@ -11,98 +11,31 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
-from packaging.markers import Marker
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockgen.scaffold import Options, scaffold, write
-from lockgen.scaffold.inference import _marker_env, backend_label
+from lockgen.scaffold import Options, discover, scaffold, write
+from lockgen.scaffold.inference import backend_label
 from tests.conftest import locked_versions, run_cli, run_ok
+from tests.initworld import TORCH, file_requirements, serve
 
 DATA = Path(__file__).parent / "data" / "realworld"
-TIME = "2026-01-01T00:00:00Z"
-TORCH = {"torch", "torchvision", "torchaudio"}
-
-
-def requirements(path: Path) -> list[tuple[str, str, Marker | None, str | None]]:
-    """``(name, specifier, marker, url)`` of every requirement of a file (``-r`` followed), read
-    here with ``packaging`` alone, independently of lockgen's reader."""
-    found = []
-    for raw in path.read_text().splitlines():
-        line = raw.split(" #")[0].strip() if not raw.lstrip().startswith("#") else ""
-        if not line:
-            continue
-        if line.startswith("-r"):
-            found += requirements(path.parent / line[2:].strip())
-            continue
-        if line.startswith("-"):
-            continue
-        try:
-            req = Requirement(line)
-            found.append((canonicalize_name(req.name), str(req.specifier), req.marker, req.url))
-        except InvalidRequirement:
-            url, _, marker = line.partition(";")
-            name = parse_wheel_filename(unquote(PurePosixPath(urlsplit(url.strip()).path).name))[0]
-            found.append((name, "", Marker(marker) if marker.strip() else None, url.strip()))
-    return found
-
-
-def pick(specifier: str) -> str:
-    """A version the specifier allows."""
-    from packaging.specifiers import SpecifierSet
-
-    spec = SpecifierSet(specifier)
-    candidates = [s.version.removesuffix(".*") for s in spec] + ["1.0", "0.1", "99.0"]
-    return next(c for c in candidates if spec.contains(c, prereleases=True))
-
-
-def world(root: Path, fake_host, indexes: dict[str, str]) -> list[str]:
-    """Fake PyPI, download.pytorch.org (``indexes``: label -> URL) and GitHub for every
-    requirement under ``root``; returns the ``--mirror`` arguments."""
-    pypi, pytorch, github = fake_host("pypi"), fake_host("pytorch"), fake_host("github")
-    files = []
-    for path in root.rglob("*.txt"):
-        for name, spec, _, url in requirements(path):
-            if url:
-                filename = unquote(PurePosixPath(urlsplit(url).path).name)
-                _, version, _, tags = parse_wheel_filename(filename)
-                folder = PurePosixPath(urlsplit(url).path).parent.as_posix().lstrip("/")
-                tag = "-".join(
-                    ".".join(sorted({getattr(t, a) for t in tags})) for a in ("interpreter", "abi", "platform")
-                )
-                built = github.wheel(folder, name, str(version), tag)
-                built.rename(built.parent / filename)
-                continue
-            files.append(pypi.wheel("files", name, pick(spec)))
-            if name in TORCH:
-                for label in indexes:
-                    pytorch.wheel(f"whl/{label}/files", name, f"{pick(spec)}+{label}")
-    pypi.index_page("simple", files, upload_time=TIME)
-    for label in indexes:
-        wheels = sorted((pytorch.root / "whl" / label / "files").glob("*.whl"))
-        pytorch.index_page(f"whl/{label}", wheels)
-    return [
-        arg
-        for m in (f"https://pypi.org/simple={pypi.url}/simple", f"https://files.pythonhosted.org={pypi.url}/files",
-                  f"https://download.pytorch.org={pytorch.url}", f"https://github.com={github.url}")
-        for arg in ("--mirror", m)
-    ]  # fmt: skip
 
 
 def expected(path: Path, cell: tuple[str, ...], python: str) -> set[str]:
-    env = _marker_env(cell[0], cell[1], python)
-    return {name for name, _, marker, _ in requirements(path) if marker is None or marker.evaluate(env)}
+    return {w.name for w in file_requirements(path) if w.holds(cell[0], cell[1], python)}
 
 
-def init_and_lock(tmp_path, fake_host, name: str, python: str, indexes: tuple[str, ...] = ()) -> None:
+def init_and_lock(tmp_path, fake_host, name: str, python: str, indexes: tuple[str, ...] = (),
+                  files: tuple[str, ...] = ()) -> None:  # fmt: skip
     root = tmp_path / name
     shutil.copytree(DATA / name, root)
-    draft = scaffold(root, Options(pythons=(python,), exclude_newer="2026-11-25", indexes=indexes))
+    draft = scaffold(root, Options(files=files, pythons=(python,), exclude_newer="2026-11-25", indexes=indexes))
     write(root, draft)
-    mirrors = world(root, fake_host, {backend_label(u) or "": u for u in indexes})
+    paths = {PurePosixPath(p.split(":")[0]) for p in files} or {PurePosixPath(p) for p in discover(root)}
+    wanted = [w for path in paths for w in file_requirements(root / path)]
+    mirrors = serve(wanted, fake_host, [urlsplit(u).path.strip("/") for u in indexes])
     rows = json.loads(run_ok("matrix", "--json", "-C", str(root)).out)
     run_ok("all", "-C", str(root), *mirrors)
     by_values = {tuple(row[a] for a in ("os", "arch", "backend", "variant") if a in row): row for row in rows}
@@ -132,12 +65,15 @@ def test_comfyui_with_backend_indexes_locks_what_its_file_names(tmp_path, fake_h
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("name", "python"),
-    [("ai-toolkit", "3.12"), ("text-generation-webui", "3.13"), ("sdnext", "3.12"),
-     ("stable-diffusion-webui-forge", "3.12"), ("Fooocus", "3.12")],
+    ("name", "python", "files"),
+    [("ai-toolkit", "3.12", ()), ("text-generation-webui", "3.13", ()), ("sdnext", "3.12", ()),
+     ("stable-diffusion-webui-forge", "3.12", ()), ("Fooocus", "3.12", ()),
+     # ai-toolkit's DGX OS set is for linux aarch64, its Spark set for Windows on ARM (item 3)
+     ("ai-toolkit", "3.12", ("requirements.txt", "dgx_requirements.txt:os=linux,arch=aarch64",
+                             "spark_requirements.txt:os=windows,arch=aarch64"))],
 )  # fmt: skip
-def test_real_requirement_sets_lock_what_their_files_name(tmp_path, fake_host, name, python):
-    init_and_lock(tmp_path, fake_host, name, python)
+def test_real_requirement_sets_lock_what_their_files_name(tmp_path, fake_host, name, python, files):
+    init_and_lock(tmp_path, fake_host, name, python, files=files)
 
 
 # -- what init writes and says (no uv) --------------------------------------------------------------
@@ -228,3 +164,113 @@ def test_project_dependencies_alone_give_a_working_config(tmp_path):
 )  # fmt: skip
 def test_backend_label_of_an_index_url(url, label):
     assert backend_label(url) == label
+
+
+# -- what a file is for: its name, or what the user says (item 3) -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "platforms", "backend"),
+    [("requirements_arm64.txt", [("linux", "aarch64")], None),
+     ("requirements_aarch64.txt", [("linux", "aarch64")], None),
+     ("requirements_mac.txt", [("macos", "aarch64")], None),
+     ("requirements_macos.txt", [("macos", "aarch64")], None),
+     ("requirements_win.txt", [("windows", "x86_64")], None),
+     ("requirements_win_arm64.txt", [("windows", "aarch64")], None),
+     ("requirements_apple_intel.txt", [("macos", "x86_64")], None),
+     ("requirements_amd.txt", None, "rocm"),
+     ("requirements_rocm.txt", None, "rocm"),
+     ("requirements_cpu.txt", None, "cpu"),
+     ("requirements_cuda.txt", None, "cuda"),
+     ("requirements_cu128.txt", None, "cu128"),
+     ("requirements-cuda131.txt", None, "cu131"),
+     ("requirements_amd64.txt", [("linux", "x86_64")], None),  # amd64 is an arch, not AMD's GPUs
+     ("jetson_requirements.txt", [("linux", "aarch64")], None),
+     ("requirements_gh200.txt", [("linux", "aarch64")], None),
+     ("dgx_requirements.txt", None, None)],  # DGX machines are x86_64 or aarch64: the user says which
+)  # fmt: skip
+def test_name_parts_say_platform_and_backend(name, platforms, backend):
+    from lockgen.scaffold.inference import infer
+    from lockgen.scaffold.reading import ReqFile
+
+    facts = infer(ReqFile(path=name, lines=()), ["3.12"], ())
+    assert facts.platforms == (tuple(platforms) if platforms else None)
+    assert facts.backends == ((backend,) if backend else ())
+
+
+def test_the_user_says_a_files_platform(tmp_path):
+    """ai-toolkit's dgx_requirements.txt is for DGX OS on aarch64 and spark_requirements.txt for
+    Windows on ARM: nothing in their names says so unambiguously, so init defaults them and
+    says how to correct it; FILE:os=…,arch=… says it."""
+    root = tmp_path / "ai-toolkit"
+    shutil.copytree(DATA / "ai-toolkit", root)
+    run = run_cli("init", "--dry-run", "-C", str(root), "--python", "3.12")
+    assert (
+        "dgx_requirements.txt: platforms linux x86_64, windows x86_64, macos aarch64: nothing in it names one; "
+        in run.err
+    )
+    assert "say it: lockgen init 'dgx_requirements.txt:os=linux,arch=aarch64'" in run.err
+    run = run_cli("init", "-C", str(root), "--python", "3.12", "dgx_requirements.txt:os=linux,arch=aarch64",
+                  "spark_requirements.txt:os=windows,arch=arm64", "requirements.txt")  # fmt: skip
+    assert run.code == 0, run.err
+    assert (
+        "dgx_requirements.txt: platforms linux aarch64: given as dgx_requirements.txt:os=linux,arch=aarch64" in run.err
+    )
+    rows = json.loads(run_ok("matrix", "--json", "-C", str(root)).out)
+    assert sorted(r["name"] for r in rows) == sorted(
+        ["linux-aarch64-cpu-py3.12", "windows-aarch64-cpu-py3.12", "linux-x86_64-cpu-py3.12",
+         "windows-x86_64-cpu-py3.12", "macos-aarch64-mps-py3.12"]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argument", "error"),
+    [("reqs.txt:os=beos", "os 'beos': use linux, windows or macos"),
+     ("reqs.txt:arch=sparc", "arch 'sparc': use x86_64 or aarch64"),
+     ("reqs.txt:gpu=nvidia", "say a file's platform as FILE:os=linux,arch=aarch64"),
+     ("missing.txt", "missing.txt: no such file")],
+)  # fmt: skip
+def test_a_bad_platform_spec_is_a_usage_error(tmp_path, argument, error):
+    (tmp_path / "reqs.txt").write_text("numpy\n")
+    run = run_cli("init", "--dry-run", "-C", str(tmp_path), argument)
+    assert run.code == 2 and error in run.err, run.err
+
+
+def test_a_given_backend_and_several_oses(tmp_path):
+    (tmp_path / "reqs.txt").write_text("--extra-index-url https://download.pytorch.org/whl/cu126\ntorch\n")
+    draft = scaffold(tmp_path, Options(files=("reqs.txt:os=linux,os=windows,backend=cu126",), pythons=("3.12",)))
+    assert draft.cells["reqs.txt"] == (("linux", "x86_64", "cu126"), ("windows", "x86_64", "cu126"))
+    assert 'index = "https://download.pytorch.org/whl/{flavor}"' in draft.files["lockgen.toml"]
+
+
+# -- constraints files (item 4) ---------------------------------------------------------------------
+
+
+def test_constraints_files_become_the_constraints_template(tmp_path):
+    """-c lines (in a file or one it includes) are the constraints template: the top-level
+    setting when every file reads the same, a rule's otherwise; the constraints file is no
+    variant of its own."""
+    root = project(tmp_path, {
+        "requirements/common.txt": "-c constraints.txt\npillow\n",
+        "requirements/constraints.txt": "numpy<2  # old ABI\nurllib3!=2.0.0\n",
+        "requirements/cuda.txt": "-r common.txt\ntorch\n",
+        "requirements/cpu.txt": "-r common.txt\n-c ../pins-cpu.txt\ntorch\n",
+        "pins-cpu.txt": "torch<2.8\n",
+    })  # fmt: skip
+    run = run_cli("init", "-C", str(root), "--python", "3.12", "requirements/cuda.txt", "requirements/cpu.txt",
+                  "--exclude-newer", "2026-11-25")  # fmt: skip
+    assert run.code == 0, run.err
+    assert (
+        "requirements/cpu.txt: -c requirements/constraints.txt, pins-cpu.txt: its lines are the constraints" in run.err
+    )
+    templates = root / "templates"
+    assert (templates / "requirements-constraints.txt.j2").read_text().endswith("numpy<2\nurllib3!=2.0.0\n")
+    assert (templates / "pins-cpu.txt.j2").read_text().endswith("torch<2.8\n")
+    from lockgen.project import Project
+
+    loaded = Project.load(root)
+    rendered = {p.cell.name: p.rendered.files for p in loaded.plans(loaded.cells)}
+    cpu, cuda = rendered["linux-x86_64-cpu-py3.12"], rendered["linux-x86_64-cuda-py3.12"]
+    assert cpu["constraints"][1].split() == ["numpy<2", "urllib3!=2.0.0", "torch<2.8"]
+    assert cuda["constraints"][1].split() == ["numpy<2", "urllib3!=2.0.0"]
+    assert "numpy" not in cpu["requirements"][1]

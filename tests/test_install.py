@@ -20,6 +20,7 @@ from lockgen.install import host_problems, installed_problems, map_sources, step
 from lockgen.install.checks import SEED
 from lockgen.install.venv import Venv, base_env
 from lockgen.locks.lock import Entry
+from lockgen.locks.manifestfile import CellEntry, Requires
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve import uv
 from tests.conftest import run_cli, run_ok, write_project
@@ -296,6 +297,18 @@ def test_detect_picks_the_cell_from_the_manifest(locked, tmp_path, monkeypatch):
     assert not (tmp_path / "v").exists()
 
 
+def cell_entry(data: dict) -> CellEntry:
+    """A manifest entry from the few fields a test gives (the rest as lockgen writes them)."""
+    arch, requires = data.get("arch", "x86_64"), data.get("requires", {})
+    return CellEntry(
+        name="c", os=data["os"], arch=arch, backend="cpu", python="3.12", status=data.get("status", "locked"),
+        requires=Requires(
+            python="3.12", interpreter=requires.get("interpreter", arch), glibc=requires.get("glibc"),
+            macos=requires.get("macos"),
+        ),
+    )  # fmt: skip
+
+
 def _entry(version: str | None, layer: str = "main") -> tuple[str | None, Entry, str]:
     from packaging.utils import canonicalize_name
 
@@ -351,7 +364,7 @@ def test_installed_problems(expected, have, allowed, problem):
     ids=["glibc-new", "glibc-old", "musl", "macos-old", "macos-new", "other-os"],
 )
 def test_host_problems(entry, os_name, glibc, macos, problem):
-    problems = host_problems(entry, os_name, glibc, macos)
+    problems = host_problems(cell_entry(entry), os_name, glibc, macos)
     assert (problem in problems[0]) if problem else problems == []
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -21,6 +22,7 @@ from lockgen.install.venv import Venv, base_env, pip_network_options
 from lockgen.resolve import uv
 from tests.conftest import run_cli, write_project
 from tests.fakehost import FakeHost
+from tests.test_install import cell_entry
 
 HOST = f"{sys.version_info.major}.{sys.version_info.minor}"
 OTHER = "3.13" if HOST == "3.12" else "3.12"  # a minor this machine need not have
@@ -181,7 +183,10 @@ def test_a_cell_for_another_host_arch_is_refused(world, tmp_path):
     subprocess.run(["cp", "-r", str(root), str(copy)], check=True)
     path = copy / "locks" / "manifest.json"
     manifest = json.loads(path.read_text())
-    manifest["cells"]["linux-aarch64-cpu-py" + HOST] = {**manifest["cells"][CELL], "arch": "aarch64"}
+    arm = f"linux-aarch64-cpu-py{HOST}"  # the same lock files, at the arm cell's paths (where lockgen writes them)
+    manifest["cells"][arm] = {**json.loads(json.dumps(manifest["cells"][CELL]).replace(CELL, arm)), "arch": "aarch64"}
+    shutil.copyfile(copy / "locks" / f"{CELL}.txt", copy / "locks" / f"{arm}.txt")
+    shutil.copytree(copy / "locks" / CELL, copy / "locks" / arm)
     path.write_text(json.dumps(manifest))
     run = run_cli("install", f"linux-aarch64-cpu-py{HOST}", "-C", str(copy), "--venv", str(tmp_path / "v"), *mirror)
     assert run.code == 2
@@ -229,14 +234,13 @@ WINDOWS_ALIAS = {"os": "windows", "arch": "aarch64", "status": "alias", "require
     ids=["other-arch", "same-arch", "alias-x64-pc", "alias-arm-pc", "windows-arm-x64-cell", "linux-alias", "linux-no-emulation"],
 )  # fmt: skip
 def test_host_arch(entry, os_name, arch, problem):
-    problems = host_problems(entry, os_name, "2.39", None, arch=arch)
+    problems = host_problems(cell_entry(entry), os_name, "2.39", None, arch=arch)
     assert (problem in problems[0]) if problem else problems == []
 
 
 def test_a_rollback_reinstalls_from_main_index_and_every_earlier_find_links():
-    main = ["uv", "pip", "sync", "--index-url", "https://i/simple", "--find-links", "https://a/", "locks/c.txt"]
-    layer = ["uv", "pip", "install", "--index-url", "https://i/simple", "--find-links", "https://a/",
-             "--find-links", "wheels/b", "-r", "locks/c/optional-x.txt"]  # fmt: skip
+    main = ("https://i/simple", ("https://a/",))
+    layer = ("https://i/simple", ("https://a/", "wheels/b"))
     assert restore_sources([main, layer]) == ["--index-url", "https://i/simple", "--find-links", "https://a/",
                                               "--find-links", "wheels/b"]  # fmt: skip
 

@@ -223,7 +223,7 @@ def test_a_pinned_version_the_index_lacks_names_the_pins(tmp_path, index):
     run = run_cli("all", "-C", str(root))
     assert run.code == 1
     assert "there is no version of alpha==9.9" in run.err
-    assert "lockgen: alpha==9.9 is the version the pins give alpha (the pins table of pyproject.toml" in run.err
+    assert "lockgen: alpha==9.9 is the version the pins give alpha (pins.alpha in pyproject.toml" in run.err
 
 
 def test_pin_bump_changes_only_what_it_must(tmp_path, index):

@@ -324,8 +324,8 @@ def test_c25_a_dependency_named_for_an_index_is_pinned_only_where_required(tmp_p
     run = run_cli("all", "-C", str(root), *mirrors(pypi, github, backend))
     assert run.code == 1
     assert (
-        "xformers 0.0.30: source 'pytorch' serves it for this cell, but it came from https://files.pythonhosted.org/"
-        in run.err
+        "xformers 0.0.30: source 'pytorch' (https://download.pytorch.org/whl/cu128) serves it for this cell, "
+        "but it came from the default index (https://pypi.org/simple)" in run.err
     )
     assert "add a line for xformers to the requirements template" in run.err
 

@@ -121,7 +121,7 @@ def test_a_changed_local_project_makes_the_cell_stale(tmp_path, index):
     local_project(root / "sub", "sub-pkg", "0.1.0", requires=("idna>=3.11",))
     check = run_cli("check", "-C", str(root))
     assert check.code == 1
-    assert "local project" in check.out
+    assert "sub/pyproject.toml of the local project requirement sub changed (sha256 " in check.out
     assert run_cli("all", "-C", str(root)).code == 0  # the no-op stamp noticed the change too
     assert locked_versions(lock(root).render()) == {"idna": "3.11"}
 

@@ -122,7 +122,7 @@ def test_without_allow_build_the_failure_says_what_to_do(tmp_path):
         ("too-new", {"exclude_newer": "2025-01-01T00:00:00Z"},
          "lockgen: numpy: the versions required were published after exclude-newer (2025-01-01T00:00:00Z, set in pyproject.toml)"),
         ("no-such-version", {"pins": {"torchvision": "0.99.0"}},
-         "lockgen: torchvision==0.99.0 is the version the pins give torchvision (the pins table of pyproject.toml"),
+         "lockgen: torchvision==0.99.0 is the version the pins give torchvision (pins.torchvision in pyproject.toml"),
     ],
     ids=["after-the-cutoff", "pinned-version-missing"],
 )  # fmt: skip

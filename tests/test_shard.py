@@ -3,6 +3,7 @@ one full run, byte for byte (issue 6, item 9)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lockgen.errors import UsageError
+from lockgen.locks.lock import Lock, text_sha256
 from lockgen.locks.shard import Shard, assign
 from tests.conftest import run_cli, write_project
 
@@ -205,10 +207,19 @@ def test_merge_refuses_a_cell_no_shard_holds(tmp_path, released, shards):
 
 
 def test_merge_refuses_two_shards_that_disagree(tmp_path, released, shards):
+    """Two shard folders, each intact and as its manifest says, with other files for one cell
+    (two runs of the same shard): refused, naming both."""
     other = tmp_path / "other"
     shutil.copytree(shards[0], other)
-    lock = other / "linux-x86_64-cpu-py3.12.txt"
-    lock.write_text(lock.read_text().replace("alpha==1.1", "alpha==1.0"))
+    cell = "linux-x86_64-cpu-py3.12"
+    lock = Lock.parse((other / f"{cell}.txt").read_text(), cell)
+    edited = dataclasses.replace(
+        lock, entries=tuple(dataclasses.replace(e, via=("another run",)) for e in lock.entries)
+    )
+    (other / f"{cell}.txt").write_text(edited.render())
+    data = json.loads((other / "manifest.json").read_text())
+    data["cells"][cell]["sha256"] = data["cells"][cell]["layers"][0]["sha256"] = text_sha256(edited.render())
+    (other / "manifest.json").write_text(json.dumps(data))
     merged = _checkout(released, tmp_path / "merged")
     run = run_cli("merge", str(shards[0]), str(other), str(shards[1]), "-C", str(merged))
     assert run.code == 2

@@ -18,7 +18,6 @@ import pytest
 from lockgen.wheels import binaries, fatbin, offload
 from lockgen.wheels.binaries import gpu_sections
 from lockgen.wheels.coverage import Code, CoverageError, Linked, is_shared_object, scan_binary, scan_wheel
-from lockgen.wheels.pages import page_files
 from lockgen.wheels.remote import RangeFile, cached, read_remote, store
 from tests.wheels import make_wheel
 
@@ -237,25 +236,6 @@ def test_the_cache_is_keyed_by_sha256(tmp_path: Path) -> None:
     assert cached(tmp_path, "c" * 64) is None  # another reader version: read again
 
 
-def test_page_files_from_json_and_html() -> None:
-    base = "http://mirror/simple/flash-attn/"
-    html_page = (
-        '<a href="../../files/flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl#sha256=' + "a" * 64 + '">'
-        "flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl</a><br/><a href='/other/einops-0.8.0-py3-none-any.whl'></a>"
-    )
-    files = page_files(html_page, "text/html", base)
-    assert [(f.name, f.url, f.sha256) for f in files] == [
-        ("flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl", "http://mirror/files/flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl", "a" * 64),
-        ("einops-0.8.0-py3-none-any.whl", "http://mirror/other/einops-0.8.0-py3-none-any.whl", None),
-    ]  # fmt: skip
-    assert files[0].platform and not files[1].platform
-    data = {"files": [{"filename": "x-1.0-py3-none-any.whl", "url": "x-1.0-py3-none-any.whl", "size": 10,
-                       "hashes": {"sha256": "b" * 64}}, {"url": 3}, "junk"]}  # fmt: skip
-    (one,) = page_files(json.dumps(data), "application/vnd.pypi.simple.v1+json", base)
-    assert (one.url, one.sha256, one.size) == (base + "x-1.0-py3-none-any.whl", "b" * 64, 10)
-    assert page_files("{not json", "application/json", base) == []
-
-
 def test_a_layer_artifact_is_found_by_sha256_in_a_local_folder(tmp_path: Path) -> None:
     """A layer lock lists ``name==version`` and hashes only: the reader finds the file on the
     layer's find-links (here a project folder), reads a platform wheel, skips a pure one and says
@@ -272,7 +252,7 @@ def test_a_layer_artifact_is_found_by_sha256_in_a_local_folder(tmp_path: Path) -
     sha = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (flash, pure)}
     wheels = [GpuWheel(name=name, version="1.0", sha256=digest, url=None, path=None, size=None, find_links=("wheels",))
               for name, digest in (("flash-attn", sha[flash.name]), ("einops", sha[pure.name]), ("flash-attn", "0" * 64))]  # fmt: skip
-    with Reader(tmp_path, lambda url: url) as reader:
+    with Reader(tmp_path) as reader:
         done = reader(wheels)
     assert done.codes[sha[flash.name]].sass == ("sm_80", "sm_90")
     assert done.skipped == {sha[pure.name]}

@@ -63,7 +63,7 @@ def actionlint(*files: Path | str) -> tuple[int, list[dict]]:
 
 def test_the_workflows():
     assert [p.name for p in WORKFLOWS] == [
-        "lockgen-check.yml", "lockgen-release.yml", "lockgen-relock.yml", "lockgen-sbom.yml",
+        "lockgen-check.yml", "lockgen-release.yml", "lockgen-relock.yml", "lockgen-rot.yml", "lockgen-sbom.yml",
     ]  # fmt: skip
 
 
@@ -175,6 +175,9 @@ def test_run_scripts_are_found_by_indentation():
         ("lockgen-check.yml", "lockgen audit --format sarif --fail-on high > audit.sarif || status=$?"),
         ("lockgen-check.yml", "sarif_file: audit.sarif"),
         ("lockgen-sbom.yml", "lockgen sbom -o sbom"),
+        ("lockgen-rot.yml", "lockgen check --online --attestations --timeout 1200 --json > online.json || status=$?"),
+        ("lockgen-rot.yml", "lockgen check --resolve > resolve.txt || status=$?"),
+        ("lockgen-rot.yml", "- cron: "),
         ("lockgen-sbom.yml", 'gh release upload "$TAG" sbom/*.cdx.json'),
     ],
     ids=[
@@ -196,6 +199,9 @@ def test_run_scripts_are_found_by_indentation():
         "upload-sarif",
         "sbom",
         "release-assets",
+        "online",
+        "resolve",
+        "schedule",
     ],
 )
 def test_the_lockgen_commands_are_spelt_as_the_cli_has_them(workflow, command):

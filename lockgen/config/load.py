@@ -83,7 +83,7 @@ def _warn_if_both(folder: Path) -> None:
 def _read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file; raises :class:`ConfigError` naming it when it is not valid TOML."""
     try:
-        return parse_toml(path.read_text(encoding="utf-8"))
+        return parse_toml(path.read_text(encoding="utf-8-sig"))  # a byte-order mark (Notepad) is not TOML
     except Exception as exc:  # OSError, tomllib.TOMLDecodeError, tomlkit ParseError
         raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
 
@@ -129,8 +129,8 @@ def load_config(path: Path, overlay: Mapping[str, str] | None = None) -> Config:
 
     def read_text(file: Path) -> str:
         try:
-            return overlay[file.relative_to(root).as_posix()]
+            return overlay[file.relative_to(root).as_posix()].removeprefix("\ufeff")
         except (KeyError, ValueError):
-            return file.read_text(encoding="utf-8")
+            return file.read_text(encoding="utf-8-sig")  # a byte-order mark is not TOML
 
     return Validator(path.name, prefix, read_toml=parse_toml, read_text=read_text).config(table, root)

@@ -21,6 +21,17 @@ _SOURCE_KINDS = ("index", "find-links", "urls")
 _SOURCE_PLACEHOLDERS = ("backend", "flavor", "python_tag", "os", "arch", "python")
 
 
+def _prefix_key(url: str) -> str:
+    """A URL prefix spelled one way for comparing (scheme and host lower-case, no login, no
+    trailing slash): the rule of :func:`lockgen.plan.identity.normalized`, which config cannot
+    import (it sits below plan)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.rstrip("/"))
+    host = (parts.hostname or "").lower() + (f":{parts.port}" if parts.port else "")
+    return f"{parts.scheme.lower()}://{host}{parts.path}"
+
+
 class SourceChecks(Checks):
     def sources(self, value: Any) -> dict[str, Source]:
         from packaging.utils import canonicalize_name
@@ -70,11 +81,20 @@ class SourceChecks(Checks):
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
             self.problem(("mirrors",), 'must be a table of "canonical URL prefix" = "mirror URL prefix"')
             return {}
+        seen: dict[str, str] = {}
         for canonical, mirror in value.items():
             if not (URL.match(canonical) and URL.match(mirror)):
                 self.problem(
                     ("mirrors", canonical),
                     f'{canonical!r} = {mirror!r}: both must be URL prefixes, such as "https://pypi.org/simple" = "https://mirror.corp.example/pypi/simple"',
+                )
+                continue
+            first = seen.setdefault(_prefix_key(mirror), canonical)
+            if first != canonical:  # a URL read back from the mirror could be either one's (issue 16)
+                self.problem(
+                    ("mirrors", canonical),
+                    f"{first!r} and {canonical!r} both map to {mirror!r}; lockgen could not tell which of them a URL "
+                    "read back from that mirror belongs to: give each its own mirror prefix",
                 )
         return dict(value)
 

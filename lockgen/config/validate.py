@@ -61,12 +61,15 @@ def _is_python(value: str) -> bool:
 class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks, DossierChecks):
     """Validate one config table (see :meth:`config`); ``problems`` collects ``key path: message``."""
 
+    matrix_given = True  # the config has a [matrix] table (set by config())
+
     def config(self, table: dict[str, Any], root: Path) -> Config:
         self.unknown(table, _TOP_KEYS, ())
         matrix = table.get("matrix", {})
         if not isinstance(matrix, dict):
             self.problem(("matrix",), "must be a table")
             matrix = {}
+        self.matrix_given = isinstance(table.get("matrix"), dict)
         self.extra = self.extra_axes(matrix)
         axes = {axis: self.axis_values(matrix, axis) for axis in self.axis_names}
         exclude = tuple(
@@ -206,8 +209,12 @@ class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks, Dos
     def matrix_values(self, config: Config) -> None:
         """Axis values named by exclude entries, rule matches and includes that only extend cells
         must be values of their axis (an include naming every axis may add values): a misspelt
-        value would silently add or miss cells (issue "Trust", item 8)."""
+        value would silently add or miss cells (issue "Trust", item 8). Without a matrix table
+        nothing is judged: a misspelt table is its own problem, named once (issue 16: ``[matrx]``
+        also reported a false ``rules[0]`` error for every rule value)."""
         names = config.axis_names
+        if not self.matrix_given:
+            return  # no matrix table (misspelt, or not a table: said once): its values cannot be judged
         known = {axis: list(config.axes[axis]) for axis in names}
         for inc in config.include:
             if len(inc.axes) == len(names):

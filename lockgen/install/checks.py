@@ -1,16 +1,14 @@
 """What ``lockgen install`` checks, as pure functions over data: the layers of a cell and the
 versions they set, whether a machine fits a cell, whether a venv's distributions are the locks',
-how sources map through mirrors, and the record of the last install in the venv.
+how sources map through mirrors (the record of the last install and the distributions' RECORD
+files: :mod:`lockgen.install.record`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from packaging.utils import NormalizedName, parse_wheel_filename
@@ -18,15 +16,13 @@ from packaging.version import InvalidVersion, Version
 
 from lockgen import select
 from lockgen.locks.lock import Entry, LayerKind, Lock
+from lockgen.locks.manifestfile import CellEntry, LayerEntry
 from lockgen.plan.mirror import Mirrors
 
 __all__ = [
-    "SEED", "STATE_FILE", "Expected", "Layer", "expected", "glibc", "host_problems", "installed_problems", "macos",
-    "map_sources", "read_state", "runs", "write_state",
+    "SEED", "Expected", "Layer", "expected", "glibc", "host_problems", "installed_problems", "macos", "map_sources",
+    "runs",
 ]  # fmt: skip
-
-#: The record of the last install, in the venv's folder: the cell and each layer's sha256 and outcome.
-STATE_FILE = "lockgen-install.json"
 
 #: name -> (version or None, the lock entry, the layer's name)
 Expected = dict[NormalizedName, tuple[str | None, Entry, str]]
@@ -34,26 +30,35 @@ Expected = dict[NormalizedName, tuple[str | None, Entry, str]]
 
 @dataclass(frozen=True)
 class Layer:
-    """One layer of the chosen cell: the manifest's object and its parsed lock file."""
+    """One layer of the chosen cell: the manifest's object, its lock file parsed, the text the
+    sha256 was checked on (what lockgen reads again is this text, never the file), and the
+    sources it installs from (``(index URL, find-links)``, agreed by the manifest and the lock)."""
 
-    data: Mapping[str, Any]
+    entry: LayerEntry
     lock: Lock
+    text: str
+    sources: tuple[str | None, tuple[str, ...]]
 
     @property
     def name(self) -> str:
-        return str(self.data["name"])
+        return self.entry.name
 
     @property
     def kind(self) -> LayerKind:
-        return LayerKind(self.data["kind"])
+        return self.entry.kind
 
     @property
     def path(self) -> str:
-        return str(self.data["lock"])
+        return self.entry.lock
 
     @property
     def sha256(self) -> str:
-        return str(self.data["sha256"])
+        return self.entry.sha256
+
+    def commands(self) -> dict[str, list[str]]:
+        """The layer's commands as lockgen builds them from its typed fields (never the recorded
+        ones): ``{"uv": argv, "pip": argv}``, canonical URLs."""
+        return self.entry.built(*self.sources)
 
     def versions(self) -> dict[NormalizedName, tuple[str | None, Entry]]:
         """``{name: (version or None, entry)}``: the version of a ``name @ URL`` wheel is in its
@@ -87,35 +92,34 @@ def map_sources(argv: Sequence[str], mirrors: Mirrors, index_url: str | None) ->
 
 
 def host_problems(
-    entry: Mapping[str, Any], os_name: str, glibc: str | None, macos: str | None, arch: str | None = None
+    entry: CellEntry, os_name: str, glibc: str | None, macos: str | None, arch: str | None = None
 ) -> list[str]:
     """Why this host cannot run the cell's lock (pure): another OS; another host ``arch``, unless
     the cell is an alias whose ``requires.interpreter`` this machine runs (:func:`runs`: the x64
     stack of a Windows-on-ARM alias on an x86_64 PC); a glibc older than ``requires.glibc`` (or
     none: musl); a macOS older than ``requires.macos``. ``arch`` None: not checked."""
-    requires = entry.get("requires") or {}
-    if entry.get("os") != os_name:
-        return [f"the cell is for {entry.get('os')}; this machine runs {os_name}"]
+    requires = entry.requires
+    if entry.os != os_name:
+        return [f"the cell is for {entry.os}; this machine runs {os_name}"]
     problems = []
-    cell_arch, interpreter = entry.get("arch"), requires.get("interpreter") or entry.get("arch")
-    alias_fits = entry.get("status") == "alias" and interpreter in runs(os_name, arch or "")
-    if arch is not None and cell_arch != arch and not alias_fits:
+    alias_fits = entry.status == "alias" and requires.interpreter in runs(os_name, arch or "")
+    if arch is not None and entry.arch != arch and not alias_fits:
         problems.append(
-            f"the cell is for {cell_arch} machines; this machine is {arch} (pick the cell of this machine's arch, "
+            f"the cell is for {entry.arch} machines; this machine is {arch} (pick the cell of this machine's arch, "
             "or `lockgen install --detect`)"
         )
-    if requires.get("glibc") and os_name == "linux":
+    if requires.glibc and os_name == "linux":
         if glibc is None:
-            problems.append(f"its wheels need glibc {requires['glibc']} or newer (manylinux); this system has no glibc")
-        elif select.version_key(glibc) < select.version_key(requires["glibc"]):
-            problems.append(f"its wheels need glibc {requires['glibc']} or newer (manylinux); this system has {glibc}")
+            problems.append(f"its wheels need glibc {requires.glibc} or newer (manylinux); this system has no glibc")
+        elif select.version_key(glibc) < select.version_key(requires.glibc):
+            problems.append(f"its wheels need glibc {requires.glibc} or newer (manylinux); this system has {glibc}")
     if (
-        requires.get("macos")
+        requires.macos
         and os_name == "macos"
         and macos
-        and select.version_key(macos) < select.version_key(requires["macos"])
+        and select.version_key(macos) < select.version_key(requires.macos)
     ):
-        problems.append(f"its wheels need macOS {requires['macos']} or newer; this is macOS {macos}")
+        problems.append(f"its wheels need macOS {requires.macos} or newer; this is macOS {macos}")
     return problems
 
 
@@ -185,21 +189,3 @@ def _same(have: str, want: str) -> bool:
         return Version(have) == Version(want)
     except InvalidVersion:
         return have == want
-
-
-def read_state(venv: Path) -> dict[str, Any] | None:
-    """The record :func:`write_state` left in ``venv`` (None: none, or unreadable)."""
-    try:
-        data = json.loads((venv / STATE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def write_state(venv: Path, cell: str, installer: str, outcome: Sequence[tuple[Layer, bool]]) -> None:
-    """Record in ``venv`` which cell was installed, with each layer's sha256 and whether it is in."""
-    state = {
-        "cell": cell, "installer": installer,
-        "layers": [{"name": layer.name, "sha256": layer.sha256, "installed": ok} for layer, ok in outcome],
-    }  # fmt: skip
-    (venv / STATE_FILE).write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -1,100 +1,87 @@
 """Which cell ``lockgen install`` installs, and whether this machine may have it: the manifest
-read and its format checked, the cell named or chosen by :mod:`lockgen.select` (for an existing
-venv, by that venv's Python minor), its layer files checked against the manifest's sha256, and the
-machine checked against the cell (OS, host arch, glibc, macOS). Everything here refuses before
-anything is installed.
+read into typed values (:mod:`lockgen.locks.manifestfile`: every field checked, every path
+confined), the cell named or chosen by :mod:`lockgen.select` (for an existing venv, by that venv's
+Python minor), its layer files read once, confined to the locks folder, checked against the
+manifest's sha256 and parsed, their headers and recorded commands checked against the manifest's
+fields, and the machine checked against the cell (OS, host arch, glibc, macOS). Everything here
+refuses before anything is installed or written.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from lockgen import select
-from lockgen.errors import InstallRefused, LockFormatError, UsageError
+from lockgen.errors import InputError, InstallRefused, LockFormatError, Problem, UsageError
 from lockgen.install.checks import Layer, glibc, host_problems, macos
 from lockgen.install.venv import Interpreter
-from lockgen.locks.lock import LayerKind, Lock, text_sha256
-from lockgen.locks.manifest import MANIFEST_FORMAT, manifest_path
-from lockgen.project import Project
+from lockgen.locks import manifestfile
+from lockgen.locks.lock import LayerKind, Lock, decode, text_sha256
+from lockgen.locks.manifest import manifest_path
+from lockgen.locks.manifestfile import CellEntry, LayerEntry, Manifest
+from lockgen.locks.paths import confine
 
 __all__ = ["choose", "load_layers", "read_manifest", "refuse_host"]
 
 
-def read_manifest(project: Project) -> dict[str, Any]:
-    """The project's ``locks/manifest.json``. Raises :class:`UsageError` when there is none and
-    :class:`InstallRefused` for a file this lockgen cannot read: not JSON, not a lockgen
-    manifest, an older format (``lockgen all`` rewrites it) or a newer one (a newer lockgen
-    reads it; docs/manifest.md: readers refuse any format they do not know)."""
-    where = manifest_path(project.config.locks)
+def read_manifest(root: Path, locks: str) -> Manifest:
+    """``<locks>/manifest.json`` of the project (or bundle) at ``root`` as typed values. Raises
+    :class:`UsageError` when there is none, :class:`~lockgen.errors.InputError` (exit 2) naming
+    the file and every bad field, or its format when it is another than this lockgen's
+    (docs/manifest.md: readers refuse any format they do not know)."""
+    where = manifest_path(locks)
     try:
-        data = json.loads((project.root / where).read_text(encoding="utf-8"))
+        data = confine(root, locks, where, "manifest", where).read_bytes()
     except FileNotFoundError:
         raise UsageError(f"{where}: no manifest; run `lockgen all` first") from None
-    except (OSError, ValueError) as exc:
-        raise InstallRefused(f"{where}: not a readable manifest ({exc})") from None
-    fmt = data.get("format") if isinstance(data, dict) else None
-    if isinstance(fmt, bool) or not isinstance(fmt, int):
-        raise InstallRefused(f'{where}: not a lockgen manifest (no integer "format")')
-    if fmt > MANIFEST_FORMAT:
-        raise InstallRefused(
-            f"{where}: manifest format {fmt} was written by a newer lockgen (this one reads format "
-            f"{MANIFEST_FORMAT}); use a newer lockgen to install it"
-        )
-    if fmt < MANIFEST_FORMAT:
-        raise InstallRefused(
-            f"{where}: manifest format {fmt} is older than this lockgen reads ({MANIFEST_FORMAT}); "
-            "run `lockgen all` to rewrite it"
-        )
-    if not isinstance(data.get("cells"), dict):
-        raise InstallRefused(f'{where}: not a format {MANIFEST_FORMAT} manifest (no "cells" object)')
-    manifest: dict[str, Any] = data
-    return manifest
+    except OSError as exc:
+        raise InstallRefused(f"{where}: cannot read it ({exc.strerror or exc})") from None
+    return manifestfile.load(data, where, locks)
 
 
 def choose(
-    manifest: Mapping[str, Any],
+    manifest: Manifest,
     cell: str | None,
     detect: bool,
     python: str | None,
     cpu: bool,
     present: tuple[Path, Interpreter] | None = None,
     axes: Mapping[str, str] | None = None,
-) -> tuple[str, Mapping[str, Any], list[str], dict[str, str]]:
-    """``(name, manifest entry, lines to say, layers to leave out)`` of the cell to install:
-    ``cell``, or the one the selector picks for this machine (``detect``). The layers left out
-    (name -> why) are the optional layers whose GPU wheels have no code for a GPU of this machine
+) -> tuple[CellEntry, list[str], dict[str, str]]:
+    """``(manifest entry, lines to say, layers to leave out)`` of the cell to install: ``cell``,
+    or the one the selector picks for this machine (``detect``). The layers left out (name ->
+    why) are the optional layers whose GPU wheels have no code for a GPU of this machine
     (docs/select.md): only with ``detect``; a named cell installs every layer. The selector's
     Python is ``python``, else the interpreter of the existing venv (``present``: its path and
     interpreter), else its own rule.
     ``axes``: extra-axis values for the selector (``--axis``). Raises :class:`UsageError` for a
     bad request and :class:`InstallRefused` for a cell that cannot be installed (refused by the
     rules, failed, skipped, missing)."""
-    cells: Mapping[str, Any] = manifest["cells"]
     if cell and detect:
         raise UsageError("give a CELL or --detect, not both")
     left_out: dict[str, str] = {}
     if detect:
         name, said, left_out = _detect(manifest, python, cpu, present, axes or {})
     elif cell:
-        if cell not in cells:
+        if cell not in manifest.cells:
             raise UsageError(f"no cell {cell!r} in the manifest; `lockgen matrix` lists the cells")
         name, said = cell, [f"cell {cell}"]
     else:
         raise UsageError("name the CELL to install, or pass --detect to pick this machine's")
-    entry = cells[name]
-    if python and cell and select.version_key(python)[:2] != select.version_key(str(entry["python"]))[:2]:
-        raise InstallRefused(f"cell {name} is for Python {entry['python']}, not {python}")
-    if entry.get("status") not in ("locked", "alias"):
-        raise InstallRefused(f"cell {name} is {entry.get('status')}: {entry.get('reason') or 'it has no lock'}")
-    return name, entry, said, left_out
+    entry = manifest.cells.get(name)
+    if entry is None:  # the selector named a cell the manifest lacks
+        raise InstallRefused(f"the selector chose cell {name!r}, which the manifest does not list")
+    if python and cell and select.version_key(python)[:2] != select.version_key(entry.python)[:2]:
+        raise InstallRefused(f"cell {name} is for Python {entry.python}, not {python}")
+    if not entry.installable:
+        raise InstallRefused(f"cell {name} is {entry.status}: {entry.reason or 'it has no lock'}")
+    return entry, said, left_out
 
 
 def _detect(
-    manifest: Mapping[str, Any],
+    manifest: Manifest,
     python: str | None,
     cpu: bool,
     present: tuple[Path, Interpreter] | None,
@@ -108,7 +95,7 @@ def _detect(
         facts = replace(facts, interpreter=present[1].arch)
         wanted = python or present[1].minor
     try:
-        selection = select.select_cell(facts, manifest, wanted, cpu, axes=axes)
+        selection = select.select_cell(facts, manifest.data, wanted, cpu, axes=axes)
     except select.Refused as exc:
         raise InstallRefused("\n".join([exc.message, *(f"note: {n}" for n in exc.notes)])) from None
     except select.SelectError as exc:
@@ -121,34 +108,78 @@ def _detect(
     return selection.cell, said, {layer["name"]: layer["reason"] for layer in selection.skipped_layers}
 
 
-def load_layers(root: Path, name: str, entry: Mapping[str, Any]) -> list[Layer]:
-    """The entry's layers in install order, each file checked against the manifest's sha256.
-    Raises :class:`InstallRefused` for a missing, edited or unreadable file."""
+def load_layers(root: Path, locks: str, entry: CellEntry, where: str = "locks/manifest.json") -> list[Layer]:
+    """The entry's layers in install order, each file read once (confined to ``locks`` after
+    symlinks), checked against the manifest's sha256 and parsed with the lock model; its header
+    must be the layer's (kind, path, index URL, find-links) and the recorded commands what
+    lockgen builds from those fields. Raises :class:`InstallRefused` for a missing, edited or
+    unreadable file and :class:`~lockgen.errors.InputError` naming the manifest field that
+    disagrees."""
     layers = []
-    for data in entry.get("layers") or []:
-        path = str(data["lock"])
+    for i, data in enumerate(entry.layers):
+        field = f"cells.{entry.name}.layers[{i}]"
+        path = confine(root, locks, data.lock, f"{field}.lock", where)
         try:
-            text = (root / path).read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except OSError as exc:
             raise InstallRefused(
-                f"{path}: cannot read it ({exc.strerror}); the cell {name} is not installable from this checkout"
+                f"{data.lock}: cannot read it ({exc.strerror or exc}); the cell {entry.name} is not installable from "
+                "this checkout"
             ) from None
-        if text_sha256(text) != data.get("sha256"):
-            raise InstallRefused(
-                f"{path}: its sha256 is not the manifest's (edited, or from another revision); run `lockgen check`"
-            )
         try:
-            layers.append(Layer(data, Lock.parse(text, path)))
+            text = decode(raw, data.lock)
         except LockFormatError as exc:
             raise InstallRefused(str(exc)) from None
+        if text_sha256(text) != data.sha256:
+            raise InstallRefused(
+                f"{data.lock}: its sha256 is not the manifest's (edited, or from another revision); run `lockgen check`"
+            )
+        try:
+            lock = Lock.parse(text, data.lock)
+        except LockFormatError as exc:
+            raise InstallRefused(str(exc)) from None
+        layers.append(Layer(data, lock, text, _sources(data, lock, field, where)))
     if not layers or layers[0].kind is not LayerKind.MAIN:
-        raise InstallRefused(f"cell {name}: the manifest lists no main layer")
+        raise InstallRefused(f"cell {entry.name}: the manifest lists no main layer")
     return layers
 
 
-def refuse_host(name: str, entry: Mapping[str, Any], facts: select.Facts) -> None:
+def _sources(data: LayerEntry, lock: Lock, field: str, where: str) -> tuple[str | None, tuple[str, ...]]:
+    """``(index URL, find-links)`` the layer installs from: the manifest's fields, which must be
+    its lock header's (a manifest without them, from before they were written: the header's),
+    and the recorded commands must be what they give. Raises :class:`InputError`."""
+    header = lock.header
+    problems = []
+    if header.kind is not data.kind:
+        problems.append(
+            Problem(file=where, key=f"{field}.kind", message=f"{data.kind}, but {data.lock} is a {header.kind} lock")
+        )
+    index_url = data.index_url if data.index_url is not None else header.index_url
+    find_links = data.find_links if data.find_links is not None else header.find_links
+    if (index_url, tuple(find_links)) != (header.index_url, header.find_links):
+        problems.append(Problem(
+            file=where, key=f"{field}.index_url",
+            message=f"the layer's sources are not the ones its lock {data.lock} names (index-url, find-links)",
+        ))  # fmt: skip
+    built = data.built(index_url, find_links)
+    for installer, argv in sorted(data.commands.items()):
+        if list(argv) != built[installer]:
+            problems.append(Problem(
+                file=where, key=f"{field}.commands.{installer}",
+                message="the recorded command is not the one the layer's fields give (kind, lock, index_url, find_links); "
+                "lockgen never runs a recorded command",
+                hint="restore the manifest (git checkout) or run `lockgen all`",
+            ))  # fmt: skip
+    if problems:
+        raise InputError(*problems)
+    return index_url, tuple(find_links)
+
+
+def refuse_host(entry: CellEntry, facts: select.Facts) -> None:
     """Raise :class:`InstallRefused` when this machine (``facts``: its OS and host arch) cannot
     run the cell's locks: :func:`~lockgen.install.checks.host_problems` with its glibc/macOS."""
     problems = host_problems(entry, facts.os, glibc(), macos(), arch=facts.arch)
     if problems:
-        raise InstallRefused(f"cell {name} does not fit this machine:\n" + "\n".join(f"  - {p}" for p in problems))
+        raise InstallRefused(
+            f"cell {entry.name} does not fit this machine:\n" + "\n".join(f"  - {p}" for p in problems)
+        )

@@ -1,32 +1,47 @@
 """The steps of ``lockgen install`` (see :mod:`lockgen.install`): choose the cell, refuse what
-does not fit, reuse or create the venv, run each layer's recorded command, roll back a failed
-optional layer, verify and record."""
+does not fit, hold the venv, reuse or create it, run each layer's command (built by lockgen from
+the manifest's typed fields, never the recorded one), roll back a failed optional layer, verify
+versions and hashes (:mod:`lockgen.install.record`), record."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import shlex
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from packaging.utils import NormalizedName
 
 from lockgen import select
 from lockgen.config import WORK
-from lockgen.errors import InstallFailed, InstallRefused, LockgenError, UsageError
-from lockgen.install.checks import SEED, Layer, expected, installed_problems, map_sources, read_state, write_state
+from lockgen.credentials import command_line, redact
+from lockgen.errors import InstallFailed, InstallRefused, Interrupted, LockgenError, UsageError
+from lockgen.install.checks import SEED, Expected, Layer, expected, installed_problems, map_sources
 from lockgen.install.choose import choose, load_layers, read_manifest, refuse_host
+from lockgen.install.record import (
+    LayerState,
+    State,
+    Traced,
+    clear_state,
+    read_state,
+    trace,
+    traced_all,
+    traced_now,
+    versions,
+    write_state,
+)
 from lockgen.install.venv import PIP_OPTIONS, Interpreter, Venv, find_python, install_env, probe_python, run
 from lockgen.locks.lock import Entry, LayerKind
+from lockgen.locks.manifestfile import CellEntry, url_problem
 from lockgen.plan.mirror import Mirrors
 from lockgen.project import Project
 
-__all__ = ["INSTALLERS", "Options", "install"]
+__all__ = ["INSTALLERS", "Options", "install", "install_bundle", "restore_sources"]
 
+#: The installers lockgen runs (docs/manifest.md, "The commands"): no other program is started
+#: for an install, whatever a manifest records.
 INSTALLERS = ("uv", "pip")
 
 Say = Callable[[str], None]
@@ -36,7 +51,7 @@ Say = Callable[[str], None]
 class Options:
     """What ``lockgen install`` was asked. ``mirrors``: ``CANONICAL=MIRROR`` pairs of the command
     line (merged over ``LOCKGEN_MIRRORS`` and the config's table); ``index_url`` replaces the
-    recorded index URL outright."""
+    index URL the layers name outright; ``wait``: queue behind another install into the venv."""
 
     cell: str | None = None
     detect: bool = False
@@ -48,6 +63,7 @@ class Options:
     mirrors: tuple[str, ...] = ()
     index_url: str | None = None
     force: bool = False
+    wait: bool = False
     axes: tuple[tuple[str, str], ...] = ()  # --axis NAME=VALUE for --detect (extra matrix axes)
 
 
@@ -56,8 +72,8 @@ class _Run:
     """Everything one install uses: the project, the choice, the venv and how to say things."""
 
     root: Path
-    cell: str
-    entry: Mapping[str, Any]
+    locks: str
+    entry: CellEntry
     layers: list[Layer]
     venv: Venv
     options: Options
@@ -67,23 +83,19 @@ class _Run:
     env: dict[str, str] = field(default_factory=dict)
     pip: list[str] = field(default_factory=list)
 
-    def installer_argv(self, layer: Layer, write: bool = True) -> list[str]:
-        """The layer's recorded command for the chosen installer: the pinned uv binary or a pip
-        for the venv, URLs mapped through mirrors (a copy of the lock when it names wheel URLs a
-        mirror serves)."""
-        recorded = list(self.data_commands(layer))
-        path = self.mirrored_copy(layer, write)
-        argv = [
-            path if token == layer.path else token
-            for token in map_sources(recorded[1:], self.mirrors, self.options.index_url)
-        ]
-        return [*self.head(), *argv]
+    @property
+    def cell(self) -> str:
+        return self.entry.name
 
-    def data_commands(self, layer: Layer) -> list[str]:
-        commands = layer.data.get("commands") or {}
-        if self.options.installer not in commands:
-            raise InstallRefused(f"{layer.path}: the manifest records no {self.options.installer} command for it")
-        return [str(token) for token in commands[self.options.installer]]
+    def installer_argv(self, layer: Layer, write: bool = True) -> list[str]:
+        """The layer's command for the chosen installer, built from its typed fields
+        (:meth:`Layer.commands`): the pinned uv binary or a pip for the venv, URLs mapped through
+        mirrors (with logins inline: never shown, see :meth:`shown`), the lock replaced by a copy
+        when it names wheel URLs a mirror serves."""
+        built = layer.commands()[self.options.installer]
+        path = self.mirrored_copy(layer, write)
+        mapped = map_sources(built[1:], self.mirrors, self.options.index_url)
+        return [*self.head(), *(path if token == layer.path else token for token in mapped)]
 
     def head(self) -> list[str]:
         from lockgen.resolve.uv import uv_binary
@@ -92,31 +104,53 @@ class _Run:
 
     def mirrored_copy(self, layer: Layer, write: bool) -> str:
         """``layer.path``, or a copy under ``.lockgen/install/<cell>/`` whose ``name @ URL`` lines
-        point at the mirror (the hashes are the same bytes' hashes)."""
-        text = (self.root / layer.path).read_text(encoding="utf-8")
-        mapped = self.mirrored_text(text, layer.lock.entries)
-        if mapped == text:
+        point at the mirror (the hashes are the same bytes' hashes; a login is an environment
+        reference, ``${LOCKGEN_CREDENTIALS_0}@``, that pip and uv expand: no work file holds one)."""
+        mapped = self.mirrored_text(layer.text, layer.lock.entries)
+        if mapped == layer.text:
             return layer.path
         copy = f"{WORK}/install/{self.cell}/{layer.name}.txt"
         if write:
-            (self.root / copy).parent.mkdir(parents=True, exist_ok=True)
-            (self.root / copy).write_text(mapped, encoding="utf-8")
+            self.write_work(copy, mapped)
         return copy
+
+    def write_work(self, path: str, text: str) -> None:
+        """Write a project-relative file under the work folder (``.lockgen/``, with its ``.gitignore``)."""
+        from lockgen.locks.store import work_folder, write_text
+
+        work_folder(self.root)
+        write_text(self.root / path, text, path)
 
     def mirrored_text(self, text: str, entries: Sequence[Entry]) -> str:
         """``text`` (lock lines) with the direct URLs of ``entries`` mapped through the mirrors."""
         for entry in entries:
             if entry.url and "://" in entry.url and not entry.editable:
-                text = text.replace(entry.url, self.mirrors.fetch_url(entry.url))
+                text = text.replace(entry.url, self.mirrors.file_url(entry.url))
         return text
 
     def shown(self, argv: Sequence[str]) -> str:
-        """``argv`` as the manifest spells it: ``uv …`` / ``pip …`` (not the binary's path)."""
-        return shlex.join([self.options.installer, *argv[len(self.head()) :]])
+        """``argv`` as the manifest spells it (``uv …`` / ``pip …``, not the binary's path),
+        without credentials (:func:`lockgen.credentials.command_line`)."""
+        return command_line([self.options.installer, *argv[len(self.head()) :]])
 
     def run(self, argv: Sequence[str]) -> bool:
-        """Run one install command; on failure, warn with the end of its output."""
+        """Run one install command; on failure, warn with the end of its output. An installer
+        stopped by a signal stops the install: Ctrl-C or SIGTERM raise :class:`Interrupted`
+        (exit 130), any other signal (SIGKILL from the out-of-memory killer) :class:`InstallFailed`
+        (exit 1); nothing is rolled back then and no record is written, so the next run
+        installs again."""
         done = run(argv, self.env, self.root)
+        if done.interrupted:
+            raise Interrupted(
+                f"{self.shown(argv)} was stopped ({done.signal or f'exit {done.returncode}'}); the venv "
+                f"{self.venv.path} may be half-installed: run `lockgen install` again"
+            )
+        if done.signal is not None:
+            why = " (the kernel's out-of-memory killer sends it, as does kill -9)" if done.signal == "SIGKILL" else ""
+            raise InstallFailed(
+                f"{self.shown(argv)} was killed by {done.signal}{why}; the install stopped without rolling anything "
+                f"back, and {self.venv.path} may be half-installed: run `lockgen install` again"
+            )
         if done.returncode != 0:
             self.warn(f"{self.shown(argv)} failed (exit {done.returncode}):\n{done.tail()}")
         return done.returncode == 0
@@ -129,47 +163,103 @@ class _Run:
         return self.run([*self.head(), "uninstall", "--yes", *sorted(names)])
 
 
+def _redacting(say: Say) -> Say:
+    """``say`` with every line passed through :func:`lockgen.credentials.redact` first."""
+    return lambda text: say(redact(text))
+
+
 def install(project: Project, options: Options, say: Say = print, warn: Say | None = None) -> int:
     """Install one cell into a venv (see the module docstring); 0 when the venv matches the lock
-    (optional layers that failed are warnings). Raises :class:`InstallRefused` before anything is
-    installed, :class:`InstallFailed` after, :class:`UsageError` for a bad request."""
-    warn = warn or (lambda text: print(f"warning: {text}", file=sys.stderr, flush=True))
+    (optional layers that failed are warnings). Raises :class:`InstallRefused` or
+    :class:`~lockgen.errors.InputError` before anything is installed, :class:`InstallFailed`
+    after, :class:`UsageError` for a bad request, :class:`Interrupted` when an installer was
+    stopped. Whatever it says, warns or raises holds no credential."""
+    venv = Path(options.venv) if options.venv else project.root / ".venv"
+    return _install(
+        project.root, project.config.locks, lambda: project.mirrors(options.mirrors), venv, options, say, warn
+    )
+
+
+def install_bundle(folder: Path, options: Options, say: Say = print, warn: Say | None = None) -> int:
+    """Install one cell of a bundle (``lockgen bundle``: :mod:`lockgen.rot.bundle`) from the
+    folder ``folder``: its ``locks/manifest.json`` and the locks it names, whose index is the
+    bundle's own ``index/`` folder, so nothing is fetched. No project is read and no mirror
+    applies; the venv defaults to ``.venv`` in the current folder (the bundle may be read-only).
+    Raises :class:`UsageError` when ``folder`` is not a bundle, else as :func:`install`."""
+    from lockgen.rot.bundle import is_bundle
+
+    if not is_bundle(folder):
+        raise UsageError(
+            f"{folder} is not a lockgen bundle (no {folder / 'bundle.json'}); make one with lockgen bundle"
+        )
+    if options.mirrors or options.index_url:
+        raise UsageError("--mirror and --index-url do not apply to a bundle: it installs from its own files")
+    venv = Path(options.venv) if options.venv else Path.cwd() / ".venv"
+    return _install(folder.absolute(), "locks", Mirrors, venv, options, say, warn)
+
+
+def _install(
+    root: Path, locks: str, mirrors_of: Callable[[], Mirrors], venv_path: Path, options: Options, say: Say,
+    warn: Say | None,
+) -> int:  # fmt: skip
+    say = _redacting(say)
+    warn = _redacting(warn or (lambda text: print(f"warning: {text}", file=sys.stderr, flush=True)))
     if options.installer not in INSTALLERS:
         raise UsageError(f"--installer {options.installer!r}: use one of {', '.join(INSTALLERS)}")
-    manifest = read_manifest(project)
-    venv = Venv((Path(options.venv) if options.venv else project.root / ".venv").absolute())
+    if options.index_url is not None and url_problem(options.index_url):
+        raise UsageError(
+            f"--index-url: {url_problem(options.index_url)}; give the index's URL, e.g. https://pypi.org/simple "
+            "(nothing was installed)"
+        )
+    manifest = read_manifest(root, locks)
+    venv = Venv(venv_path.absolute())
     _refuse_venv(venv)
-    present = venv.inspect(project.root) if venv.exists() else None
-    name, entry, said, left_out = choose(
+    present = venv.inspect(root) if venv.exists() else None
+    entry, said, left_out = choose(
         manifest, options.cell, options.detect, options.python, options.cpu,
         (venv.path, present) if present is not None else None, dict(options.axes),
     )  # fmt: skip
     for line in said:
         say(line)
-    layers = load_layers(project.root, name, entry)
-    for layer in [layer for layer in layers if layer.name in left_out]:
+    layers = load_layers(root, locks, entry)
+    for layer in [layer for layer in layers if layer.name in left_out and layer.kind is LayerKind.OPTIONAL]:
         warn(f"{layer.name}: not installed on this machine, its kernels do not run here "
              f"({left_out[layer.name]}); an optional layer: the install goes on without it")  # fmt: skip
     layers = [layer for layer in layers if layer.name not in left_out or layer.kind is not LayerKind.OPTIONAL]
-    refuse_host(name, entry, select.gather(probe_gpus=False))
-    mirrors = project.mirrors(options.mirrors)
-    job = _Run(project.root, name, entry, layers, venv, options, mirrors, say, warn)
-    interpreter = _interpreter(job, present)
-    job.env = install_env(os.environ, venv, {str(k): str(v) for k, v in (entry.get("environment") or {}).items()})
-    _warn_unused_mirrors(job)
-    if venv.exists() and not options.force and _up_to_date(job):
-        say(f"up to date: {venv.path} holds exactly what the locks of {name} say; nothing to do")
-        return 0
+    refuse_host(entry, select.gather(probe_gpus=False))
+    mirrors = mirrors_of()
+    job = _Run(root, locks, entry, layers, venv, options, mirrors, say, warn)
+    interpreter = _interpreter(job, present)  # found before anything is written
     if options.dry_run:
-        return _dry_run(job, interpreter)
-    if not venv.exists():
-        venv.create(_uv(), interpreter.executable, project.root)
-        say(f"venv {venv.path}: created from {interpreter.describe()}")
-    else:
-        say(f"venv {venv.path}: {interpreter.describe()}")
-    if options.installer == "pip":
-        job.pip = venv.pip(project.root)
-    return _install_layers(job)
+        return _prepare(job) or _dry_run(job, interpreter)
+    with venv.held(options.wait):
+        if venv.half_made():
+            say(f"venv {venv.path}: left half-made by an interrupted install; making it again")
+            venv.clear()
+        if venv.exists() != (present is not None):  # another install made or removed it meanwhile
+            interpreter = _interpreter(job, venv.inspect(root) if venv.exists() else None)
+        done = _prepare(job)
+        if done is not None:
+            return done
+        if not venv.exists():
+            venv.create(_uv(), interpreter.executable, root)
+            say(f"venv {venv.path}: created from {interpreter.describe()}")
+        else:
+            say(f"venv {venv.path}: {interpreter.describe()}")
+        if options.installer == "pip":
+            job.pip = venv.pip(root)
+        return _install_layers(job)
+
+
+def _prepare(job: _Run) -> int | None:
+    """Set the commands' environment, warn about unused mirrors, and say "up to date" (0) when
+    the venv already holds what the locks say; None when there is work to do."""
+    job.env = {**install_env(os.environ, job.venv, job.entry.environment), **job.mirrors.uv_env()}
+    _warn_unused_mirrors(job)
+    if job.venv.exists() and not job.options.force and _up_to_date(job):
+        job.say(f"up to date: {job.venv.path} holds exactly what the locks of {job.cell} say; nothing to do")
+        return 0
+    return None
 
 
 def _uv() -> str:
@@ -179,13 +269,16 @@ def _uv() -> str:
 
 
 def _refuse_venv(venv: Venv) -> None:
-    """Refuse lockgen's own environment (an exact sync would uninstall lockgen) and a venv that
-    sees the system's site-packages (``--system-site-packages``): what the locks do not list
-    would still be importable, so "nothing outside the lock" could not hold."""
+    """Refuse lockgen's own environment (an exact sync would uninstall lockgen), a folder that
+    is not a venv (nor empty, nor one lockgen left half-made), and a venv that sees the system's
+    site-packages (``--system-site-packages``): what the locks do not list would still be
+    importable, so "nothing outside the lock" could not hold."""
     if venv.path.resolve() == Path(sys.prefix).resolve():
         raise InstallRefused(
             f"{venv.path} is the environment lockgen runs in; an exact sync would uninstall lockgen: pass --venv"
         )
+    if not venv.usable():
+        raise InstallRefused(f"{venv.path} exists and is not a virtual environment; pass another --venv")
     if venv.exists() and venv.system_site_packages():
         raise InstallRefused(
             f"{venv.path} sees the system's site-packages (pyvenv.cfg: include-system-site-packages = true), "
@@ -197,20 +290,12 @@ def _refuse_venv(venv: Venv) -> None:
 def _interpreter(job: _Run, present: Interpreter | None) -> Interpreter:
     """The venv's interpreter (``present``, checked: Python minor, arch, CPython), or the one uv
     finds for a new venv. Raises :class:`InstallRefused`."""
-    python, arch = (
-        str(job.entry["python"]),
-        str((job.entry.get("requires") or {}).get("interpreter") or job.entry["arch"]),
-    )
+    python, arch = job.entry.python, job.entry.requires.interpreter
     venv = job.venv
     if present is not None:
         found, where = present, f"the venv {venv.path} has"
-    elif venv.path.exists() and (not venv.path.is_dir() or any(venv.path.iterdir())):
-        raise InstallRefused(f"{venv.path} exists and is not a virtual environment; pass another --venv")
     else:
-        found, where = (
-            probe_python(find_python(_uv(), python, str(job.entry["os"]), arch, job.root), job.root),
-            "uv found",
-        )
+        found, where = probe_python(find_python(_uv(), python, job.entry.os, arch, job.root), job.root), "uv found"
     wrong = []
     if found.minor != python:
         wrong.append(f"Python {found.minor}, and the cell's locks are for Python {python} only")
@@ -232,13 +317,15 @@ def _warn_unused_mirrors(job: _Run) -> None:
     runs warn the same way."""
     for layer in job.layers:
         job.installer_argv(layer, write=False)
-    pylock = job.entry.get("pylock") or {}
-    if job.mirrors.never_used() and pylock.get("path"):
+    if job.mirrors.never_used() and job.entry.pylock is not None:
         from lockgen.locks import pylockfile
+        from lockgen.locks.lock import decode
+        from lockgen.locks.paths import confine
 
+        path, _ = job.entry.pylock
         try:
-            text = (job.root / str(pylock["path"])).read_text(encoding="utf-8")
-            packages = pylockfile.loads(text, str(pylock["path"])).packages
+            data = confine(job.root, job.locks, path, f"cells.{job.cell}.pylock.path").read_bytes()
+            packages = pylockfile.loads(decode(data, path), path).packages
         except (OSError, LockgenError):
             packages = []
         for package in packages:
@@ -248,16 +335,35 @@ def _warn_unused_mirrors(job: _Run) -> None:
         job.warn(f"mirror for {prefix} matched no URL of cell {job.cell}'s install commands; check its spelling")
 
 
+def _hashed(wanted: Expected) -> dict[NormalizedName, Sequence[str]]:
+    """``{name: the lock entry's hashes}`` of ``wanted``'s entries that have any (all but the
+    unhashed layer's)."""
+    return {name: entry.hashes for name, (_, entry, _) in wanted.items() if entry.hashes}
+
+
 def _up_to_date(job: _Run) -> bool:
+    """The venv holds what the last install (of these same layer files) left: the record says
+    so, every version matches and every hashed distribution is still traced to the locks. A
+    layer rolled back with another command than now (another ``--index-url``, other mirrors) is
+    tried again, not skipped."""
     state = read_state(job.venv.path)
-    if not state or state.get("cell") != job.cell:
+    if state is None or state.cell != job.cell:
         return False
-    recorded = state.get("layers") or []
-    if [(r.get("name"), r.get("sha256")) for r in recorded] != [(layer.name, layer.sha256) for layer in job.layers]:
+    if [(r.name, r.sha256) for r in state.layers] != [(layer.name, layer.sha256) for layer in job.layers]:
         return False
-    skipped = {r["name"] for r in recorded if not r.get("installed")}
+    by_name = {layer.name: layer for layer in job.layers}
+    skipped = {r.name for r in state.layers if not r.installed}
+    for name in skipped:
+        if next(r.command for r in state.layers if r.name == name) != job.shown(
+            job.installer_argv(by_name[name], False)
+        ):
+            return False
     wanted = expected([layer for layer in job.layers if layer.name not in skipped])
-    if installed_problems(wanted, job.venv.distributions(job.root), SEED):
+    installed = job.venv.installed(job.root)
+    if (
+        installed_problems(wanted, versions(installed), SEED)
+        or traced_all(_hashed(wanted), installed, state, job.venv.path)[1]
+    ):
         return False
     for name in sorted(skipped):
         job.say(f"{name}: rolled back on the last install of these same locks (--reinstall retries it)")
@@ -265,15 +371,19 @@ def _up_to_date(job: _Run) -> bool:
 
 
 def _dry_run(job: _Run, interpreter: Interpreter) -> int:
-    """Say what an install would do: the venv, the environment of the commands, each command
+    """Say what an install would do: the venv, the environment of the commands, what would be
+    reinstalled first (distributions lockgen cannot trace to the locks' hashes), each command
     (and pip's uninstall step after main), without running anything."""
     action = "reuse" if job.venv.exists() else "create"
     job.say(f"would {action} the venv {job.venv.path} ({interpreter.describe()})")
     job.say(f"would run with: {_shown_env(job)}")
+    present = job.venv.installed(job.root) if job.venv.exists() else {}
+    untraced = traced_all(_hashed(expected(job.layers)), present, read_state(job.venv.path), job.venv.path)[1]
+    if untraced:
+        job.say(f"would first reinstall, as lockgen cannot trace them to the locks' hashes: {', '.join(untraced)}")
     for layer in job.layers:
         job.say(f"would run for {layer.name}: {job.shown(job.installer_argv(layer, write=False))}")
         if layer.kind is LayerKind.MAIN and job.options.installer == "pip":
-            present = job.venv.distributions(job.root) if job.venv.exists() else {}
             extra = sorted(n for n in present if n not in layer.versions() and n not in SEED)
             listed = f": now {', '.join(extra)}" if extra else ""
             job.say(f"would then uninstall (pip cannot sync) every distribution main does not list{listed}")
@@ -287,7 +397,7 @@ def _shown_env(job: _Run) -> str:
     keys = ["VIRTUAL_ENV"] + (
         ["UV_NO_CONFIG", "UV_PYTHON_DOWNLOADS"] if job.options.installer == "uv" else ["PIP_CONFIG_FILE"]
     )
-    keys += sorted(str(k) for k in job.entry.get("environment") or {})
+    keys += sorted(job.entry.environment)
     shown = " ".join(f"{key}={shlex.quote(job.env[key])}" for key in keys if key in job.env)
     if job.options.installer == "pip":
         shown += f"; pip runs with {' '.join(PIP_OPTIONS)}"
@@ -295,12 +405,25 @@ def _shown_env(job: _Run) -> str:
 
 
 def _install_layers(job: _Run) -> int:
-    """Install every layer in order, then check the venv against the locks; write the state."""
-    outcome: list[tuple[Layer, bool]] = []
+    """Remove what lockgen cannot trace to the locks' hashes, install every layer in order, then
+    check the venv against the locks (versions, and each hashed distribution's files against
+    its RECORD); write the record."""
+    state = read_state(job.venv.path)
+    clear_state(job.venv.path)  # a run killed from here on leaves no record to trust
+    kept, untraced = traced_all(_hashed(expected(job.layers)), job.venv.installed(job.root), state, job.venv.path)
+    if untraced:
+        job.say(
+            f"reinstalling {len(untraced)} distribution{'s' if len(untraced) != 1 else ''} lockgen cannot trace to the "
+            f"locks' hashes (installed another way, or changed since): {', '.join(untraced)}"
+        )
+        if not job.uninstall(untraced):
+            raise InstallFailed(f"could not uninstall {', '.join(untraced)} from {job.venv.path}; recreate the venv")
+    outcome: list[tuple[Layer, bool, str]] = []
     for layer in job.layers:
-        job.say(f"{layer.name}: {job.shown(job.installer_argv(layer, write=False))}")
+        shown = job.shown(job.installer_argv(layer, write=False))
+        job.say(f"{layer.name}: {shown}")
         if layer.kind is LayerKind.OPTIONAL:
-            outcome.append((layer, _optional(job, layer, [done for done, ok in outcome if ok])))
+            outcome.append((layer, _optional(job, layer, [done for done, ok, _ in outcome if ok]), shown))
             continue
         ok = job.run(job.installer_argv(layer))
         if ok and layer.kind is LayerKind.MAIN and job.options.installer == "pip":
@@ -309,23 +432,47 @@ def _install_layers(job: _Run) -> int:
             raise InstallFailed(
                 f"{layer.name} of cell {job.cell} did not install into {job.venv.path}; see the installer's output above"
             )
-        outcome.append((layer, True))
-    installed = [layer for layer, ok in outcome if ok]
+        outcome.append((layer, True, shown))
+    installed = [layer for layer, ok, _ in outcome if ok]
     wanted = expected(installed)
-    problems = installed_problems(wanted, job.venv.distributions(job.root), SEED)
+    after = job.venv.installed(job.root)
+    problems = installed_problems(wanted, versions(after), SEED)
+    traced: dict[str, Traced] = {}
+    for name, hashes in sorted(_hashed(wanted).items()):
+        dists = after.get(name, [])
+        if len(dists) != 1:
+            continue  # a version problem already
+        found = trace(dists[0], kept.get(name), hashes, job.venv.path) if name in kept else None
+        if found is None:
+            found, mismatched = traced_now(dists[0], hashes, job.venv.path)
+            problems += mismatched
+        if found is not None:
+            traced[name] = found
     if problems:
+        hint = (
+            "\nA file that is not the one installed right after an install usually comes from uv's cache: uv links "
+            "the files of its cache into venvs (hard links on Linux), so an edit in a venv changes the cache too; "
+            "run `uv cache clean NAME` and install again"
+            if any("is not the file it installed" in p for p in problems) else ""
+        )  # fmt: skip
         raise InstallFailed(
-            f"{job.venv.path} does not match the locks of {job.cell}:\n" + "\n".join(f"  - {p}" for p in problems)
+            f"{job.venv.path} does not match the locks of {job.cell}:\n"
+            + "\n".join(f"  - {p}" for p in problems)
+            + hint
         )
     names = {layer.name for layer in installed}
-    for swap in [swap for swap in job.entry.get("replaces") or [] if swap.get("by") in names]:
+    for swap in [swap for swap in job.entry.replaces if swap.by in names]:
         job.say(
-            f"replaces: {swap['package']} {swap['main']} (main) -> {swap['layer']} ({swap['by']}), declared by `replace` in the config"
+            f"replaces: {swap.package} {swap.main} (main) -> {swap.layer} ({swap.by}), declared by `replace` in the config"
         )
-    write_state(job.venv.path, job.cell, job.options.installer, outcome)
-    count = len(wanted)
+    layers = tuple(LayerState(name=l.name, sha256=l.sha256, installed=ok, command=shown) for l, ok, shown in outcome)  # noqa: E741
+    write_state(
+        job.venv.path, State(cell=job.cell, installer=job.options.installer, layers=layers, distributions=traced)
+    )
+    count, hashed = len(wanted), len(traced)
     job.say(
-        f"verified: {count} package{'s' if count != 1 else ''} in {job.venv.path} at the locked versions (local labels included)"
+        f"verified: {count} package{'s' if count != 1 else ''} in {job.venv.path} at the locked versions (local labels "
+        f"included); {hashed} from archives with the locks' hashes, their files as installed"
     )
     return 0
 
@@ -371,25 +518,16 @@ def _restore(job: _Run, names: set[NormalizedName], layers: list[Layer]) -> bool
     chosen = [entries[name][1] for name in sorted(names) if name in entries]
     text = job.mirrored_text("".join(f"{line}\n" for entry in chosen for line in entry.lines()), chosen)
     path = f"{WORK}/install/{job.cell}/restore.txt"
-    (job.root / path).parent.mkdir(parents=True, exist_ok=True)
-    (job.root / path).write_text(text, encoding="utf-8")
-    sources = map_sources(
-        restore_sources([job.data_commands(layer) for layer in layers]), job.mirrors, job.options.index_url
-    )
+    job.write_work(path, text)
+    sources = map_sources(restore_sources([layer.sources for layer in layers]), job.mirrors, job.options.index_url)
     verb = ["pip", "install"] if job.options.installer == "uv" else ["install"]
     return job.run([*job.head(), *verb, "--require-hashes", "--no-deps", *sources, "-r", path])
 
 
-def restore_sources(commands: Sequence[Sequence[str]]) -> list[str]:
-    """The sources of a rollback's reinstall, from the recorded commands of the layers installed
-    before (main first): main's ``--index-url``, then each ``--find-links`` value of any of
+def restore_sources(sources: Sequence[tuple[str | None, Sequence[str]]]) -> list[str]:
+    """The sources of a rollback's reinstall, from the ``(index URL, find-links)`` of the layers
+    installed before (main first): the first index URL, then each find-links value of any of
     them, once, in order of appearance."""
-    index: list[str] = []
-    links: list[str] = []
-    for argv in commands:
-        for flag, value in itertools.pairwise(argv):
-            if flag == "--index-url" and not index:
-                index = [flag, value]
-            elif flag == "--find-links" and value not in links:
-                links.append(value)
-    return index + [token for link in links for token in ("--find-links", link)]
+    index = next((url for url, _ in sources if url), None)
+    links = dict.fromkeys(link for _, found in sources for link in found)
+    return (["--index-url", index] if index else []) + [token for link in links for token in ("--find-links", link)]

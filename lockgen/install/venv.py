@@ -24,22 +24,26 @@ import importlib.util
 import json
 import logging
 import os
-import shlex
+import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import NormalizedName, canonicalize_name
+from packaging.utils import NormalizedName
 
+from lockgen.credentials import command_line, redact
 from lockgen.errors import InstallRefused
+from lockgen.install.record import Installed, by_name, versions
 from lockgen.resolve.uv import WIDE
 
 __all__ = [
-    "DROPPED", "PIP_OPTIONS", "Done", "Interpreter", "Venv", "base_env", "find_python", "install_env",
-    "pip_network_options", "probe", "probe_python", "run",
+    "CREATING", "DROPPED", "LOCK_FILE", "PIP_OPTIONS", "Done", "Interpreter", "Venv", "base_env", "find_python",
+    "install_env", "pip_network_options", "probe", "probe_python", "run",
 ]  # fmt: skip
 
 log = logging.getLogger("lockgen.install")
@@ -85,11 +89,17 @@ def inside(dist):
         return os.path.realpath(str(dist.locate_file(""))).startswith(prefix)
     except Exception:
         return False
-dists = sorted({(d.metadata["Name"] or "", d.version or "") for d in m.distributions() if inside(d)})
+dists = sorted({(d.metadata["Name"] or "", d.version or "", str(getattr(d, "_path", "") or ""))
+                for d in m.distributions() if inside(d)})
 print(json.dumps({"version": list(sys.version_info[:3]), "implementation": sys.implementation.name,
                   "machine": platform.machine(), "prefix": sys.prefix, "base_prefix": sys.base_prefix,
                   "distributions": dists}))
 """
+
+
+#: Exit codes of a process stopped by Ctrl-C besides a negative one (POSIX): a shell's 130, and
+#: Windows' STATUS_CONTROL_C_EXIT.
+_INTERRUPTED = (130, 0xC000013A)
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,22 @@ class Done:
     returncode: int
     output: str
 
+    @property
+    def signal(self) -> str | None:
+        """The name of the signal that ended the process (``SIGKILL``: the kernel's OOM killer, a
+        ``kill -9``), or None when it exited by itself."""
+        if self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
+
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by Ctrl-C or a termination request (SIGINT, SIGTERM, SIGHUP), not by a failure."""
+        return self.signal in ("SIGINT", "SIGTERM", "SIGHUP") or self.returncode in _INTERRUPTED
+
     def tail(self, lines: int = 12) -> str:
         """The last ``lines`` non-blank lines of the output (what a failure is explained by)."""
         kept = [line.rstrip() for line in self.output.splitlines() if line.strip()]
@@ -106,8 +132,9 @@ class Done:
 
 
 def run(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> Done:
-    """Run ``argv`` (no shell) in ``cwd`` with exactly ``env``; stdin closed, output captured."""
-    log.debug("run in %s: %s", cwd, shlex.join(argv))
+    """Run ``argv`` (no shell) in ``cwd`` with exactly ``env``; stdin closed, output captured
+    (credentials removed: :func:`lockgen.credentials.redact`)."""
+    log.debug("run in %s: %s", cwd, command_line(argv))
     try:
         done = subprocess.run(
             list(argv), env=dict(env), cwd=cwd, shell=False, stdin=subprocess.DEVNULL,
@@ -116,7 +143,7 @@ def run(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> Done:
     except OSError as exc:
         return Done(127, f"cannot run {argv[0]}: {exc.strerror or exc}")
     log.debug("exit %s", done.returncode)
-    return Done(done.returncode, done.stdout or "")
+    return Done(done.returncode, redact(done.stdout or ""))
 
 
 def base_env(base: Mapping[str, str]) -> dict[str, str]:
@@ -207,6 +234,12 @@ def _interpreter(executable: str, data: Mapping[str, Any]) -> Interpreter:
     )  # fmt: skip
 
 
+#: The install lock of a venv, inside it: one install per venv at a time.
+LOCK_FILE = "lockgen-install.lock"
+#: Inside a venv while lockgen creates it (removed when ``uv venv`` is done).
+CREATING = "lockgen-creating"
+
+
 @dataclass(frozen=True)
 class Venv:
     """A virtual environment at ``path`` (it may not exist yet)."""
@@ -222,7 +255,51 @@ class Venv:
         return self.scripts / ("python.exe" if sys.platform == "win32" else "python")
 
     def exists(self) -> bool:
-        return (self.path / "pyvenv.cfg").is_file()
+        """A venv is there: its ``pyvenv.cfg`` exists and no create of lockgen's was cut short."""
+        return (self.path / "pyvenv.cfg").is_file() and not self.half_made()
+
+    def half_made(self) -> bool:
+        """An install was interrupted while it created this venv (:data:`CREATING` is still
+        there): the next install clears it and creates it again."""
+        return (self.path / CREATING).exists()
+
+    def usable(self) -> bool:
+        """Whether lockgen may install here: a venv, a half-made one of lockgen's, an empty
+        folder (one holding only lockgen's lock file counts), or nothing yet."""
+        if self.exists() or self.half_made() or not self.path.exists():
+            return True
+        return self.path.is_dir() and all(p.name == LOCK_FILE for p in self.path.iterdir())
+
+    @contextmanager
+    def held(self, wait: bool) -> Iterator[None]:
+        """Hold this venv's install lock (:data:`LOCK_FILE` inside it; the folder is made when
+        missing) for the ``with`` block: one install per venv at a time. Raises
+        :class:`InstallRefused` naming the other install's pid, or with ``wait`` waits for it."""
+        from lockgen.locks.store import FileLock
+
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InstallRefused(f"cannot create the venv folder {self.path}: {exc.strerror or exc}") from None
+
+        def busy(holder: str) -> InstallRefused:
+            return InstallRefused(
+                f"another lockgen install is working on the venv {self.path} ({holder}); wait for it to finish, "
+                "or pass --wait to queue behind it"
+            )
+
+        with FileLock(self.path / LOCK_FILE, wait, busy, f"waiting for another lockgen install into {self.path}"):
+            yield
+
+    def clear(self) -> None:
+        """Remove everything in the venv folder but its lock file (a half-made venv)."""
+        for child in self.path.iterdir():
+            if child.name == LOCK_FILE:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
 
     def system_site_packages(self) -> bool:
         """Whether the venv sees its base interpreter's site-packages (``pyvenv.cfg``:
@@ -248,22 +325,31 @@ class Venv:
         """The venv's interpreter."""
         return _interpreter(str(self.python), self.probe(cwd))
 
+    def installed(self, cwd: Path) -> dict[NormalizedName, list[Installed]]:
+        """``{canonical name: [Installed, …]}`` of the distributions under the venv's prefix, with
+        their ``.dist-info`` folders (more than one means a broken install)."""
+        found = self.probe(cwd)["distributions"]
+        return by_name([(str(name), str(version), str(path)) for name, version, path in found])
+
     def distributions(self, cwd: Path) -> dict[NormalizedName, list[str]]:
         """``{canonical name: [version, …]}`` of the distributions installed under the venv's prefix
         (more than one version means a broken install)."""
-        found: dict[NormalizedName, list[str]] = {}
-        for name, version in self.probe(cwd)["distributions"]:
-            found.setdefault(canonicalize_name(name), []).append(version)
-        return found
+        return versions(self.installed(cwd))
 
     def create(self, uv: str, interpreter: str, cwd: Path) -> None:
         """Create the venv with ``uv venv`` from ``interpreter`` (no pip in it: uv and lockgen's
-        own pip install into it from outside). Raises :class:`InstallRefused` when uv cannot."""
+        own pip install into it from outside), inside the folder :meth:`held` made. The
+        :data:`CREATING` marker stays until uv is done, so a create cut short is recognised
+        (:meth:`half_made`). Raises :class:`InstallRefused` when uv cannot."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / CREATING).write_text(f"pid {os.getpid()}: lockgen install is creating this venv\n")
         done = run(
-            [uv, "venv", "--no-config", "--quiet", "--python", interpreter, str(self.path)], base_env(os.environ), cwd
-        )
+            [uv, "venv", "--no-config", "--quiet", "--allow-existing", "--python", interpreter, str(self.path)],
+            base_env(os.environ), cwd,
+        )  # fmt: skip
         if done.returncode != 0:
             raise InstallRefused(f"cannot create the venv {self.path}: {done.tail(5)}")
+        (self.path / CREATING).unlink()
 
     def pip(self, cwd: Path) -> list[str]:
         """How to run pip for this venv, with :data:`PIP_OPTIONS` and the user's network settings

@@ -28,7 +28,7 @@ from packaging.version import Version
 from lockgen.locks.lock import Entry, Header
 from lockgen.locks.pylockfile import artifacts, file_name
 
-__all__ = ["exact", "files", "hosts", "place", "sources", "vcs", "version"]
+__all__ = ["exact", "files", "place", "sources", "unversioned", "vcs", "version"]
 
 VCS_SCHEMES = ("git+", "hg+", "svn+", "bzr+")
 _DIGEST = re.compile(r"^[0-9a-fA-F]{32,}$")
@@ -99,11 +99,28 @@ def exact(entry: Entry, package: Package | None) -> bool:
     return bool(package.index) or any(a.url or a.path for _, a in artifacts(package))
 
 
-def hosts(places: Iterable[str]) -> frozenset[str]:
-    """The hosts of :func:`sources` strings (``download.pytorch.org``), or ``.`` for local
-    paths: what must stay the same when a version moves (a release folder named after the
-    version moves with it)."""
-    return frozenset(p.split("/", 1)[0] if "://" not in p else p for p in places)
+def unversioned(places: Iterable[str], version: Version | None) -> frozenset[str]:
+    """:func:`sources` strings with each path segment that names ``version`` (its public part:
+    ``v2.6.3``, ``2.6.3``, ``flash-attn-2.6.3``) written ``{version}``, and a segment that is its
+    local label (pytorch's ``/whl/cu130`` of ``+cu130``) ``{label}``: what must stay the same
+    when a version moves (a release folder named after the version moves with it; any other
+    change of place is a change of source, on one host or not: issue 16, two repositories of one
+    Artifactory host are two sources)."""
+    if version is None:
+        return frozenset(places)
+    named = re.compile(rf"(?<![0-9.]){re.escape(version.public)}(?![0-9]|\.[0-9])")  # 2.6.3, not 12.6.3 or 2.6.30
+    found = set()
+    for place in places:
+        head, sep, path = place.partition("/")
+        segments = [_unversioned(s, named, version.local) for s in path.split("/")] if sep else []
+        found.add("/".join([head, *segments]))
+    return frozenset(found)
+
+
+def _unversioned(segment: str, named: re.Pattern[str], label: str | None) -> str:
+    if named.search(segment):
+        return "{version}"
+    return "{label}" if label and segment == label else segment
 
 
 def files(package: Package | None) -> Mapping[str, str]:

@@ -48,8 +48,10 @@ class Parser:
     def lock(self) -> tuple[Header, tuple[Entry, ...]]:
         """The header and the entries of a whole lock."""
         head, sep, body = self.text.partition("\n\n")
-        if not head.startswith(FIRST_PREFIX) or not sep:
+        if not head.startswith(FIRST_PREFIX):
             raise self.fail(1, "not a lock written by lockgen (no lockgen header)")
+        if not sep:
+            raise self.fail(head.count("\n") + 1, "truncated: the header does not end (no blank line after it)")
         first = head.split("\n", 1)[0]
         self.fields["config"] = [first.partition(" from ")[2].partition("; do not edit")[0] or "pyproject.toml"]
         for number, line in enumerate(head.split("\n"), 1):
@@ -58,6 +60,11 @@ class Parser:
                 if key in SINGLE_FIELDS and key in self.fields:
                     raise self.fail(number, f"the header has two {key!r} fields")
                 self.fields.setdefault(key, []).append(value)
+        if "kind" not in self.fields:  # format 1 (before layers): no kind, an --index-url line
+            raise self.fail(
+                1, "written by an older lockgen (lock format 1, before layers: its header has no 'kind'); "
+                "re-lock the cell with this lockgen (lockgen all)"
+            )
         return self.header(), tuple(self.entries(body, head.count("\n") + 3))
 
     def one(self, key: str, default: str | None = None) -> str:
@@ -74,12 +81,18 @@ class Parser:
 
     def header(self) -> Header:
         get = self.fields.get
+        if self.one("kind") not in {str(k) for k in LayerKind}:
+            known = ", ".join(str(k) for k in LayerKind)
+            raise self.fail(
+                1, f"kind {self.one('kind')!r} is not one this lockgen knows ({known}): written by a newer lockgen?"
+            )
         try:
             kind = LayerKind(self.one("kind"))
             return Header(
                 cell=self.one("cell"), kind=kind, path=self.where, config=self.one("config"), target=self.one("target"), uv=self.one("uv"),
                 input_hash=self.one("input-hash"),
                 input_parts=dict(p.split("=", 1) for p in self.one("input-parts", "").split()),
+                local_files=tuple(FileRef.parse(v) for v in get("local-file", [])),
                 exclude_newer=self.optional("exclude-newer"),
                 index_url=self.optional("index-url"), find_links=tuple(get("find-links", [])),
                 layer_of=self.optional("layer-of"),
@@ -111,6 +124,8 @@ class Parser:
                 current["via"].append(stripped.removeprefix("# via").strip())
             elif stripped.startswith("#   "):
                 current["via"].append(stripped.removeprefix("#").strip())
+            elif stripped.startswith("# from "):  # uv's --emit-index-annotation: the index that served it
+                current["index"] = stripped.removeprefix("# from ").strip()
             elif stripped != "# via":
                 raise self.fail(number, f"unexpected line {stripped!r}")
         if current is not None:

@@ -8,12 +8,11 @@ in memory (issue 10: memory flat in the number of cells).
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import shutil
 import tempfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
@@ -25,6 +24,8 @@ from lockgen.locks.report import change_report, unchanged, upgrade_outcome
 
 if TYPE_CHECKING:
     from lockgen.plan.plan import Plan
+
+log = logging.getLogger("lockgen")
 
 __all__ = ["changed_cells", "check_upgrade_names", "copy_cells", "files_of", "lockset_of", "run_report"]
 
@@ -39,12 +40,19 @@ def files_of(folder: Path, names: Sequence[str]) -> list[str]:
     return found
 
 
-def copy_cells(folder: Path, names: Sequence[str], into: Path) -> None:
-    """Copy the cells' files and the manifest of the locks ``folder`` into ``into``."""
+def copy_cells(folder: Path, names: Sequence[str], into: Path) -> bool:
+    """Copy the cells' files and the manifest of the locks ``folder`` into ``into``. False (and
+    a warning) when they could not be copied (a full disk, a file-size limit): the run goes on,
+    only its change report is left out."""
     rels = files_of(folder, names) + ([MANIFEST_NAME] if (folder / MANIFEST_NAME).is_file() else [])
-    for rel in rels:
-        (into / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(folder / rel, into / rel)
+    try:
+        for rel in rels:
+            (into / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder / rel, into / rel)
+    except OSError as exc:
+        log.warning("no change report for this run: the locks before it could not be copied (%s)", exc.strerror or exc)
+        return False
+    return True
 
 
 def changed_cells(old: Path, folder: Path, names: Sequence[str]) -> set[str]:
@@ -94,7 +102,7 @@ def run_report(
     folder: Path,
     locks: str,
     before: LockSet | None,
-    old: Path,
+    old: Path | None,
     touched: list[str],
     upgrades: Sequence[str],
     held: Held | None = None,
@@ -104,10 +112,17 @@ def run_report(
     from before the run), unless an upgrade was asked for (its outcome counts every touched
     cell: ``before`` holds every lock; ``held`` says what kept a package where it was).
     ``folder``: the locks folder, ``locks`` its project-relative name. Returns the summary
-    lines and the ``--json`` changes."""
-    cells = set(touched) if before is not None else changed_cells(old, folder, touched)
-    after = lockset_of(folder, locks, cells)
-    earlier = before.only(cells) if before is not None else lockset_of(old, locks, cells)
+    lines and the ``--json`` changes; no lines when the files before the run were not copied
+    (``old`` None) or cannot be read back now."""
+    if old is None and before is None:
+        return [], []
+    try:
+        cells = set(touched) if before is not None else changed_cells(old or folder, folder, touched)
+        after = lockset_of(folder, locks, cells)
+        earlier = before.only(cells) if before is not None else lockset_of(old or folder, locks, cells)
+    except OSError as exc:
+        log.warning("no change report for this run: %s", exc.strerror or exc)
+        return [], []
     report = change_report(earlier, after, touched)
     outcomes = []
     for spec in upgrades:

@@ -11,7 +11,8 @@ Kinds (:class:`Kind`), per package in a cell's main lock or one of its layers:
 * ``label``: the same public version with another local label (``2.13.0+cu126 → 2.13.0+cu130``);
 * ``source``: where its files come from changed (index, find-links, direct URL; see
   :mod:`lockgen.locks._origin`). With the version unchanged any change of place counts; when the
-  version moved too, only a change of host does (a release folder may be named after its version).
+  version moved too, any change but of a folder named after the version or its label (a release
+  folder moves with its version); two repositories on one host are two places (issue 16).
   Where its files come from is known from the cell's ``pylock.toml`` (its artifacts' URLs) or a
   direct URL; a layer lock (or a lock copied without its pylock) only lists, in its header, the
   pages an installer may read for all of its packages. Judged by that list alone, a package whose
@@ -21,7 +22,10 @@ Kinds (:class:`Kind`), per package in a cell's main lock or one of its layers:
 * ``files``: same version, same source, more files (every old hash kept): not flagged;
 * ``hash``: same version, same source, other hashes (an old one gone or replaced): flagged, a re-uploaded file or a tampered
   index;
-* ``vcs``: a VCS entry's commit changed (its repository changing is a ``source`` change).
+* ``vcs``: a VCS entry's commit changed (its repository changing is a ``source`` change);
+* ``publisher`` (flagged): a main package's PEP 740 publisher identities, as the pylocks record
+  them, changed or disappeared (:func:`lockgen.locks.publishers.changes`): the project is now
+  published by another repository or workflow, or without attestations.
 
 Per cell: ``cell-added``, ``cell-removed`` (``old``/``new`` carry the manifest status of a cell
 listed without a lock, e.g. ``failed: …``); ``layer-added``, ``layer-removed`` (with an
@@ -42,7 +46,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from lockgen.locks import _origin
+from lockgen.locks import _origin, publishers
 from lockgen.locks.lock import Entry, Lock
 from lockgen.locks.lockset import MAIN, CellLocks, LockSet, Unreadable
 
@@ -61,6 +65,7 @@ class Kind(str, enum.Enum):
     HASH = "hash"
     FILES = "files"  # same version and source, files added, every old hash kept (a newer wheel, a new lock format)
     VCS = "vcs"
+    PUBLISHER = "publisher"
     CELL_ADDED = "cell-added"
     CELL_REMOVED = "cell-removed"
     LAYER_ADDED = "layer-added"
@@ -74,7 +79,7 @@ class Kind(str, enum.Enum):
 
 
 _ORDER = {kind: i for i, kind in enumerate(Kind)}
-_FLAGGED = frozenset({Kind.DOWNGRADE, Kind.HASH, Kind.UNAVAILABLE})
+_FLAGGED = frozenset({Kind.DOWNGRADE, Kind.HASH, Kind.UNAVAILABLE, Kind.PUBLISHER})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -216,6 +221,8 @@ class _Cell:
     def compare(self, before: CellLocks, after: CellLocks) -> None:
         both_pylocks = before.pylock is not None and after.pylock is not None
         self.entries(MAIN, before.main, after.main, _packages(before, both_pylocks), _packages(after, both_pylocks))
+        for package, old, new in publishers.changes(before.pylock, after.pylock):
+            self.add(package, Kind.PUBLISHER, old, new)
         gone = [n for n in before.layers if n not in after.layers]
         came = [n for n in after.layers if n not in before.layers]
         explained = self.availability(before, after, gone, came)
@@ -278,7 +285,7 @@ class _Cell:
             return
         if va is not None and vb is not None and va != vb:
             self.add(name, _version_kind(va, vb), str(va), str(vb), layer)
-            if _moved(a, b, hosts=True):
+            if _moved(a, b, versions=(va, vb)):
                 self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)
         elif _moved(a, b) or ((va is None or vb is None) and a.entry.url != b.entry.url):
             self.add(name, Kind.SOURCE, _places(a.sources()), _places(b.sources()), layer)
@@ -311,12 +318,14 @@ class _Side:
         return _origin.exact(self.entry, self.package)
 
 
-def _moved(a: _Side, b: _Side, hosts: bool = False) -> bool:
-    """Whether the package's files come from elsewhere (by host only, with ``hosts``); see the
-    module docstring for a side that knows only its lock header's pages."""
+def _moved(a: _Side, b: _Side, versions: tuple[Version, Version] | None = None) -> bool:
+    """Whether the package's files come from elsewhere; with ``versions`` (old, new: the version
+    moved) a folder named after the version or its label may move with it
+    (:func:`lockgen.locks._origin.unversioned`). See the module docstring for a side that knows
+    only its lock header's pages."""
     old, new = a.sources(), b.sources()
-    if hosts:
-        old, new = _origin.hosts(old), _origin.hosts(new)
+    if versions is not None:
+        old, new = _origin.unversioned(old, versions[0]), _origin.unversioned(new, versions[1])
     if a.exact() and b.exact():
         return old != new
     if _same_lines(a.entry, b.entry):

@@ -52,6 +52,7 @@ def describe(g: Group) -> str:
         Kind.LAYER_REMOVED: f"layer {g.layer} ({old}) removed",
         Kind.UNAVAILABLE: (f"{old} " if old else "") + f"now unavailable (optional layer {g.layer}): {new}",
         Kind.AVAILABLE: f"{new} available again (optional layer {g.layer}; was: {old})",
+        Kind.PUBLISHER: f"publisher {old} {ARROW} {new}" if new else f"publisher {old} is gone (no attestation now)",
         Kind.UNREADABLE: f"cannot read the {_file(g.layer)}: {new}"
         if new
         else f"the old {_file(g.layer)} could not be read: {old}",

@@ -4,7 +4,7 @@ forms in :mod:`lockgen.locks.lock`'s docstring."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from packaging.utils import NormalizedName
 from packaging.version import Version
@@ -26,7 +26,10 @@ class Entry:
     local path). ``url``: a direct reference (wheel URL, ``git+…@<commit>``, or a project-relative
     path ``./sub``: see the module docstring for the line each gives); ``hashes`` are
     ``sha256:<hex>`` strings, sorted; ``via`` names what asked for it (a committed template,
-    another package)."""
+    another package); ``index``: the index or find-links page uv said it took the package from
+    (its ``# from`` annotation, canonical; None when uv named none). ``index`` is what the
+    resolution knew, not what a lock says: a lock does not write it, and it takes no part in
+    comparing entries."""
 
     name: NormalizedName
     version: Version | None = None
@@ -35,6 +38,7 @@ class Entry:
     editable: bool = False
     hashes: tuple[str, ...] = ()
     via: tuple[str, ...] = ()
+    index: str | None = field(default=None, compare=False)
 
     @property
     def unhashed(self) -> bool:

@@ -8,45 +8,70 @@ both; ``lockgen all`` and ``lockgen merge`` remove orphans; the no-op path needs
 
 from __future__ import annotations
 
+import posixpath
+import re
 from pathlib import Path
 
 from lockgen.errors import LockFormatError
-from lockgen.locks.lock import LayerKind, Lock, intact, text_sha256
+from lockgen.locks.lock import LayerKind, Lock, decode, intact, text_sha256
+from lockgen.locks.paths import confine_file, refs_problem
 
 __all__ = ["edited", "orphan_cells", "orphans"]
 
 
 def edited(root: Path, path: str, main: Lock) -> str | None:
-    """Why the main lock at ``path`` or one of its layer files is not what lockgen wrote (None: it is)."""
-    text = (root / path).read_text(encoding="utf-8")
-    if not intact(text):
+    """Why the main lock at ``path`` or one of its layer files is not what lockgen wrote (None: it
+    is). The files the main lock names are read only where lockgen writes them
+    (:func:`lockgen.locks.paths.refs_problem`), inside the locks folder after symlinks; any other
+    file in the cell's folder is named."""
+    locks = posixpath.dirname(path)
+
+    def text_of(rel: str) -> str | None:
+        try:
+            return decode(confine_file(root, locks, rel, LockFormatError).read_bytes(), rel)
+        except (OSError, LockFormatError):
+            return None
+
+    text = text_of(path)
+    if text is None or not intact(text):
         return f"{path} was changed by hand (its content-sha256 does not match)"
+    problem = refs_problem(main.header, path)
+    if problem:
+        return f"{path}: {problem}"
     listed = set()
     ref_pylock = main.header.pylock
     if ref_pylock is not None:
-        try:
-            pylock_text = (root / ref_pylock.path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        listed.add(ref_pylock.path)
+        pylock_text = text_of(ref_pylock.path)
+        if pylock_text is None:
             return f"{ref_pylock.path} is missing"
         if text_sha256(pylock_text) != ref_pylock.sha256:
             return f"{ref_pylock.path} is not the pylock.toml {path} lists (edited, or from another run)"
     for ref in main.header.layers:
         listed.add(ref.path)
-        try:
-            layer_text = (root / ref.path).read_text(encoding="utf-8")
-        except OSError:
+        layer_text = text_of(ref.path)
+        if layer_text is None:
             return f"{ref.path} is missing"
         if text_sha256(layer_text) != ref.sha256 or not intact(layer_text):
             return f"{ref.path} is not the layer {path} lists (edited, or from another run)"
     folder = root / path.removesuffix(".txt")
-    for extra in sorted(folder.glob("*.txt")) if folder.is_dir() else []:
+    for extra in sorted(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []:
         rel = extra.relative_to(root).as_posix()
-        if rel not in listed and _is_layer(extra):
+        if rel in listed or _TEMPORARY.fullmatch(extra.name):
+            continue
+        if extra.is_file() and not extra.is_symlink() and _is_layer(extra):
             return f"{rel} is a layer lock {path} does not list"
+        return f"{rel} is not a file lockgen writes for this cell ({path} does not list it); remove it"
     return None
 
 
+#: A temporary a killed run left (``.<name>.<8 hex>.tmp``): the next run removes it.
+_TEMPORARY = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
+
+
 def _is_layer(path: Path) -> bool:
+    if path.is_symlink():  # lockgen writes none: not one of its locks
+        return False
     try:
         lock = Lock.read(path)
     except LockFormatError:
@@ -81,6 +106,8 @@ def _orphans(root: Path, locks: str, keep: set[str]) -> list[tuple[str, str]]:
 
 
 def _is_main(path: Path) -> bool:
+    if path.is_symlink():
+        return False
     try:
         lock = Lock.read(path)
     except LockFormatError:

@@ -8,14 +8,14 @@ layout and is where every other module gets these names.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packaging.utils import NormalizedName, canonicalize_name
 
 __all__ = [
     "DIGEST", "FIRST_PREFIX", "MULTI_FIELDS", "SINGLE_FIELDS", "UNREACHABLE", "FileRef", "Header", "LayerKind",
-    "LayerRef", "Replacement", "Unavailable",
+    "LayerRef", "Replacement", "Unavailable", "install_commands",
 ]  # fmt: skip
 
 #: The reason of an optional layer whose source could not be reached starts with this: its cell
@@ -39,6 +39,29 @@ class LayerKind(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+def install_commands(
+    kind: LayerKind, path: str, index_url: str | None, find_links: Sequence[str]
+) -> dict[str, list[str]]:
+    """``{"uv": argv, "pip": argv}`` that install the layer file ``path`` of ``kind`` from
+    ``index_url`` and ``find_links``, run from the project root with the target environment
+    active (docs/manifest.md, "The commands"). main: an exact sync with hashes (pip cannot sync:
+    an installer removes what the lock does not list); optional: an install that may fail;
+    no-deps: without dependencies; unhashed: without hashes, without dependencies. Every lock,
+    the manifest and ``lockgen install`` (which runs these, never the recorded ones) build them
+    here."""
+    sources = ["--index-url", index_url] if index_url else []
+    for link in find_links:
+        sources += ["--find-links", link]
+    hashes = [] if kind is LayerKind.UNHASHED else ["--require-hashes"]
+    no_deps = ["--no-deps"] if kind in (LayerKind.NO_DEPS, LayerKind.UNHASHED) else []
+    if kind is LayerKind.MAIN:
+        uv = ["uv", "pip", "sync", *hashes, *sources, path]
+    else:
+        uv = ["uv", "pip", "install", *hashes, *no_deps, *sources, "-r", path]
+    pip = ["pip", "install", *hashes, *no_deps, *sources, "-r", path]
+    return {"uv": uv, "pip": pip}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,6 +154,8 @@ class Header:
     uv: str
     input_hash: str
     input_parts: Mapping[str, str] = field(default_factory=dict)
+    # the local input files the input hash covers, by content (main locks only): check names the one that changed
+    local_files: tuple[FileRef, ...] = ()
     config: str = "pyproject.toml"
     exclude_newer: str | None = None
     index_url: str | None = None
@@ -145,21 +170,9 @@ class Header:
     unverified_hashes: tuple[str, ...] = ()  # sources whose page hashes lockgen did not check
 
     def install_commands(self) -> dict[str, list[str]]:
-        """``{"uv": argv, "pip": argv}`` that install this file, run from the project root with
-        the target environment active. main: an exact sync with hashes (pip cannot sync: an
-        installer removes what the lock does not list); optional: an install that may fail;
-        no-deps: without dependencies; unhashed: without hashes, without dependencies."""
-        sources = ["--index-url", self.index_url] if self.index_url else []
-        for link in self.find_links:
-            sources += ["--find-links", link]
-        hashes = [] if self.kind is LayerKind.UNHASHED else ["--require-hashes"]
-        no_deps = ["--no-deps"] if self.kind in (LayerKind.NO_DEPS, LayerKind.UNHASHED) else []
-        if self.kind is LayerKind.MAIN:
-            uv = ["uv", "pip", "sync", *hashes, *sources, self.path]
-        else:
-            uv = ["uv", "pip", "install", *hashes, *no_deps, *sources, "-r", self.path]
-        pip = ["pip", "install", *hashes, *no_deps, *sources, "-r", self.path]
-        return {"uv": uv, "pip": pip}
+        """``{"uv": argv, "pip": argv}`` that install this file: :func:`install_commands` of
+        its kind, path and sources."""
+        return install_commands(self.kind, self.path, self.index_url, self.find_links)
 
     def fields(self) -> Iterator[tuple[str, str]]:
         """``(key, value)`` pairs in file order."""
@@ -178,6 +191,8 @@ class Header:
         yield "input-hash", self.input_hash
         if self.input_parts:
             yield "input-parts", " ".join(f"{k}={v}" for k, v in sorted(self.input_parts.items()))
+        for ref in self.local_files:
+            yield "local-file", ref.field()
         if self.pylock is not None:
             yield "pylock", self.pylock.field()
         for item in self.layers:
@@ -208,4 +223,4 @@ SINGLE_FIELDS = {
     "pylock",
     DIGEST,
 }
-MULTI_FIELDS = {"find-links", "layer", "unavailable", "replaces", "skipped-url", "no-upload-time", "unverified-hashes"}
+MULTI_FIELDS = {"find-links", "local-file", "layer", "unavailable", "replaces", "skipped-url", "no-upload-time", "unverified-hashes"}

@@ -53,6 +53,7 @@ checkouts have no hash pip ``--require-hashes`` could check: they go to the ``un
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import shlex
 from collections.abc import Mapping, Sequence
@@ -79,7 +80,7 @@ from lockgen.locks.header import (
 
 __all__ = [
     "UNREACHABLE", "Entry", "FileRef", "Header", "LayerKind", "LayerRef", "Lock", "Replacement", "Unavailable",
-    "body_entries", "intact", "is_local", "is_lock_file", "normalized", "older_lock", "parse_entries", "text_sha256",
+    "body_entries", "decode", "intact", "is_local", "is_lock_file", "normalized", "older_lock", "parse_entries", "text_sha256",
 ]  # fmt: skip
 
 _FIRST = FIRST_PREFIX + " from {config}; do not edit it by hand."
@@ -152,11 +153,40 @@ class Lock:
             return None
         except OSError as exc:
             raise LockFormatError(f"{where or path}: cannot read it ({exc.strerror})") from None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise LockFormatError(f"{where or path}: not UTF-8 text") from None
-        return cls.parse(text, where or str(path))
+        return cls.from_bytes(data, where or str(path))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, where: str) -> Lock:
+        """Parse a lock's bytes (:func:`decode`, then :meth:`parse`). Raises
+        :class:`LockFormatError` naming ``where``."""
+        return cls.parse(decode(data, where), where)
+
+
+#: Byte-order marks of the encodings a lock saved by an editor may come in, by name.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"), (codecs.BOM_UTF8, "UTF-8 with a byte-order mark"),
+    (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"),
+)  # fmt: skip
+
+
+def decode(data: bytes, where: str) -> str:
+    """The text of a lock file's ``data``: UTF-8 without a byte-order mark, as lockgen writes it.
+    Raises :class:`LockFormatError` naming ``where`` and the encoding found (UTF-16, a UTF-8
+    byte-order mark, the first byte that is not UTF-8): every reader of lock bytes (check,
+    diff, merge, install) goes through here, so none meets a ``UnicodeDecodeError``."""
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            raise LockFormatError(
+                f"{where}: saved as {name} (an editor?); lockgen writes UTF-8 without a byte-order mark: "
+                "restore the file (git checkout) or re-lock the cell"
+            )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LockFormatError(
+            f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "restore the file (git checkout) or re-lock the cell"
+        ) from None
 
 
 def parse_entries(text: str, where: str) -> tuple[Entry, ...]:

@@ -35,7 +35,8 @@ from packaging.pylock import Pylock
 
 from lockgen.errors import LockFormatError, UsageError
 from lockgen.locks import pylockfile
-from lockgen.locks.lock import LayerKind, Lock, older_lock
+from lockgen.locks.lock import LayerKind, Lock, decode, older_lock
+from lockgen.locks.paths import folder_problem, refs_problem, resolved_inside
 
 __all__ = ["CellLocks", "CellStatus", "LockSet", "Unreadable", "is_git_repository"]
 
@@ -136,6 +137,8 @@ class LockSet:
             names = []
 
         def read(rel: str) -> bytes | None:
+            if folder_problem(rel) or not resolved_inside(folder / rel, folder):
+                raise OSError(f"{rel!r} leads outside the locks folder; refused")
             try:
                 return (folder / rel).read_bytes()
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -200,6 +203,10 @@ class _Builder:
 
     def cell(self, name: str, main: Lock) -> CellLocks:
         layers: dict[str, Lock] = {}
+        problem = refs_problem(main.header, f"{self.locks}/{name}.txt")
+        if problem:  # a main lock naming files elsewhere: none of them is read
+            self.problem(self.show(f"{name}.txt"), name, MAIN, f"{self.show(f'{name}.txt')}: {problem}")
+            return CellLocks(name=name, main=main, layers={}, pylock=None)
         for ref in main.header.layers:
             rel = (
                 ref.path[len(self.locks) + 1 :]
@@ -225,9 +232,9 @@ class _Builder:
                 self.problem(where, cell, layer, f"{where}: missing, but {listed_by} lists it as layer {layer}")
             return None
         try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            self.problem(where, cell, layer, f"{where}: not UTF-8 text", data)
+            return decode(data, where)
+        except LockFormatError as exc:
+            self.problem(where, cell, layer, str(exc), data)
             return None
 
     def lock(self, rel: str, cell: str, layer: str, listed_by: str | None = None) -> Lock | None:
@@ -238,7 +245,7 @@ class _Builder:
             lock = Lock.parse(text, self.show(rel))
         except LockFormatError as exc:
             message = str(exc)
-            if older_lock(text):  # lockgen wrote it, untouched: another lockgen's layout, not a broken file
+            if older_lock(text) and "older lockgen" not in message:  # lockgen wrote it: another layout, not a broken file
                 message = (
                     f"{self.show(rel)}: written by an older lockgen, in a lock format this one does not read "
                     f"({message.removeprefix(self.show(rel)).lstrip(':0123456789 ')}); re-lock it with lockgen all"

@@ -13,17 +13,18 @@ with a newline.
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lockgen.errors import LockFormatError
-from lockgen.locks.lock import LayerKind, Lock, text_sha256
+from lockgen.locks.lock import LayerKind, Lock, decode, text_sha256
 
 __all__ = [
-    "MANIFEST_FORMAT", "Row", "build", "coverage_current", "coverage_incomplete", "dumps", "failures", "manifest_path",
-    "read", "recorded_coverage",
+    "MANIFEST_FORMAT", "Row", "build", "coverage_current", "coverage_incomplete", "dumps", "failures", "flags",
+    "manifest_path", "read", "recorded_coverage",
 ]  # fmt: skip
 
 #: Version of the manifest layout (the installer contract); installers refuse a newer major.
@@ -129,29 +130,44 @@ def build(
 
 _LOCK_KEYS = (
     "lock", "sha256", "pylock", "input_hash", "uv", "index_url", "find_links", "exclude_newer", "layers",
-    "unavailable", "replaces", "skipped_urls", "no_upload_time", "unverified_hashes", "coverage",
+    "unavailable", "replaces", "skipped_urls", "no_upload_time", "unverified_hashes", "coverage", "publishers",
 )  # fmt: skip
 
 
 def _locked(root: Path, path: str) -> dict[str, Any]:
-    """The lock fields of a cell whose main lock is at ``path`` (``status: missing`` when it has none)."""
-    main = Lock.read(root / path, path)
-    if main is None:
+    """The lock fields of a cell whose main lock is at ``path`` (``status: missing`` when it has
+    none). Raises :class:`LockFormatError` for a lock that cannot be read, a missing layer, or a
+    layer or pylock the main lock names at another path than its own folder's
+    (:func:`lockgen.locks.paths.refs_problem`: a lock from elsewhere cannot point outside)."""
+    from lockgen.locks.paths import refs_problem
+
+    locks = posixpath.dirname(path)
+    found = _read(root, path, locks)
+    if found is None:
         return {"status": "missing"}
+    main, sha = found
     header = main.header
-    layers = [_layer(root, main, path)]
+    problem = refs_problem(header, path)
+    if problem:
+        raise LockFormatError(f"{path}: {problem}; re-lock the cell")
+    layers = [_layer(main, path, sha)]
     for ref in header.layers:
-        layer = Lock.read(root / ref.path, ref.path)
+        layer = _read(root, ref.path, locks)
         if layer is None:
             raise LockFormatError(f"{path}: its layer {ref.path} is missing; re-lock the cell")
-        layers.append(_layer(root, layer, ref.path))
+        layers.append(_layer(layer[0], ref.path, layer[1]))
     entry: dict[str, Any] = {
         "status": "locked", "lock": path, "sha256": layers[0]["sha256"], "input_hash": header.input_hash,
         "uv": header.uv, "index_url": header.index_url, "find_links": list(header.find_links), "layers": layers,
     }  # fmt: skip
     pylock = f"{path.removesuffix('.txt')}/pylock.toml"
-    if (root / pylock).is_file():
-        entry["pylock"] = {"path": pylock, "sha256": text_sha256((root / pylock).read_text(encoding="utf-8"))}
+    data = _bytes(root, pylock, locks)
+    if data is not None:
+        pylock_text = decode(data, pylock)
+        entry["pylock"] = {"path": pylock, "sha256": text_sha256(pylock_text)}
+        publishers = _publishers(pylock_text, pylock)
+        if publishers:
+            entry["publishers"] = publishers
     if header.exclude_newer:
         entry["exclude_newer"] = header.exclude_newer
     if header.unavailable:
@@ -169,19 +185,66 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
     return entry
 
 
-def _layer(root: Path, lock: Lock, path: str) -> dict[str, Any]:
+def _bytes(root: Path, path: str, locks: str) -> bytes | None:
+    """The bytes of the project-relative file ``path``, confined to ``locks`` after symlinks;
+    None when there is no such file."""
+    from lockgen.locks.paths import confine_file
+
+    try:
+        return confine_file(root, locks, path, LockFormatError).read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError as exc:
+        raise LockFormatError(f"{path}: cannot read it ({exc.strerror})") from None
+
+
+def _read(root: Path, path: str, locks: str) -> tuple[Lock, str] | None:
+    """The lock at the project-relative ``path`` (see :func:`_bytes`) and the sha256 of its text;
+    None when there is no such file."""
+    data = _bytes(root, path, locks)
+    if data is None:
+        return None
+    text = decode(data, path)
+    return Lock.parse(text, path), text_sha256(text)
+
+
+def _publishers(text: str, where: str) -> dict[str, list[dict[str, str]]]:
+    """``{package: [identity, …]}`` of the pylock ``text``'s ``attestation-identities`` (PEP 740
+    publishers, :mod:`lockgen.locks.publishers`); parsed only when it records any (most do not,
+    and ``check`` rebuilds the manifest of every cell)."""
+    if "attestation-identities" not in text:
+        return {}
+    from lockgen.locks import pylockfile, publishers
+
+    found = publishers.of_pylock(pylockfile.loads(text, where))
+    return {name: [i.to_dict() for i in ids] for name, ids in found.items()}
+
+
+def _layer(lock: Lock, path: str, sha: str) -> dict[str, Any]:
     kind = lock.header.kind
     name = "main" if kind is LayerKind.MAIN else path.rsplit("/", 1)[-1].removesuffix(".txt")
-    return {
+    layer: dict[str, Any] = {
         "name": name,
         "kind": str(kind),
         "lock": path,
-        "sha256": text_sha256((root / path).read_text(encoding="utf-8")),
+        "sha256": sha,
+        **flags(kind),
+        "find_links": list(lock.header.find_links),
+        "commands": lock.header.install_commands(),
+    }
+    if lock.header.index_url:
+        layer["index_url"] = lock.header.index_url
+    return layer
+
+
+def flags(kind: LayerKind) -> dict[str, bool]:
+    """A layer's flags, which follow from its ``kind`` (docs/manifest.md, "A layer object");
+    a reader refuses a layer whose flags say otherwise."""
+    return {
         "sync": kind is LayerKind.MAIN,
         "optional": kind is LayerKind.OPTIONAL,
         "no_deps": kind in (LayerKind.NO_DEPS, LayerKind.UNHASHED),
         "require_hashes": kind is not LayerKind.UNHASHED,
-        "commands": lock.header.install_commands(),
     }
 
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from lockgen.plan.target import Target
 
 __all__ = [
-    "artifacts", "dumps", "file_name", "for_target", "loads", "pylock_path", "registry", "sha256s",
+    "artifacts", "dumps", "file_name", "for_target", "loads", "map_artifacts", "pylock_path", "registry", "sha256s",
     "target_environment", "target_only",
 ]  # fmt: skip
 
@@ -85,10 +85,11 @@ def relative_files(pylock: Pylock, root: Path, folder: str) -> Pylock:
             artifact, url=None, path=posixpath.relpath(rel, folder), name=artifact.name or local.name
         )
 
-    return _map_artifacts(pylock, fix)
+    return map_artifacts(pylock, fix)
 
 
-def _map_artifacts(pylock: Pylock, fix: Callable[[Any], Any]) -> Pylock:
+def map_artifacts(pylock: Pylock, fix: Callable[[Any], Any]) -> Pylock:
+    """``pylock`` with every sdist, wheel and archive entry passed through ``fix``."""
     packages = []
     for package in pylock.packages:
         changes: dict[str, Any] = {}
@@ -207,8 +208,9 @@ def dumps(pylock: Pylock) -> str:
 
 
 def _value(value: Any) -> str:
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return "[" + ", ".join(_value(v) for v in value) + "]"  # each string as below (markers)
+    if isinstance(value, list) and value and all(isinstance(v, (str, Mapping)) for v in value):
+        # each string as below (markers); tables inline (``attestation-identities``: PEP 751)
+        return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, Mapping):
         table = tomlkit.inline_table()
         table.update(value)

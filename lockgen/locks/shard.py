@@ -19,16 +19,19 @@ folder, removes locks of cells the matrix no longer resolves, and writes the one
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lockgen.errors import UsageError
-from lockgen.locks import manifest, store
-from lockgen.locks.lock import normalized
+from lockgen.config import WORK
+from lockgen.errors import InputError, LockFormatError, Problem, UsageError
+from lockgen.locks import manifest, manifestfile, store
+from lockgen.locks.lock import LayerKind, Lock, decode, intact, normalized, text_sha256
+from lockgen.locks.manifestfile import CellEntry
+from lockgen.locks.paths import refs_problem
+from lockgen.writing import write_error
 
 if TYPE_CHECKING:
     from lockgen.config import Config
@@ -54,7 +57,10 @@ class Project(Protocol):
     def manifest_text(
         self, failed: dict[str, str] | None = None, root: Path | None = None, coverage: Mapping[str, Any] | None = None
     ) -> str: ...
-    def coverage(self, read: Any = None, previous: Mapping[str, Any] | None = None) -> dict[str, Any]: ...
+    def coverage(
+        self, read: Any = None, previous: Mapping[str, Any] | None = None, names: Sequence[str] | None = None,
+        root: Path | None = None,
+    ) -> dict[str, Any]: ...
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -125,11 +131,12 @@ def shard_manifest_text(
 @dataclass(frozen=True)
 class _Part:
     """What one shard folder holds for the merge: its cells (those its manifest lists, except
-    skipped and alias entries) and their recorded failures."""
+    skipped and alias entries), their manifest entries and their recorded failures."""
 
     folder: Path
     shard: str
     cells: frozenset[str]
+    entries: Mapping[str, CellEntry]
     failed: Mapping[str, str]
 
 
@@ -154,58 +161,131 @@ def _shard_coverage(folder: Path) -> dict[str, Any]:
     return manifest.recorded_coverage(manifest.read(folder / manifest.MANIFEST_NAME))
 
 
-def _part(folder: Path) -> _Part:
-    """Read a shard folder's manifest. Raises :class:`UsageError` when it has none or it is not
-    a shard manifest."""
+def _part(folder: Path, locks: str) -> _Part:
+    """Read a shard folder's manifest into typed values (:mod:`lockgen.locks.manifestfile`: every
+    cell name plain, every path where lockgen writes it). Raises :class:`UsageError` when it has
+    none or it is not a shard manifest, :class:`InputError` naming each bad field."""
     if not folder.is_dir():
         raise UsageError(
             f"{folder}: {'is not a folder' if folder.exists() else 'does not exist'}; "
             "pass the locks folder a `lockgen all --shard I/N` run wrote"
         )
-    text = manifest.read(folder / manifest.MANIFEST_NAME)
-    if text is None:
+    path = folder / manifest.MANIFEST_NAME
+    if path.is_symlink() or not path.is_file():
         raise UsageError(
             f"{folder}: no {manifest.MANIFEST_NAME}; pass the locks folder a `lockgen all --shard I/N` run wrote"
         )
-    try:
-        data: dict[str, Any] = json.loads(text)
-        shard = data["shard"]
-        cells = frozenset(
-            name for name, entry in data["cells"].items() if entry.get("status") not in ("skipped", "alias")
-        )
-    except (ValueError, KeyError, TypeError, AttributeError):
+    read = manifestfile.load(path.read_bytes(), str(path), locks)
+    if read.shard is None:
         raise UsageError(
-            f'{folder}/{manifest.MANIFEST_NAME}: not the manifest of a shard run (no "shard"); '
-            "write the shards with `lockgen all --shard I/N`"
-        ) from None
-    return _Part(folder, str(shard), cells, manifest.failures(text))
+            f'{path}: not the manifest of a shard run (no "shard"); write the shards with `lockgen all --shard I/N`'
+        )
+    cells = frozenset(name for name, entry in read.cells.items() if entry.status not in ("skipped", "alias"))
+    failed = {name: entry.reason or "failed" for name, entry in read.cells.items() if entry.status == "failed"}
+    return _Part(folder, read.shard, cells, read.cells, failed)
 
 
-def _cell_files(folder: Path, cell: str) -> dict[str, str]:
-    """``{path relative to the locks folder: text (LF)}`` of a cell in a locks ``folder``: its
-    main lock and every file of its folder (pylock.toml, layers), temporaries left out. Raises
-    :class:`UsageError` naming a file that is not UTF-8 text."""
-    sub = folder / cell
-    paths = [folder / f"{cell}.txt"] + (sorted(sub.rglob("*")) if sub.is_dir() else [])
+#: A temporary a killed shard run may have left in a cell folder (``.<name>.<8 hex>.tmp``): skipped.
+_TEMPORARY = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
+
+
+def _cell_files(part: _Part, cell: str, locks: str) -> dict[str, str]:
+    """``{path relative to the locks folder: text (LF)}`` of a cell in a shard folder, verified
+    before anything is written (:func:`_verify`): its main lock and the files of its folder
+    (``pylock.toml``, the layers its main lock lists). Raises :class:`InputError` naming the file:
+    a symlink, a folder or an unknown name where a lock belongs, text that is not UTF-8, a lock
+    that is not intact, a digest that is not the one its shard manifest or main lock lists."""
+    folder = part.folder
+    problems: list[str] = []
     files: dict[str, str] = {}
-    for path in paths:
-        if path.is_file() and not path.name.startswith("."):
+    main, sub = folder / f"{cell}.txt", folder / cell
+    for path in [main] + (sorted(sub.iterdir()) if sub.is_dir() and not sub.is_symlink() else []):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            problems.append(f"{path}: a symlink; a shard holds plain files only")
+        elif path.is_dir():
+            problems.append(f"{path}: a folder inside the cell's folder; lockgen writes none there")
+        elif path.is_file():
+            if _TEMPORARY.fullmatch(path.name):
+                continue
             try:
-                files[path.relative_to(folder).as_posix()] = normalized(path.read_bytes().decode("utf-8"))
-            except UnicodeDecodeError:
-                raise UsageError(f"{path}: not UTF-8 text, so not a lock lockgen wrote") from None
+                files[rel] = normalized(decode(path.read_bytes(), str(path)))
+            except LockFormatError as exc:
+                problems.append(str(exc))
+    if sub.is_symlink():
+        problems.append(f"{sub}: a symlink; a shard holds plain files only")
+    if not problems and f"{cell}.txt" in files:
+        problems += _verify(part, cell, files, locks)
+    if problems:
+        raise InputError(*(Problem(message=p) for p in problems))
     return files
 
 
+def _verify(part: _Part, cell: str, files: Mapping[str, str], locks: str) -> list[str]:
+    """Why the shard's files of ``cell`` are not the ones lockgen wrote for its manifest (empty:
+    they are): the main lock parses, is intact (its ``content-sha256``), is the cell's and names
+    its layers and pylock where lockgen writes them; each of those files is there, intact and has
+    the digest the main lock lists; no other file is in the cell's folder; the shard manifest's
+    sha256 of every layer is the file's."""
+    folder = part.folder
+    where = f"{folder}/{cell}.txt"
+    text = files[f"{cell}.txt"]
+    try:
+        main = Lock.parse(text, where)
+    except LockFormatError as exc:
+        return [str(exc)]
+    if not intact(text):
+        return [f"{where}: not the lock lockgen wrote (its content-sha256 does not match: edited or truncated)"]
+    if main.header.kind is not LayerKind.MAIN or main.header.cell != cell:
+        return [f"{where}: not the main lock of cell {cell} (it says cell {main.header.cell}, kind {main.header.kind})"]
+    problem = refs_problem(main.header, f"{locks}/{cell}.txt")
+    if problem:
+        return [f"{where}: {problem}"]
+    problems = []
+    known = {f"{cell}.txt"}
+    for ref in main.header.layers:
+        rel = f"{cell}/{ref.name}.txt"
+        known.add(rel)
+        layer = files.get(rel)
+        if layer is None:
+            problems.append(f"{folder}/{rel}: missing, but {where} lists it as layer {ref.name}")
+        elif text_sha256(layer) != ref.sha256 or not intact(layer):
+            problems.append(f"{folder}/{rel}: not the layer {where} lists (edited, truncated, or from another run)")
+    from lockgen.locks.pylockfile import PYLOCK_NAME
+
+    pylock = f"{cell}/{PYLOCK_NAME}"
+    if main.header.pylock is not None:
+        known.add(pylock)
+        if pylock not in files:
+            problems.append(f"{folder}/{pylock}: missing, but {where} lists it")
+        elif text_sha256(files[pylock]) != main.header.pylock.sha256:
+            problems.append(f"{folder}/{pylock}: not the pylock.toml {where} lists (edited, or from another run)")
+    problems += [f"{folder}/{rel}: not a file lockgen writes for cell {cell} (its main lock does not list it)" for rel in sorted(set(files) - known)]  # fmt: skip
+    entry = part.entries.get(cell)
+    if entry is not None and entry.layers:
+        listed = {layer.lock: layer.sha256 for layer in entry.layers}
+        actual = {f"{locks}/{rel}": text_sha256(files[rel]) for rel in known if rel.endswith(".txt") and rel in files}
+        if listed != actual:
+            problems.append(f"{folder}/{manifest.MANIFEST_NAME}: cell {cell}'s layers are not the files in {folder} (their sha256)")
+    return problems
+
+
 def _owners(project: Project, parts: Sequence[_Part]) -> dict[str, tuple[_Part, dict[str, str]]]:
-    """The shard folder and files of every cell the matrix resolves. Raises :class:`UsageError`
-    naming the cell and both folders when two shards hold different files for it, and naming
-    the cells no shard holds."""
+    """The shard folder and files of every cell the matrix resolves, each verified
+    (:func:`_cell_files`). Raises :class:`InputError` listing every bad file of every shard,
+    :class:`UsageError` naming the cell and both folders when two shards hold different files
+    for it, and naming the cells no shard holds."""
     wanted = [c.name for c in project.cells if c.resolves]
+    locks = project.config.locks
     owners: dict[str, tuple[_Part, dict[str, str]]] = {}
+    problems: list[Problem] = []
     for part in parts:
         for cell in sorted(part.cells & set(wanted)):
-            files = _cell_files(part.folder, cell)
+            try:
+                files = _cell_files(part, cell, locks)
+            except InputError as exc:
+                problems += exc.problems
+                continue
             if cell in owners and owners[cell][1] != files:
                 other = owners[cell][0]
                 raise UsageError(
@@ -213,6 +293,8 @@ def _owners(project: Project, parts: Sequence[_Part]) -> dict[str, tuple[_Part, 
                     "different files for it; merge the folders of one run of the shards"
                 )
             owners.setdefault(cell, (part, files))
+    if problems:
+        raise InputError(*problems, Problem(message="nothing was merged; re-run those shards (lockgen all --shard I/N)"))
     missing = [name for name in wanted if name not in owners]
     if missing:
         raise UsageError(
@@ -227,11 +309,9 @@ def _check_inputs(project: Project, owners: Mapping[str, tuple[_Part, Mapping[st
     whose input hash is not its plan's (a shard run on an older commit, or with another config or
     templates) would be merged as current and ``check`` would then call it stale. A cell its shard
     recorded as failed, or holding no main lock, keeps the project's files and is not checked.
-    Raises :class:`UsageError` naming each folder and its cells; renders templates (the plans),
-    runs nothing."""
-    from lockgen.errors import LockFormatError
-    from lockgen.locks.lock import Lock
-
+    Runs after :func:`_owners` verified every file, so a truncated lock is named as such, not as
+    one of other inputs. Raises :class:`UsageError` naming each folder and its cells; renders
+    templates (the plans), runs nothing."""
     locked = {
         cell: (part, files[f"{cell}.txt"])
         for cell, (part, files) in owners.items()
@@ -240,10 +320,7 @@ def _check_inputs(project: Project, owners: Mapping[str, tuple[_Part, Mapping[st
     plans = {p.cell.name: p for p in project.plans([c for c in project.cells if c.name in locked])}
     other: dict[Path, list[str]] = {}
     for cell, (part, text) in sorted(locked.items()):
-        try:
-            input_hash = Lock.parse(text, f"{part.folder}/{cell}.txt").header.input_hash
-        except LockFormatError:
-            input_hash = None
+        input_hash = Lock.parse(text, f"{part.folder}/{cell}.txt").header.input_hash
         if input_hash != plans[cell].input_hash:
             other.setdefault(part.folder, []).append(cell)
     if other:
@@ -255,51 +332,81 @@ def _check_inputs(project: Project, owners: Mapping[str, tuple[_Part, Mapping[st
         ))  # fmt: skip
 
 
+def _merged_manifest(
+    project: Project, texts: Mapping[str, str], removals: Sequence[str], failed: dict[str, str], shards: Mapping[str, Any]
+) -> str:
+    """The manifest the project's locks folder gives once ``texts`` are written and ``removals``
+    removed (with ``failed`` cells and the shards' GPU coverage records), built on a scratch copy
+    of the locks folder (:class:`~lockgen.locks.stage.Stage`), so that it joins the one journaled
+    write of the merge. Call holding the run lock."""
+    from lockgen.locks.stage import Stage
+
+    stage = Stage.create(project.root, project.config.locks)
+    try:
+        for path, text in texts.items():
+            (stage.out / path).parent.mkdir(parents=True, exist_ok=True)
+            (stage.out / path).write_text(text, encoding="utf-8")
+        for path in removals:
+            (stage.out / path).unlink(missing_ok=True)
+        coverage = project.coverage(previous=shards, root=stage.out)  # the shards' records of the cells they locked
+        return project.manifest_text(failed, root=stage.out, coverage=coverage)
+    except OSError as exc:
+        raise write_error(f"{WORK}/", exc) from None
+    finally:
+        stage.discard()
+
+
 def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> MergeResult:
     """``lockgen merge DIR…``: write every resolved cell's files from the shard folder that holds
     it into the project's locks folder, remove locks of cells the matrix no longer resolves, and
     write the manifest (the bytes a single ``lockgen all`` writes). Holds the project's run lock.
     A cell whose shard recorded it as failed and holds no main lock keeps the project's files.
-    Raises :class:`UsageError` (nothing written) for a folder that does not exist or is not a
-    shard's, two shards disagreeing on a cell, a cell no shard holds, or a cell locked from other
-    inputs than the project's (:func:`_check_inputs`); :class:`~lockgen.locks.store.Busy`;
+
+    Every shard file is verified before anything is written (:func:`_owners`, :func:`_check_inputs`);
+    then all of it (every cell's files, the removals, the manifest) is **one** journaled write
+    (:func:`lockgen.locks.store.replace_files`): a merge that is refused or killed leaves
+    ``locks/`` as it was, or the next run finishes it. Raises :class:`UsageError` (nothing
+    written) for a folder that does not exist or is not a shard's, two shards disagreeing on a
+    cell, a cell no shard holds, or a cell locked from other inputs than the project's;
+    :class:`InputError` for a shard file that is not what lockgen wrote; :class:`~lockgen.locks.store.Busy`;
     :class:`~lockgen.errors.ConfigError`/:class:`~lockgen.errors.TemplateError` from the plans."""
     from lockgen.locks.folder import orphan_cells
     from lockgen.locks.lockset import LockSet
     from lockgen.locks.report import change_report
 
-    parts = [_part(Path(folder)) for folder in folders]
+    locks = project.config.locks
+    parts = [_part(Path(folder), locks) for folder in folders]
     if not parts:
         raise UsageError("lockgen merge needs at least one shard folder")
     owners = _owners(project, parts)
     _check_inputs(project, owners)
-    root, locks = project.root, project.config.locks
+    root = project.root
     result = MergeResult()
     with store.ProjectLock(root, wait=wait):
         store.recover(root)
         store.clean_temporaries(root, locks)
         before = LockSet.from_folder(root / locks, locks)
+        texts: dict[str, str] = {}
+        removals: list[str] = []
         for cell, (part, files) in sorted(owners.items()):
             if cell in part.failed:
                 result.failed[cell] = part.failed[cell]
             if f"{cell}.txt" not in files:
                 result.cells[cell] = "unchanged"
                 continue
-            texts = {f"{locks}/{rel}": text for rel, text in files.items()}
-            folder = root / locks / cell
-            stale = [
-                p.relative_to(root).as_posix() for p in sorted(folder.rglob("*")) if p.is_file()
-                and not p.name.startswith(".") and p.relative_to(root).as_posix() not in texts
-            ] if folder.is_dir() else []  # fmt: skip
-            changed = store.replace_files(root, cell, texts, stale)
+            cell_texts = {f"{locks}/{rel}": text for rel, text in files.items()}
+            stale = [p for p in store.files_under(root, [f"{locks}/{cell}/"]) if p not in cell_texts]
+            changed = bool(stale) or any(store.differs(root, path, text) for path, text in cell_texts.items())
             result.cells[cell] = "changed" if changed else "unchanged"
+            texts.update(cell_texts)
+            removals += stale
         resolved = {c.name for c in project.cells if c.resolves}
-        for cell, paths in orphan_cells(root, locks, resolved).items():
-            store.remove_cell(root, cell, paths)
+        for paths in orphan_cells(root, locks, resolved).values():
+            removals += store.files_under(root, paths)
             result.removed += [path.rstrip("/") for path in paths]
         shards = {c: r for part in parts for c, r in _shard_coverage(part.folder).items() if c in part.cells}
-        coverage = project.coverage(previous=shards)  # the shards' records of the cells they locked
-        store.write_text(root / manifest.manifest_path(locks), project.manifest_text(result.failed, coverage=coverage))
+        texts[manifest.manifest_path(locks)] = _merged_manifest(project, texts, removals, result.failed, shards)
+        store.replace_files(root, "merge", texts, removals)
         after = LockSet.from_folder(root / locks, locks)
         result.report = change_report(before, after, sorted(owners)).lines()
     return result

@@ -16,12 +16,15 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockgen import __version__
 from lockgen.config import WORK
 from lockgen.errors import LockgenError
 from lockgen.locks.manifest import Row
+
+if TYPE_CHECKING:
+    from lockgen.plan.content import Digests
 
 __all__ = ["STAMP", "Memo", "key", "read", "write"]
 
@@ -44,18 +47,22 @@ def key(
     folders: Sequence[str] = (),
     extra: str = "",
     files: Sequence[str] = (),
+    digests: Digests | None = None,
 ) -> str:
     """sha256 over lockgen's version, the uv package, the config file, the templates folder, the
-    listings of the project folders sources may read (``local`` wheel folders) and the content of
-    other project ``files`` the plans read (the project's pyproject.toml, local requirements'
-    metadata files; a missing one counts as empty)."""
+    content of the project folders sources may read (``local`` wheel folders: each file's sha256,
+    hashed again only when its size or times changed, :mod:`lockgen.plan.content`) and the
+    content of other project ``files`` the plans read (the project's pyproject.toml, local
+    requirements' metadata files; a missing one counts as empty)."""
+    from lockgen.plan.content import Digests
     from lockgen.plan.sources import folder_listing
 
+    digests = digests if digests is not None else Digests(root)
     digest = hashlib.sha256()
     for part in (__version__, _uv_identity(), extra, config_name):
         digest.update(part.encode() + b"\0")
     for folder in folders:
-        digest.update(json.dumps([folder, folder_listing(root, folder)]).encode())
+        digest.update(json.dumps([folder, folder_listing(root, folder, digests)]).encode())
     for name in files:
         path = root / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
@@ -79,17 +86,15 @@ def write(
     root: Path, key_: str, templates: str, memo: Memo, folders: Sequence[str] = (), files: Sequence[str] = ()
 ) -> None:
     """Record ``memo`` under ``key_`` (written by ``all``/``lock`` only; never by readers)."""
-    from lockgen.locks.store import write_text
+    from lockgen.locks.store import work_folder, write_text
 
     data = {
         "key": key_, "templates": templates, "locks": memo.locks, "folders": list(folders), "files": list(files),
         "cells": [r.to_dict() for r in memo.rows], "detect": memo.detect,
     }  # fmt: skip
     try:
+        work_folder(root)
         write_text(root / STAMP, json.dumps(data, sort_keys=True) + "\n")
-        gitignore = root / WORK / ".gitignore"
-        if not gitignore.exists():
-            gitignore.write_text("# lockgen's work folder: rendered inputs, caches; never committed\n*\n")
     except (OSError, LockgenError):  # a read-only checkout: the stamp is only a speed-up
         pass
 

@@ -17,13 +17,15 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import re
 import secrets
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -33,7 +35,10 @@ from lockgen.errors import LockgenError
 from lockgen.locks.lock import normalized
 from lockgen.writing import write_error
 
-__all__ = ["Busy", "ProjectLock", "clean_temporaries", "recover", "remove_cell", "replace_files", "write_text"]
+__all__ = [
+    "Busy", "FileLock", "ProjectLock", "clean_temporaries", "differs", "files_under", "recover", "remove_cell",
+    "replace_files", "work_folder", "write_text",
+]  # fmt: skip
 
 log = logging.getLogger("lockgen")
 
@@ -48,28 +53,53 @@ class Busy(LockgenError):
 
 @contextmanager
 def ProjectLock(root: Path, wait: bool = False, poll: float = 0.2) -> Iterator[None]:  # noqa: N802 - reads like a class
-    """Hold the project's run lock for the ``with`` block.
+    """Hold the project's run lock for the ``with`` block (and make lockgen's work folder, with
+    its ``.gitignore``: :func:`work_folder`).
 
     Raises :class:`Busy` naming the holder's pid when another run holds it and ``wait`` is
     false; with ``wait`` logs once and blocks until it is free. The lock is an OS file lock
     (``fcntl.flock``; ``msvcrt.locking`` on Windows), so a killed run releases it.
     """
-    path = root / RUN_LOCK
+    try:
+        work_folder(root)
+    except OSError as exc:
+        raise write_error(RUN_LOCK, exc) from None
+
+    def busy(holder: str) -> Busy:
+        return Busy(
+            f"another lockgen run is working on this project ({holder}); wait for it to finish, or pass --wait to "
+            "queue behind it"
+        )
+
+    with FileLock(root / RUN_LOCK, wait, busy, "waiting for another lockgen run on this project", poll, RUN_LOCK):
+        yield
+
+
+@contextmanager
+def FileLock(  # noqa: N802 - reads like a class
+    path: Path,
+    wait: bool,
+    busy: Callable[[str], LockgenError],
+    waiting: str,
+    poll: float = 0.2,
+    where: str | None = None,
+) -> Iterator[None]:
+    """Hold an exclusive OS file lock on ``path`` (created when missing) for the ``with`` block:
+    the project's run lock, a venv's install lock. When another process holds it, raises
+    ``busy("pid N")`` or, with ``wait``, logs ``waiting`` once and polls every ``poll``
+    seconds. The holder's pid is written into the file; a killed holder releases the lock."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fh = open(path, "a+")  # noqa: SIM115 - held for the whole block
     except OSError as exc:
-        raise write_error(RUN_LOCK, exc) from None
+        raise write_error(where or path, exc) from None
     try:
         said = False
         while not _try_lock(fh):
             if not wait:
-                raise Busy(
-                    f"another lockgen run is working on this project ({_holder(path)}); "
-                    "wait for it to finish, or pass --wait to queue behind it"
-                )
+                raise busy(_holder(path))
             if not said:
-                log.warning("waiting for another lockgen run on this project (%s)", _holder(path))
+                log.warning("%s (%s)", waiting, _holder(path))
                 said = True
             time.sleep(poll)
         fh.seek(0)
@@ -79,6 +109,22 @@ def ProjectLock(root: Path, wait: bool = False, poll: float = 0.2) -> Iterator[N
         yield
     finally:
         fh.close()  # closing releases the lock
+
+
+#: What lockgen's work folder's ``.gitignore`` says: nothing in it is ever committed.
+_GITIGNORE = "# lockgen's work folder: rendered inputs, caches; never committed\n*\n"
+
+
+def work_folder(root: Path) -> Path:
+    """``root/.lockgen``, made when missing, with the ``.gitignore`` that keeps it out of git:
+    every command that writes there (all, lock, bump, merge, install) makes it through here,
+    so a fresh checkout never shows the folder to ``git status``."""
+    folder = root / WORK
+    folder.mkdir(parents=True, exist_ok=True)
+    gitignore = folder / ".gitignore"
+    if not gitignore.exists():
+        write_text(gitignore, _GITIGNORE)
+    return folder
 
 
 def _try_lock(fh: IO[str]) -> bool:
@@ -155,16 +201,30 @@ def _temporary(path: Path, text: str, keep_mode: bool = False) -> Path:
     return tmp
 
 
-def remove_cell(root: Path, cell: str, paths: Iterable[str]) -> None:
-    """Delete a cell's project-relative ``paths`` (files, and folders ending in ``/`` with every
-    file under them) as one unit, journaled under the cell's name like :func:`replace_files`:
-    a full run and ``lockgen merge`` remove locks of cells the matrix no longer resolves so."""
+def files_under(root: Path, paths: Iterable[str]) -> list[str]:
+    """The project-relative files of ``paths`` (files, and folders ending in ``/`` with every
+    file under them, temporaries left out), sorted per path; missing ones are skipped."""
     files: list[str] = []
     for path in paths:
         target = root / path.rstrip("/")
-        found = [target] if target.is_file() else [p for p in sorted(target.rglob("*")) if p.is_file()]
-        files += [f.relative_to(root).as_posix() for f in found]
-    replace_files(root, cell, {}, files)
+        if target.is_file():
+            found = [target]
+        else:
+            found = [p for p in sorted(target.rglob("*")) if p.is_file()] if target.is_dir() else []
+        files += [f.relative_to(root).as_posix() for f in found if not f.name.endswith(_TMP_SUFFIX)]
+    return files
+
+
+def differs(root: Path, path: str, text: str) -> bool:
+    """Whether the project-relative file ``path`` does not hold ``text`` (line endings aside)."""
+    return not _same(root / path, text)
+
+
+def remove_cell(root: Path, cell: str, paths: Iterable[str]) -> None:
+    """Delete a cell's project-relative ``paths`` (files, and folders ending in ``/`` with every
+    file under them) as one unit, journaled under the cell's name like :func:`replace_files`:
+    a full run removes locks of cells the matrix no longer resolves so."""
+    replace_files(root, cell, {}, files_under(root, paths))
 
 
 def replace_files(
@@ -179,6 +239,9 @@ def replace_files(
     gone = [path for path in remove if (root / path).exists()]
     if not changes and not gone:
         return False
+    for path in changes:  # what would fail half way through the renames, refused before any
+        if (root / path).is_dir():
+            raise write_error(path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path))
     staged: list[tuple[str, str]] = []
     try:
         for path, text in changes.items():
@@ -201,7 +264,7 @@ def replace_files(
     return True
 
 
-def _apply(root: Path, staged: list[tuple[str, str]] | list[list[str]], gone: list[str]) -> None:
+def _apply(root: Path, staged: list[tuple[str, str]], gone: list[str]) -> None:
     for tmp, path in staged:
         if (root / tmp).exists():
             os.replace(root / tmp, root / path)
@@ -214,26 +277,61 @@ def _apply(root: Path, staged: list[tuple[str, str]] | list[list[str]], gone: li
 
 def recover(root: Path) -> list[str]:
     """Finish every journal a killed run left (see :func:`replace_files`); returns their names.
-    Call while holding the :class:`ProjectLock`."""
+    Call while holding the :class:`ProjectLock`. A journal is read as data and confined: each
+    entry must rename a temporary lockgen names (``.<name>.<8 hex>.tmp``) over the file beside
+    it, both project-relative without ``..`` and inside the project after symlinks (absolute only
+    for a file ``bump`` wrote through a symlink out of the project), and remove only files inside
+    the project; a journal that says anything else is not replayed (and is removed, with a
+    warning)."""
     folder = root / JOURNALS
     done = []
     for journal in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
-            data = json.loads(journal.read_text(encoding="utf-8"))
-            _apply(root, [tuple(pair) for pair in data["replace"]], list(data["remove"]))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            data = json.loads(journal.read_bytes().decode("utf-8"))
+            staged = [(str(tmp), str(path)) for tmp, path in data["replace"]]
+            gone = [str(path) for path in data["remove"]]
+            problem = _journal_problem(root, staged, gone)
+            if problem:
+                raise ValueError(problem)
+            _apply(root, staged, gone)
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
             log.warning("could not finish %s left by a killed run (%s); re-lock that cell", journal.name, exc)
         journal.unlink(missing_ok=True)
         done.append(journal.stem)
     return done
 
 
+def _journal_problem(root: Path, staged: list[tuple[str, str]], gone: list[str]) -> str | None:
+    """Why a journal's entries are not ones :func:`replace_files` writes (None: they are)."""
+    from lockgen.locks.paths import folder_problem, resolved_inside
+
+    for path in gone:
+        if folder_problem(path) or not resolved_inside(root / path, root):
+            return f"it removes {path!r}, not a file inside the project"
+    for tmp, path in staged:
+        for one in (tmp, path):  # an absolute path only for a bump's file behind a symlink out of the project
+            if not os.path.isabs(one) and (folder_problem(one) or not resolved_inside(root / one, root)):
+                return f"it names {one!r}, not a file inside the project"
+        parent, _, name = path.rpartition("/")
+        tmp_parent, _, tmp_name = tmp.rpartition("/")
+        if tmp_parent != parent or not re.fullmatch(re.escape(f".{name}.") + r"[0-9a-f]{8}" + re.escape(_TMP_SUFFIX), tmp_name):
+            return f"it renames {tmp!r}, which is not a temporary of {path!r}"
+    return None
+
+
 def clean_temporaries(root: Path, locks: str) -> list[str]:
-    """Delete ``.<name>.<random>.tmp`` files a killed run left in the locks folder (and its cell
-    folders); returns their project-relative paths. Call after :func:`recover`, holding the lock."""
-    folder = root / locks
+    """Delete the temporary files a killed run left (``.<name>.<8 hex>.tmp``): in the locks
+    folder and its cell folders, in the work folder and its journal folder (the journal's own
+    temporary, the stamp's). Returns their project-relative paths. Call after :func:`recover`,
+    holding the lock."""
     found = []
-    for path in sorted(folder.rglob(f".*{_TMP_SUFFIX}")) if folder.is_dir() else []:
-        path.unlink(missing_ok=True)
-        found.append(path.relative_to(root).as_posix())
+    pattern = re.compile(r"\..+\.[0-9a-f]{8}" + re.escape(_TMP_SUFFIX))
+    places = [(root / locks, True), (root / WORK, False), (root / JOURNALS, False)]
+    for folder, deep in places:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob(f".*{_TMP_SUFFIX}") if deep else folder.glob(f".*{_TMP_SUFFIX}")):
+            if pattern.fullmatch(path.name) and path.is_file():
+                path.unlink(missing_ok=True)
+                found.append(path.relative_to(root).as_posix())
     return found

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from lockgen.credentials import Logins, realm, resolve, split
 from lockgen.errors import UsageError
 
-__all__ = ["ENV_VAR", "Mirrors", "build", "from_env", "matches", "parse"]
+__all__ = ["ENV_VAR", "Mirrors", "ambiguous", "build", "from_env", "matches", "parse"]
 
 ENV_VAR = "LOCKGEN_MIRRORS"
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s;'\"<>`\\]+")
@@ -70,6 +70,41 @@ def from_env(value: str | None) -> dict[str, str]:
     return parse([p for p in re.split(r"[\s,]+", value or "") if p], ENV_VAR)
 
 
+def _origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``, normalized (lower-case, no login or default port)."""
+    from urllib.parse import urlsplit
+
+    from lockgen.plan.identity import normalized
+
+    parts = urlsplit(url)
+    return normalized(f"{parts.scheme}://{parts.hostname or ''}" + (f":{parts.port}" if parts.port else ""))
+
+
+def ambiguous(table: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """``(canonical, canonical, mirror)`` for every two canonical prefixes of ``table`` that
+    map to one mirror prefix (compared normalized): a URL read back from that mirror could be
+    either one's, so lockgen would write a URL nobody configured (issue 16)."""
+    from lockgen.plan.identity import normalized
+
+    seen: dict[str, str] = {}
+    found = []
+    for canonical, mirror in table.items():
+        key = normalized(split(mirror)[0])
+        if key in seen and normalized(seen[key]) != normalized(canonical):
+            found.append((seen[key], canonical, mirror))
+        seen.setdefault(key, canonical)
+    return found
+
+
+def _refuse_ambiguous(table: Mapping[str, str]) -> None:
+    for first, second, mirror in ambiguous(table):
+        raise UsageError(
+            f"mirrors {first} and {second} both map to {mirror}; lockgen could not tell which of them a URL read "
+            "back from that mirror belongs to: give each canonical prefix its own mirror prefix "
+            f"(e.g. {mirror}/<name>)"
+        )
+
+
 def build(
     tables: Iterable[Mapping[str, str]],
     credentials: Mapping[str, str] | None = None,
@@ -78,7 +113,8 @@ def build(
     """The mirrors of a run: ``tables`` (config, ``LOCKGEN_MIRRORS``, ``--mirror``; later ones win
     for the same canonical prefix) with their logins split off, plus the config's
     ``credentials`` (realm -> userinfo), expanded from ``environ`` (default: ``os.environ``).
-    Raises :class:`UsageError` for two different logins for one realm, or an unset variable."""
+    Raises :class:`UsageError` for two different logins for one realm, an unset variable, or two
+    canonical prefixes on one mirror prefix (:func:`ambiguous`)."""
     raw = dict(credentials or {})
     table: dict[str, str] = {}
     for entries in tables:
@@ -92,6 +128,7 @@ def build(
                         raise UsageError(f"two different logins for {realm(bare)} (mirrors); give one")
                     raw[realm(bare)] = userinfo
             table[public[0]] = public[1]
+    _refuse_ambiguous(table)
     return Mirrors(table, resolve(raw, os.environ if environ is None else environ))
 
 
@@ -112,11 +149,39 @@ class Mirrors:
         return [c for c in self.table if c not in self.used]
 
     def hosts(self) -> set[str]:
-        """``scheme://host[:port]`` of every mirror: a URL still on one after :meth:`canonical`
-        was served from a mirror path lockgen cannot map back (no ``--mirror`` for its host)."""
-        from urllib.parse import urlsplit
+        """``scheme://host[:port]`` of every mirror (normalized: :func:`lockgen.plan.identity.normalized`)."""
+        return {_origin(m) for m in self.table.values()}
 
-        return {f"{urlsplit(m).scheme}://{urlsplit(m).netloc}" for m in self.table.values()}
+    def covers(self, url: str) -> bool:
+        """Whether ``url`` (canonical) is fetched through a mirror: a canonical prefix matches it."""
+        return any(matches(url, canonical) for canonical in self.table)
+
+    def refuse_shadowed(self, named: Mapping[str, str]) -> None:
+        """Refuse a configured canonical URL that no mirror maps but that lies under a mirror
+        prefix (``named``: URL -> what names it, ``source 'vendor'``): every URL read back from
+        that mirror, its own included, would be written as the mirror's canonical prefix, a URL
+        nobody configured (issue 16: a mirror of a whole host that also serves the project's own
+        index). Raises :class:`UsageError` naming both."""
+        for url, what in named.items():
+            if "://" not in url or self.covers(url):
+                continue
+            for canonical, mirror in self.table.items():
+                if matches(url, mirror):
+                    raise UsageError(
+                        f"{url} ({what}) lies under the mirror {mirror} of {canonical}: lockgen would write its URLs "
+                        f"as {canonical}{url[len(mirror) :]}, which nobody configured; give that mirror a narrower "
+                        f"prefix, or a mirror of its own to {url}"
+                    )
+
+    def leftover(self, url: str, page: str | None = None) -> bool:
+        """Whether ``url``, read back canonical, still names a mirror: it lies on a mirror's host
+        and the page that listed it (``page``, canonical; None: unknown) was fetched through a
+        mirror. A file an unmirrored index on the same host lists is a canonical URL of that
+        index, not a mirror path (issue 16: a corporate host serves the mirror of PyPI and the
+        project's own index)."""
+        if _origin(url) not in self.hosts():
+            return False
+        return page is None or self.covers(page)
 
     def mirrored(self, url: str) -> str:
         """``url`` with the longest matching canonical prefix (:func:`matches`) replaced by its
@@ -176,6 +241,7 @@ class Mirrors:
         table = dict(self.table)
         for extra in more:
             table.update(extra)
+        _refuse_ambiguous(table)
         return Mirrors(table, self.logins)
 
     def __bool__(self) -> bool:

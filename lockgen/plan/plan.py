@@ -28,6 +28,7 @@ from lockgen import reqline
 from lockgen.config import WORK, Config
 from lockgen.config.model import BackendFamily
 from lockgen.errors import ConfigError, TemplateError
+from lockgen.plan.content import Digests
 from lockgen.plan.matrix import Cell
 from lockgen.plan.render import ROLES, Rendered, render, render_strings, variables
 from lockgen.plan.sources import (
@@ -84,6 +85,9 @@ class Plan:
         default_factory=dict
     )  # project-relative folder -> digest of its metadata files
     read_files: tuple[str, ...] = ()  # project files outside config and templates the plan read (the no-op stamp's key)
+    # every local input file (folder wheels, local projects' metadata files, local archives) -> sha256: the
+    # main lock lists them (``local-file``) so that ``check`` can name the file that changed
+    local_inputs: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def index_url(self) -> str:
@@ -245,9 +249,9 @@ PART_NAMES = {
     "format": "lockgen's lock format", "uv": "the uv version", "target": "the target (os, arch, python, manylinux, macos)",
     "index_url": "index-url", "find_links": "find-links", "exclude_newer": "exclude-newer", "sources": "sources",
     "pinned": "pins that cannot move (pins, pinned)", "optional": "optional", "no_deps": "no-deps",
-    "allow_build": "allow-build", "local_files": "the files of a local wheel folder",
+    "allow_build": "allow-build", "local_files": "the content of a local wheel folder",
     "backends": "backends (the backend invariants)", "allow_mix": "allow-mix", "replace": "replace",
-    "prerelease": "prerelease, prerelease-package", "local_projects": "the metadata files of a local project requirement",
+    "prerelease": "prerelease, prerelease-package", "local_projects": "the metadata files of a local project requirement (their content)",
 }  # fmt: skip
 
 
@@ -339,14 +343,19 @@ def local_requirements(text: str) -> list[str]:
     return found
 
 
-def local_projects(root: Path, paths: Iterable[str], where: str, cell: Cell) -> dict[str, str]:
-    """``{project-relative folder: sha256 of its metadata files}`` of local project requirements
-    (:data:`PROJECT_FILES`: a changed ``pyproject.toml`` changes what the cell locks). A local
-    archive (a wheel or sdist file) is digested whole. Raises :class:`TemplateError` for a path
-    outside the project: a lock names local projects relative to the project root."""
+def local_projects(
+    root: Path, paths: Iterable[str], where: str, cell: Cell, digests: Digests | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """``({project-relative folder: digest}, {project-relative file: sha256})`` of local project
+    requirements: the digest covers the files its metadata comes from (:func:`project_files`: a
+    changed ``pyproject.toml``, or a requirements file its metadata reads, changes what the cell
+    locks), by content (:mod:`lockgen.plan.content`). A local archive (a wheel or sdist file)
+    counts whole. Raises :class:`TemplateError` for a path outside the project: a lock names local
+    projects relative to the project root."""
     import posixpath
 
-    result = {}
+    digests = digests if digests is not None else Digests(root)
+    result, files = {}, {}
     for path in paths:
         resolved = (root / path).resolve()
         try:
@@ -356,21 +365,74 @@ def local_projects(root: Path, paths: Iterable[str], where: str, cell: Cell) -> 
                 f"{where}: the local requirement {path!r} is outside the project folder (cell {cell.name}); "
                 "a lock names local projects relative to the project root: move it inside, or require it from an index"
             ) from None
-        digest = hashlib.sha256()
-        files = (
-            [resolved]
+        folder = posixpath.normpath(rel)
+        read = (
+            [folder]
             if resolved.is_file()
-            else [resolved / name for name in PROJECT_FILES if (resolved / name).is_file()]
+            else [posixpath.normpath(f"{folder}/{name}") for name in project_files(resolved)]
         )
-        for file in files:
-            digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
-        result[posixpath.normpath(rel)] = digest.hexdigest()[:16]
-    return dict(sorted(result.items()))
+        digest = hashlib.sha256()
+        for file in read:
+            sha = digests.sha256(file)
+            files[file] = sha
+            name = posixpath.basename(file) if file == folder else posixpath.relpath(file, folder)
+            digest.update(f"{name}\0{sha}\0".encode())
+        result[folder] = digest.hexdigest()[:16]
+    return dict(sorted(result.items())), dict(sorted(files.items()))
 
 
-def make_plan(config: Config, env: jinja2.Environment, cell: Cell, target: Target, uv_version: str) -> Plan:
+def project_files(folder: Path) -> list[str]:
+    """The files of a local project (relative to it, sorted) its metadata may come from: the
+    :data:`PROJECT_FILES` it has, the files its ``[tool.uv] cache-keys`` name (uv rebuilds a
+    project's metadata when one changes), and the files setuptools reads dynamic dependencies
+    from (``[tool.setuptools.dynamic] dependencies = { file = [...] }``). Only files inside the
+    project folder count; globs in ``cache-keys`` are expanded."""
+    from lockgen.config import parse_toml
+
+    found = {name for name in PROJECT_FILES if (folder / name).is_file()}
+    try:
+        data = parse_toml((folder / "pyproject.toml").read_text(encoding="utf-8"))
+    except Exception:  # no pyproject.toml, or one uv will complain about itself
+        data = {}
+    tool = data.get("tool", {}) if isinstance(data.get("tool"), dict) else {}
+    named: list[str] = []
+    uv = tool.get("uv", {})
+    for key in uv.get("cache-keys", []) if isinstance(uv, dict) and isinstance(uv.get("cache-keys"), list) else []:
+        if isinstance(key, dict) and isinstance(key.get("file"), str):
+            named.append(key["file"])
+    setuptools = tool.get("setuptools", {})
+    dynamic = setuptools.get("dynamic", {}) if isinstance(setuptools, dict) else {}
+    entries = [dynamic.get("dependencies")] if isinstance(dynamic, dict) else []
+    optional = dynamic.get("optional-dependencies") if isinstance(dynamic, dict) else None
+    entries += list(optional.values()) if isinstance(optional, dict) else []
+    for entry in entries:
+        names = entry.get("file") if isinstance(entry, dict) else None
+        named += [names] if isinstance(names, str) else [n for n in names or () if isinstance(n, str)]
+    base = folder.resolve()
+    for pattern in named:
+        for match in sorted(folder.glob(pattern)) if pattern and not Path(pattern).is_absolute() else []:
+            try:
+                rel = match.resolve().relative_to(base).as_posix()
+            except ValueError:
+                continue  # outside the project folder
+            if match.is_file():
+                found.add(rel)
+    return sorted(found)
+
+
+def make_plan(
+    config: Config,
+    env: jinja2.Environment,
+    cell: Cell,
+    target: Target,
+    uv_version: str,
+    digests: Digests | None = None,
+) -> Plan:
     """Render the cell's templates and build its plan: its lock under the config's ``locks``
-    folder, its rendered inputs under ``.lockgen/<cell>/``. Raises ``TemplateError``/``ConfigError``."""
+    folder, its rendered inputs under ``.lockgen/<cell>/``; local inputs by content through
+    ``digests`` (a run's shared cache; default: a fresh read-only one). Raises
+    ``TemplateError``/``ConfigError``."""
+    digests = digests if digests is not None else Digests(config.root)
     sources = cell_sources(config, cell, target)
     pinned, specifiers = pinned_versions(cell, sources)
     rendered = render(env, config, cell, target)
@@ -385,13 +447,16 @@ def make_plan(config: Config, env: jinja2.Environment, cell: Cell, target: Targe
     context = variables(config, cell, target)
     optional = render_strings(env, cell.settings.optional or (), context, cell, "optional")
     requirements = rendered.files.get("requirements", ("", ""))
-    projects = local_projects(
-        config.root, local_requirements(requirements[1]), f"{config.templates}/{requirements[0]}", cell
+    projects, project_inputs = local_projects(
+        config.root, local_requirements(requirements[1]), f"{config.templates}/{requirements[0]}", cell, digests
     )
-    read = [
-        f"{folder}/{name}" for folder in projects for name in PROJECT_FILES if (config.root / folder / name).is_file()
-    ]
-    read += [folder for folder in projects if (config.root / folder).is_file()]
+    read = list(project_inputs)
+    local_files = local_folder_listing(config.root, sources, _setting_links(cell), digests)
+    local_inputs = {
+        f"{folder}/{item.rsplit(':', 1)[0]}": item.rsplit(":", 1)[1]
+        for folder, items in local_files.items()
+        for item in items
+    }
     return Plan(
         cell=cell,
         target=target,
@@ -404,13 +469,14 @@ def make_plan(config: Config, env: jinja2.Environment, cell: Cell, target: Targe
         pinned_specifiers=specifiers,
         optional=optional,
         no_deps=render_strings(env, cell.settings.no_deps or (), context, cell, "no-deps"),
-        local_files=local_folder_listing(config.root, sources, _setting_links(cell)),
+        local_files=local_files,
         templates=config.templates,
         layer_only=layer_only_sources(sources, optional, {**pinned, **specifiers}),
         backends=config.backends,
         replace=frozenset(cell.settings.replace or ()),
         local_projects=projects,
         read_files=tuple(sorted(set(read))),
+        local_inputs=dict(sorted({**local_inputs, **project_inputs}.items())),
     )
 
 

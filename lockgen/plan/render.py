@@ -11,6 +11,7 @@ can take the dependency list from where the project keeps it instead of a copy t
 
 from __future__ import annotations
 
+import functools
 import re
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -49,8 +50,9 @@ def environment(config: Config, overlay: Mapping[str, str] | None = None) -> jin
 
     folder = config.root / config.templates
     return SandboxedEnvironment(
-        loader=_OverlayLoader(folder, overlay) if overlay else jinja2.FileSystemLoader(folder),
-        undefined=jinja2.StrictUndefined,
+        # a byte-order mark (Notepad) is not part of a template's first line
+        loader=_OverlayLoader(folder, overlay) if overlay else jinja2.FileSystemLoader(folder, encoding="utf-8-sig"),
+        undefined=_undefined(),
         keep_trailing_newline=True,
         autoescape=False,
     )
@@ -64,10 +66,10 @@ def _OverlayLoader(folder: Path, overlay: Mapping[str, str]) -> jinja2.BaseLoade
     class Loader(jinja2.FileSystemLoader):
         def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
             if template in overlay:
-                return overlay[template], str(folder / template), lambda: False
+                return overlay[template].removeprefix("\ufeff"), str(folder / template), lambda: False
             return super().get_source(environment, template)
 
-    return Loader(folder)
+    return Loader(folder, encoding="utf-8-sig")
 
 
 def variables(config: Config, cell: Cell, target: Target) -> dict[str, Any]:
@@ -88,10 +90,48 @@ def variables(config: Config, cell: Cell, target: Target) -> dict[str, Any]:
         macos=target.macos,
         manylinux=cell.settings.manylinux if cell.os == "linux" else None,
         cell=cell.name,
-        pins=dict(cell.settings.pins),
-        vars=dict(cell.settings.vars),
+        pins=Table("pins", cell.settings.pins),
+        vars=Table("vars", cell.settings.vars),
     )
     return context
+
+
+class Table(dict[str, Any]):
+    """A table templates see by name (``pins``, ``vars``): a dict that knows what it is called,
+    so a missing key is reported as ``pins has no key 'torhc' (did you mean 'torch'?)`` with the
+    keys it has, not Jinja's ``'dict object' has no attribute 'torhc'`` (issue 16)."""
+
+    def __init__(self, label: str, items: Mapping[str, Any]) -> None:
+        super().__init__(items)
+        self._label = label  # underscored: a sandboxed template cannot see it (a pin may be named "label")
+
+    def _missing(self, key: object) -> str:
+        """The message for a missing ``key``."""
+        import difflib
+
+        keys = sorted(self)
+        close = difflib.get_close_matches(str(key), keys, n=1)
+        guess = f" (did you mean {close[0]!r}?)" if close else ""
+        listed = ", ".join(keys) if keys else "none"
+        return f"{self._label} has no key {key!r}{guess}; the {self._label} of this cell: {listed}"
+
+
+@functools.cache
+def _undefined() -> type[jinja2.StrictUndefined]:
+    """StrictUndefined that names a :class:`Table` and its keys when a key is missing."""
+    import jinja2
+
+    class Undefined(jinja2.StrictUndefined):
+        __slots__ = ()
+
+        @property
+        def _undefined_message(self) -> str:
+            table = self._undefined_obj
+            if not self._undefined_hint and isinstance(table, Table):
+                return table._missing(self._undefined_name)
+            return str(super()._undefined_message)
+
+    return Undefined
 
 
 def render(env: jinja2.Environment, config: Config, cell: Cell, target: Target) -> Rendered:

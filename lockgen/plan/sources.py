@@ -36,6 +36,7 @@ from packaging.utils import canonicalize_name
 from lockgen import reqline
 from lockgen.config import Config, Source
 from lockgen.errors import ConfigError, Problem
+from lockgen.plan.content import Digests
 from lockgen.plan.matrix import Cell
 from lockgen.plan.target import Target
 
@@ -251,18 +252,25 @@ def index_project(pins: Sequence[tuple[CellSource, Requirement]], url_of: Callab
     return "\n".join(lines) + "\n"
 
 
-def folder_listing(root: Path, folder: str) -> list[str]:
-    """``name:size`` of each file in a project folder (sizes, not times: the same on any machine)."""
+def folder_listing(root: Path, folder: str, digests: Digests | None = None) -> list[str]:
+    """``name:sha256`` of each file in a project folder: its content, never its size or time, so
+    a wheel rebuilt at the same size is a changed input (issue 16; :mod:`lockgen.plan.content`
+    hashes only what may have changed)."""
     path = root / folder
-    return sorted(f"{p.name}:{p.stat().st_size}" for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+    if not path.is_dir():
+        return []
+    digests = digests if digests is not None else Digests(root)
+    files = sorted(p.name for p in path.iterdir() if p.is_file())
+    return [f"{name}:{digests.sha256(f'{folder}/{name}')}" for name in files]
 
 
 def local_folder_listing(
-    root: Path, sources: tuple[CellSource, ...], links: Iterable[str] = ()
+    root: Path, sources: tuple[CellSource, ...], links: Iterable[str] = (), digests: Digests | None = None
 ) -> dict[str, list[str]]:
     """The files of each local find-links folder a cell uses (part of its input hash): a
     source's ``local`` folder, and a folder of the ``find-links`` setting (``links``: its values;
     URLs are skipped). Adding, removing or rebuilding a wheel there makes the cell stale."""
     folders = [url for s in sources for url in s.urls if "://" not in url]
     folders += [link for link in links if "://" not in link]
-    return {folder: folder_listing(root, folder) for folder in folders}
+    digests = digests if digests is not None else Digests(root)
+    return {folder: folder_listing(root, folder, digests) for folder in folders}

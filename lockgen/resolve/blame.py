@@ -77,7 +77,7 @@ def _template_line(root: Path, plan: Plan, template: str, name: str, line: str) 
     for match in (lambda text: text.strip() == line, lambda text: _requirement_name(text) == name):
         for path in paths:
             try:
-                source = path.read_text(encoding="utf-8").splitlines()
+                source = path.read_text(encoding="utf-8-sig").splitlines()
             except (OSError, UnicodeDecodeError):
                 continue
             for number, text in enumerate(source, 1):

@@ -14,13 +14,13 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.pylock import Package, Pylock
 
 from lockgen.errors import LockgenError
 from lockgen.locks import pylockfile
-from lockgen.locks.lock import Header, LayerKind
+from lockgen.locks.lock import Header, LayerKind, decode
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import index_pages
@@ -28,6 +28,9 @@ from lockgen.resolve import uv
 from lockgen.resolve.hashcheck import Verified
 from lockgen.resolve.inputs import write_file
 from lockgen.resolve.probe import Reach
+
+if TYPE_CHECKING:
+    from lockgen.resolve.provenance import Provenance
 
 __all__ = ["Builds", "CellRun", "committed", "install_links"]
 
@@ -59,7 +62,7 @@ class Builds:
         for plan in plans:
             path = root / pylockfile.pylock_path(plan.lock)
             try:
-                pylocks[plan.cell.name] = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
+                pylocks[plan.cell.name] = pylockfile.loads(decode(path.read_bytes(), str(path)), str(path))
             except (OSError, LockgenError):
                 continue
         return cls.from_pylocks(plans, pylocks)
@@ -95,6 +98,7 @@ class CellRun:
     reach: Reach | None = None  # hosts the run's probe found down (C28); None: not probed
     verified: Verified = field(default_factory=Verified)  # file hashes computed in this run (and kept)
     locked: Mapping[str, str] | None = None  # name -> version of the committed pylock.toml, if read already
+    provenance: Provenance | None = None  # the run's publisher lookups (PEP 740); None: none made
 
     @property
     def stop(self) -> threading.Event | None:
@@ -142,7 +146,7 @@ def committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[str, st
     for plan in plans:
         path = root / pylockfile.pylock_path(plan.lock)
         try:
-            pylock = pylockfile.loads(path.read_text(encoding="utf-8"), str(path))
+            pylock = pylockfile.loads(decode(path.read_bytes(), str(path)), str(path))
         except (OSError, LockgenError):
             continue
         locked[plan.cell.name] = {sys.intern(p.name): sys.intern(str(p.version)) for p in pylock.packages if p.version}

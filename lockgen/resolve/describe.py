@@ -3,7 +3,8 @@
 uv renders a resolution's versions, pinned exactly and offline, as a requirements file
 (:func:`request`: the pins as a constraint, written to ``<work>/<name>-pins.txt``). That file
 adds what PEP 751 data does not carry: the extras a package was asked for (pip 23.2 needs them on
-the locked line, CASES C19) and ``# via`` annotations. :func:`resolved` reads it with the lock
+the locked line, CASES C19), ``# via`` annotations and, per package, the index or find-links
+page it came from (``# from``: the source identity verify judges, :mod:`lockgen.plan.identity`). :func:`resolved` reads it with the lock
 model into :class:`Resolved` entries; hashes come from the PEP 751 data. Direct references (a
 local project folder, editable or not, a local archive, a VCS checkout) are described from the
 PEP 751 data too: the package's own name, its path relative to the project root, a VCS URL at the
@@ -18,10 +19,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.pylock import Package, PackageArchive, PackageDirectory, Pylock
+from packaging.utils import NormalizedName
 
 from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry, is_local, parse_entries
+from lockgen.plan import identity
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import INDEX_PROJECT_NAME
 from lockgen.resolve.cellrun import CellRun
@@ -32,11 +35,19 @@ __all__ = ["Request", "Resolved", "request", "resolved"]
 
 @dataclass(frozen=True)
 class Resolved:
-    """One uv resolution read back: target-only PEP 751 data and the entries of the lock."""
+    """One uv resolution read back: target-only PEP 751 data and the entries of the lock (each
+    with the index or find-links page uv took it from, canonical: ``Entry.index``)."""
 
     pylock: Pylock
     entries: tuple[Entry, ...]
     warnings: tuple[str, ...] = ()
+
+    @property
+    def indexes(self) -> dict[NormalizedName, str]:
+        """``{name: canonical index URL}`` of the packages uv named an index or find-links page
+        for (a local folder: its project-relative path); what verify judges sources by
+        (:mod:`lockgen.plan.identity`)."""
+        return {e.name: e.index for e in self.entries if e.index}
 
 
 @dataclass(frozen=True)
@@ -78,7 +89,8 @@ def resolved(run: CellRun, asked: Request, inputs: Inputs, pylock: Pylock, text:
                 f"cell {plan.cell.name}: uv described {entry.name} {entry.version}, not {versions[entry.name]}"
             )
         notes = tuple(dict.fromkeys(via.get(v, v) for v in entry.via if via.get(v, v)))
-        fixed.append(replace(entry, hashes=tuple(hashes.get(entry.name, ())), via=notes))
+        index = identity.project_path(entry.index, run.root) if entry.index else None
+        fixed.append(replace(entry, hashes=tuple(hashes.get(entry.name, ())), via=notes, index=index))
     return Resolved(pylock=pylock, entries=tuple(sorted(fixed, key=lambda e: e.name)))
 
 

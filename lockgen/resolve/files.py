@@ -63,6 +63,7 @@ def cell_files(
             plan.lock,
             find_links=install_links(plan, plan.main_find_links, pylock.packages),
             input_parts=plan.input_parts,
+            local_files=tuple(FileRef(sha256=sha, path=path) for path, sha in plan.local_inputs.items()),
             pylock=FileRef(sha256=text_sha256(text), path=pylockfile.pylock_path(plan.lock)),
             layers=built.refs(),
             unavailable=tuple(built.unavailable),

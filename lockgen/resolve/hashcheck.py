@@ -28,18 +28,19 @@ import json
 import logging
 import posixpath
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.pylock import Package, Pylock
+from packaging.utils import NormalizedName
 
 from lockgen.config import WORK
 from lockgen.errors import Interrupted
 from lockgen.locks.pylockfile import artifacts
+from lockgen.plan import identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
-from lockgen.resolve.probe import host_of
 
 __all__ = ["DEFAULT_INDEX", "LIMIT", "Checked", "Verified", "check", "origin"]
 
@@ -69,11 +70,13 @@ class Origin:
         )
 
 
-def origin(plan: Plan, package: Package, where: str) -> Origin:
+def origin(plan: Plan, package: Package, where: str, index: str | None = None) -> Origin:
     """Where the artifact of ``package`` at ``where`` (canonical URL, or a path relative to the
     cell's pylock) was listed. A package named for a source came from it (verify checks that);
-    any other came from a page of the ``find-links`` setting when it is on the host of one of
-    them, else from the default index."""
+    any other from the page uv names (``index``: its ``# from`` annotation, canonical): a page of
+    the ``find-links`` setting, else the default index. When uv named none and the cell has
+    find-links pages, one of them may have listed it: it is checked as theirs (never judged by
+    host: a find-links page and the default index may share one, issue 16)."""
     if "://" not in where:
         return Origin("local", "local folder")
     source = plan.served_by(package.name)
@@ -81,12 +84,14 @@ def origin(plan: Plan, package: Package, where: str) -> Origin:
         return Origin("direct", source.name if source else "direct URL")
     if source is not None:
         return Origin("index" if source.kind == "index" else "find-links", source.name)
-    host = host_of(where)
-    for key, links in sorted(plan.cell.settings.find_links.items()):
-        if any(host_of(link) == host for link in links if "://" in link):
-            shared = host_of(plan.index_url) == host  # cannot tell which page listed it: check it
-            page = f"the page listing it (the default index or find-links {key!r}, on one host)" if shared else ""
-            return Origin("find-links", key, page)
+    pages = sorted(plan.cell.settings.find_links.items())
+    if index is not None:
+        key = next((k for k, links in pages if any(identity.same(index, link) for link in links)), None)
+        return Origin("find-links", key) if key is not None else Origin("index", DEFAULT_INDEX)
+    remote = [key for key, links in pages if any("://" in link for link in links)]
+    if remote:
+        page = f"the page listing it (the default index or find-links {', '.join(map(repr, remote))})"
+        return Origin("find-links", remote[0], page)
     return Origin("index", DEFAULT_INDEX)
 
 
@@ -136,10 +141,17 @@ class Checked:
 
 
 def check(
-    plan: Plan, pylock: Pylock, root: Path, mirrors: Mirrors, verified: Verified, stop: threading.Event | None = None
+    plan: Plan,
+    pylock: Pylock,
+    root: Path,
+    mirrors: Mirrors,
+    verified: Verified,
+    stop: threading.Event | None = None,
+    indexes: Mapping[NormalizedName, str] | None = None,
 ) -> Checked:
     """Verify what is cheap to verify of ``pylock``'s artifacts (see the module docstring).
-    ``pylock`` holds canonical URLs and paths relative to the cell's committed pylock folder.
+    ``pylock`` holds canonical URLs and paths relative to the cell's committed pylock folder;
+    ``indexes`` the page uv took each package from (:func:`origin`).
     Raises :class:`~lockgen.errors.Interrupted` when ``stop`` is set during a download (Ctrl-C)."""
     folder = root / plan.lock.removesuffix(".txt")
     problems: list[str] = []
@@ -150,7 +162,7 @@ def check(
             where = str(artifact.url or artifact.path or "")
             if not expected or not where:
                 continue  # verify reports a missing hash
-            source = origin(plan, package, where)
+            source = origin(plan, package, where, (indexes or {}).get(package.name))
             if source.kind == "direct":
                 continue
             if source.kind == "index":

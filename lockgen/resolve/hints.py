@@ -5,35 +5,94 @@ templates. :func:`explain` ties uv's text (parsed by :mod:`lockgen.resolve.uvout
 the user can change: the template line that fought a pin (:mod:`lockgen.resolve.blame`, C08), the
 ``allow-build`` a package without wheels needs (C26), the ``pins`` entry naming a version the
 index lacks, the ``exclude-newer`` cutoff, the index source a package is pinned to (C25), the
-pages uv read for a package it found nowhere. Pure: plan and text in, text out (blame reads the
-templates).
+pages uv read for a package it found nowhere, what an index source does have of a package (read
+by :mod:`lockgen.resolve.offers` before). uv's own wording is put in the config's terms
+(:func:`in_config_terms`: no ``lockgen-index-pins``, no work-file paths). Pure: plan and text
+in, text out (blame reads the templates).
 """
 
 from __future__ import annotations
 
-from packaging.utils import canonicalize_name
+import re
+from collections.abc import Mapping
+
+from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from lockgen.plan.plan import Plan, exact_pin, index_pins
+from lockgen.plan.sources import INDEX_PROJECT_NAME
 from lockgen.resolve import blame, fetch, uvout
 from lockgen.resolve.cellrun import CellRun
+from lockgen.resolve.inputs import URL_PINS
+from lockgen.resolve.offers import Offer
 
-__all__ = ["explain"]
+__all__ = ["explain", "in_config_terms", "to_ask"]
 
 
-def explain(run: CellRun, stderr: str) -> str:
+def explain(run: CellRun, stderr: str, offered: Mapping[NormalizedName, Offer] | None = None) -> str:
     """The message of a cell whose main resolution failed with ``stderr``: ``cell <name>: uv could
-    not resolve it:`` with uv's explanation (canonical URLs, without uv's build hints) and
-    lockgen's ``lockgen: …`` hints."""
+    not resolve it:`` with uv's explanation (canonical URLs, without uv's build hints, in the
+    config's terms: :func:`in_config_terms`) and lockgen's ``lockgen: …`` hints. With ``offered``
+    (what the sources :func:`to_ask` names do list, :mod:`lockgen.resolve.offers`), the first
+    line says it in the config's terms instead: ``source 'pytorch' (…/rocm6.2) has torch
+    2.12.0+rocm6.2, not 2.13.0+rocm6.2`` (issue 16)."""
     plan = run.plan
-    why = run.mirrors.canonical(uvout.without_build_hints(uvout.explain(stderr)))
+    why = in_config_terms(run, run.mirrors.canonical(uvout.without_build_hints(uvout.explain(stderr))))
     fought = blame.blame(run.root, plan, stderr)
     # a fought pin explains the failure: uv's "wheels are required" hints about the versions it
     # backtracked through would point the user at the wrong fix (a review found that)
     built = "" if fought else _build_hint(run, stderr)
     hint = built + _pin_hint(run, stderr) + _cutoff_hint(run, stderr)
-    hint += _index_hint(plan, stderr) or _where_hint(plan, stderr)
-    return f"cell {plan.cell.name}: uv could not resolve it:\n{why}{fought}{hint}"
+    headline = _offered(plan, stderr, offered or {})
+    if not headline:
+        hint += _index_hint(plan, stderr) or _where_hint(plan, stderr)
+        return f"cell {plan.cell.name}: uv could not resolve it:\n{why}{fought}{hint}"
+    return f"cell {plan.cell.name}: {headline}\nuv could not resolve it:\n{why}{fought}{hint}"
+
+
+def to_ask(plan: Plan, stderr: str) -> list[NormalizedName]:
+    """The packages uv could not have that an index or find-links source of ``plan`` serves:
+    whose pages :mod:`lockgen.resolve.offers` reads to say what the source has."""
+    names = [*uvout.no_such_version(stderr), *uvout.not_found(stderr)]
+    return [
+        n for n in dict.fromkeys(names) if (s := plan.served_by(n)) is not None and s.kind in ("index", "find-links")
+    ]
+
+
+def _offered(plan: Plan, stderr: str, offered: Mapping[NormalizedName, Offer]) -> str:
+    """``source 'pytorch' (URL) has torch A, B, not C`` for each package uv could not have from
+    its source; empty when ``offered`` has none of them."""
+    wanted = uvout.no_such_version(stderr)
+    target = f"{plan.target.platform} {plan.target.python_tag}"
+    said = []
+    for name, offer in offered.items():
+        if offer.error is not None:
+            continue  # a page it could not read: the index hint says so, with what to check (a login)
+        source = offer.source
+        text = f"source {source.name!r} ({source.urls[0]}) {offer.served(target)}"
+        said.append(f"{text}, not {wanted[name]}" if name in wanted else text)
+    return "; ".join(said)
+
+
+#: lockgen's work files and generated project, as uv names them, and what the user knows them as.
+_INDEX_PINS = re.compile(rf"\b{re.escape(INDEX_PROJECT_NAME)}(?:==0)?(?: \([^)]*\))?( depends on| depend on)?")
+
+
+def in_config_terms(run: CellRun, text: str) -> str:
+    """uv's ``text`` with lockgen's internals in the config's terms (issue 16): the generated
+    project that pins packages to their index source (``lockgen-index-pins depends on torch==…``
+    reads ``you require torch==…``, uv's words for the requirements), the rendered inputs under
+    ``.lockgen/<cell>/`` as the templates they come from, the main lock's pins as that lock."""
+    plan = run.plan
+    text = _INDEX_PINS.sub(lambda m: "you require" if m.group(1) else "your requirements", text)
+    names = {
+        plan.input_path(role): f"{plan.templates}/{template}" for role, (template, _) in plan.rendered.files.items()
+    }
+    names[f"{plan.work}/main-pins.txt"] = f"the versions of {plan.lock}"
+    names[f"{plan.work}/{URL_PINS}"] = "the wheel URLs of the urls sources"
+    for path, shown in sorted(names.items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(path, shown)
+    return text
 
 
 def _build_hint(run: CellRun, stderr: str) -> str:
@@ -54,12 +113,20 @@ def _pin_hint(run: CellRun, stderr: str) -> str:
     it (uv's text names only the requirement; a fresh-eyes review had to guess where it came
     from)."""
     pins = {canonicalize_name(k): exact_pin(v) for k, v in run.plan.cell.settings.pins.items()}
-    return "".join(
-        f"\nlockgen: {name}=={version} is the version the pins give {name} (the pins table of {run.config}, or a "
-        f"rule's pins, for this cell); the index has no such version: change the pin"
-        for name, version in uvout.no_such_version(stderr).items()
-        if (pinned := pins.get(name)) is not None and Version(pinned) == Version(version)
-    )
+    hints = []
+    for name, version in uvout.no_such_version(stderr).items():
+        pinned = pins.get(name)
+        if pinned is None or Version(pinned).public != Version(version).public:
+            continue  # the label a source's policy adds (2.13.0 -> 2.13.0+cu130) is the same pin
+        source = run.plan.served_by(name)
+        where = f"source {source.name!r}" if source is not None else "the index"
+        label = Version(version).local
+        labelled = f"; +{label} is the label {where} gives it" if label and not Version(pinned).local else ""
+        hints.append(
+            f"\nlockgen: {name}=={pinned} is the version the pins give {name} (pins.{name} in {run.config}, or a "
+            f"rule's pins, for this cell{labelled}); {where} has no such version: change the pin"
+        )
+    return "".join(hints)
 
 
 def _cutoff_hint(run: CellRun, stderr: str) -> str:

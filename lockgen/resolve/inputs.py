@@ -195,7 +195,7 @@ def _locked_versions(root: Path, plan: Plan, locked: Mapping[str, str] | None) -
     try:
         committed = (root / pylockfile.pylock_path(plan.lock)).read_text(encoding="utf-8")
         return {p.name: str(p.version) for p in pylockfile.loads(committed, plan.lock).packages if p.version}
-    except (OSError, LockgenError):
+    except (OSError, UnicodeDecodeError, LockgenError):  # an edited or foreign file: the main lock, else nothing
         pass
     try:
         text = (root / plan.lock).read_text(encoding="utf-8")

@@ -67,17 +67,20 @@ from packaging.version import InvalidVersion, Version
 
 from lockgen.config.model import BackendFamily
 
-__all__ = ["Build", "Problem", "backend_build", "problems"]
+__all__ = ["Build", "Problem", "backend_build", "problems", "render"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class Problem:
     """One broken invariant: the ``package`` (canonical name) it is about, the ``evidence`` (which
-    package shows which build, and how) and the ``message`` for the user, which names the fix."""
+    package shows which build, and how) and the ``message`` for the user, which names the fix.
+    ``cause``: the message without the package, the same for every package it hits (``{allow}``
+    stands for the ``allow-mix`` entry to copy), so that :func:`render` says it once."""
 
     package: str
     evidence: str
     message: str
+    cause: str = ""
 
 
 @dataclass(frozen=True)
@@ -168,15 +171,52 @@ def _conflicts(build: Build, cell: Build, gpu: set[str]) -> bool:
 
 def _mixed(name: str, package: Package, shown: _Shown, flavor: str, cell: Build) -> Problem:
     evidence = f"{_label(name, package)}: {shown.how} shows {shown.build}"
+    cause = (
+        f"{shown.how} shows {shown.build}, but the cell's backend {flavor} is {cell}: no package of another backend "
+        f"may be locked (a mixed runtime fails at import or run time); find what pulls it in (`# via` in the lock) "
+        f"and pin a build for {flavor}, or declare the mix intended: allow-mix = {{allow}} (C27)"
+    )
     return Problem(
         package=name,
         evidence=evidence,
-        message=(
-            f"{evidence}, but the cell's backend {flavor} is {cell}: no package of another backend may be "
-            f"locked (a mixed runtime fails at import or run time); find what pulls it in (`# via` in the lock) "
-            f'and pin a build for {flavor}, or declare the mix intended: allow-mix = {{ "{name}" = "why" }} (C27)'
-        ),
+        message=f"{_label(name, package)}: {cause.replace('{allow}', _allow([name]))}",
+        cause=cause,
     )
+
+
+def _allow(names: Sequence[str]) -> str:
+    """The ``allow-mix`` table to copy for ``names``: one glob when they share a ``prefix-``
+    (``nvidia-*``), else one entry each."""
+    if len(names) > 1:
+        prefix = names[0].rsplit("-", 1)[0] + "-" if "-" in names[0] else ""
+        while prefix and not all(n.startswith(prefix) for n in names):
+            prefix = prefix[:-1].rsplit("-", 1)[0] + "-" if "-" in prefix[:-1] else ""
+        if prefix:
+            return f'{{ "{prefix}*" = "why" }}'
+    return "{ " + ", ".join(f'"{n}" = "why"' for n in names) + " }"
+
+
+#: At most this many packages are named in a line :func:`render` merges.
+SHOWN = 5
+
+
+def render(problems: Sequence[Problem]) -> list[str]:
+    """One line per cause (in first-seen order): a problem alone as its message; a cause shared
+    by several packages once, naming them (the first :data:`SHOWN`) with one ``allow-mix`` entry
+    to copy (issue 16: one broken invariant printed 15 near-identical 300-character lines)."""
+    groups: dict[str, list[Problem]] = {}
+    for problem in problems:
+        groups.setdefault(problem.cause or problem.message, []).append(problem)
+    lines = []
+    for cause, members in groups.items():
+        if len(members) == 1:
+            lines.append(members[0].message)
+            continue
+        names = [m.package for m in members]
+        subjects = ", ".join(m.evidence.split(":", 1)[0] for m in members[:SHOWN])
+        more = f" and {len(members) - SHOWN} more" if len(members) > SHOWN else ""
+        lines.append(f"{len(members)} packages ({subjects}{more}): {cause.replace('{allow}', _allow(names))}")
+    return lines
 
 
 def _bare_builds(

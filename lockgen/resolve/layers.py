@@ -40,6 +40,7 @@ from lockgen.plan.sources import index_pages
 from lockgen.resolve import fetch, uvout
 from lockgen.resolve.cellrun import CellRun, install_links
 from lockgen.resolve.describe import Resolved
+from lockgen.resolve.hints import in_config_terms
 from lockgen.resolve.inputs import Inputs, layer_index, url_constraints, url_pins
 
 __all__ = [
@@ -200,13 +201,14 @@ def failed(run: CellRun, job: Job, returncode: int, stderr: str) -> LayerUnavail
     if returncode < 0:
         raise CellFailed(f"cell {run.plan.cell.name}: uv was killed while resolving layer {job.name}")
     if uvout.unreachable_hosts(stderr):
-        return LayerUnavailable(f"{UNREACHABLE} {run.mirrors.canonical(uvout.reason(stderr))}")
+        return LayerUnavailable(f"{UNREACHABLE} {in_config_terms(run, run.mirrors.canonical(uvout.reason(stderr)))}")
     return None
 
 
 def no_resolution(run: CellRun, stderr: str) -> LayerUnavailable:
     """A layer uv could not resolve (and that does not fight main): unavailable, with uv's reason."""
-    return LayerUnavailable(run.mirrors.canonical(uvout.reason(stderr)), uvout.not_in_registry(stderr))
+    why = in_config_terms(run, run.mirrors.canonical(uvout.reason(stderr)))
+    return LayerUnavailable(why, uvout.not_in_registry(stderr))
 
 
 def refuse_moves(run: CellRun, name: str, layer: Mapping[str, str], mains: Mapping[str, str]) -> list[tuple[str, str]]:

@@ -400,6 +400,10 @@ class ProxiedMirrors(Mirrors):
     def hosts(self) -> set[str]:
         return self.base.hosts() | set(self.routes.values())
 
+    def leftover(self, url: str, page: str | None = None) -> bool:
+        """A URL on one of the cache's loopback origins always is (nothing canonical lives there)."""
+        return origin_of(url) in set(self.routes.values()) or self.base.leftover(url, page)
+
     def never_used(self) -> list[str]:
         return self.base.never_used()
 

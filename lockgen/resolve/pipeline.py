@@ -8,9 +8,11 @@
     4 parse       parse.read_pylock(output)          -> Pylock      target-only, canonical URLs
                   + the newer levels' wheels (newer.request -> uv -> parse.read_wheels -> newer.merged)
                   + its entries (describe.request -> uv -> describe.resolved)  -> Resolved
-    5 verify      hashcheck.check, verify.problems(Pylock)          -> Checked, or the cell fails
+    5 verify      hashcheck.check, verify.problems(Resolved)        -> Checked, or the cell fails
+                  (sources judged by the index uv named for each package: lockgen.plan.identity)
     6 layers      layers.jobs(Resolved) -> each job through steps 1-5 -> Built
     7 invariants  invariants.problems(main + layer packages)        -> the cell fails on a mix (C27)
+    7b publishers provenance.attach(Pylock)                         -> Pylock with attestation-identities
     8 files       files.cell_files(Resolved, Checked, Built)        -> CellFiles (written by lockgen.locks.store)
 
 Per cell, one resolution: ``uv pip compile --format pylock.toml`` (the committed
@@ -37,7 +39,7 @@ from lockgen.errors import CellFailed
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Lock
 from lockgen.plan.plan import Plan, explicit_indexes
-from lockgen.resolve import describe, hashcheck, hints, inputs, invariants, layers, newer, uv, uvout, verify
+from lockgen.resolve import describe, hashcheck, hints, inputs, invariants, layers, newer, offers, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun
 from lockgen.resolve.describe import Resolved
 from lockgen.resolve.files import CellFiles, cell_files
@@ -87,7 +89,7 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     main = _main(run, given, fresh, prefer)  # 2-4
     pylock = _with_newer_wheels(run, main.pylock, given, "main")
     resolved = _described(run, given, pylock, "main")
-    checked = _verified(run, pylock, main=True)  # 5
+    checked = _verified(run, resolved, main=True)  # 5
     built = resolve_layers(run, resolved)  # 6
     mixed = invariants.problems(  # 7
         plan.flavor, [*pylock.packages, *built.packages], plan.backends, plan.cell.settings.allow_mix
@@ -95,9 +97,12 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     if mixed:
         raise CellFailed(
             f"cell {plan.cell.name}: the lock would install a broken {plan.flavor} stack (backend invariants, C27):\n"
-            + "\n".join(f"  - {p.message}" for p in mixed)
+            + "\n".join(f"  - {line}" for line in invariants.render(mixed))
             + '\n  declare an intended mix with allow-mix = { "<package>" = "why" } in the cell\'s settings'
         )
+    if run.provenance is not None:  # 7b: who published each main file (PEP 740), where the index says
+        indexes = [plan.index_url, *explicit_indexes(plan).values()]
+        resolved = replace(resolved, pylock=run.provenance.attach(resolved.pylock, indexes))
     return cell_files(run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer)  # 8
 
 
@@ -178,12 +183,13 @@ def _main(run: CellRun, given: Inputs, fresh: Freshness | None, prefer: bool) ->
         names = (*run.options.upgrade_packages, *(y.name for y in yanks))
         result = _learning(replace(run, options=replace(run.options, upgrade_packages=names)), output, given)
     if result.returncode != 0:
-        raise CellFailed(hints.explain(run, result.stderr))
+        offered = offers.offers(plan, run.mirrors, hints.to_ask(plan, result.stderr))  # what the sources do have
+        raise CellFailed(hints.explain(run, result.stderr, offered))
     return Resolution(read_pylock(run, output), ONLINE, _warnings(run, result))
 
 
 def _warnings(run: CellRun, result: uv.Result) -> tuple[str, ...]:
-    return tuple(run.mirrors.canonical(w) for w in uvout.warnings(result.stderr))
+    return tuple(hints.in_config_terms(run, run.mirrors.canonical(w)) for w in uvout.warnings(result.stderr))
 
 
 def _with_newer_wheels(run: CellRun, pylock: Pylock, given: Inputs, name: str) -> Pylock:
@@ -201,7 +207,7 @@ def _with_newer_wheels(run: CellRun, pylock: Pylock, given: Inputs, name: str) -
     if result.returncode != 0:
         result = _uv(run, asked.output, asked.inputs, plan=wide, no_deps=True)
     if result.returncode != 0:
-        why = run.mirrors.canonical(uvout.explain(result.stderr))
+        why = hints.in_config_terms(run, run.mirrors.canonical(uvout.explain(result.stderr)))
         raise CellFailed(f"cell {plan.cell.name}: uv could not list the wheels of newer {asked.levels} levels:\n{why}")
     return newer.merged(pylock, read_wheels(run, asked.output), plan.target, asked.wide)
 
@@ -218,7 +224,7 @@ def _described(run: CellRun, given: Inputs, pylock: Pylock, name: str, no_deps: 
     if result.returncode != 0:
         result = _uv(run, asked.output, asked.inputs, fmt=fmt, no_deps=no_deps)
     if result.returncode != 0:
-        why = run.mirrors.canonical(uvout.explain(result.stderr))
+        why = hints.in_config_terms(run, run.mirrors.canonical(uvout.explain(result.stderr)))
         raise CellFailed(f"cell {run.plan.cell.name}: uv could not describe its resolution:\n{why}")
     return describe.resolved(run, asked, given, pylock, run.read(asked.output))
 
@@ -226,17 +232,18 @@ def _described(run: CellRun, given: Inputs, pylock: Pylock, name: str, no_deps: 
 # -- step 5: verify
 
 
-def _verified(run: CellRun, pylock: Pylock, *, main: bool, layer: str = "") -> hashcheck.Checked:
+def _verified(run: CellRun, resolved: Resolved, *, main: bool, layer: str = "") -> hashcheck.Checked:
     """Check the hashes that are cheap to check and every rule of :mod:`lockgen.resolve.verify`
-    (a layer: its artifacts; main: its pins too). Raises :class:`CellFailed` with the problems."""
-    plan = run.plan
-    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, run.stop)
+    (a layer: its artifacts; main: its pins too), sources judged by the index uv named for each
+    package. Raises :class:`CellFailed` with the problems."""
+    plan, pylock, indexes = run.plan, resolved.pylock, resolved.indexes
+    checked = hashcheck.check(plan, pylock, run.root, run.mirrors, run.verified, run.stop, indexes)
     if main:
-        found = verify.problems(plan, pylock, run.mirrors) + list(checked.problems)
+        found = verify.problems(plan, pylock, run.mirrors, indexes) + list(checked.problems)
         if found:
             raise CellFailed(f"cell {plan.cell.name}: verify failed:\n" + "\n".join(f"  - {p}" for p in found))
     else:
-        found = verify.artifact_problems(plan, pylock, run.mirrors) + list(checked.problems)
+        found = verify.artifact_problems(plan, pylock, run.mirrors, indexes) + list(checked.problems)
         if found:
             raise CellFailed(f"cell {plan.cell.name}: layer {layer}: " + "; ".join(found))
     return checked
@@ -288,12 +295,12 @@ def _layer(run: CellRun, built: Built, job: Job, mains: Mapping[str, str]) -> Lo
         raise layers.no_resolution(run, result.stderr)
     pylock = _with_newer_wheels(run, read_pylock(run, output), given, job.source)  # 4
     built.replaces += layers.replacements(run, job, pylock, mains)
-    checked = _verified(run, pylock, main=False, layer=job.name)  # 5
+    resolved = _described(run, given, pylock, job.source, job.no_deps)
+    checked = _verified(run, resolved, main=False, layer=job.name)  # 5
     built.unverified |= checked.unverified
     if plan.exclude_newer:
         built.dateless.update(verify.without_upload_time(plan, pylock))
     built.packages += pylock.packages
-    resolved = _described(run, given, pylock, job.source, job.no_deps)
     return layers.layer_lock(run, job, given, resolved)
 
 

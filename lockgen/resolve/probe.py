@@ -2,9 +2,9 @@
 
 An unreachable host otherwise costs uv's retries in every cell (26 cells: 107 s) and prints the
 same error chain per cell. :func:`probe` opens one connection per host the run's cells need (the
-default index, find-links pages, backend indexes, direct wheel URLs; through the mirrors) at the
-same time, with a short timeout: a host whose name does not resolve, that refuses or times out
-the connection is *down*. Any answer at all (an HTTP error, a slow body, a TLS certificate uv may
+default index, find-links pages, backend indexes, ``urls`` sources' and direct wheel URLs;
+through the mirrors) at the same time, with a short timeout: a host whose name does not
+resolve, that refuses or times out the connection is *down*. Any answer at all (an HTTP error, a slow body, a TLS certificate uv may
 trust but lockgen does not check) counts as reachable: uv then says what is wrong with it.
 
 :class:`Reach` is the result: which cells cannot resolve at all (a host their main resolution
@@ -33,7 +33,8 @@ from packaging.utils import canonicalize_name
 
 from lockgen import reqline
 from lockgen.plan.mirror import Mirrors
-from lockgen.plan.plan import Plan
+from lockgen.plan.plan import Plan, index_pins
+from lockgen.resolve.inputs import url_pins
 
 __all__ = ["TIMEOUT", "Down", "Reach", "host_of", "layer_urls", "main_urls", "probe"]
 
@@ -66,14 +67,19 @@ def _direct_urls(plan: Plan) -> list[str]:
 
 
 def main_urls(plan: Plan) -> tuple[str, ...]:
-    """Canonical URLs the main resolution of ``plan`` reads."""
-    return (plan.index_url, *plan.main_find_links, *_direct_urls(plan))
+    """Canonical URLs the main resolution of ``plan`` reads: the default index, the find-links
+    pages, the backend indexes its requirements are pinned to (uv explicit indexes: issue 16, a
+    dead backend index cost every cell uv's retries), the wheel URL of each ``urls``-source
+    package that fits the target and the direct references of its inputs."""
+    indexes = {source.urls[0]: None for source, _ in index_pins(plan) if source.urls}
+    wheels = [pin.url for pin in url_pins(plan)]  # the URL each package gets for this target
+    return (plan.index_url, *plan.main_find_links, *indexes, *wheels, *_direct_urls(plan))
 
 
 def layer_urls(plan: Plan, entry: str) -> tuple[str, ...]:
     """Canonical URLs the optional layer of ``entry`` reads beyond the main resolution's: the
-    layer-only sources serving it, the wheel URLs of a ``urls`` source, or the entry itself when
-    it is a URL."""
+    layer-only sources serving it, the index of an ``index`` source or the wheel URLs of a
+    ``urls`` source serving it, or the entry itself when it is a URL."""
     if "://" in entry:
         return (entry,)
     try:
@@ -81,7 +87,7 @@ def layer_urls(plan: Plan, entry: str) -> tuple[str, ...]:
     except InvalidRequirement:
         return ()
     served = plan.served_by(name)
-    extra = served.urls if served is not None and served.kind == "urls" else ()
+    extra = served.urls if served is not None and served.kind in ("urls", "index") else ()
     main = set(main_urls(plan))
     return tuple(u for u in (*plan.layer_find_links(name), *extra) if u not in main)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import shlex
 import subprocess
 import sys
 import threading
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
-from lockgen.credentials import redact
+from lockgen.credentials import command_line
 from lockgen.errors import Interrupted
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
@@ -108,7 +107,8 @@ def compile_argv(
     Index and find-links URLs go through ``mirrors``. Nothing is built from source except the
     ``no_binary`` packages (``--only-binary :all:`` with ``--no-binary`` for them: ``allow-build``
     packages that have no wheel for the target), so uv prefers an older version with a wheel to a
-    newer sdist-only one (CASES C26).
+    newer sdist-only one (CASES C26). A requirements file says which index or find-links page
+    served each package (``# from …``: the source identity of :mod:`lockgen.plan.identity`).
     """
     if inputs is None:
         from lockgen.resolve.inputs import main_inputs
@@ -130,8 +130,8 @@ def compile_argv(
     ]  # fmt: skip
     argv += _source_args(plan, inputs, mirrors)
     argv += _resolution_args(plan, no_binary)
-    if fmt is Format.REQUIREMENTS:
-        argv.append("--no-strip-extras")
+    if fmt is Format.REQUIREMENTS:  # the extras asked for (C19), and the index each package came from
+        argv += ["--no-strip-extras", "--emit-index-annotation"]
     argv += ["--no-header", "--no-config"]
     return argv + _run_args(options, offline=offline, no_deps=no_deps)
 
@@ -214,6 +214,28 @@ class RunnerLike(Protocol):
     def run(self, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Result: ...
 
 
+#: What ends a process with a signal, when nobody asked it to stop (the cause to name).
+_SIGNAL_CAUSES = {
+    "SIGKILL": "the kernel's out-of-memory killer sends it, as does kill -9",
+    "SIGXFSZ": "a file-size limit (`ulimit -f`) stopped one of its writes; raise the limit",
+    "SIGSEGV": "a crash",
+    "SIGBUS": "a crash, or a file of its cache was truncated",
+}
+
+
+def killed_by(number: int) -> str:
+    """``uv was killed by SIGXFSZ (a file-size limit …)``: the line that names why a uv process
+    ended by signal ``number``."""
+    import signal
+
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = f"signal {number}"
+    cause = _SIGNAL_CAUSES.get(name)
+    return f"uv was killed by {name}" + (f" ({cause})" if cause else "")
+
+
 @dataclass
 class Runner:
     """Runs uv and keeps track of the running processes, so :meth:`stop` can end them all
@@ -228,7 +250,7 @@ class Runner:
         with self._lock:
             if self.stopped.is_set():
                 raise Interrupted("interrupted before uv started")
-            log.debug("run in %s: %s", cwd, redact(shlex.join([binary, *argv])))
+            log.debug("run in %s: %s", cwd, command_line([binary, *argv]))
             proc = subprocess.Popen(
                 [binary, *argv], env=dict(env), cwd=cwd, shell=False, stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
@@ -242,6 +264,8 @@ class Runner:
         log.debug("exit %s: %s", proc.returncode, argv[2] if len(argv) > 2 else argv)
         if self.stopped.is_set():
             raise Interrupted("interrupted while uv ran")
+        if proc.returncode < 0:  # ended by a signal: uv wrote nothing that says why
+            stderr = f"{stderr.rstrip()}\n{killed_by(-proc.returncode)}".lstrip()
         return Result(proc.returncode, stderr)
 
     def stop(self, grace: float = 0.5) -> None:

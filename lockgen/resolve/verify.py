@@ -8,29 +8,37 @@ reason to fail the cell (the field cases of ``docs/cases.md``):
 * the pins that cannot move are locked exactly, local version label included (the seed's rule);
 * a package named for a backend ``index`` source carries the label that source's label policy
   gives it (``+cu130`` for the torch family, none on macOS ``cpu`` indexes, any for packages the
-  index serves unlabelled; C02, C25), a package named for a source came from that source's host
-  (whatever login the URL carried: hosts compare by scheme, host and port), and a package not
-  named for any source did not come from one of the cell's sources (C03);
+  index serves unlabelled; C02, C25), a package named for a source came from that source's index
+  or page, and a package not named for any source did not come from one of the cell's sources
+  (C03). Which index or page served a package is uv's ``# from`` annotation, compared as a
+  canonical URL prefix, never by host: two indexes on one host are two sources (issue 16,
+  :mod:`lockgen.plan.identity`);
+* no artifact URL is left on a mirror (:meth:`lockgen.plan.mirror.Mirrors.leftover`);
 * every artifact the lock can install has a sha256 (C04);
 * every locked version has a wheel for the cell's target, unless ``allow-build`` names it (C01).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from packaging.pylock import Package, Pylock
 from packaging.tags import Tag
-from packaging.utils import canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from lockgen.locks.pylockfile import artifacts, file_name, wheel_tags
+from lockgen.plan import identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan, index_pins
 from lockgen.plan.sources import CellSource
 
-__all__ = ["artifact_problems", "location", "pin_problems", "problems", "without_upload_time"]
+__all__ = [
+    "Finding", "artifact_problems", "describe_place", "location", "pin_problems", "problems", "render",
+    "without_upload_time",
+]  # fmt: skip
 
 
 def location(artifact: Any) -> str:
@@ -38,10 +46,12 @@ def location(artifact: Any) -> str:
     return str(artifact.url or artifact.path or "")
 
 
-def problems(plan: Plan, pylock: Pylock, mirrors: Mirrors | None = None) -> list[str]:
+def problems(
+    plan: Plan, pylock: Pylock, mirrors: Mirrors | None = None, indexes: Mapping[NormalizedName, str] | None = None
+) -> list[str]:
     """Every reason the resolution in ``pylock`` (canonical URLs, target-only artifacts) must not
     become ``plan``'s main lock (empty: fine): :func:`pin_problems` and :func:`artifact_problems`."""
-    return pin_problems(plan, pylock) + artifact_problems(plan, pylock, mirrors)
+    return pin_problems(plan, pylock) + artifact_problems(plan, pylock, mirrors, indexes)
 
 
 def pin_problems(plan: Plan, pylock: Pylock) -> list[str]:
@@ -68,17 +78,21 @@ def pin_problems(plan: Plan, pylock: Pylock) -> list[str]:
     return found
 
 
-def artifact_problems(plan: Plan, pylock: Pylock, mirrors: Mirrors | None = None) -> list[str]:
+def artifact_problems(
+    plan: Plan, pylock: Pylock, mirrors: Mirrors | None = None, indexes: Mapping[NormalizedName, str] | None = None
+) -> list[str]:
     """Labels and sources (C02, C03), hashes (C04) and wheels for the target (C01) of every
-    package of a resolution (main or layer); and no artifact URL left on a mirror's host (a
-    committed lock never names a mirror)."""
-    found: list[str] = []
-    mirror_hosts = mirrors.hosts() if mirrors is not None else set()
+    package of a resolution (main or layer); and no artifact URL left on a mirror. ``indexes``:
+    ``{name: canonical index URL}`` uv took each registry package from (its ``# from``
+    annotation, :attr:`lockgen.resolve.describe.Resolved.indexes`): sources are judged by it,
+    never by host (:mod:`lockgen.plan.identity`). The same cause in several packages is one
+    line naming them all (issue 16)."""
+    found: list[Finding] = []
+    mirrors = mirrors if mirrors is not None else Mirrors()
+    indexes = indexes or {}
     supported = plan.target.supported_tags()
     pinned_to_index = {canonicalize_name(r.name) for _, r in index_pins(plan)}
-    other_prefixes = {
-        _source_prefix(url): source.name for source in plan.sources for url in source.urls if "://" in url
-    }
+    named = _named_urls(plan)
     for package in sorted(pylock.packages, key=lambda p: p.name):
         name, version = package.name, package.version
         source = plan.served_by(name)
@@ -86,82 +100,159 @@ def artifact_problems(plan: Plan, pylock: Pylock, mirrors: Mirrors | None = None
             continue  # an editable/local project or a VCS checkout: the unhashed layer
         if source is not None and name not in plan.pinned:
             found += _label_problem(source, name, version)
+        came = indexes.get(name)
+        direct = package.archive is not None
+        if not direct:  # listed by an index or a find-links page: judged by which one
+            found += _source_problem(plan, name, version, source, came, name in pinned_to_index)
         for kind, artifact in artifacts(package):
             where = location(artifact)
-            if any(where.startswith(host + "/") for host in mirror_hosts):
-                found.append(
-                    f"{name} {version}: {kind} {where} was served by a mirror from a path no --mirror maps back "
-                    "to a canonical URL; add a mirror for the host the file really lives on "
-                    "(e.g. https://files.pythonhosted.org=<mirror files URL>)"
-                )
+            if mirrors.leftover(where, None if direct else came) and not (
+                direct and any(identity.same(where, u) for u in named)
+            ):
+                found.append(Finding(name, f"{name} {version}: {kind} {where}", (
+                    "was served by a mirror from a path no --mirror maps back to a canonical URL; add a mirror for "
+                    "the host the file really lives on (e.g. https://files.pythonhosted.org=<mirror files URL>)"
+                )))  # fmt: skip
                 continue
-            if source is not None and not _from(source, where):
-                hint = "pin it to a version that source has (another index must not fill in for it)"
-                if source.kind == "index" and name not in pinned_to_index:
-                    hint = (
-                        f"lockgen takes a package from its index where the requirements name it: add a line for {name} "
-                        "to the requirements template (it is only a dependency here)"
-                    )
-                found.append(
-                    f"{name} {version}: source {source.name!r} serves it for this cell, but it came from {where}; {hint}"
-                )
-            if source is None:
-                hit = next((label for prefix, label in other_prefixes.items() if where.startswith(prefix)), None)
-                if hit:
-                    found.append(
-                        f"{name} {version}: came from source {hit!r} ({where}), which may serve only "
-                        f"{_packages(plan, hit)}; it must come from the default index"
-                    )
+            if direct and source is not None and not _direct_from(source, where):
+                found.append(Finding(name, f"{name} {version}", (
+                    f"source {source.name!r} ({_shown(source)}) serves it for this cell, but the lock takes it from "
+                    f"{where}; require it by name (its source serves it), or add that URL to the source"
+                )))  # fmt: skip
             if not artifact.hashes.get("sha256"):
-                found.append(
-                    f"{name} {version}: {kind} {where} has no sha256 hash; pip --require-hashes would refuse it"
-                )
+                found.append(Finding(
+                    name, f"{name} {version}: {kind} {where}", "has no sha256 hash; pip --require-hashes would refuse it"
+                ))  # fmt: skip
         if not _has_wheel(package, supported) and name not in plan.allow_build:
-            found.append(
-                f"{name} {version}: no wheel for {plan.target.platform} {plan.target.python_tag}; "
-                f"installing it would build from source (add it to allow-build if that is intended)"
-            )
-    return found
+            found.append(Finding(name, f"{name} {version}", (
+                f"no wheel for {plan.target.platform} {plan.target.python_tag}; installing it would build from "
+                "source (add {names} to allow-build if that is intended)"
+            )))  # fmt: skip
+    return render(found)
 
 
-def _label_problem(source: CellSource, name: str, version: Version | None) -> list[str]:
+@dataclass(frozen=True)
+class Finding:
+    """One reason a resolution must not become a lock: the package ``name``, the ``subject``
+    (``torch 2.13.0``, or one of its files) and the ``cause``, written for any number of
+    packages; a ``{names}`` in it stands for the names of the packages that share it."""
+
+    name: str
+    subject: str
+    cause: str
+
+
+def render(findings: Iterable[Finding]) -> list[str]:
+    """One line per cause, in first-seen order, naming every subject that has it:
+    ``torchvision 0.28.0, torchaudio 2.13.0: source 'pytorch' (…) serves it…`` (issue 16: a
+    repeated cause is said once)."""
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(finding.cause, []).append(finding)
+    lines = []
+    for cause, members in groups.items():
+        names = ", ".join(dict.fromkeys(m.name for m in members))
+        lines.append(f"{', '.join(m.subject for m in members)}: {cause.replace('{names}', names)}")
+    return lines
+
+
+def _source_problem(
+    plan: Plan, name: str, version: Version | None, source: CellSource | None, came: str | None, pinned: bool
+) -> list[Finding]:
+    """Whether a registry package came from where the config says (C02, C03, issue 16): one
+    named for a source from that source's index or page, any other from no source. ``came``:
+    the index or page uv named (None: it named none, which passes only for a package no source
+    is named for)."""
+    if source is None:
+        hit = next((s for s in plan.sources if came and _listed_by(s, came)), None)
+        if hit is None:
+            return []
+        return [Finding(name, f"{name} {version}", (
+            f"came from source {hit.name!r} ({_shown(hit)}), which may serve only {', '.join(hit.packages)}; "
+            "it must come from the default index"
+        ))]  # fmt: skip
+    if came is not None and _listed_by(source, came):
+        return []
+    if source.kind == "index" and not pinned:
+        hint = (
+            "lockgen takes a package from its index where the requirements name it: add a line for {names} "
+            "to the requirements template (it is only a dependency here)"
+        )
+    else:
+        hint = "pin it to a version that source has (another index must not fill in for it)"
+    where = describe_place(plan, came) if came is not None else "a place uv did not name"
+    return [Finding(name, f"{name} {version}", (
+        f"source {source.name!r} ({_shown(source)}) serves it for this cell, but it came from {where}; {hint}"
+    ))]  # fmt: skip
+
+
+def _listed_by(source: CellSource, page: str) -> bool:
+    """Whether the index or page uv named (``page``, canonical) is ``source``'s: its index URL
+    or a project page under it (a layer reads an index source's pages as find-links), or its
+    find-links page or folder."""
+    return source.kind != "urls" and any(identity.under(page, url) for url in source.urls)
+
+
+def describe_place(plan: Plan, url: str) -> str:
+    """An index or find-links URL (canonical) as the config names it: ``the default index
+    (https://…)``, ``find-links 'vendor' (…)``, ``source 'pytorch' (…)``, else the URL."""
+    if plan.index_url and identity.same(url, plan.index_url):
+        return f"the default index ({plan.index_url})"
+    for key, links in sorted(plan.cell.settings.find_links.items()):
+        if any(identity.same(url, link) for link in links):
+            return f"find-links {key!r} ({url})"
+    for source in plan.sources:
+        if _listed_by(source, url):
+            return f"source {source.name!r} ({url})"
+    return url
+
+
+def _shown(source: CellSource) -> str:
+    """A source's place for a message: its URL (a ``urls`` source: how many it lists)."""
+    if source.kind == "urls":
+        return f"{len(source.urls)} wheel URL{'s' if len(source.urls) != 1 else ''}"
+    return source.urls[0] if source.urls else ""
+
+
+def _named_urls(plan: Plan) -> list[str]:
+    """Canonical URLs the config names a file by: the direct references of the rendered inputs
+    and the wheel URLs of ``urls`` sources."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    urls = [u for s in plan.sources if s.kind == "urls" for u in s.urls]
+    for _, text in plan.rendered.files.values():
+        for line in text.splitlines():
+            try:
+                url = Requirement(line.split(" #")[0].strip()).url
+            except InvalidRequirement:
+                continue
+            if url:
+                urls.append(url)
+    return urls
+
+
+def _direct_from(source: CellSource, where: str) -> bool:
+    """Whether a direct-URL artifact belongs to ``source``: one of a ``urls`` source's URLs, or
+    below an index or find-links source's URL prefix (:func:`lockgen.plan.identity.under`)."""
+    if source.kind == "urls":
+        return any(identity.same(where, url) for url in source.urls)
+    return any(identity.under(where, url) for url in source.urls if "://" in url)
+
+
+def _label_problem(source: CellSource, name: str, version: Version | None) -> list[Finding]:
     """The local label ``source``'s policy wants for ``name``, against the locked ``version``."""
     expected = source.expected_label(name)
     if expected is None or (version is not None and (version.local or "") == expected):
         return []
     if expected:
-        return [
-            f"{name} {version}: source {source.name!r} serves it for this cell, so its version must carry "
-            f"+{expected}; a bare version means a build from the default index (a CPU build in a GPU cell)"
-        ]
-    return [
-        f"{name} {version}: source {source.name!r} serves it unlabelled for this cell, but a labelled build was "
-        f"locked; set its label in [sources.{source.name}.labels] if the index labels it"
-    ]
-
-
-def _source_prefix(url: str) -> str:
-    """What artifacts served under a source's URL start with (``…/whl/cu130/``)."""
-    return url.rstrip("/") + "/"
-
-
-def _from(source: CellSource, where: str) -> bool:
-    """Whether an artifact location belongs to ``source``: the same scheme, host and port as one
-    of its URLs, a login in either ignored (release assets live beside a find-links page, not
-    under it), or its local folder (a path relative to the lock, never a URL)."""
-    for url in source.urls:
-        if "://" not in url:  # a project folder: its files are lock-relative paths
-            if "://" not in where:
-                return True
-            continue
-        parts, there = urlsplit(url), urlsplit(where)
-        if (parts.scheme, parts.hostname, parts.port) == (there.scheme, there.hostname, there.port):
-            return True
-    return False
-
-
-def _packages(plan: Plan, source_name: str) -> str:
-    return ", ".join(next(s.packages for s in plan.sources if s.name == source_name))
+        return [Finding(name, f"{name} {version}", (
+            f"source {source.name!r} serves it for this cell, so its version must carry +{expected}; a bare "
+            "version means a build from the default index (a CPU build in a GPU cell)"
+        ))]  # fmt: skip
+    return [Finding(name, f"{name} {version}", (
+        f"source {source.name!r} serves it unlabelled for this cell, but a labelled build was locked; set its "
+        f"label in [sources.{source.name}.labels] if the index labels it"
+    ))]  # fmt: skip
 
 
 def _has_wheel(package: Package, supported: frozenset[Tag]) -> bool:

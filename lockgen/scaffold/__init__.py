@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import datetime
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lockgen.errors import UsageError
 from lockgen.scaffold.compose import Draft, compose
-from lockgen.scaffold.inference import infer
-from lockgen.scaffold.reading import ReqFile, read_requirements
+from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, Facts, Given, infer, parse_given
+from lockgen.scaffold.pyproject import PyProject, read_pyproject
+from lockgen.scaffold.reading import IndexLine, ReqFile, read_requirements, requirement_line
+from lockgen.scaffold.variants import compose_variants
 
 __all__ = ["Draft", "Options", "scaffold", "write"]
 
@@ -26,11 +29,15 @@ PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 
 @dataclass(frozen=True, kw_only=True)
 class Options:
-    """``files``: requirement files (project-relative; default: those found); ``indexes``:
-    backend index URLs for the files that name none; ``pythons`` (default: from
-    ``requires-python``, else this interpreter's); ``exclude_newer`` (default: today, UTC)."""
+    """``files``: requirement files (project-relative; default: those found), each ``FILE`` or
+    ``FILE:os=…,arch=…,backend=…`` (:func:`~lockgen.scaffold.inference.parse_given`);
+    ``commands``: installer scripts whose torch install commands to read, ``SCRIPT`` or
+    ``SCRIPT:os=…``; ``indexes``: backend index URLs for the files that name none; ``pythons``
+    (default: from ``requires-python``, else this interpreter's); ``exclude_newer`` (default:
+    today, UTC)."""
 
     files: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
     indexes: tuple[str, ...] = ()
     pythons: tuple[str, ...] = ()
     exclude_newer: str | None = None
@@ -52,46 +59,141 @@ def scaffold(root: Path, options: Options) -> Draft:
 
     if (root / "lockgen.toml").exists():
         raise UsageError("lockgen.toml: a lockgen config exists already; lockgen init writes nothing over it")
-    project: dict[str, object] = {}
+    project: PyProject | None = None
     if (root / "pyproject.toml").is_file():
         document = parse_toml((root / "pyproject.toml").read_text(encoding="utf-8"))
         if isinstance(document.get("tool"), dict) and "lockgen" in document["tool"]:
             raise UsageError("pyproject.toml: has a [tool.lockgen] config already; lockgen init writes nothing over it")
-        project = document.get("project") if isinstance(document.get("project"), dict) else {}  # type: ignore[assignment]
-    names = list(options.files) or discover(root)
-    for name in options.files:
+        project = read_pyproject(document)
+
+    def exists(rel: str) -> bool:
+        return (root / rel).is_file()
+
+    named = [parse_given(a, exists) for a in options.files]
+    scripts = [parse_given(a, exists) for a in options.commands]
+    for name, _ in (*named, *scripts):
         if Path(name).is_absolute() or ".." in Path(name).parts:
-            raise UsageError(f"{name}: name a requirement file inside the project")
-        if not (root / name).is_file():
+            raise UsageError(f"{name}: name a file inside the project")
+        if not exists(name):
             raise UsageError(f"{name}: no such file")
-    dynamic = project.get("dynamic")
-    dependencies = bool(project.get("dependencies")) and "dependencies" not in (
-        dynamic if isinstance(dynamic, list) else []
-    )
-    if not names and not dependencies:
+    pythons = list(options.pythons) or _pythons(project.requires_python if project else None)
+    exclude_newer = options.exclude_newer or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    notes: list[str] = [*(project.notes if project else ())]
+    if project is not None and not named:
+        variants, found = compose_variants(project, pythons, exclude_newer, options.indexes)
+        notes += found
+        if variants is not None:
+            notes += [f"{f}: not read: pyproject.toml's backend variants make the matrix (name the requirement "
+                      "files to start from them instead)" for f in discover(root)]  # fmt: skip
+            notes += [f"{s}: not read: pyproject.toml's backend variants say the torch builds" for s, _ in scripts]
+            return _checked(root, Draft(files=variants.files, explanation=(*variants.explanation, *notes),
+                                        cells=variants.cells))  # fmt: skip
+    elif project is not None:
+        variants, _ = compose_variants(project, pythons, exclude_newer, options.indexes)
+        if variants is not None:
+            notes.append("pyproject.toml: its extras or groups are backend variants, but requirement files were "
+                         "named: init starts from the files (name none to start from the variants)")  # fmt: skip
+    names = [n for n, _ in named] or discover(root)
+    given = {n: g for n, g in named if g is not None}
+    dependencies = bool(project and project.dependencies)
+    if not names and not dependencies and not scripts:
         raise UsageError("no requirement files (requirements*.txt, requirements/…) and no [project].dependencies to "
                          "start from; name the files: lockgen init requirements_cuda.txt requirements_rocm.txt …")  # fmt: skip
 
     def read(rel: str) -> str:
-        return (root / rel).read_text(encoding="utf-8")
+        try:
+            return (root / rel).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{rel}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
     files: list[ReqFile] = [read_requirements(n, read) for n in names]
     included = {inc for f in files for inc in f.includes}
-    notes = [f"{f.path}: not a variant of its own: {', '.join(g.path for g in files if f.path in g.includes)} "
-             "read it with -r, so its lines are theirs" for f in files if f.path in included]  # fmt: skip
-    files = [f for f in files if f.path not in included]
-    if not files:  # only [project].dependencies
-        files = [ReqFile(path="pyproject.toml", lines=())]
-    pythons = list(options.pythons) or _pythons(project.get("requires-python"))
-    facts = [(f, infer(f, pythons, options.indexes)) for f in files]
-    exclude_newer = options.exclude_newer or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    draft = compose(facts, pythons, exclude_newer, project_dependencies=dependencies)
+    constraining = {c for f in files for c in f.constraint_files}
+    notes += [f"{f.path}: not a variant of its own: {', '.join(g.path for g in files if f.path in g.includes)} "
+              "read it with -r, so its lines are theirs" for f in files if f.path in included]  # fmt: skip
+    notes += [f"{f.path}: not a variant of its own: {', '.join(g.path for g in files if f.path in g.constraint_files)} "
+              "read it with -c: the constraints template" for f in files if f.path in constraining - included]  # fmt: skip
+    files = [f for f in files if f.path not in included | constraining]
+    if not files:  # only [project].dependencies (or only commands)
+        files = [_project_file(project)] if dependencies or not scripts else []
+    if project is not None and project.constraints:
+        uv = tuple(requirement_line(c, f"pyproject.toml:{i + 1}") for i, c in enumerate(project.constraints))
+        files = [replace(f, constraints=(*f.constraints, *uv), constraint_files=(*f.constraint_files, "pyproject.toml"))
+                 for f in files]  # fmt: skip
+    parts = [(f, infer(f, pythons, options.indexes, given.get(f.path)), given.get(f.path)) for f in files]
+    if scripts:
+        parts = _with_commands(parts, scripts, read, pythons, options.indexes, notes)
+    top: dict[str, object] = {}
+    if project is not None and project.overrides:
+        top = {"overrides": "overrides.txt.j2", "overrides_text": "{# [tool.uv] override-dependencies of "
+               "pyproject.toml (lockgen init) #}\n" + "".join(f"{o}\n" for o in project.overrides)}  # fmt: skip
+        notes.append("templates/overrides.txt.j2: [tool.uv] override-dependencies (uv --override)")
+    if project is not None and project.prerelease:
+        top["prerelease"] = project.prerelease
+    inputs = [*(names or (["pyproject.toml"] if dependencies else [])), *(s for s, _ in scripts)]
+    draft = compose([(f, facts) for f, facts, _ in parts], pythons, exclude_newer, project_dependencies=dependencies,
+                    inputs=inputs, top=top)  # fmt: skip
     notes += [d for f in files for d in f.dropped]
+    return _checked(root, Draft(files=draft.files, explanation=(*draft.explanation, *notes), cells=draft.cells))
+
+
+def _checked(root: Path, draft: Draft) -> Draft:
+    """``draft``, when none of its files exists yet; else a :class:`~lockgen.errors.UsageError`."""
     taken = [rel for rel in draft.files if (root / rel).exists()]
     if taken:
         raise UsageError(f"{', '.join(taken)}: exists already; lockgen init writes nothing over existing files "
                          "(move them away, or write the config by hand)")  # fmt: skip
-    return Draft(files=draft.files, explanation=(*draft.explanation, *notes), cells=draft.cells)
+    return draft
+
+
+def _project_file(project: PyProject | None) -> ReqFile:
+    """``[project].dependencies`` as a requirement file whose lines the template renders from
+    ``project.dependencies``, with uv's indexes for all packages (non-explicit ones, and explicit
+    ones ``[tool.uv.sources]`` sends a package to for every install) as its index lines."""
+    if project is None:
+        return ReqFile(path="pyproject.toml", lines=())
+    rendered = tuple(requirement_line(d, f"pyproject.toml:project.dependencies[{i}]")
+                     for i, d in enumerate(project.dependencies or ()))  # fmt: skip
+    routed = {e.index for entries in project.sources.values() for e in entries
+              if e.kind == "index" and e.extra is None and e.group is None}  # fmt: skip
+    indexes = tuple(
+        IndexLine(kind="index" if ix.default else "extra-index", url=ix.url, origin=f"pyproject.toml [[tool.uv.index]] {ix.name}")
+        for ix in project.indexes
+        if not ix.flat and (not ix.explicit or ix.name in routed)
+    )  # fmt: skip
+    return ReqFile(path="pyproject.toml", lines=(), rendered=rendered, indexes=indexes)
+
+
+def _with_commands(
+    parts: list[tuple[ReqFile, Facts, Given | None]],
+    scripts: list[tuple[str, Given | None]],
+    read: Callable[[str], str],
+    pythons: list[str],
+    indexes: tuple[str, ...],
+    notes: list[str],
+) -> list[tuple[ReqFile, Facts, Given | None]]:
+    """The files combined with the scripts' commands (:func:`~lockgen.scaffold.combine.combine`),
+    each inferred again with what its command says. A command's platforms: what was said of its
+    script (``SCRIPT:os=…``), else its wheels' tags, else the script's name (``…macos…``)."""
+    from lockgen.scaffold.combine import combine
+    from lockgen.scaffold.commands import read_commands
+
+    commands = []
+    for script, said in scripts:
+        found, skipped = read_commands(script, read(script), pythons)
+        notes += skipped
+        if not found:
+            notes.append(f"{script}: no torch install command init can read in it")
+        for command in found:
+            platforms = said.platforms if said and said.platforms else None
+            if platforms is None:
+                platforms = infer(ReqFile(path=script, lines=command.lines), pythons, ()).platforms
+            commands.append((command, platforms))
+    known = [p for _, facts, _ in parts for p in facts.platforms or ()]
+    everywhere = tuple(p for p in PLATFORMS if p in {*DEFAULT_PLATFORMS, *known})
+    combined, why = combine(parts, commands, everywhere)
+    notes += why
+    return [(f, infer(f, pythons, indexes, g), g) for f, g in combined]
 
 
 def _pythons(requires: object) -> list[str]:

@@ -26,14 +26,12 @@ import tomlkit
 import tomlkit.items
 from packaging.utils import NormalizedName
 
-from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, Facts, backend_label, is_gpu
+from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, TORCH_FAMILY, Facts, backend_label, is_gpu
+from lockgen.scaffold.layout import Cell, as_list, axes_of, inline, matches, matrix_table
 from lockgen.scaffold.reading import Line, ReqFile
 
 __all__ = ["Draft", "compose"]
 
-_TORCH_FAMILY = re.compile(r"^(torch|torchvision|torchaudio|xformers|triton|pytorch-triton(-.+)?|triton-(rocm|xpu))$")
-_OS_ORDER = ("linux", "windows", "macos")
-_ARCH_ORDER = ("x86_64", "aarch64")
 _SIMPLE_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;*]+)$")
 
 
@@ -47,18 +45,19 @@ class Draft:
     cells: dict[str, tuple[tuple[str, ...], ...]]  # requirement file -> its cells' axis values (no python)
 
 
-Cell = tuple[str, ...]  # (os, arch, backend[, variant])
-
-
 def compose(
     files: Sequence[tuple[ReqFile, Facts]],
     pythons: Sequence[str],
     exclude_newer: str,
     config_name: str = "lockgen.toml",
     project_dependencies: bool = False,
+    inputs: Sequence[str] = (),
+    top: dict[str, object] | None = None,
 ) -> Draft:
     """The config (``config_name``, a standalone ``lockgen.toml``) and templates for ``files``.
-    ``project_dependencies``: the shared template also renders ``project.dependencies``."""
+    ``project_dependencies``: the shared template also renders ``project.dependencies``;
+    ``inputs``: what init read, for the config's first comment (default: the files); ``top``:
+    more top-level settings (``overrides`` and its template's text, from ``[tool.uv]``)."""
     why: list[str] = []
     known = [p for _, facts in files for p in facts.platforms or ()]
     everywhere = tuple(p for p in PLATFORMS if p in {*DEFAULT_PLATFORMS, *known})
@@ -76,6 +75,11 @@ def compose(
             why.append(
                 f"{file.path}: platforms {', '.join(' '.join(p) for p in platforms)}: nothing in it names one"
                 + (" (no macOS: no GPU build there)" if gpu else "")
+                + (
+                    f"; if that is wrong, say it: lockgen init '{file.path}:os=linux,arch=aarch64'"
+                    if len(files) > 1 and ":" not in file.path and " + " not in file.path
+                    else ""
+                )
             )
         if not facts.backends:
             why.append(f"{file.path}: backend cpu (mps on Apple silicon): nothing in it names a GPU build")
@@ -89,54 +93,56 @@ def compose(
     variant = _variants(files, cells, why)
     if variant:
         cells = {path: [(*c, variant[path]) for c in found] for path, found in cells.items()}
-    axes = {
-        "os": [o for o in _OS_ORDER if any(c[0] == o for f in cells.values() for c in f)],
-        "arch": [a for a in _ARCH_ORDER if any(c[1] == a for f in cells.values() for c in f)],
-        "backend": list(dict.fromkeys(c[2] for f in cells.values() for c in f)),
-    }
-    if variant:
-        axes["variant"] = list(dict.fromkeys(variant.values()))
+    axes = axes_of(
+        (c for f in cells.values() for c in f), {"variant": list(dict.fromkeys(variant.values()))} if variant else None
+    )
     covered = {c for f in cells.values() for c in f}
     missing = [c for c in product(*axes.values()) if c not in covered]
 
     templates, parts, pins, common = _templates(files, why, project_dependencies)
     doc = tomlkit.document()
-    doc.add(tomlkit.comment("Written by lockgen init from " + ", ".join(f.path for f, _ in files) + "."))
+    doc.add(tomlkit.comment("Written by lockgen init from " + ", ".join(inputs or [f.path for f, _ in files]) + "."))
     doc.add(tomlkit.comment("Each choice it made is explained in the output of the run; edit freely."))
     doc["exclude-newer"] = exclude_newer
-    doc["vars"] = _inline({"parts": []})
+    constraints = _constraints(files, why)
+    if constraints.top:
+        doc["constraints"] = constraints.top
+    extra = dict(top or {})
+    overrides = extra.pop("overrides_text", None)
+    for key, value in extra.items():
+        doc[key] = value
+    doc["vars"] = inline({"parts": []})
     if pins:
-        doc["pins"] = _inline({name: default for name, (default, _) in sorted(pins.items())})
+        doc["pins"] = inline({name: default for name, (default, _) in sorted(pins.items())})
     sources = _sources(files, why)
     if sources:
         doc["sources"] = {name: {"index": url, "packages": packages} for name, (url, packages, _) in sources.items()}
-    matrix = tomlkit.table()
-    for axis, values in axes.items():
-        matrix[axis] = values
-    matrix["python"] = list(pythons)
-    if missing:
-        excludes = tomlkit.array()
-        for entry in _excludes(missing, axes):
-            excludes.append(_inline(entry))
-        matrix["exclude"] = excludes.multiline(True)
-    doc["matrix"] = matrix
+    doc["matrix"] = matrix_table(axes, list(pythons), covered)
     rules = tomlkit.aot()
     for file, facts in files:
-        for match in _matches(cells[file.path], list(axes)):
+        own = cells[file.path]
+        # macOS cells take no backend index: PyPI has the builds (the cpu index's macOS wheels are PyPI's)
+        split = [c for c in own if c[0] != "macos"], [c for c in own if c[0] == "macos"]
+        for match in [m for part in split if part for m in matches(part, list(axes))]:
             rule = tomlkit.table()
-            rule["match"] = _inline(match)
+            rule["match"] = inline(match)
             rule_backends = match.get("backend", [])
             use = [
                 name
                 for name, (_url, _packages, users) in sources.items()
-                if any((file.path, b) in users for b in _as_list(rule_backends))
+                if match.get("os") != "macos" and any((file.path, b) in users for b in as_list(rule_backends))
             ]
             if use:
                 rule["use"] = use
+            flavors = {facts.flavors[b] for b in as_list(rule_backends) if b in facts.flavors}
+            if len(flavors) == 1:
+                rule["flavor"] = flavors.pop()
+            if file.path in constraints.per_file:
+                rule["constraints"] = constraints.per_file[file.path]
             if file.prerelease:
                 rule["prerelease"] = "allow"
             if facts.mixed:
-                rule["allow-mix"] = _inline(
+                rule["allow-mix"] = inline(
                     {n: f"lockgen init: {file.path} names its {lb} build; review" for n, lb in facts.mixed}
                 )
             vars_: dict[str, object] = {"parts": parts[file.path]} if parts[file.path] else {}
@@ -146,9 +152,9 @@ def compose(
                 if versions[file.path] != default
             }
             if vars_:
-                rule["vars"] = _inline(vars_)
+                rule["vars"] = inline(vars_)
             if file_pins:
-                rule["pins"] = _inline(dict(sorted(file_pins.items())))
+                rule["pins"] = inline(dict(sorted(file_pins.items())))
             rule.comment(file.path)
             if len(rule) > 1:
                 rules.append(rule)
@@ -159,19 +165,11 @@ def compose(
     )
     if missing:
         why.append(f"matrix: {len(missing)} combinations of the axes no file has are excluded")
-    files_out = {config_name: tomlkit.dumps(doc), **templates}
+    files_out = {config_name: tomlkit.dumps(doc), **templates, **constraints.templates}
+    if isinstance(overrides, str) and isinstance(extra.get("overrides"), str):
+        files_out[f"templates/{extra['overrides']}"] = overrides
     files_out["templates/requirements.in.j2"] = common
     return Draft(files=files_out, explanation=tuple(why), cells={p: tuple(c) for p, c in cells.items()})
-
-
-def _inline(values: dict[str, object]) -> tomlkit.items.InlineTable:
-    table = tomlkit.inline_table()
-    table.update(values)
-    return table
-
-
-def _as_list(value: object) -> list[str]:
-    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
 def _variants(files: Sequence[tuple[ReqFile, Facts]], cells: dict[str, list[Cell]], why: list[str]) -> dict[str, str]:
@@ -189,7 +187,7 @@ def _variants(files: Sequence[tuple[ReqFile, Facts]], cells: dict[str, list[Cell
     seen = Counter((values[p], c) for p, found in cells.items() for c in found)
     if any(n > 1 for n in seen.values()):  # the words do not tell them apart: the file names do
         values = {
-            f.path: re.sub(r"[^a-z0-9._]+", "_", PurePosixPath(f.path).with_suffix("").as_posix().lower())
+            f.path: re.sub(r"[^a-z0-9._]+", "_", f.stem or PurePosixPath(f.path).with_suffix("").as_posix().lower())
             for f, _ in files
         }
     why.append(
@@ -197,53 +195,6 @@ def _variants(files: Sequence[tuple[ReqFile, Facts]], cells: dict[str, list[Cell
         f"a variant axis ({', '.join(f'{p} -> {v}' for p, v in values.items())})"
     )
     return values
-
-
-def _excludes(missing: list[Cell], axes: dict[str, list[str]]) -> list[dict[str, object]]:
-    """Exclude entries covering exactly the ``missing`` combinations: a whole os (or os and
-    arch, …) when every combination under it is missing, else the last axis's values as a list."""
-    names = list(axes)
-    left = set(missing)
-    entries: list[dict[str, object]] = []
-    for depth in range(1, len(names)):
-        groups: dict[Cell, set[Cell]] = {}
-        for c in left:
-            groups.setdefault(c[:depth], set()).add(c)
-        for prefix in sorted(groups, key=lambda p: [axes[n].index(v) for n, v in zip(names, p)]):
-            under = {(*prefix, *rest) for rest in product(*(axes[n] for n in names[depth:]))}
-            if under <= left:
-                entries.append(dict(zip(names, prefix)))
-                left -= under
-    groups = {}
-    for c in left:
-        groups.setdefault(c[:-1], set()).add(c)
-    for prefix in sorted(groups, key=lambda p: [axes[n].index(v) for n, v in zip(names, p)]):
-        values = [v for v in axes[names[-1]] if (*prefix, v) in groups[prefix]]
-        entries.append({**dict(zip(names, prefix)), names[-1]: values if len(values) > 1 else values[0]})
-    return entries
-
-
-def _matches(found: list[Cell], names: list[str]) -> list[dict[str, object]]:
-    """Rule ``match`` tables covering exactly ``found``: per backend (and variant), the oses
-    whose arch sets agree together."""
-    out = []
-    rest = names[2:]
-    for tail in dict.fromkeys(tuple(c[2:]) for c in found):
-        by_os: dict[str, list[str]] = {}
-        for c in found:
-            if tuple(c[2:]) == tail:
-                by_os.setdefault(c[0], []).append(c[1])
-        by_arches: dict[tuple[str, ...], list[str]] = {}
-        for os_, os_arches in by_os.items():
-            by_arches.setdefault(tuple(os_arches), []).append(os_)
-        for arches, oses in by_arches.items():
-            match: dict[str, object] = {
-                "os": oses if len(oses) > 1 else oses[0],
-                "arch": list(arches) if len(arches) > 1 else arches[0],
-            }
-            match |= dict(zip(rest, tail))
-            out.append(match)
-    return out
 
 
 def _templates(
@@ -289,10 +240,11 @@ def _templates(
     for key in order:
         blocks.setdefault(frozenset(holders[key]), []).append(key)
     names: dict[frozenset[str], str] = {}
+    stems = {f.path: f.stem for f, _ in files if f.stem}
     for holders_ in blocks:
         if holders_ == everyone:
             continue
-        names[holders_] = _block_name(sorted(holders_, key=paths.index), everyone, set(names.values()))
+        names[holders_] = _block_name(sorted(holders_, key=paths.index), everyone, set(names.values()), stems)
     templates = {}
     for holders_, keys in blocks.items():
         if holders_ != everyone:
@@ -320,11 +272,13 @@ def _templates(
     return templates, parts, pins, text
 
 
-def _block_name(holders: list[str], everyone: set[str], taken: set[str]) -> str:
-    """A template name for the lines ``holders`` share: the file's name for one file, the
-    folder's for all files of a folder, else ``shared-N``."""
+def _block_name(holders: list[str], everyone: set[str], taken: set[str], stems: dict[str, str]) -> str:
+    """A template name for the lines ``holders`` share: the file's name (or its stem) for one
+    file, the folder's for all files of a folder, else ``shared-N``."""
     if len(holders) == 1:
-        name = PurePosixPath(holders[0]).with_suffix("").as_posix().replace("/", "-") + ".txt.j2"
+        name = (
+            stems.get(holders[0]) or PurePosixPath(holders[0]).with_suffix("").as_posix().replace("/", "-")
+        ) + ".txt.j2"
     else:
         folders = {PurePosixPath(h).parent.as_posix() for h in holders}
         folder = folders.pop() if len(folders) == 1 else ""
@@ -347,11 +301,12 @@ def _sources(
     found: dict[str, tuple[str, list[str], set[tuple[str, str]]]] = {}
     for file, facts in files:
         torch: list[NormalizedName] = list(
-            dict.fromkeys(ln.name for ln in file.lines if ln.name and _TORCH_FAMILY.match(ln.name))
+            dict.fromkeys(ln.name for ln in (*file.lines, *file.rendered) if ln.name and TORCH_FAMILY.match(ln.name))
         )
         for label, url in facts.indexes.items():
             base = url.rstrip("/")
-            template = base[: -len(label)] + "{flavor}" if backend_label(url) == label else base
+            flavor = facts.flavors.get(label, label)
+            template = base[: -len(flavor)] + "{flavor}" if backend_label(url) == flavor else base
             host = urlsplit(url).hostname or "index"
             name = "pytorch" if host == "download.pytorch.org" else re.sub(r"[^a-z0-9]+", "-", host.split(".")[0])
             if "/nightly/" in template:
@@ -374,3 +329,50 @@ def _sources(
             + ", ".join(sorted({f"{p} ({b})" for p, b in users}))
         )
     return found
+
+
+@dataclass(frozen=True)
+class _Constraints:
+    top: str | None  # the top-level constraints template, when every file has the same
+    per_file: dict[str, str]  # otherwise: file -> its constraints template
+    templates: dict[str, str]  # template path -> text
+
+
+def _constraints(files: Sequence[tuple[ReqFile, Facts]], why: list[str]) -> _Constraints:
+    """The constraints templates of the files' ``-c`` lines: one per constraints file (its
+    lines), one including several for a file that reads several; the top-level ``constraints``
+    when every file reads the same, else a rule setting per file."""
+    sets = {f.path: f.constraint_files for f, _ in files if f.constraint_files}
+    if not sets:
+        return _Constraints(None, {}, {})
+    lines: dict[str, list[str]] = {}
+    for f, _ in files:
+        for line in f.constraints:
+            origin = line.origin.rpartition(":")[0]
+            lines.setdefault(origin, [])
+            if line.key not in lines[origin]:
+                lines[origin].append(line.key)
+    names: dict[str, str] = {}
+    templates: dict[str, str] = {}
+    for origin in dict.fromkeys(c for cs in sets.values() for c in cs):
+        name = PurePosixPath(origin).with_suffix("").as_posix().replace("/", "-") + ".txt.j2"
+        if name in ("requirements.in.j2", *templates):
+            name = name.replace(".txt.j2", "-constraints.txt.j2")
+        names[origin] = name
+        templates[f"templates/{name}"] = f"{{# {origin} (-c), lockgen init #}}\n" + "".join(
+            f"{line}\n" for line in lines.get(origin, [])
+        )
+    chosen: dict[str, str] = {}
+    for path, origins in sets.items():
+        if len(origins) == 1:
+            chosen[path] = names[origins[0]]
+            continue
+        name = f"constraints-{len(templates) + 1}.txt.j2"
+        templates[f"templates/{name}"] = "".join(f'{{% include "{names[o]}" %}}\n' for o in origins)
+        chosen[path] = name
+    for path, origins in sets.items():
+        why.append(f"{path}: -c {', '.join(origins)}: its lines are the constraints template "
+                   f"templates/{chosen[path]} (uv --constraint)")  # fmt: skip
+    if len(sets) == len(files) and len(set(chosen.values())) == 1:
+        return _Constraints(next(iter(chosen.values())), {}, templates)
+    return _Constraints(None, chosen, templates)

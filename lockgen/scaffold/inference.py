@@ -8,14 +8,15 @@ comes, first found wins, from its index lines (``…/whl/cu128`` -> ``cu128``), 
 (``torch==2.3.1+cu121``), its name (``cuda131`` -> ``cu131``, ``amd`` -> rocm, ``cpu``), the local
 labels of the wheels it names, the ``--index`` URLs given to ``lockgen init``, else ``cpu``
 (``mps`` on Apple silicon). Words of the name that say neither are the file's variant words.
+What the user says of a file (``FILE:os=linux,arch=aarch64``, :func:`parse_given`) comes first.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
@@ -23,7 +24,19 @@ from packaging.markers import default_environment
 
 from lockgen.scaffold.reading import Line, ReqFile
 
-__all__ = ["DEFAULT_PLATFORMS", "Facts", "backend_label", "infer"]
+__all__ = [
+    "DEFAULT_PLATFORMS",
+    "PLATFORMS",
+    "Facts",
+    "Given",
+    "Platform",
+    "backend_label",
+    "family",
+    "infer",
+    "is_gpu",
+    "local_label",
+    "parse_given",
+]
 
 Platform = tuple[str, str]
 PLATFORMS: tuple[Platform, ...] = (("linux", "x86_64"), ("linux", "aarch64"), ("windows", "x86_64"),
@@ -34,10 +47,18 @@ _OS_WORDS = {"linux": "linux", "windows": "windows", "win": "windows", "win32": 
              "mac": "macos", "macos": "macos", "osx": "macos", "darwin": "macos", "apple": "macos"}  # fmt: skip
 _ARCH_WORDS = {"arm64": "aarch64", "aarch64": "aarch64", "silicon": "aarch64", "x86_64": "x86_64", "x64": "x86_64",
                "amd64": "x86_64", "intel": "x86_64"}  # fmt: skip
+#: Devices that are only ever Linux on 64-bit ARM (NVIDIA Jetson and its L4T, Grace: GH200,
+#: GB200, GB10 / DGX Spark's chip, SBSA builds). ``dgx`` and ``spark`` are not among them: DGX
+#: machines are x86_64 or aarch64, and "Spark" names Windows-on-ARM sets too (ai-toolkit).
+_DEVICE_WORDS = {"jetson": ("linux", "aarch64"), "l4t": ("linux", "aarch64"), "grace": ("linux", "aarch64"),
+                 "gh200": ("linux", "aarch64"), "gb200": ("linux", "aarch64"), "gb10": ("linux", "aarch64"),
+                 "sbsa": ("linux", "aarch64")}  # fmt: skip
 _FILLER = {"requirements", "requirement", "reqs", "req", "txt", "in", "only", "deps", "dependencies"}
 _LABEL = re.compile(r"^(cu\d+|rocm\d+(?:\.\d+)*|cpu|xpu|mps|vulkan|directml)$")
 _GPU = re.compile(r"^(cu\d+|cuda|rocm[\d.]*|xpu|directml|vulkan)$")
 _TORCH = {"torch", "torchvision", "torchaudio"}
+#: Packages built per backend that backend indexes serve (download.pytorch.org's).
+TORCH_FAMILY = re.compile(r"^(torch|torchvision|torchaudio|xformers|triton|pytorch-triton(-.+)?|triton-(rocm|xpu))$")
 _MARKER_OS = {
     "linux": ("Linux", "linux", "posix"),
     "windows": ("Windows", "win32", "nt"),
@@ -45,6 +66,67 @@ _MARKER_OS = {
 }
 _MACHINE = {("linux", "x86_64"): "x86_64", ("linux", "aarch64"): "aarch64", ("windows", "x86_64"): "AMD64",
             ("windows", "aarch64"): "ARM64", ("macos", "x86_64"): "x86_64", ("macos", "aarch64"): "arm64"}  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class Given:
+    """What is said of a file from outside it, first before anything inferred: its
+    ``platforms``, its ``backend`` and the ``flavor`` of that backend's index (``cu132`` for a
+    ``cu132_nightly`` backend), and ``why`` (``given on the command line``)."""
+
+    platforms: tuple[Platform, ...] | None = None
+    backend: str | None = None
+    flavor: str | None = None
+    index: str | None = None  # the backend's index URL
+    why: str = "given on the command line"
+
+
+def parse_given(argument: str, exists: Callable[[str], bool]) -> tuple[str, Given | None]:
+    """``FILE`` or ``FILE:KEY=VALUE,…`` (keys ``os``, ``arch``, ``backend``; repeat a key for
+    several values: ``reqs.txt:os=linux,os=windows,arch=x86_64``) -> (file, what it says).
+    Platforms are the product of the oses (all three when none is given) and the arches (each
+    os's usual one when none is given). An argument naming an existing file is that file, colon
+    or not. Raises :class:`~lockgen.errors.UsageError` for an unknown key or value."""
+    from lockgen.errors import UsageError
+
+    if exists(argument) or ":" not in argument:
+        return argument, None
+    name, _, spec = argument.rpartition(":")
+    values: dict[str, list[str]] = {"os": [], "arch": [], "backend": []}
+    for item in spec.split(","):
+        key, _, value = item.partition("=")
+        key, value = key.strip(), value.strip().lower()
+        if key not in values or not value:
+            raise UsageError(
+                f"{argument}: say a file's platform as FILE:os=linux,arch=aarch64 (keys: os, arch, backend)"
+            )
+        if key == "os" and value not in _MARKER_OS:
+            raise UsageError(f"{argument}: os {value!r}: use linux, windows or macos")
+        if key == "arch":
+            value = _ARCH_WORDS.get(value, value)
+            if value not in ("x86_64", "aarch64"):
+                raise UsageError(f"{argument}: arch {value!r}: use x86_64 or aarch64")
+        if key == "backend" and not re.fullmatch(r"[a-z0-9][a-z0-9._]*", value):
+            raise UsageError(f"{argument}: backend {value!r}: a label of lower-case letters, digits, '.' and '_'")
+        values[key].append(value)
+    platforms = None
+    if values["os"] or values["arch"]:
+        oses = values["os"] or list(_MARKER_OS)
+        platforms = tuple(p for p in PLATFORMS if p[0] in oses and p[1] in (values["arch"] or [_DEFAULT_ARCH[p[0]]]))
+    backend = values["backend"][-1] if values["backend"] else None
+    return name, Given(platforms=platforms, backend=backend, why=f"given as {argument}")
+
+
+def family(label: str) -> str:
+    """The build family of a backend label: ``cu128`` and ``cuda`` -> ``cuda``, ``rocm6.3`` ->
+    ``rocm``, ``cu132_nightly`` -> ``cuda``, ``mps`` -> ``cpu`` (Apple's GPU needs no other
+    build), else the label (``xpu``, ``directml``, ``vulkan``)."""
+    label = label.split("_")[0]
+    if label.startswith("cu"):
+        return "cuda"
+    if label.startswith("rocm") or label == "amd":
+        return "rocm"
+    return "cpu" if label == "mps" else label
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +141,7 @@ class Facts:
     words: tuple[str, ...]
     reasons: tuple[str, ...]
     mixed: tuple[tuple[str, str], ...] = ()  # (package, label) of wheels built for another backend
+    flavors: dict[str, str] = field(default_factory=dict)  # backend -> its flavor, where they differ
 
 
 def backend_label(url: str) -> str | None:
@@ -73,7 +156,7 @@ def _words(path: str) -> list[str]:
     return [w for part in parts for w in re.split(r"[_\-\s]+", part.lower()) if w and w not in _FILLER]
 
 
-def _marker_env(os_: str, arch: str, python: str) -> dict[str, str]:
+def marker_env(os_: str, arch: str, python: str) -> dict[str, str]:
     """PEP 508 marker variables of a CPython ``python`` on (``os_``, ``arch``)."""
     system, sys_platform, os_name = _MARKER_OS[os_]
     base: dict[str, str] = {k: str(v) for k, v in default_environment().items()}
@@ -102,27 +185,34 @@ def _wheel_platforms(line: Line, pythons: Sequence[str]) -> set[Platform]:
     tagged = set().union(*(_tag_platforms(t) for t in line.wheel_platforms))
     if line.marker is None:
         return tagged
-    return {p for p in tagged if any(line.marker.evaluate(_marker_env(*p, py)) for py in pythons)}
+    return {p for p in tagged if any(line.marker.evaluate(marker_env(*p, py)) for py in pythons)}
 
 
-def _local_label(line: Line) -> str | None:
+def local_label(line: Line) -> str | None:
+    """The backend label a line's exact version carries (``torch==2.7.1+cu118`` -> ``cu118``;
+    ``+rocm7.2.0.lw.git…`` -> ``rocm7.2``: download.pytorch.org's ROCm labels drop a last ``.0``)."""
     if line.version is None or not line.version.local:
         return None
     match = re.match(r"(cu\d+|rocm\d+(?:\.\d+)*|cpu|xpu|vulkan)", line.version.local)
-    return match.group(1) if match else None
+    if not match:
+        return None
+    label = match.group(1)
+    return re.sub(r"^(rocm\d+\.\d+)\.0$", r"\1", label)
 
 
-def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str]) -> Facts:
+def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], given: Given | None = None) -> Facts:
     """The :class:`Facts` of ``file`` for target Pythons ``pythons`` and ``lockgen init
-    --index`` URLs ``cli_indexes``."""
+    --index`` URLs ``cli_indexes``; what ``given`` says wins over what init would infer."""
     reasons: list[str] = []
-    words = _words(file.path)
+    lines = (*file.lines, *file.rendered)
+    words = _words(file.stem or file.path)
     rest: list[str] = []
     name_os = sorted({_OS_WORDS[w] for w in words if w in _OS_WORDS})
     name_arch = sorted({_ARCH_WORDS[w] for w in words if w in _ARCH_WORDS})
+    devices = sorted({_DEVICE_WORDS[w] for w in words if w in _DEVICE_WORDS})
     name_backend: str | None = None
     for w in words:
-        if w in _OS_WORDS or w in _ARCH_WORDS:
+        if w in _OS_WORDS or w in _ARCH_WORDS or w in _DEVICE_WORDS:
             continue
         cuda = re.fullmatch(r"cuda(\d+)", w)
         if cuda or _LABEL.match(w) or w in ("cuda", "nvidia", "amd", "rocm"):
@@ -134,34 +224,52 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str]) -> 
     # platforms
     seen: set[Platform] = set()
     shown: list[str] = []
-    for line in file.lines:
+    for line in lines:
         if line.wheel_platforms and line.wheel_platforms != {"any"}:
             where = _wheel_platforms(line, pythons)
             if where:
                 seen |= where
                 shown.append(line.origin)
     platforms: tuple[Platform, ...] | None
-    if seen:
+    if given is not None and given.platforms is not None:
+        platforms = given.platforms
+        reasons.append(f"platforms {_show(platforms)}: {given.why}")
+    elif seen:
         platforms = tuple(p for p in PLATFORMS if p in seen)
         reasons.append(f"platforms {_show(platforms)}: the wheels it names by URL ({_lines(shown)})")
     elif name_os or name_arch:
         oses = name_os or ["linux"]
         platforms = tuple(p for p in PLATFORMS if p[0] in oses and p[1] in (name_arch or [_DEFAULT_ARCH[p[0]]]))
         reasons.append(f"platforms {_show(platforms)}: its name")
+    elif devices:
+        platforms = tuple(p for p in PLATFORMS if p in devices)
+        reasons.append(f"platforms {_show(platforms)}: its name (a device that is only ever {_show(platforms)})")
     else:
         platforms = None
     # backend
     indexes: dict[str, str] = {}
     backends: list[str] = []
-    for index in file.indexes:
+    flavors: dict[str, str] = {}
+    if given is not None and given.backend is not None:
+        backends = [given.backend]
+        if given.flavor and given.flavor != given.backend:
+            flavors[given.backend] = given.flavor
+        if given.index:
+            indexes[given.backend] = given.index
+        else:  # a labelled index line of the file for that backend
+            for index in file.indexes:
+                if index.kind != "find-links" and backend_label(index.url) == (given.flavor or given.backend):
+                    indexes[given.backend] = index.url
+        reasons.append(f"backend {given.backend}: {given.why}")
+    for index in file.indexes if not backends else ():
         label = backend_label(index.url)
         if label and index.kind != "find-links":
             indexes[label] = index.url
             backends.append(label)
             reasons.append(f"backend {label}: the index {index.url} ({index.origin})")
     if not backends:
-        torch = [(label, line) for line in file.lines if line.name in _TORCH and (label := _local_label(line))]
-        wheels = [(lb, ln) for ln in file.lines if (lb := _local_label(ln))]
+        torch = [(label, line) for line in lines if line.name in _TORCH and (label := local_label(line))]
+        wheels = [(lb, ln) for ln in lines if (lb := local_label(ln))]
         labels = Counter(label for label, _ in (torch or wheels))
         generic = name_backend in ("cuda", "rocm")
         if torch:
@@ -171,11 +279,11 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str]) -> 
             backends = [name_backend]
             reasons.append(f"backend {name_backend}: its name")
         elif labels:
-            family = {"cuda": "cu", "rocm": "rocm"}.get(name_backend or "", "")
+            prefix = {"cuda": "cu", "rocm": "rocm"}.get(name_backend or "", "")
             # an extension built against torch (+cu128torch2.9.0) shows torch's build: it counts first
             torch_built = Counter(lb for lb, ln in wheels if "torch" in str(ln.version and ln.version.local))
             ranked = [lb for lb, _ in (torch_built or labels).most_common()]
-            label = next((lb for lb in ranked if lb.startswith(family)), ranked[0])
+            label = next((lb for lb in ranked if lb.startswith(prefix)), ranked[0])
             backends = [label]
             reasons.append(f"backend {label}: the local label most of the wheels it names carry (+{label})")
         elif cli_indexes:
@@ -185,28 +293,51 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str]) -> 
                     indexes[label] = url
                     backends.append(label)
             reasons.append(f"backends {', '.join(backends)}: the --index URLs")
-    names_torch = any(ln.name == "torch" for ln in file.lines)
+    names_torch = any(ln.name == "torch" for ln in lines)
+    torch_pin = next((ln.version.public for ln in lines if ln.name == "torch" and ln.version), None)
+    builds = {flavors.get(b, b) for b in backends}
     mixed = tuple(
         dict.fromkeys(
             (str(ln.name), lb)
-            for ln in file.lines
-            if ln.name is not None and (lb := _local_label(ln)) and backends
-            and ((lb not in backends and lb != "cpu") or ("torch" in str(ln.version and ln.version.local) and not names_torch))
+            for ln in lines
+            if ln.name is not None and (lb := local_label(ln)) and backends
+            and ((lb not in builds and lb != "cpu") or ("torch" in str(ln.version and ln.version.local) and not names_torch)
+                 or _other_torch(ln, torch_pin))
         )
     )  # fmt: skip
+    # torch from a wheel URL whose version carries no backend label (AMD's +gitfc14c65): the
+    # invariants cannot see its build, so they would refuse a GPU cell
+    unseen = [ln for ln in lines if ln.name == "torch" and ln.wheel_platforms and not local_label(ln)]
+    if unseen and any(is_gpu(b) for b in backends):
+        mixed += (
+            (
+                str(unseen[0].name),
+                f"+{unseen[0].version.local}" if unseen[0].version and unseen[0].version.local else "unlabelled",
+            ),
+        )
     if mixed:
         reasons.append(
             f"allow-mix for {', '.join(n for n, _ in mixed)}: it names their {', '.join(sorted({lb for _, lb in mixed}))} "
-            f"builds beside {', '.join(backends)} (or without the torch they were built for); the backend invariants "
-            "would refuse that: review it"
+            f"builds beside {', '.join(backends)} (or builds for another torch, or without the torch they were built "
+            "for); the backend invariants would refuse that: review it"
         )
     return Facts(platforms=platforms, backends=tuple(backends), indexes=indexes, words=tuple(rest),
-                 reasons=tuple(reasons), mixed=mixed)  # fmt: skip
+                 reasons=tuple(reasons), mixed=mixed, flavors=flavors)  # fmt: skip
+
+
+def _other_torch(line: Line, torch: str | None) -> bool:
+    """Whether an extension's local label names a torch release (``+cu128torch2.9.0``) other
+    than the torch the file pins, at the precision the label gives."""
+    found = re.search(r"torch(\d+\.\d+(?:\.\d+)?)", str(line.version.local) if line.version else "")
+    if torch is None or found is None:
+        return False
+    return torch.split(".")[: found[1].count(".") + 1] != found[1].split(".")
 
 
 def is_gpu(backend: str) -> bool:
-    """Whether a backend label names a GPU build (no such build exists for macOS)."""
-    return bool(_GPU.match(backend))
+    """Whether a backend label names a GPU build (no such build exists for macOS); a suffix
+    (``cu132_nightly``) does not change the build."""
+    return bool(_GPU.match(backend.split("_")[0]))
 
 
 def _show(platforms: Sequence[Platform]) -> str:

@@ -9,6 +9,7 @@ comments, ``\\`` continuations, every option spelling); each requirement is pars
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -22,7 +23,7 @@ from packaging.version import Version
 from lockgen.errors import UsageError
 from lockgen.plan.reqfile import logical_lines, option
 
-__all__ = ["IndexLine", "Line", "ReqFile", "read_requirements"]
+__all__ = ["IndexLine", "Line", "ReqFile", "read_requirements", "requirement_line"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +67,13 @@ class ReqFile:
     includes: tuple[str, ...] = ()  # files it reads with -r (project-relative)
     dropped: tuple[str, ...] = ()  # "requirements.txt:3: --hash …: dropped, because …"
     notes: tuple[str, ...] = field(default=())
+    constraints: tuple[Line, ...] = ()  # the lines of the files it reads with -c
+    constraint_files: tuple[str, ...] = ()  # those files (project-relative)
+    #: lines its cells install that its template does not copy (``[project].dependencies``,
+    #: rendered from ``project.dependencies``): what inference and sources see of them
+    rendered: tuple[Line, ...] = ()
+    #: the template name for its own lines (``torch_commands-cu128``), else one from its path
+    stem: str | None = None
 
 
 _DROP = {
@@ -75,23 +83,25 @@ _DROP = {
     "--require-hashes": "every lock has hashes",
     "--use-feature": "uv has no such features",
     "--no-index": "the sources lockgen init writes say where packages come from",
-    "--constraint": "move its lines to templates/constraints.txt.j2 (the constraints setting) by hand",
 }
 _KEEP = {"--editable", "--no-binary", "--only-binary"}
 _INDEX = {"--index-url": "index", "--extra-index-url": "extra-index", "--find-links": "find-links"}
 
 
 def read_requirements(path: str, read: Callable[[str], str]) -> ReqFile:
-    """Read the requirement file ``path`` (project-relative), following ``-r``; ``read(path)``
-    returns a file's text. Raises :class:`~lockgen.errors.UsageError` for an include cycle or a
-    file that cannot be read (naming the including line)."""
+    """Read the requirement file ``path`` (project-relative), following ``-r`` and ``-c`` (pip's
+    constraints files: their lines become :attr:`ReqFile.constraints`, and so the constraints
+    template); ``read(path)`` returns a file's text. Raises :class:`~lockgen.errors.UsageError`
+    for an include cycle or a file that cannot be read (naming the including line)."""
     lines: list[Line] = []
+    constraints: list[Line] = []
     indexes: list[IndexLine] = []
     dropped: list[str] = []
     includes: list[str] = []
+    constraint_files: list[str] = []
     prerelease = False
 
-    def visit(rel: str, stack: tuple[str, ...], via: str) -> None:
+    def visit(rel: str, stack: tuple[str, ...], via: str, constraining: bool = False) -> None:
         nonlocal prerelease
         try:
             text = read(rel)
@@ -109,21 +119,24 @@ def read_requirements(path: str, read: Callable[[str], str]) -> ReqFile:
                 requirement.append(words[i])
                 i += 1
             if requirement:
-                lines.append(_line(" ".join(requirement), where))
+                (constraints if constraining else lines).append(requirement_line(" ".join(requirement), where))
             while i < len(words):
                 written, name, attached = option(words[i])
                 value = (
                     words[i][len(written) :].lstrip("=") if attached else (words[i + 1] if i + 1 < len(words) else "")
                 )
                 i += 1 if attached or name in ("--pre", "--no-index", "--prefer-binary", "--require-hashes") else 2
-                if name == "--requirement":
-                    child = (PurePosixPath(rel).parent / value).as_posix()
+                if name in ("--requirement", "--constraint"):
+                    child = posixpath.normpath((PurePosixPath(rel).parent / value).as_posix())
+                    if child.startswith("../") or child == ".." or PurePosixPath(child).is_absolute():
+                        raise UsageError(f"{where}: {written} {value} names a file outside the project")
                     if child in stack:
                         raise UsageError(
-                            f"{where}: -r {value} includes a file that includes it ({' -> '.join((*stack, child))})"
+                            f"{where}: {written} {value} includes a file that includes it ({' -> '.join((*stack, child))})"
                         )
-                    includes.append(child)
-                    visit(child, (*stack, child), where)
+                    constraint = constraining or name == "--constraint"
+                    (constraint_files if constraint else includes).append(child)
+                    visit(child, (*stack, child), where, constraint)
                 elif name in _INDEX:
                     indexes.append(IndexLine(kind=_INDEX[name], url=value, origin=where))
                 elif name == "--pre":
@@ -139,10 +152,11 @@ def read_requirements(path: str, read: Callable[[str], str]) -> ReqFile:
 
     visit(path, (path,), path)
     return ReqFile(path=path, lines=tuple(lines), indexes=tuple(indexes), prerelease=prerelease,
-                   includes=tuple(includes), dropped=tuple(dropped))  # fmt: skip
+                   includes=tuple(includes), dropped=tuple(dropped), constraints=tuple(constraints),
+                   constraint_files=tuple(dict.fromkeys(constraint_files)))  # fmt: skip
 
 
-def _line(text: str, where: str) -> Line:
+def requirement_line(text: str, where: str) -> Line:
     """A requirement line: PEP 508 (``packaging``), else a bare URL or path with an optional
     ``; marker`` (a wheel's name, version and platforms from its file name)."""
     try:
@@ -156,7 +170,7 @@ def _line(text: str, where: str) -> Line:
             version = Version(specs[0].version)
         platforms: frozenset[str] = frozenset()
         if requirement.url:
-            platforms = _wheel(requirement.url)[2]
+            _, version, platforms = _wheel(requirement.url)
         return Line(text=text, name=canonicalize_name(requirement.name), version=version,
                     marker=requirement.marker, wheel_platforms=platforms, origin=where)  # fmt: skip
     location, _, marker_text = text.partition(";")

@@ -2,27 +2,22 @@
 hash of each file an installer of the cell may pick, and the pages it was resolved from (its
 header's ``find-links`` and ``index-url``), not the files' URLs (``lockgen/locks/lock.py``).
 
-:func:`locate` reads those pages through the mirrors: a flat find-links page (PEP 503 anchors,
-``#sha256=`` fragments), a local find-links folder (its files, hashed here), and the index's
-project page for the name (PEP 691 JSON, else the PEP 503 HTML page). A file listed with the hash
-is the artifact. A page without hashes (many find-links pages) lists candidates by name instead:
-the wheels of that name and version whose tags fit the cell; their sha256 is only known once they
-are downloaded (:func:`lockgen.wheels.remote.read_verified`). Pages are fetched once per
-:class:`Pages` (one coverage run); every URL is canonical again after the lookup.
+:class:`Pages` reads those pages with :class:`lockgen.resolve.simplepages.PageReader` (through the
+mirrors, each page once, every URL canonical again): the index's project page for the name and
+each find-links page (PEP 691 JSON or PEP 503 / flat HTML), and each local find-links folder (its
+wheels, hashed here). A file listed with the hash is the artifact (as :mod:`lockgen.rot.locate`
+finds them). A page without hashes (many find-links pages) lists candidates by name instead: the
+wheels of that name and version whose tags fit the cell; their sha256 is only known once they
+are downloaded (:func:`lockgen.wheels.remote.read_verified`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import html.parser
-import json
-import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.tags import Tag
 from packaging.utils import (
@@ -32,17 +27,15 @@ from packaging.utils import (
     parse_sdist_filename,
     parse_wheel_filename,
 )
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
-__all__ = ["Found", "PageFile", "Pages", "page_files"]
+from lockgen.resolve.simplepages import PageReader, project_url
 
-log = logging.getLogger("lockgen.coverage")
-_JSON = "application/vnd.pypi.simple.v1+json"
-_MAX_PAGE = 64 * 1024 * 1024  # bytes of a page that are read
+__all__ = ["Found", "LayerFile", "Pages"]
 
 
 @dataclass(frozen=True)
-class PageFile:
+class LayerFile:
     """A file a page or folder lists: ``url`` (canonical) or ``path`` (project-relative), its file
     ``name``, ``sha256`` when the page gives it, ``size`` when known."""
 
@@ -75,60 +68,40 @@ class Found:
     """What the pages say about one artifact of ``name==version`` with ``sha256``: ``exact``, the
     file listed with that hash; else ``candidates``, the platform wheels of that name and version
     that fit the cell and are listed without a hash (to download and hash); ``other``: the pages
-    list a non-platform file of it (a pure wheel or an sdist), so an unmatched hash may be its."""
+    list a non-platform file of it (a pure wheel or an sdist), so an unmatched hash may be its;
+    ``places``: the pages and folders asked; ``problems``: why some could not be read."""
 
-    exact: PageFile | None = None
-    candidates: tuple[PageFile, ...] = ()
+    exact: LayerFile | None = None
+    candidates: tuple[LayerFile, ...] = ()
     other: bool = False
     places: tuple[str, ...] = ()
-
-
-def page_files(text: str, content_type: str, base: str) -> list[PageFile]:
-    """The files of a page at ``base`` (the URL it was fetched from): PEP 691 JSON (``files``:
-    ``filename``, ``url``, ``hashes.sha256``, ``size``) or HTML anchors (a PEP 503 project page or
-    a flat find-links page: ``href`` with a ``#sha256=`` fragment, the anchor's text or the
-    href's last segment as the file name). Links are joined to ``base``; entries that are not
-    files are skipped."""
-    if "json" in content_type:
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return []
-        files = []
-        for entry in (data.get("files") or [])[:100_000] if isinstance(data, dict) else []:
-            if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
-                continue
-            hashes: dict[str, Any] = entry["hashes"] if isinstance(entry.get("hashes"), dict) else {}
-            url = urljoin(base, entry["url"].split("#", 1)[0])
-            name = str(entry["filename"]) if isinstance(entry.get("filename"), str) else _last(url)
-            size = entry["size"] if isinstance(entry.get("size"), int) else None
-            digest = hashes["sha256"] if isinstance(hashes.get("sha256"), str) else None
-            files.append(PageFile(name=name, url=url, sha256=digest, size=size))
-        return files
-    parser = _Anchors(base)
-    parser.feed(text)
-    return parser.files
+    problems: tuple[str, ...] = ()
 
 
 class Pages:
-    """The pages of one coverage run, each fetched once: ``client`` (httpx), ``fetch_url`` and
-    ``canonical`` (the mirrors: the URL to fetch, and a fetched URL's canonical form), ``root``
-    (the project: local find-links folders are relative to it)."""
+    """The pages of one coverage run: ``reader`` fetches them (each once); ``root`` is the project
+    (local find-links folders are relative to it; each is listed and hashed once)."""
 
-    def __init__(self, client: Any, fetch_url: Callable[[str], str], canonical: Callable[[str], str],
-                 root: Path) -> None:  # fmt: skip
-        self.client, self.fetch_url, self.canonical, self.root = client, fetch_url, canonical, root
-        self._seen: dict[str, tuple[list[PageFile], str | None]] = {}
+    def __init__(self, reader: PageReader, root: Path) -> None:
+        self.reader, self.root = reader, root
+        self._folders: dict[str, tuple[list[LayerFile], str | None]] = {}
 
     def locate(self, name: str, version: str, sha256: str, find_links: Iterable[str], index: str | None,
                fits: frozenset[Tag]) -> Found:  # fmt: skip
         """Where the artifact ``sha256`` of ``name==version`` is (see the module docstring)."""
-        wanted, release = canonicalize_name(name), Version(version)
-        places = [*find_links, *([f"{index.rstrip('/')}/{wanted}/"] if index else [])]
-        candidates: list[PageFile] = []
+        wanted = canonicalize_name(name)
+        try:
+            release = Version(version)
+        except InvalidVersion:
+            return Found()
+        places = [*([project_url(index, wanted)] if index and "://" in index else []), *find_links]
+        candidates: list[LayerFile] = []
+        problems: list[str] = []
         other = False
         for place in places:
-            files, _ = self.files(place)
+            files, problem = self.files(place)
+            if problem:
+                problems.append(problem)
             for file in files:
                 parsed = file.parsed()
                 if parsed is None or parsed[0] != wanted or parsed[1] != release:
@@ -139,33 +112,19 @@ class Pages:
                     other = True
                 elif file.sha256 is None and parsed[2] & fits and file not in candidates:
                     candidates.append(file)
-        return Found(candidates=tuple(candidates), other=other, places=tuple(places))
+        return Found(candidates=tuple(candidates), other=other, places=tuple(places), problems=tuple(problems))
 
-    def files(self, place: str) -> tuple[list[PageFile], str | None]:
-        """(files, problem) of a page URL or a project-relative folder, fetched once."""
-        if place not in self._seen:
-            self._seen[place] = self._page(place) if "://" in place else self._folder(place)
-        return self._seen[place]
+    def files(self, place: str) -> tuple[list[LayerFile], str | None]:
+        """(files, problem) of a page URL or a project-relative folder."""
+        if "://" in place:
+            page = self.reader.page(place)
+            files = [LayerFile(name=f.filename, url=f.url, sha256=f.sha256, size=f.size) for f in page.files]
+            return files, f"{place}: {page.error}" if page.error else None
+        if place not in self._folders:
+            self._folders[place] = self._folder(place)
+        return self._folders[place]
 
-    def _page(self, url: str) -> tuple[list[PageFile], str | None]:
-        import httpx
-
-        fetched = self.fetch_url(url)
-        try:
-            response = self.client.get(fetched, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
-        except httpx.HTTPError as exc:
-            log.debug("%s: %s", url, exc)
-            return [], f"{_host(url)} could not be reached ({type(exc).__name__})"
-        if response.status_code != 200:
-            return [], f"{_host(url)} answered HTTP {response.status_code}"
-        text = response.content[:_MAX_PAGE].decode("utf-8", "replace")
-        base = str(response.url)
-        files = page_files(text, response.headers.get("content-type", ""), base)
-        return [
-            PageFile(name=f.name, url=self.canonical(f.url or ""), sha256=f.sha256, size=f.size) for f in files
-        ], None
-
-    def _folder(self, folder: str) -> tuple[list[PageFile], str | None]:
+    def _folder(self, folder: str) -> tuple[list[LayerFile], str | None]:
         where = self.root / folder
         try:
             names = sorted(os.listdir(where))[:100_000]
@@ -179,41 +138,5 @@ class Pages:
             with open(where / name, "rb") as file:
                 for block in iter(lambda: file.read(1 << 20), b""):
                     digest.update(block)
-            files.append(PageFile(name=name, path=f"{folder.rstrip('/')}/{name}", sha256=digest.hexdigest()))
+            files.append(LayerFile(name=name, path=f"{folder.rstrip('/')}/{name}", sha256=digest.hexdigest()))
         return files, None
-
-
-def _last(url: str) -> str:
-    return unquote(urlsplit(url).path.rsplit("/", 1)[-1])
-
-
-def _host(url: str) -> str:
-    return urlsplit(url).netloc or url
-
-
-class _Anchors(html.parser.HTMLParser):
-    def __init__(self, base: str) -> None:
-        super().__init__()
-        self.base = base
-        self.files: list[PageFile] = []
-        self._href: str | None = None
-        self._text = ""
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self._href, self._text = dict(attrs).get("href") or None, ""
-
-    def handle_data(self, data: str) -> None:
-        if self._href is not None:
-            self._text += data[:1000]
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag != "a" or self._href is None or len(self.files) >= 100_000:
-            return
-        link, _, fragment = self._href.partition("#")
-        url = urljoin(self.base, link)
-        digest = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None
-        text = self._text.strip()
-        name = text if text.endswith((".whl", ".tar.gz", ".zip")) else _last(url)
-        self.files.append(PageFile(name=name, url=url, sha256=digest))
-        self._href = None

@@ -12,11 +12,13 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from lockgen.errors import Interrupted
+from lockgen.plan.mirror import Mirrors
+from lockgen.resolve.simplepages import PageReader
 from lockgen.wheels.cells import CACHE, main_record
 from lockgen.wheels.coverage import Code, CoverageError
 from lockgen.wheels.model import GpuWheel, Read
@@ -29,17 +31,18 @@ log = logging.getLogger("lockgen.coverage")
 
 
 class Reader:
-    """Reads GPU wheels (see the module docstring). ``fetch_url`` and ``canonical`` are the
-    mirrors' (the URL to fetch a canonical one from, and a fetched URL's canonical form);
-    ``fetched`` counts the bytes downloaded. Use it as a context manager (it closes its client)."""
+    """Reads GPU wheels (see the module docstring) through ``mirrors`` (the URL to fetch a
+    canonical one from; pages' URLs canonical again); ``fetched`` counts the bytes downloaded.
+    Use it as a context manager (it closes its clients)."""
 
-    def __init__(self, root: Path, fetch_url: Callable[[str], str], canonical: Callable[[str], str] = lambda u: u,
-                 stop: threading.Event | None = None, offline: bool = False) -> None:  # fmt: skip
-        self.root, self.fetch_url, self.canonical, self.stop, self.offline = root, fetch_url, canonical, stop, offline
+    def __init__(self, root: Path, mirrors: Mirrors | None = None, stop: threading.Event | None = None,
+                 offline: bool = False) -> None:  # fmt: skip
+        self.root, self.mirrors, self.stop, self.offline = root, mirrors or Mirrors(), stop, offline
         self.cache = root / CACHE
         self.fetched = 0
         self._client: Any = None
-        self._pages: Pages | None = None
+        self._reader = PageReader(self.mirrors)
+        self._pages = Pages(self._reader, root)
         self._downloads: dict[str, tuple[str, Code]] = {}  # URL -> (sha256, code): a page without hashes
 
     def __enter__(self) -> Reader:
@@ -48,6 +51,10 @@ class Reader:
     def __exit__(self, *exc: object) -> None:
         if self._client is not None:
             self._client.close()
+        self._reader.close()
+
+    def fetch_url(self, url: str) -> str:
+        return self.mirrors.fetch_url(url)
 
     def client(self) -> Any:
         if self._client is None:
@@ -93,8 +100,6 @@ class Reader:
             return self._remote(wheel, wheel.url, wheel.size)
         if not (wheel.find_links or wheel.index):
             raise CoverageError("the lock gives no URL")
-        if self._pages is None:
-            self._pages = Pages(self.client(), self.fetch_url, self.canonical, self.root)
         found = self._pages.locate(wheel.name, wheel.version, wheel.sha256, wheel.find_links, wheel.index, wheel.fits)
         if found.exact is not None:
             if not found.exact.platform:
@@ -114,10 +119,9 @@ class Reader:
                 return code
         if found.other:
             return None  # the pages list a pure wheel or an sdist of it, listed without its hash
-        problems = [p for p in (self._pages.files(place)[1] for place in found.places) if p]
         where = ", ".join(found.places) or "no pages"
         raise CoverageError(f"no file of {wheel.name} {wheel.version} with this sha256 on {where}"
-                            + (f" ({'; '.join(problems)})" if problems else ""))  # fmt: skip
+                            + (f" ({'; '.join(found.problems)})" if found.problems else ""))  # fmt: skip
 
     def _remote(self, wheel: GpuWheel, url: str, size: int | None) -> Code:
         code, count = read_remote(self.client(), self.fetch_url(url), size, self.cache.parent)
@@ -126,11 +130,11 @@ class Reader:
         return code
 
 
-def refresh(root: Path, wheels: Sequence[GpuWheel], fetch_url: Callable[[str], str],
+def refresh(root: Path, wheels: Sequence[GpuWheel], mirrors: Mirrors | None = None,
             stop: threading.Event | None = None, offline: bool = False) -> tuple[dict[str, Any], int]:  # fmt: skip
     """(the main part of a ``coverage`` record, bytes downloaded) of ``wheels``, read by a
     :class:`Reader` (the cell's lock is not consulted: ``runtimes`` come from the wheels)."""
-    with Reader(root, fetch_url, stop=stop, offline=offline) as reader:
+    with Reader(root, mirrors, stop=stop, offline=offline) as reader:
         record = main_record(wheels, reader(wheels), None, ("torch",))
     return record, reader.fetched
 

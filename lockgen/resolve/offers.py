@@ -1,0 +1,159 @@
+"""What a source does serve of a package, for a failure message in the config's terms (issue 16, item 6).
+
+When uv cannot have a package from the index or find-links page the config sends it to (``there
+is no version of torch==2.13.0+rocm6.2``), uv's text names neither the source nor its URL nor
+what it has. :func:`offers` reads that source's page for the package once (through the mirrors,
+with the realm's login) and returns an :class:`Offer`: the versions it lists, split into those
+with a file the cell's target can install and the others. :func:`page_files` is the pure parser
+(PEP 691 JSON or PEP 503 HTML, a flat find-links page too), tested on canned pages.
+
+A step after a failed uv run (:mod:`lockgen.resolve.pipeline` calls it, then
+:mod:`lockgen.resolve.hints` words the message); a page that cannot be read is said as such,
+never raised.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from packaging.tags import Tag
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    NormalizedName,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+from lockgen.plan.mirror import Mirrors
+from lockgen.plan.plan import Plan
+from lockgen.plan.sources import CellSource
+
+__all__ = ["Offer", "offers", "page_files"]
+
+#: At most this many versions are named in a message (newest first).
+SHOWN = 5
+_ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
+_HREF = re.compile(r"""<a\s[^>]*href\s*=\s*["']([^"']+)["']""", re.I)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What ``source`` lists of ``name`` at ``page`` (canonical): ``fitting`` versions have a
+    file the cell's target can install (newest first), ``other`` versions only files for other
+    targets; ``error`` says why the page could not be read (``HTTP 404``)."""
+
+    source: CellSource
+    name: NormalizedName
+    page: str
+    fitting: tuple[Version, ...] = ()
+    other: tuple[Version, ...] = ()
+    error: str | None = None
+
+    def served(self, target: str) -> str:
+        """``has torch 2.12.0+rocm6.2, 2.11.0+rocm6.2`` / ``has no torch for <target> (only …)`` /
+        ``has no page for torch (HTTP 404 for …)``."""
+        if self.error is not None:
+            return f"has no page for {self.name} ({self.error} for {self.page})"
+        if self.fitting:
+            return f"has {self.name} {_listed(self.fitting)}"
+        if self.other:
+            return f"has no {self.name} for {target} (only {_listed(self.other)}, for other targets)"
+        return f"lists no file of {self.name} ({self.page})"
+
+
+def _listed(versions: tuple[Version, ...]) -> str:
+    shown = ", ".join(map(str, versions[:SHOWN]))
+    return shown + (f" and {len(versions) - SHOWN} older" if len(versions) > SHOWN else "")
+
+
+def page_files(body: bytes, content_type: str) -> list[str]:
+    """The file names a simple-API project page or a flat find-links page lists: PEP 691 JSON
+    (``files[].filename``) or the last path segment of each HTML anchor (PEP 503), unquoted."""
+    if "json" in content_type:
+        try:
+            files = json.loads(body).get("files", [])
+        except (ValueError, AttributeError):
+            return []
+        return [f["filename"] for f in files if isinstance(f, dict) and isinstance(f.get("filename"), str)]
+    text = body.decode("utf-8", "replace")
+    names = []
+    for href in _HREF.findall(text):
+        path = urlsplit(html.unescape(href)).path
+        names.append(unquote(path.rsplit("/", 1)[-1]))
+    return [n for n in names if n]
+
+
+def versions(
+    files: Iterable[str], name: str, supported: frozenset[Tag]
+) -> tuple[tuple[Version, ...], tuple[Version, ...]]:
+    """``(fitting, other)`` versions of ``name`` among ``files`` (wheel and sdist names, read with
+    ``packaging``): a version is fitting when one of its wheels has a tag in ``supported``, or it
+    has an sdist; each newest first."""
+    key = canonicalize_name(name)
+    fitting: set[Version] = set()
+    seen: set[Version] = set()
+    for file in files:
+        try:
+            if file.endswith(".whl"):
+                project, version, _, tags = parse_wheel_filename(file)
+                if project == key:
+                    seen.add(version)
+                    if tags & supported:
+                        fitting.add(version)
+            else:
+                project, version = parse_sdist_filename(file)
+                if project == key:
+                    seen.add(version)
+                    fitting.add(version)
+        except (InvalidWheelFilename, InvalidSdistFilename):
+            continue
+    return tuple(sorted(fitting, reverse=True)), tuple(sorted(seen - fitting, reverse=True))
+
+
+def offers(plan: Plan, mirrors: Mirrors, names: Iterable[NormalizedName]) -> Mapping[NormalizedName, Offer]:
+    """What the source each of ``names`` is sent to (an index or find-links source of ``plan``)
+    lists of it: one page read each, through ``mirrors``. Names no such source serves are left
+    out."""
+    found = {}
+    supported = plan.target.supported_tags()
+    for name in dict.fromkeys(names):
+        source = plan.served_by(name)
+        if source is None or source.kind not in ("index", "find-links") or not source.urls:
+            continue
+        base = source.urls[0]
+        if "://" not in base:
+            continue  # a project folder: uv's own text names its files
+        page = f"{base.rstrip('/')}/{name}/" if source.kind == "index" else base
+        body, content_type, error = _read(mirrors, page)
+        if error is not None:
+            found[name] = Offer(source, name, page, error=error)
+            continue
+        fitting, other = versions(page_files(body, content_type), name, supported)
+        found[name] = Offer(source, name, page, fitting, other)
+    return found
+
+
+def _read(mirrors: Mirrors, page: str) -> tuple[bytes, str, str | None]:
+    """``(body, content type, error)`` of ``page`` fetched through ``mirrors``."""
+    import httpx
+
+    from lockgen.resolve import tls
+
+    try:
+        response = httpx.get(
+            mirrors.fetch_url(page), headers={"accept": _ACCEPT}, timeout=15, follow_redirects=True,
+            verify=tls.context(),
+        )  # fmt: skip
+    except httpx.HTTPError as exc:
+        return b"", "", f"cannot read it ({type(exc).__name__})"
+    if response.status_code != 200:
+        return b"", "", f"HTTP {response.status_code}"
+    return response.content, response.headers.get("content-type", ""), None

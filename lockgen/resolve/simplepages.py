@@ -1,0 +1,264 @@
+"""Index and find-links pages as data: what a page says about each file it lists.
+
+:func:`parse` reads a page's text (pure): PEP 691 JSON (``files[]`` with ``hashes``, ``size``,
+``upload-time`` of PEP 700, ``yanked`` of PEP 592, ``provenance`` of PEP 740) or HTML (PEP 503
+project pages and flat find-links pages alike: anchors with ``#sha256=``, ``data-yanked``,
+``data-provenance``). :class:`PageReader` fetches pages through the mirrors (the realm's login
+inline, else a netrc entry; never shown) with httpx, each URL once per reader, and gives every URL
+back canonical: links are resolved against the page as fetched, then mapped back.
+
+Readers: the provenance step of a resolution (:mod:`lockgen.resolve.provenance`), and the
+readers of committed locks that ask whether their files are still served (:mod:`lockgen.rot`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import html.parser
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urljoin, urlsplit
+
+from lockgen.plan.mirror import Mirrors
+
+__all__ = ["JSON_ACCEPT", "Page", "PageFile", "PageReader", "parse", "project_url"]
+
+log = logging.getLogger("lockgen.pages")
+
+#: PEP 691 JSON first, HTML as a fallback (what uv asks an index for).
+JSON_ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PageFile:
+    """One file a page lists. ``url``: absolute (canonical once read by :class:`PageReader`),
+    without its fragment; ``sha256``: the hash the page states (None: it states none); ``yanked``:
+    False, or the reason ("" when none is given); ``provenance``: the URL of its PEP 740
+    provenance object (None: the page names none)."""
+
+    filename: str
+    url: str
+    sha256: str | None = None
+    size: int | None = None
+    upload_time: datetime.datetime | None = None
+    yanked: str | bool = False
+    provenance: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Page:
+    """A fetched page: its canonical ``url``, the ``files`` it lists, its PEP 691 ``api_version``
+    (None for HTML) and ``error`` (why it could not be read: ``HTTP 404``, a connection error;
+    then ``files`` is empty)."""
+
+    url: str
+    files: tuple[PageFile, ...] = ()
+    api_version: str | None = None
+    error: str | None = None
+
+    def by_sha256(self, digest: str) -> PageFile | None:
+        return next((f for f in self.files if f.sha256 == digest), None)
+
+    def by_name(self, filename: str) -> list[PageFile]:
+        return [f for f in self.files if f.filename == filename]
+
+    @property
+    def serves_provenance(self) -> bool:
+        """Whether the page is of an index that serves PEP 740 provenance: a file names one, or
+        its PEP 691 ``api-version`` is 1.3 or later (where the ``provenance`` key arrived)."""
+        if any(f.provenance for f in self.files):
+            return True
+        try:
+            major, minor = (int(part) for part in (self.api_version or "0.0").split(".")[:2])
+        except ValueError:
+            return False
+        return (major, minor) >= (1, 3)
+
+
+def project_url(index: str, name: str) -> str:
+    """``<index>/<name>/``: a PEP 503 project page (``name`` normalized by the caller)."""
+    return f"{index.rstrip('/')}/{name}/"
+
+
+def parse(text: str, content_type: str, base: str) -> tuple[tuple[PageFile, ...], str | None]:
+    """``(files, api_version)`` of a page's ``text`` served as ``content_type`` from ``base``
+    (links are made absolute against it). JSON that is not a PEP 691 page, or HTML without
+    anchors, lists no files."""
+    if "json" in content_type:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return (), None
+        if not isinstance(data, dict):
+            return (), None
+        meta = data.get("meta")
+        version = meta.get("api-version") if isinstance(meta, dict) else None
+        files = [f for f in (_json_file(entry, base) for entry in data.get("files") or []) if f is not None]
+        return tuple(files), version if isinstance(version, str) else None
+    anchors = _Anchors(base)
+    anchors.feed(text)
+    return tuple(anchors.files), None
+
+
+def _json_file(entry: object, base: str) -> PageFile | None:
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("url"), str):
+        return None
+    url = urljoin(base, entry["url"]).partition("#")[0]
+    hashes = entry.get("hashes")
+    sha = hashes.get("sha256") if isinstance(hashes, Mapping) else None
+    size = entry.get("size")
+    yanked = entry.get("yanked", False)
+    provenance = entry.get("provenance")
+    return PageFile(
+        filename=str(entry.get("filename") or _name(url)),
+        url=url,
+        sha256=sha.lower() if isinstance(sha, str) else None,
+        size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+        upload_time=_time(entry.get("upload-time")),
+        yanked=yanked if isinstance(yanked, (str, bool)) else bool(yanked),
+        provenance=urljoin(base, provenance) if isinstance(provenance, str) and provenance else None,
+    )
+
+
+def _time(value: object) -> datetime.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+
+
+def _name(url: str) -> str:
+    return unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+
+
+class _Anchors(html.parser.HTMLParser):
+    def __init__(self, base: str) -> None:
+        super().__init__()
+        self.base = base
+        self.files: list[PageFile] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag != "a":
+            return
+        values = dict(attrs)
+        href = values.get("href")
+        if not href:
+            return
+        url, _, fragment = urljoin(self.base, href).partition("#")
+        digest = fragment.removeprefix("sha256=").lower() if fragment.startswith("sha256=") else None
+        yanked = values.get("data-yanked")
+        provenance = values.get("data-provenance")
+        self.files.append(
+            PageFile(
+                filename=_name(url),
+                url=url,
+                sha256=digest,
+                yanked=False if yanked is None else yanked,
+                provenance=urljoin(self.base, provenance) if provenance else None,
+            )
+        )
+
+
+class PageReader:
+    """Fetches pages (see the module docstring) with a shared httpx client; each URL once (a
+    second caller waits for the first fetch). ``timeout``: seconds per request."""
+
+    def __init__(self, mirrors: Mirrors, timeout: float = 30.0) -> None:
+        self.mirrors, self.timeout = mirrors, timeout
+        self.requests = 0
+        self._lock = threading.Lock()
+        self._pages: dict[str, Future[Page]] = {}
+        self._client: Any = None
+
+    def client(self) -> Any:
+        """The reader's ``httpx.Client`` (made on first use; redirects followed)."""
+        with self._lock:
+            if self._client is None:
+                import httpx
+
+                from lockgen.resolve import tls
+
+                self._client = httpx.Client(verify=tls.context(), timeout=self.timeout, follow_redirects=True)
+            return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def __enter__(self) -> PageReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def page(self, url: str, accept: str = JSON_ACCEPT) -> Page:
+        """The page at the canonical ``url`` (fetched once per reader)."""
+        with self._lock:
+            future = self._pages.get(url)
+            mine = future is None
+            if future is None:
+                future = self._pages[url] = Future()
+        if not mine:
+            return future.result()
+        try:
+            page = self._fetch(url, accept)
+        except BaseException as exc:
+            future.set_exception(exc)
+            raise
+        future.set_result(page)
+        return page
+
+    def _fetch(self, url: str, accept: str) -> Page:
+        import httpx
+
+        fetch = self.mirrors.fetch_url(url)
+        with self._lock:
+            self.requests += 1
+        try:
+            response = self.client().get(fetch, headers={"Accept": accept}, auth=netrc_auth(fetch))
+        except httpx.HTTPError as exc:
+            return Page(url=url, error=f"cannot be read ({type(exc).__name__})")
+        if response.status_code != 200:
+            return Page(url=url, error=f"HTTP {response.status_code}")
+        base = str(response.url)
+        files, version = parse(response.text, response.headers.get("content-type", ""), base)
+        canonical = tuple(
+            dataclasses.replace(
+                f,
+                url=self.mirrors.canonical(f.url),
+                provenance=self.mirrors.canonical(f.provenance) if f.provenance else None,
+            )
+            for f in files
+        )
+        return Page(url=url, files=canonical, api_version=version)
+
+
+def netrc_auth(url: str) -> Any:
+    """httpx auth from a netrc file (``NETRC``, else ``~/.netrc``, as curl, pip and uv read) for a
+    URL without a login of its own; None when there is no such file or it cannot be read."""
+    import os
+    from pathlib import Path
+
+    import httpx
+
+    if "@" in urlsplit(url).netloc:
+        return None
+    path = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
+    if not path.is_file():
+        return None
+    try:
+        return httpx.NetRCAuth(str(path))
+    except Exception as exc:  # netrc.NetrcParseError, OSError: go without, say why with -v
+        log.debug("netrc file %s not used: %s", path, exc)
+        return None

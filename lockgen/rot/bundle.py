@@ -1,0 +1,532 @@
+"""``lockgen bundle CELL… -o DIR``: the locked files of some cells in one folder that installs
+them with no network (an air-gapped machine, a build that must work when an index is gone).
+
+Layout (every path inside ``DIR``; nothing outside it is named)::
+
+    bundle.json                      what the bundle holds: its cells and files (sha256 -> path)
+    files/<sha256>/<file name>       every locked artifact, once (content-addressed: a wheel the
+                                     cells share is stored once), verified against the lock's hash
+    index/<project>/index.html       a PEP 503 index of those files (relative links, #sha256=)
+    locks/<cell>.txt, locks/<cell>/  the cells' main locks, layers and pylock.toml, rewritten:
+                                     index-url ``index`` (the folder above), no find-links, direct
+                                     URLs as ``./files/…`` paths, the pylock's artifacts as paths
+    locks/manifest.json              the manifest of those cells (and the detect rules)
+    select.py                        the selector (docs/select.md): picks the cell for a machine
+    install.sh                       ``./install.sh [CELL]``: a venv and pip, offline
+
+A bundle is a locks folder whose index is a local folder, so installing it is the ordinary
+install: ``lockgen install --from DIR CELL``, or from ``DIR`` the manifest's commands
+(``uv pip sync --require-hashes --index-url index locks/<cell>.txt``; pip: ``pip install
+--require-hashes --index-url index -r locks/<cell>.txt``); both pip (23.2 and later) and uv read a
+relative folder laid out as a PEP 503 index. Nothing in it is machine-specific (no absolute path,
+no time): the same locks give the same bundle, byte for byte.
+
+Making one: each file is downloaded once through the mirrors (the realm's login, else netrc), or
+copied from a local find-links folder, and its sha256 checked against the lock before it is kept
+(a mismatch fails naming cell, package, URL and both hashes); a file already in ``DIR/files``
+with the right hash is not downloaded again. Layer files are found on their pages by hash
+(:mod:`lockgen.rot.locate`). Not bundled: VCS checkouts (refused: they need the network) and the
+build backends of packages installed from source (an ``allow-build`` sdist, a local project):
+those installs still need a build backend on the machine (warned).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import html
+import json
+import os
+import posixpath
+import shutil
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from packaging.pylock import Pylock
+
+from lockgen.errors import LockgenError, UsageError
+from lockgen.locks import manifest, pylockfile
+from lockgen.locks.lock import FileRef, LayerKind, LayerRef, Lock, text_sha256
+from lockgen.locks.lockset import CellLocks, LockSet
+from lockgen.project import Project
+from lockgen.resolve.simplepages import PageReader, netrc_auth
+from lockgen.rot.locate import LockedFile, locate
+
+__all__ = ["BUNDLE_FILE", "INDEX", "BundleError", "BundleResult", "bundle_command", "is_bundle"]
+
+BUNDLE_FILE = "bundle.json"
+BUNDLE_FORMAT = 1
+INDEX = "index"
+FILES = "files"
+LOCKS = "locks"
+JOBS = 8
+_CHUNK = 1 << 20
+
+
+class BundleError(LockgenError):
+    """A bundle could not be made: a file that could not be had or does not match its lock
+    (exit 1; the bundle folder keeps what it had)."""
+
+    exit_code = 1
+
+
+def is_bundle(folder: Path) -> bool:
+    """Whether ``folder`` holds a bundle lockgen wrote (its ``bundle.json``)."""
+    try:
+        data = json.loads((folder / BUNDLE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("generator") == "lockgen"
+
+
+@dataclass
+class BundleResult:
+    """What a bundle run did: ``cells`` bundled, ``files`` stored (``downloaded`` of them fetched
+    now, the rest reused), their total ``size`` in bytes, and ``warnings``."""
+
+    folder: str
+    cells: tuple[str, ...] = ()
+    files: int = 0
+    downloaded: int = 0
+    size: int = 0
+    warnings: list[str] = field(default_factory=list)
+    exit_code: int = 0
+
+    def lines(self) -> list[str]:
+        out = [f"warning: {w}" for w in self.warnings]
+        out.append(
+            f"bundled {len(self.cells)} cell{'s' if len(self.cells) != 1 else ''} into {self.folder}: {self.files} files "
+            f"({self.downloaded} downloaded, {self.files - self.downloaded} reused), {self.size / 1e6:.1f} MB"
+        )
+        out.append(f"install with no network: lockgen install --from {self.folder} CELL (or {self.folder}/install.sh)")
+        return out
+
+
+def bundle_command(
+    project: Project, names: Sequence[str], output: str, *, mirrors: Sequence[str] = (), jobs: int | None = None
+) -> BundleResult:
+    """Bundle the cells ``names`` (aliases: the cell they reuse) of ``project`` into ``output``
+    (see the module docstring). Raises :class:`UsageError` for an unknown cell, a cell without a
+    lock or with a VCS requirement, or an ``output`` that is neither new, empty nor a bundle;
+    :class:`BundleError` for a file that cannot be had or does not match its hash."""
+    from lockgen.rot.cells import chosen_cells
+
+    if not names:
+        raise UsageError("name the cells to bundle (lockgen matrix lists them)")
+    locks = project.config.locks
+    lockset = LockSet.from_folder(project.root / locks, locks, label=locks)
+    cells = chosen_cells(project, lockset, names, ())
+    missing = [n for n in names if (project.cell(n).settings.alias or n) not in cells]
+    if missing:
+        raise UsageError(f"no lock to bundle for {', '.join(missing)}; run `lockgen lock {' '.join(missing)}` first")
+    folder = Path(output)
+    _refuse_folder(folder)
+    result = BundleResult(folder=output, cells=tuple(cells))
+    reader = PageReader(project.mirrors(mirrors))
+    try:
+        with reader:
+            located = locate(lockset, cells, reader, jobs or JOBS)
+            if located.unlocated:
+                raise BundleError(
+                    *(f"{u.cell} [{u.layer}]: {u.package} {u.version}: {u.reason}" for u in located.unlocated)
+                )
+            _refuse_vcs(lockset, cells)
+            stored = _Store(folder, project.root, reader, result)
+            paths = stored.fetch_all(located.files, jobs or JOBS)
+            _write_index(folder, located.files, paths)
+            texts = {}
+            for name in cells:
+                texts.update(_rewritten(lockset.cells[name], locks, paths, project.root, folder, result))
+            _write_locks(folder, texts)
+            rows = _rows(project, cells, names)
+            data = manifest.build(folder, rows, project.detect_rules())
+            _write(folder / LOCKS / manifest.MANIFEST_NAME, manifest.dumps(data))
+            _write_extras(folder, rows, data)
+            _write(folder / BUNDLE_FILE, _bundle_json(cells, paths, located.files))
+            stored.prune(set(paths.values()))
+    except OSError as exc:
+        raise BundleError(f"{output}: cannot write the bundle ({exc.strerror or exc}: {exc.filename or ''})") from None
+    result.files = len(paths)
+    return result
+
+
+def _refuse_folder(folder: Path) -> None:
+    if folder.exists() and (not folder.is_dir() or (any(folder.iterdir()) and not is_bundle(folder))):
+        raise UsageError(f"{folder} exists and is not a lockgen bundle: give a new or empty folder")
+
+
+def _refuse_vcs(lockset: LockSet, cells: Sequence[str]) -> None:
+    found = [
+        f"{name}: {entry.name} @ {entry.url}"
+        for name in cells
+        for lock in (lockset.cells[name].main, *lockset.cells[name].layers.values())
+        for entry in lock.entries
+        if entry.url is not None and "+" in entry.url.split("://", 1)[0]
+    ]
+    if found:
+        raise UsageError(
+            "a bundle cannot hold a VCS checkout (it needs the network to install): "
+            + "; ".join(found)
+            + "; lock a wheel or an archive URL of it instead"
+        )
+
+
+class _Store:
+    """``DIR/files/<sha256>/<name>``: each file once, written atomically after its hash held."""
+
+    def __init__(self, folder: Path, root: Path, reader: PageReader, result: BundleResult) -> None:
+        self.folder, self.root, self.reader, self.result = folder, root, reader, result
+        self._lock = threading.Lock()
+
+    def fetch_all(self, files: Sequence[LockedFile], jobs: int) -> dict[str, str]:
+        """``{sha256: bundle-relative path}`` of every distinct file of ``files``."""
+        first: dict[str, list[LockedFile]] = {}
+        for item in files:
+            first.setdefault(item.sha256, []).append(item)
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            done = list(pool.map(self.one, first.values()))
+        problems = [p for _, p in done if p]
+        if problems:
+            raise BundleError(*problems)
+        return {digest: path for digest, (path, _) in zip(first, done)}
+
+    def one(self, items: Sequence[LockedFile]) -> tuple[str, str | None]:
+        """The file of ``items`` (one sha256) in the store, and a problem (None: it is there)."""
+        item = items[0]
+        rel = f"{FILES}/{item.sha256}/{_safe(item.filename)}"
+        target = self.folder / rel
+        if target.is_file() and _sha256(target) == item.sha256:
+            self._count(target, downloaded=False)
+            return rel, None
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            got = self._copy(item, tmp) if item.url is None else self._download(item, tmp)
+            if isinstance(got, str) and got != item.sha256:
+                return rel, _mismatch(items, got)
+            if got is None:
+                return rel, f"{_where(items)}: {item.package} {item.version}: {item.filename} has no source to bundle"
+            if not isinstance(got, str):
+                return rel, got.reason
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self._count(target, downloaded=item.url is not None)
+        return rel, None
+
+    def _count(self, path: Path, downloaded: bool) -> None:
+        with self._lock:
+            self.result.size += path.stat().st_size
+            self.result.downloaded += downloaded
+
+    def _copy(self, item: LockedFile, tmp: Path) -> str | None:
+        if item.path is None:
+            return None
+        source = (self.root / item.path).resolve()
+        if not source.is_relative_to(self.root.resolve()):
+            return None  # a path out of the project: never read
+        shutil.copyfile(source, tmp)
+        return _sha256(tmp)
+
+    def _download(self, item: LockedFile, tmp: Path) -> str | _Failed:
+        import httpx
+
+        assert item.url is not None
+        fetch = self.reader.mirrors.fetch_url(item.url)
+        digest = hashlib.sha256()
+        try:
+            with self.reader.client().stream("GET", fetch, auth=netrc_auth(fetch), timeout=120) as response:
+                if response.status_code != 200:
+                    return _Failed(
+                        f"{item.where}: {item.package} {item.version}: {item.url}: HTTP {response.status_code}"
+                    )
+                with open(tmp, "wb") as fh:
+                    for chunk in response.iter_bytes(_CHUNK):
+                        digest.update(chunk)
+                        fh.write(chunk)
+        except httpx.HTTPError as exc:
+            why = self.reader.mirrors.scrub(f"{type(exc).__name__}")
+            return _Failed(f"{item.where}: {item.package} {item.version}: {item.url}: cannot download it ({why})")
+        return digest.hexdigest()
+
+    def prune(self, keep: set[str]) -> None:
+        """Remove stored files no bundled cell names (left by an earlier bundle in the folder)."""
+        base = self.folder / FILES
+        for path in sorted(base.glob("*/*")) if base.is_dir() else []:
+            if path.relative_to(self.folder).as_posix() not in keep:
+                path.unlink()
+                if not any(path.parent.iterdir()):
+                    path.parent.rmdir()
+
+
+@dataclass(frozen=True)
+class _Failed:
+    reason: str
+
+
+def _safe(name: str) -> str:
+    """A file name as stored: its last path part (a name from a page never leaves its folder)."""
+    base = posixpath.basename(name.replace("\\", "/"))
+    if base in ("", ".", ".."):
+        raise BundleError(f"{name!r} is not a file name")
+    return base
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _where(items: Sequence[LockedFile]) -> str:
+    return ", ".join(sorted({i.where for i in items}))
+
+
+def _mismatch(items: Sequence[LockedFile], got: str) -> str:
+    item = items[0]
+    return (
+        f"{_where(items)}: {item.package} {item.version}: {item.url or item.path} has sha256 {got}, the lock has "
+        f"{item.sha256}: the file changed since it was locked; nothing was kept (see lockgen check --online)"
+    )
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` through a temporary file beside ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8", newline="\n")
+    os.replace(tmp, path)
+
+
+def _write_index(folder: Path, files: Sequence[LockedFile], paths: Mapping[str, str]) -> None:
+    """``index/<project>/index.html`` for every bundled project (PEP 503; links relative)."""
+    by_project: dict[str, dict[str, str]] = {}
+    for item in files:
+        by_project.setdefault(item.package, {})[item.sha256] = paths[item.sha256]
+    index = folder / INDEX
+    if index.is_dir():
+        shutil.rmtree(index)
+    for project, stored in sorted(by_project.items()):
+        anchors = [
+            f'<a href="../../{quote(path)}#sha256={digest}">{html.escape(posixpath.basename(path))}</a><br/>'
+            for digest, path in sorted(stored.items(), key=lambda kv: kv[1].rsplit("/", 1)[-1])
+        ]
+        _write(
+            index / project / "index.html",
+            "<!DOCTYPE html>\n<html><body>\n" + "\n".join(anchors) + "\n</body></html>\n",
+        )
+    links = "\n".join(f'<a href="{p}/">{p}</a><br/>' for p in sorted(by_project))
+    _write(index / "index.html", f"<!DOCTYPE html>\n<html><body>\n{links}\n</body></html>\n")
+
+
+def _bundle_path(locks: str, path: str) -> str:
+    """A project-relative lock path (under ``locks``) as the bundle's (under ``locks/``)."""
+    return (
+        f"{LOCKS}/{path[len(locks) + 1 :]}" if path.startswith(f"{locks}/") else f"{LOCKS}/{posixpath.basename(path)}"
+    )
+
+
+def _rewritten(
+    cell: CellLocks, locks: str, paths: Mapping[str, str], root: Path, folder: Path, result: BundleResult
+) -> dict[str, str]:
+    """``{bundle-relative path: text}`` of a cell's locks and pylock, pointed at the bundle."""
+    texts: dict[str, str] = {}
+    refs = []
+    for ref in cell.main.header.layers:
+        layer = cell.layers[ref.name]
+        if layer.header.kind is LayerKind.UNHASHED:
+            _copy_projects(layer, root, folder, result)
+        rewritten = _lock(layer, locks, paths)
+        text = rewritten.render()
+        texts[rewritten.header.path] = text
+        refs.append(LayerRef(kind=ref.kind, name=ref.name, sha256=text_sha256(text), path=rewritten.header.path))
+    main = _lock(cell.main, locks, paths)
+    pylock_ref = None
+    if cell.pylock is not None:
+        pylock_path = pylockfile.pylock_path(main.header.path)
+        text = pylockfile.dumps(_pylock(cell.pylock, pylock_path, paths))
+        texts[pylock_path] = text
+        pylock_ref = FileRef(sha256=text_sha256(text), path=pylock_path)
+        if any(p.sdist and not p.wheels for p in cell.pylock.packages):
+            built = sorted(p.name for p in cell.pylock.packages if p.sdist and not p.wheels)
+            result.warnings.append(
+                f"{cell.name}: {', '.join(built)} install from source: the machine needs their build backend "
+                "(setuptools, …), which the bundle does not hold"
+            )
+    header = dataclasses.replace(main.header, layers=tuple(refs), pylock=pylock_ref)
+    texts[header.path] = dataclasses.replace(main, header=header).render()
+    return texts
+
+
+def _lock(lock: Lock, locks: str, paths: Mapping[str, str]) -> Lock:
+    """``lock`` installing from the bundle: its index the bundle's, no find-links, no unverified
+    sources (every file was hashed), a direct URL as the stored file's path."""
+    entries = []
+    for entry in lock.entries:
+        if entry.url is not None and "://" in entry.url and entry.hashes:
+            stored = paths.get(entry.hashes[0].removeprefix("sha256:"))
+            if stored is not None:
+                entry = dataclasses.replace(entry, url=f"./{stored}")
+        entries.append(entry)
+    header = dataclasses.replace(
+        lock.header, path=_bundle_path(locks, lock.header.path), index_url=INDEX, find_links=(), unverified_hashes=(),
+    )  # fmt: skip
+    return Lock(header=header, entries=tuple(entries))
+
+
+def _pylock(pylock: Pylock, where: str, paths: Mapping[str, str]) -> Pylock:
+    """The pylock at ``where`` (bundle-relative) with every artifact a path to its stored file."""
+    base = posixpath.dirname(where)
+
+    def fix(artifact: Any) -> Any:
+        stored = paths.get(artifact.hashes.get("sha256", ""))
+        if stored is None:
+            return artifact
+        return dataclasses.replace(
+            artifact, url=None, path=posixpath.relpath(stored, base), name=pylockfile.file_name(artifact)
+        )
+
+    return pylockfile.map_artifacts(pylock, fix)
+
+
+def _copy_projects(layer: Lock, root: Path, folder: Path, result: BundleResult) -> None:
+    """Copy the local project folders of an ``unhashed`` layer (``-e ./sub``) into the bundle,
+    where its lines find them (relative to the bundle root)."""
+    for entry in layer.entries:
+        if entry.url is None or "://" in entry.url or entry.url.endswith((".whl", ".tar.gz", ".zip")):
+            continue
+        source = (root / entry.url).resolve()
+        if not source.is_dir() or not source.is_relative_to(root.resolve()) or source == root.resolve():
+            result.warnings.append(
+                f"{layer.header.cell}: {entry.url} is not a project folder inside the project: not bundled"
+            )
+            continue
+        target = folder / posixpath.normpath(entry.url)
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns(".git", ".venv", ".lockgen", "__pycache__"))
+        result.warnings.append(
+            f"{layer.header.cell}: {entry.name} is a local project ({entry.url}), copied into the bundle; installing it "
+            "builds it, which needs its build backend on the machine"
+        )
+
+
+def _write_locks(folder: Path, texts: Mapping[str, str]) -> None:
+    """Replace the bundle's ``locks/`` with ``texts`` (a new folder, then swapped in)."""
+    fresh = folder / f".{LOCKS}.{os.getpid()}.tmp"
+    if fresh.exists():
+        shutil.rmtree(fresh)
+    for rel, text in texts.items():
+        path = fresh / rel.removeprefix(f"{LOCKS}/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", newline="\n")
+    old = folder / LOCKS
+    if old.exists():
+        gone = folder / f".{LOCKS}.{os.getpid()}.old"
+        os.replace(old, gone)
+        os.replace(fresh, old)
+        shutil.rmtree(gone)
+    else:
+        os.replace(fresh, old)
+
+
+def _rows(project: Project, cells: Sequence[str], names: Sequence[str]) -> list[manifest.Row]:
+    """The manifest rows of the bundled cells and of the aliases named, lock paths the bundle's."""
+    wanted = set(cells) | set(names)
+    rows = []
+    locks = project.config.locks
+    for row in project.rows():
+        if row.name in wanted and not row.skip:
+            rows.append(dataclasses.replace(row, lock=_bundle_path(locks, row.lock)))
+    return rows
+
+
+def _write_extras(folder: Path, rows: Sequence[manifest.Row], data: Mapping[str, Any]) -> None:
+    """``select.py`` (the selector, a copy of :mod:`lockgen.select`) and ``install.sh``."""
+    from lockgen import select
+
+    shutil.copyfile(select.__file__, folder / "select.py")
+    _write(folder / "install.sh", install_script(data))
+    os.chmod(folder / "install.sh", 0o755)
+
+
+def install_script(data: Mapping[str, Any]) -> str:
+    """A POSIX shell script that installs one cell of the bundle whose manifest is ``data`` into
+    a new venv with the machine's Python and pip, offline: ``./install.sh [CELL | --cpu]`` (no
+    cell: the one ``select.py`` picks), ``VENV`` (default ``.venv``), ``PYTHON`` (default
+    ``python3``). Optional layers that fail are warned about, not rolled back (``lockgen install
+    --from`` rolls back)."""
+    cases = []
+    for name, entry in sorted(data["cells"].items()):
+        if entry.get("status") not in ("locked", "alias"):
+            continue
+        lines = [f"  {name})", f'    want="{entry["python"]}"']
+        for layer in entry.get("layers") or []:
+            argv = " ".join(_sh(a) for a in layer["commands"]["pip"][1:])
+            run = f'"$py" -m pip --isolated --disable-pip-version-check --no-input {argv}'
+            if layer.get("optional"):
+                run += f' || echo "warning: optional layer {layer["name"]} failed; the install goes on without it" >&2'
+            lines.append(f'    set -- "$@" {_sh(run)}')
+        lines.append("    ;;")
+        cases += lines
+    return _SCRIPT.replace("CASES", "\n".join(cases))
+
+
+def _sh(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)
+
+
+_SCRIPT = """\
+#!/bin/sh
+# Install one cell of this lockgen bundle into a new virtual environment, with no network.
+# Usage: ./install.sh [CELL]   (no CELL: the cell select.py picks for this machine; --cpu as select.py)
+# VENV (default .venv) and PYTHON (default python3, of the cell's Python version) may be set.
+# Generated by lockgen bundle; `lockgen install --from DIR CELL` does the same with uv or pip.
+set -eu
+bundle=$(cd "$(dirname "$0")" && pwd)
+python=${PYTHON:-python3}
+venv=${VENV:-.venv}
+case "${1:-}" in
+  ""|-*) cell=$("$python" "$bundle/select.py" --manifest "$bundle/locks/manifest.json" "$@" | head -n 1 | cut -d: -f1) ;;
+  *) cell=$1 ;;
+esac
+set --
+case "$cell" in
+CASES
+  *) echo "error: no cell $cell in this bundle (see locks/manifest.json)" >&2; exit 2 ;;
+esac
+have=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+if [ "$have" != "$want" ]; then
+  echo "error: cell $cell is for Python $want; $python is Python $have (set PYTHON)" >&2; exit 2
+fi
+case "$venv" in /*) ;; *) venv="$PWD/$venv" ;; esac
+if [ ! -e "$venv" ]; then "$python" -m venv "$venv"; fi
+py="$venv/bin/python"
+export PIP_CONFIG_FILE=/dev/null
+cd "$bundle"
+for command in "$@"; do
+  py="$py" sh -c "$command" || { echo "error: $command failed" >&2; exit 1; }
+done
+echo "installed $cell into $venv"
+"""
+
+
+def _bundle_json(cells: Sequence[str], paths: Mapping[str, str], files: Sequence[LockedFile]) -> str:
+    """``bundle.json``: format, generator, cells, and every stored file with who locks it."""
+    locked: dict[str, set[str]] = {}
+    for item in files:
+        locked.setdefault(item.sha256, set()).add(item.where)
+    data = {
+        "format": BUNDLE_FORMAT, "generator": "lockgen", "cells": sorted(cells),
+        "files": [{"sha256": d, "path": p, "cells": sorted(locked.get(d, ()))} for d, p in sorted(paths.items(), key=lambda kv: kv[1])],
+    }  # fmt: skip
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,54 @@
+"""Every host a cell needs is probed once before uv starts, index sources included (issue 16,
+item 4): a dead backend index fails its cells in seconds, one line per host, with the --mirror
+hint; no uv process is started."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.faulthost import refusing_url
+from tests.test_trust import manifest, no_uv, project, publish
+
+pytestmark = pytest.mark.uv
+
+TWELVE = 'os = ["linux", "windows"]\narch = ["x86_64", "aarch64"]\nbackend = ["cpu"]\npython = ["3.11", "3.12", "3.13"]'
+BACKEND = """use = ["pytorch"]
+[tool.lockgen.sources.pytorch]
+index = "https://download.example/whl/{{flavor}}"
+packages = ["torch"]
+[tool.lockgen.mirrors]
+"https://download.example" = "{down}"
+"""
+
+
+def test_a_dead_backend_index_fails_every_cell_at_once_in_one_line(tmp_path, pypi, monkeypatch):
+    index = publish(pypi, ("app", "1.0", ("torch",)))
+    no_uv(monkeypatch)  # the probe decides: no uv process, so none of uv's retries
+    with refusing_url() as down:
+        root = project(tmp_path / "p", index, "app\ntorch\n", extra=BACKEND.format(down=down), matrix=TWELVE)
+        run = run_cli("all", "-C", str(root))
+    assert run.code == 1
+    errors = [line for line in run.err.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: all 12 cells: https://download.example is unreachable through its mirror (connection refused); "
+        "no uv process was started. Check that the mirror is up, or point it elsewhere: "
+        "--mirror https://download.example=<mirror URL>"
+    ]
+    assert {entry["status"] for entry in manifest(root).values()} == {"failed"}
+
+
+def test_a_dead_index_of_an_optional_entry_makes_only_that_layer_unavailable(tmp_path, pypi, monkeypatch):
+    index = publish(pypi, "app==1.0")
+    extra = BACKEND + 'optional = ["torch"]\n'
+    with refusing_url() as down:
+        root = project(tmp_path / "p", index, "app\n", extra=extra.format(down=down))
+        text = (root / "pyproject.toml").read_text().replace('optional = ["torch"]\n', "")
+        (root / "pyproject.toml").write_text(
+            text.replace('use = ["pytorch"]', 'use = ["pytorch"]\noptional = ["torch"]')
+        )
+        run = run_cli("all", "-C", str(root))
+    assert run.code == 0, run.err
+    (gap,) = manifest(root)["linux-x86_64-cpu-py3.12"]["unavailable"]
+    assert gap["retry"] is True
+    assert gap["reason"] == "source unreachable: https://download.example is unreachable (connection refused)"
