@@ -78,7 +78,8 @@ def test_the_gpu_code_of_a_real_pypi_wheel_by_range_reads(tmp_path):
 
     from lockgen.config.model import DEFAULT_BACKENDS
     from lockgen.locks import pylockfile
-    from lockgen.wheels.cells import gpu_wheels, refresh
+    from lockgen.wheels.cells import gpu_wheels
+    from lockgen.wheels.reading import refresh
     from lockgen.wheels.remote import read_remote
 
     repo = Path(__file__).parents[1]
