@@ -517,17 +517,44 @@ def _coverage(
     failed cell. An interrupted run reads nothing."""
     if mirrors is None or run.interrupted:
         return None
-    from lockgen.wheels import cells as gpu
+    from lockgen.wheels.reading import Reader
 
-    def read(wheels: list[Any]) -> dict[str, Any]:
-        record, fetched = gpu.refresh(project.root, wheels, mirrors.fetch_url)
-        if fetched:
-            log.info("read the GPU code of %d wheel(s): %.0f MB", len(wheels), fetched / 1e6)
-        for item in record["unread"]:
-            log.warning("kernel coverage of %s %s not read: %s", item["name"], item["version"], item["reason"])
-        return record
+    with Reader(project.root, mirrors) as reader:
 
-    return project.coverage(read, names=names, root=root)
+        def read(wheels: Sequence[Any]) -> Any:
+            done = reader(wheels)
+            for wheel in wheels:
+                if wheel.sha256 in done.unread:
+                    log.warning(
+                        "kernel coverage of %s %s not read: %s", wheel.name, wheel.version, done.unread[wheel.sha256]
+                    )
+            return done
+
+        records = project.coverage(read, names=names, root=root)
+    if reader.fetched:
+        log.info("read the GPU code of the cells' wheels: %.0f MB", reader.fetched / 1e6)
+    _warn_unloadable(records)
+    return records
+
+
+def _warn_unloadable(records: dict[str, Any]) -> None:
+    """Warn once per wheel none of whose GPU code can load in its cell: each of its objects is
+    linked against a GPU runtime the cell does not install (docs/select.md, "Code that cannot load")."""
+    seen: set[tuple[str, str, str]] = set()
+    for record in records.values():
+        have = set(record.get("runtimes", []))
+        for part in [record, *record.get("layers", [])]:
+            for wheel in part.get("wheels", []):
+                groups = wheel.get("linked", [])
+                if not groups or any(set(g["needs"]) <= have for g in groups):
+                    continue
+                missing = sorted({n for g in groups for n in g["needs"] if n not in have})
+                key = (wheel["name"], wheel["version"], ", ".join(missing))
+                if key not in seen:
+                    seen.add(key)
+                    log.warning("%s %s: its GPU code is linked against %s, which its cells do not install "
+                                "(they have %s): it cannot load there", wheel["name"], wheel["version"],
+                                key[2], ", ".join(sorted(have)) or "no GPU runtime")  # fmt: skip
 
 
 def _report(run: RunResult, reporter: Reporter, result: CellResult) -> None:
