@@ -46,6 +46,7 @@ from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
 from lockgen.resolve.inputs import Inputs
 from lockgen.resolve.layers import Built, Job, LayerUnavailable
 from lockgen.resolve.parse import read_pylock, read_wheels
+from lockgen.runtime import trace
 from lockgen.runtime.errors import CellFailed
 
 __all__ = ["CellFiles", "CellRun", "Resolution", "ask", "resolve_cell", "resolve_layers"]
@@ -85,19 +86,29 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
 
 def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     plan = run.plan
-    given = inputs.write_main(run.root, plan, run.mirrors, refresh=run.options.refresh, stop=run.stop)  # 1
-    main = _main(run, given, fresh, prefer)  # 2-4
-    pylock = _with_newer_wheels(run, main.pylock, given, "main")
-    resolved = _described(run, given, pylock, "main")
-    checked = _verified(run, resolved, main=True)  # 5
-    built = resolve_layers(run, resolved)  # 6
-    notes = _invariants(run, pylock, built)  # 7
+    with trace.span("inputs"):
+        given = inputs.write_main(run.root, plan, run.mirrors, refresh=run.options.refresh, stop=run.stop)  # 1
+    with trace.span("main") as detail:
+        main = _main(run, given, fresh, prefer)  # 2-4
+        detail["mode"] = main.mode
+    with trace.span("newer"):
+        pylock = _with_newer_wheels(run, main.pylock, given, "main")
+    with trace.span("describe"):
+        resolved = _described(run, given, pylock, "main")
+    with trace.span("verify"):
+        checked = _verified(run, resolved, main=True)  # 5
+    with trace.span("layers"):
+        built = resolve_layers(run, resolved)  # 6
+    with trace.span("invariants"):
+        notes = _invariants(run, pylock, built)  # 7
     if run.provenance is not None:  # 7b: who published each main file (PEP 740), where the index says
         indexes = [plan.index_url, *explicit_indexes(plan).values()]
-        resolved = replace(resolved, pylock=run.provenance.attach(resolved.pylock, indexes))
-    return cell_files(  # 8
-        run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer, notes=notes
-    )
+        with trace.span("provenance"):
+            resolved = replace(resolved, pylock=run.provenance.attach(resolved.pylock, indexes))
+    with trace.span("files"):
+        return cell_files(  # 8
+            run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer, notes=notes
+        )
 
 
 # -- step 7: the backend invariants
