@@ -63,7 +63,9 @@ def render(spans: Sequence[dict[str, Any]], width: int = 100) -> str:
         return "".join(row)
 
     lines = [f"0 s{' ' * (width - 10)}{t1 - t0:6.2f} s", ""]
-    cells = sorted({s["cell"] for s in spans if s["cell"]}, key=lambda c: min(s["start"] for s in spans if s["cell"] == c))
+    cells = sorted(
+        {s["cell"] for s in spans if s["cell"]}, key=lambda c: min(s["start"] for s in spans if s["cell"] == c)
+    )
     name_width = max([len(c) for c in cells] + [12])
     for step in _RUN_STEPS:
         mine = [(s["start"], s["end"], "=") for s in spans if s["step"] == step and not s["cell"]]

@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from lockgen.plan.mirror import Mirrors
-from lockgen.runtime import trace
 from lockgen.resolve.pageserver import UNREACHABLE, Page, Server, serve, stop_all
+from lockgen.runtime import trace
 
 if TYPE_CHECKING:
     import httpx

@@ -146,8 +146,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._file("HEAD")
 
     def _forwarded(self) -> dict[str, str]:
+        """The request headers passed upstream, names lower-cased: uv sends ``Range``
+        capitalised, and a byte-range read is told apart (and shared) by ``range``."""
         names = ("accept", "user-agent", "authorization", "range")
-        return {k: v for k, v in self.headers.items() if k.lower() in names}
+        return {k.lower(): v for k, v in self.headers.items() if k.lower() in names}
 
     def _page(self, accept: str) -> None:
         page = self.pages.page(self.upstream + self.path, accept, self._forwarded())
@@ -191,7 +193,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             with (
-                trace.span("upstream file", url=url, range=self.headers.get("Range", ""), keys=",".join(self.headers.keys())),
+                trace.span("upstream file", url=url),
                 self.pages.client(self.upstream).stream("GET", url, headers=headers) as response,
             ):
                 length = response.headers.get("content-length")

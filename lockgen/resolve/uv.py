@@ -13,6 +13,7 @@ read from that package's metadata, so a no-op run starts no process.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import subprocess
 import sys
@@ -243,7 +244,7 @@ def _traced(argv: Sequence[str]) -> dict[str, str]:
     """What a trace says of a uv command: the output it writes (its folder and name name the
     step: ``main``, ``main-newer``, ``main.requirements.txt``, a layer), offline or not."""
     output = ""
-    for flag, value in zip(argv, argv[1:]):
+    for flag, value in itertools.pairwise(argv):
         if flag == "--output-file":
             output = "/".join(value.split("/")[-2:])
     return {"what": output, "mode": "offline" if "--offline" in argv else "online"}

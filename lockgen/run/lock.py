@@ -32,8 +32,8 @@ from lockgen.resolve import uv
 from lockgen.run.check import current_locks, state_of
 from lockgen.run.noop import up_to_date
 from lockgen.run.values import SILENT, CellResult, Reporter, RunOptions, RunResult, Silent, default_jobs
-from lockgen.runtime.credentials import redact
 from lockgen.runtime import trace
+from lockgen.runtime.credentials import redact
 from lockgen.runtime.errors import Interrupted, LockgenError, UsageError
 from lockgen.runtime.states import CellState
 
@@ -314,7 +314,7 @@ def _resolve_all(
     cells resolve offline where this run's pages cover them (:mod:`lockgen.resolve.freshness`);
     no cell waits for another."""
     from lockgen.resolve import freshness
-    from lockgen.resolve.cellrun import CellRun, committed
+    from lockgen.resolve.cellrun import CellRun, read_committed
     from lockgen.resolve.provenance import Provenance
 
     failed: dict[str, str] = {}
@@ -325,7 +325,7 @@ def _resolve_all(
     uv_options = replace_refresh(options)
     plans = [p for p, _ in todo]
     with trace.span("committed"):
-        locked = committed(project.root, plans)
+        locked, built = read_committed(project.root, plans)
     with trace.span("page cache"):
         fresh = None if options.online else freshness.start(plans, mirrors, locked)
     states = {p.cell.name: s for p, s in todo}
@@ -337,6 +337,7 @@ def _resolve_all(
         cell_run = CellRun(  # what a cell learns (its builds) is its own: cells are independent (issue 17)
             project.root, plan, uv_options, mirrors, runner, project.config.source,
             locked=locked.get(plan.cell.name), reach=reach, verified=verified, provenance=provenance,
+            hint=built.get(plan.cell.name, frozenset()),
         )  # fmt: skip
         return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter, out)
 
