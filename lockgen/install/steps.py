@@ -237,14 +237,19 @@ def _install(
         done = _prepare(job)
         if done is not None:
             return done
-        if not venv.exists():
-            venv.create(_uv(), interpreter.executable, root)
+        if not venv.exists():  # with pip for --installer pip: a venv lockgen cannot complete is removed again
+            venv.create(_uv(), interpreter.executable, root, lambda: _pip(job))
             say(f"venv {venv.path}: created from {interpreter.describe()}")
         else:
             say(f"venv {venv.path}: {interpreter.describe()}")
-        if options.installer == "pip":
-            job.pip = venv.pip(root)
+            _pip(job)
         return _install_layers(job)
+
+
+def _pip(job: _Run) -> None:
+    """For ``--installer pip``: how pip runs for the venv (:meth:`Venv.pip`)."""
+    if job.options.installer == "pip":
+        job.pip = job.venv.pip()
 
 
 def _prepare(job: _Run) -> int | None:
