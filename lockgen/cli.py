@@ -129,7 +129,7 @@ OPTIONS = (
         False, ("all", "lock", "bump", "install", "init"),
     ),
     _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
-    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's; init: the matrix's, comma-separated)"}, None, ("detect", "install", "init")),
+    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's; install: or the path of the interpreter to create the venv from; init: the matrix's, comma-separated)"}, None, ("detect", "install", "init")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
     _Option(("--arch",), {"choices": ["x86_64", "aarch64"], "help": "pretend: host arch"}, None, ("detect",)),
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),

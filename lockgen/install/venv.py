@@ -46,7 +46,8 @@ from lockgen.runtime.errors import InstallRefused, LockgenError
 from lockgen.runtime.uvbin import WIDE
 
 __all__ = [
-    "CREATING", "DROPPED", "ISOLATED", "LOCK_FILE", "PIP_OPTIONS", "Done", "Interpreter", "Venv", "base_env", "find_python",
+    "CREATING", "DROPPED", "ISOLATED", "LOCK_FILE", "PIP_OPTIONS", "Done", "Interpreter", "Venv", "base_env",
+    "discovery_failure", "find_python",
     "install_env", "lockgen_has_pip", "pip_network_options", "probe", "probe_python", "run",
 ]  # fmt: skip
 
@@ -200,18 +201,39 @@ class Interpreter:
 def find_python(uv: str, python: str, os_name: str, arch: str, cwd: Path) -> str:
     """The executable of a CPython ``python`` (``X.Y``) for ``arch`` that uv's discovery finds
     (``uv python find --system``: interpreters on PATH and uv-managed ones, not virtual
-    environments; never a download). Raises :class:`InstallRefused` saying what was asked and uv's
-    answer."""
+    environments; never a download). Raises :class:`InstallRefused` saying what was asked, what
+    was searched, uv's answer on one line (:func:`discovery_failure`) and how to name one."""
     request = f"cpython-{python}-{os_name}-{arch}"
     done = run([uv, "python", "find", "--system", "--no-config", request], base_env(os.environ), cwd)
     found = done.output.strip().splitlines()
     if done.returncode != 0 or not found:
         raise InstallRefused(
-            f"no CPython {python} ({arch}) interpreter found: {done.tail(3) or 'uv found none'}; install "
-            f"Python {python} for {arch} (e.g. `uv python install cpython-{python}-{os_name}-{arch}`) "
-            "or pass --venv with a venv made from one"
+            f"no CPython {python} ({arch}) interpreter found: {discovery_failure(done.output) or 'uv found none'} "
+            f"(searched: the interpreters on PATH and uv-managed ones, `uv python find --system {request}`); pass "
+            f"--python PATH with a CPython {python} for {arch}, install one (`uv python install {request}`), or pass "
+            "--venv with a venv made from one"
         )
     return found[-1].strip()
+
+
+def discovery_failure(output: str) -> str:
+    """uv's answer to ``uv python find`` on one line: its ``error:`` and ``cause:`` lines, without
+    what the interpreter it tried printed (the ``[stderr]`` block: a pyenv shim's "command not
+    found … See 'pyenv help global'"). Pure; "" when there is nothing to say."""
+    kept: list[str] = []
+    quoting = False
+    for line in output.splitlines():
+        text = line.strip()
+        if text in ("[stderr]", "[stdout]"):
+            quoting = True
+            continue
+        head, sep, rest = text.partition(":")
+        if sep and head in ("error", "cause", "Caused by"):
+            quoting = False
+            kept.append(rest.strip().replace("exit status exit status:", "exit status"))
+        elif text and not quoting and not kept:
+            kept.append(text)
+    return "; ".join(kept)
 
 
 def probe(python: str, cwd: Path, failure: str = "") -> dict[str, Any]:
@@ -228,9 +250,9 @@ def probe(python: str, cwd: Path, failure: str = "") -> dict[str, Any]:
     return data
 
 
-def probe_python(executable: str, cwd: Path) -> Interpreter:
-    """The interpreter at ``executable`` (run once)."""
-    return _interpreter(executable, probe(executable, cwd))
+def probe_python(executable: str, cwd: Path, failure: str = "") -> Interpreter:
+    """The interpreter at ``executable`` (run once; ``failure``: see :func:`probe`)."""
+    return _interpreter(executable, probe(executable, cwd, failure))
 
 
 def _interpreter(executable: str, data: Mapping[str, Any]) -> Interpreter:
