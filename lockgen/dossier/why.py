@@ -28,6 +28,7 @@ from lockgen.plan.plan import Plan
 from lockgen.plan.render import LineMap
 from lockgen.project import Project
 from lockgen.runtime.errors import UsageError
+from lockgen.runtime.words import counted
 
 __all__ = ["MAX_CHAINS", "Answer", "Chain", "Start", "Why", "render_text", "why"]
 
@@ -290,10 +291,10 @@ def render_text(answer: Why) -> str:
     for g in answer.groups:
         layer = "" if g.layer == MAIN else f" [layer {g.layer}]"
         names = ", ".join(g.cells[:4]) + (f", +{len(g.cells) - 4} more" if len(g.cells) > 4 else "")
-        out.append(f"{answer.package} {g.version}{layer} in {len(g.cells)} of {total} cells: {names}")
+        out.append(f"{answer.package} {g.version}{layer} in {len(g.cells)} of {counted(total, 'cell')}: {names}")
         out += [f"  {c.text()}" for c in g.chains] or ["  (no # via data in the lock)"]
-        out += [f"  … {g.more} more chains"] if g.more else []
+        out += [f"  … {counted(g.more, 'more chain')}"] if g.more else []
     if answer.absent:
-        out.append(f"not in the lock of {len(answer.absent)} cells: {', '.join(answer.absent)}")
+        out.append(f"not in the lock of {counted(len(answer.absent), 'cell')}: {', '.join(answer.absent)}")
     out += [f"{cell}: {reason}" for cell, reason in answer.unlocked.items()]
     return "\n".join(out) + "\n"

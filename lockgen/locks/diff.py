@@ -194,10 +194,10 @@ class _Cell:
             self.compare(before, after)
         elif before is not None and MAIN not in broken:
             status = self.new.statuses.get(self.name)
-            self.add(None, Kind.CELL_REMOVED, "", status.text() if status else "")
+            self.add(None, Kind.CELL_REMOVED, "", status.short() if status else "")
         elif after is not None and MAIN not in broken:
             status = self.old.statuses.get(self.name)
-            self.add(None, Kind.CELL_ADDED, status.text() if status else "", "")
+            self.add(None, Kind.CELL_ADDED, status.short() if status else "", "")
         return self.out
 
     def unreadable(self) -> set[str]:

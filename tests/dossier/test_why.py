@@ -68,14 +68,14 @@ def test_a_direct_requirement_from_the_project_dependencies(world):
 def test_an_optional_layer_names_the_config_entry(world):
     run = run_ok("why", "epsilon", LINUX, "-C", str(world))
     assert run.out == (
-        f"epsilon 1.0 [layer optional-epsilon] in 1 of 1 cells: {LINUX}\n"
+        f"epsilon 1.0 [layer optional-epsilon] in 1 of 1 cell: {LINUX}\n"
         "  pyproject.toml: tool.lockgen.optional `epsilon` → epsilon\n"
     )
 
 
 def test_a_package_absent_from_some_cells(world):
     run = run_ok("why", "Gamma", "-C", str(world))
-    assert run.out.endswith(f"not in the lock of 1 cells: {WINDOWS}\n")
+    assert run.out.endswith(f"not in the lock of 1 cell: {WINDOWS}\n")
     assert run.out.startswith(f"gamma 1.0 in 1 of 2 cells: {LINUX}\n  templates/requirements.in.j2:2 `gamma` → gamma\n")
 
 

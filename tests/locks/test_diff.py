@@ -556,3 +556,24 @@ def test_a_release_folder_named_after_the_version_moves_with_it(tmp_path: Path) 
         Pin("2.4.6", where=releases.format(version="2.4.6")),
     )
     assert _moved(tmp_path, old, new) == {("numpy", "upgrade", "2.4.5", "2.4.6", "main", False, 3, 3)}
+
+
+def test_a_cell_added_after_a_failure_repeats_only_the_first_sentence_of_its_reason(tmp_path: Path) -> None:
+    """The manifest keeps the whole reason; the change report's ``cell added (was failed: …)``
+    names only its first sentence (a fresh-eyes review: a whole uv failure was repeated there)."""
+    from dataclasses import replace
+
+    from lockgen.locks.diffformat import describe
+    from lockgen.locks.lockset import CellStatus
+
+    reason = (
+        "alpha==9.9 has no file for this target. uv said: because there is no version of alpha==9.9 and you "
+        "require alpha==9.9, we can conclude that your requirements are unsatisfiable.\nhint: check the index"
+    )
+    old = LockSet.from_folder(write_locks(tmp_path / "old", base_cells((A, B))))
+    old = replace(old, statuses={C: CellStatus(status="failed", reason=reason)})
+    new = LockSet.from_folder(write_locks(tmp_path / "new", base_cells()))
+    (added,) = group(diff(old, new))
+    assert describe(added) == "cell added (was failed: alpha==9.9 has no file for this target)"
+    removed = group(diff(new, replace(old, statuses={C: CellStatus(status="skipped", reason="no CUDA index. Later")})))
+    assert [describe(g) for g in removed] == ["cell removed (now skipped: no CUDA index)"]
