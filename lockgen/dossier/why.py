@@ -139,12 +139,12 @@ def why(project: Project, name: str, cells: Sequence[str] = ()) -> Why:
 
 def _cells(project: Project, cells: Sequence[str]) -> list[str]:
     """The selected cells that resolve (an alias stands for its cell); unknown names refused."""
+    from lockgen.plan.matrix import select
+
     resolved = {c.name: c for c in project.cells}
     if not cells:
         return [c.name for c in project.cells if c.resolves]
-    unknown = [c for c in cells if c not in resolved]
-    if unknown:
-        raise UsageError(f"no cell {', '.join(unknown)} in the matrix; lockgen matrix lists the cells")
+    select(project.cells, cells)  # an unknown name: refused as every command refuses it, with close names
     chosen = []
     for name in cells:
         cell = resolved[name]
@@ -155,14 +155,12 @@ def _cells(project: Project, cells: Sequence[str]) -> list[str]:
 
 
 def _unknown(key: str, cells: Iterable[CellLocks], any_locked: bool) -> None:
-    import difflib
+    from lockgen.runtime.words import did_you_mean
 
     if not any_locked:
         raise UsageError("no selected cell has a lock; run lockgen all first")
     known = sorted({e.name for c in cells for lock in (c.main, *c.layers.values()) for e in lock.entries})
-    close = difflib.get_close_matches(key, known, n=3)
-    hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    raise UsageError(f"{key}: in no selected cell's lock{hint}")
+    raise UsageError(f"{key}: in no selected cell's lock{did_you_mean(key, known)}")
 
 
 def _explain(

@@ -96,4 +96,12 @@ def test_unknown_package_and_cell(world):
     run = run_cli("why", "gama", "-C", str(world))
     assert run.code == 2 and "gama: in no selected cell's lock (did you mean gamma?)" in run.err
     run = run_cli("why", "beta", "nope", "-C", str(world))
-    assert run.code == 2 and "no cell nope in the matrix" in run.err
+    assert run.code == 2 and "unknown cell(s): nope. `lockgen matrix` lists the cells" in run.err
+    run = run_cli("why", "beta", "linux-x86_64-cpu-py312", "-C", str(world))  # as every command says it
+    assert run.code == 2 and f"unknown cell(s): linux-x86_64-cpu-py312 (did you mean {LINUX}" in run.err
+
+
+def test_without_arguments_only_the_name_is_required(world):
+    run = run_cli("why", "-C", str(world))
+    assert run.code == 2
+    assert "the following arguments are required: NAME\n" in run.err and "CELL" not in run.err.splitlines()[-1]

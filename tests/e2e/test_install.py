@@ -264,13 +264,14 @@ def test_a_lock_that_is_not_the_manifests_is_refused(locked, tmp_path):
     [
         ([], "name the CELL to install, or pass --detect"),
         (["no-such-cell"], "no cell 'no-such-cell' in the manifest"),
+        ([LITE.replace("-lite-", "-lit-")], f"in the manifest (did you mean {LITE}"),
         ([LITE, "--venv", sys.prefix], "is the environment lockgen runs in"),
         ([LITE, "--python", "3.9"], f"cell {LITE} is for Python {HOST}, not 3.9"),
         ([LITE, "--python", "3.x"], "--python 3.x: give a Python version X.Y such as 3.12, or the path of an"),
         ([LITE, "--python", "./no/python3"], "--python ./no/python3: no such file; give the path of a CPython"),
         ([LITE, "--python", __file__], f"--python {__file__}: it does not run as a Python"),
     ],
-    ids=["no-cell", "unknown-cell", "lockgens-own-venv", "other-python", "python-word", "python-missing", "not-python"],
+    ids=["no-cell", "unknown-cell", "misspelt-cell", "lockgens-own-venv", "other-python", "python-word", "python-missing", "not-python"],
 )
 def test_requests_that_are_refused(locked, args, message):
     run = run_cli("install", "-C", str(locked), *args)
