@@ -139,24 +139,24 @@ class Project:
 
     def coverage(
         self,
-        read: Callable[[list[Any]], dict[str, Any]] | None = None,
+        read: Callable[[Sequence[Any]], Any] | None = None,
         previous: Mapping[str, Any] | None = None,
         names: Sequence[str] | None = None,
         root: Path | None = None,
     ) -> dict[str, Any]:
-        """``{cell: coverage record}`` of the GPU cells (:mod:`lockgen.wheels.cells`): the record of
-        ``previous`` (a merge: the shards') or of the manifest on disk while the cell's GPU wheels
-        are the same; else ``read(wheels)`` when given (``lockgen all``), else none. A cell without
-        a pylock or GPU wheels has none; ``names`` limits the cells (a shard's); ``root`` is where the
-        locks folder is (default: the project root; a stage's copy for ``--dry-run`` and bump)."""
-        from lockgen.locks.lock import text_sha256
+        """``{cell: coverage record}`` of the GPU cells (:mod:`lockgen.wheels.cells`): each part
+        of the record of ``previous`` (a merge: the shards') or of the manifest on disk while its
+        GPU wheels (main) or its lock text (a layer) are the same; else read with ``read`` (a
+        :class:`lockgen.wheels.reading.Reader`, ``lockgen all``), else none. A cell without a
+        pylock, GPU wheels or layers has none; ``names`` limits the cells (a shard's); ``root``
+        is where the locks folder is (default: the project root; a stage's copy for
+        ``--dry-run`` and bump)."""
         from lockgen.wheels import cells as gpu
 
         root = root or self.root
         text = manifest.read(root / manifest.manifest_path(self.config.locks))
         on_disk = manifest.recorded_coverage(text)
         given = dict(previous or {})
-        pylocks = manifest.recorded_pylocks(text)
         records: dict[str, Any] = {}
         for cell in self.cells:
             if names is not None and cell.name not in names:
@@ -165,31 +165,58 @@ class Project:
             if family is None:
                 continue
             lock = cell.lock_path(self.config)
-            fast = on_disk.get(cell.name) if cell.name not in given and cell.name in pylocks else None
-            if fast is not None and (read is None or not fast.get("unread")):
-                try:  # the same pylock as when the record was made: the same GPU wheels (no parsing)
-                    pylock = (root / pylocks[cell.name]).read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError):
-                    pylock = ""
-                same = pylock and text_sha256(pylock) == manifest.recorded_pylock_sha(text, cell.name)
-                listed = [w.get("sha256") for key in ("wheels", "unread") for w in fast.get(key, [])]
-                if same and all(isinstance(s, str) and f'sha256 = "{s}"' in pylock for s in listed):
-                    records[cell.name] = fast
-                    continue
+            fast = on_disk.get(cell.name) if cell.name not in given else None
+            fresh = fast is not None and (read is None or not manifest.coverage_incomplete(fast))
+            if fast is not None and fresh and _unchanged(root, text, cell.name, lock, fast):
+                records[cell.name] = fast
+                continue
             try:
-                wheels = gpu.gpu_wheels(root, lock, family)
+                record = gpu.cell_coverage(root, lock, family, _fits(target_for(cell)),
+                                           [given.get(cell.name), on_disk.get(cell.name)], read)  # fmt: skip
             except LockgenError:
                 continue
-            if not wheels:
-                continue
-            record = None
-            for candidate in (given.get(cell.name), on_disk.get(cell.name)):
-                record = record or gpu.carried(candidate, wheels, allow_unread=read is None)
-            if record is None and read is not None:
-                record = read(wheels)
             if record is not None:
                 records[cell.name] = record
         return records
+
+
+def _fits(target: Target) -> frozenset[Any]:
+    """The wheel tags an installer of ``target`` takes, newer OS levels included (a page without
+    hashes is searched by them: the lock lists those levels' hashes too, :mod:`lockgen.resolve.newer`)."""
+    from lockgen.resolve.newer import newest
+
+    wide = newest(target)
+    return target.supported_tags() | (wide.supported_tags() if wide is not None else frozenset())
+
+
+def _unchanged(root: Path, text: str | None, cell: str, lock: str, record: Mapping[str, Any]) -> bool:
+    """Whether a recorded ``coverage`` still describes the cell without parsing its pylock: the
+    pylock's sha256 is the manifest's and holds every recorded wheel's hash, each recorded layer
+    is one of the main lock's optional and no-deps layers with the same text, and no such layer
+    is missing; the record has this reader's shape (``manifest.coverage_incomplete``)."""
+    from lockgen.locks.lock import Lock, text_sha256
+    from lockgen.wheels.layers import READ_KINDS
+
+    pylocks = manifest.recorded_pylocks(text)
+    if cell not in pylocks or not manifest.coverage_current(record):
+        return False
+    try:
+        pylock = (root / pylocks[cell]).read_text(encoding="utf-8")
+        main = Lock.read(root / lock, lock)
+    except (OSError, UnicodeDecodeError, LockgenError):
+        return False
+    if main is None or not pylock or text_sha256(pylock) != manifest.recorded_pylock_sha(text, cell):
+        return False
+    listed = [w.get("sha256") for key in ("wheels", "unread") for w in record.get(key, [])]
+    if not all(isinstance(s, str) and f'sha256 = "{s}"' in pylock for s in listed):
+        return False
+    recorded = [(item.get("name"), item.get("sha256")) for item in record.get("layers", [])]
+    try:
+        layers = [(ref.name, text_sha256((root / ref.path).read_text(encoding="utf-8")))
+                  for ref in main.header.layers if ref.kind in READ_KINDS]  # fmt: skip
+    except (OSError, UnicodeDecodeError):
+        return False
+    return recorded == layers
 
 
 def detect_problems(config: Config, cells: Sequence[Cell]) -> None:

@@ -51,6 +51,8 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "AMD_APUS",
+    "AMD_GFX_DEVICES",
+    "AMD_REVISION_GFX",
     "ARCHES",
     "DEFAULT_NO_GPU",
     "DEFAULT_REFUSE",
@@ -75,6 +77,8 @@ __all__ = [
     "Facts",
     "Gpu",
     "InputError",
+    "LayerCoverage",
+    "LinkedCode",
     "NoCell",
     "NvidiaRule",
     "PciDevice",
@@ -86,6 +90,8 @@ __all__ = [
     "SelectError",
     "Selection",
     "WheelCode",
+    "amd_from_pci",
+    "amd_gfx",
     "arches",
     "backend_candidates",
     "build_parser",
@@ -129,7 +135,7 @@ __all__ = [
     "version_key",
 ]  # fmt: skip
 
-MANIFEST_FORMAT = 3  # the manifest format this selector reads
+MANIFEST_FORMAT = 4  # the manifest format this selector reads
 OSES = ("linux", "windows", "macos")
 ARCHES = ("x86_64", "aarch64")
 GPU_KINDS = ("nvidia", "amd", "apple", "none")
@@ -187,6 +193,46 @@ GENERIC_GFX: dict[str, tuple[str, ...]] = {
     "gfx11-generic": ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"),
     "gfx12-generic": ("gfx1200", "gfx1201"),
 }
+
+#: AMD GPUs by PCI device ID (hex), per gfx target, for Windows, where there is no rocminfo and no
+#: KFD topology: Windows names a GPU ``PCI\\VEN_1002&DEV_744C&…&REV_C8``. From AMD's Developer
+#: Tools device table (GPUOpen-Tools/device_info, ``DeviceInfo.cpp`` v0.44, MIT licence: the
+#: ``kCardInfo`` rows whose name is a gfx target, gfx8 and older left out: no ROCm build has them).
+AMD_GFX_DEVICES: dict[str, str] = {
+    "gfx804": "694c 694e 694f 6980 6981 6984 6985 6986 6987 6995 6997 699f",
+    "gfx900": "6860 6861 6862 6863 6864 6867 6868 6869 686a 686b 686c 686d 686e 687f",
+    "gfx902": "15d8 15d9 15dd",
+    "gfx904": "69a0 69a1 69a2 69a3 69af",
+    "gfx906": "66a0 66a1 66a2 66a3 66a4 66a7 66af",
+    "gfx90a": "740c 740f",
+    "gfx90c": "15e7 1636 1638 164c",
+    "gfx942": "74a1 74a9",
+    "gfx950": "75a0 75a1",
+    "gfx1010": "7310 7312 7318 7319 731a 731b 731e 731f",
+    "gfx1011": "7360 7362",
+    "gfx1012": "7340 7341 7343 7347 734f",
+    "gfx1030": "73a0 73a1 73a2 73a3 73a5 73ab 73ae 73af 73bf",
+    "gfx1031": "73c0 73c1 73c3 73ce 73df",
+    "gfx1032": "73e0 73e1 73e3 73ef 73ff",
+    "gfx1033": "163f",
+    "gfx1034": "7420 7421 7422 7423 743f",
+    "gfx1035": "164d 1681",
+    "gfx1036": "13c0 1506 164e",
+    "gfx1100": "73a8 7448 7449 744a 744b 744c 745e",
+    "gfx1101": "73c4 73c5 73c8 7460 7461 7470 7478 747e",
+    "gfx1102": "73f0 7480 7481 7483 7487 7489 748b 7499",
+    "gfx1103": "15bf 15c8 1900 1901",
+    "gfx1150": "150e",
+    "gfx1151": "1586",
+    "gfx1152": "1114",
+    "gfx1153": "1902",
+    "gfx1200": "7590",
+    "gfx1201": "7550 7551",
+}
+#: Device IDs whose target depends on the revision (the same table: 73FF rev DF is an RX 6750 GRE
+#: 10GB, gfx1031; its other revisions are RX 6600 cards, gfx1032).
+AMD_REVISION_GFX: dict[str, str] = {"73ff:df": "gfx1031"}
+_AMD_DEVICE_GFX = {device: gfx for gfx, devices in AMD_GFX_DEVICES.items() for device in devices.split()}
 
 
 class SelectError(Exception):
@@ -283,6 +329,7 @@ class PciDevice:
     device: str
     driver: str | None = None
     name: str = ""
+    revision: str = ""  # the hex revision ID (Windows' REV_xx), "" when not read
 
     def describe(self) -> str:
         """``NVIDIA GeForce RTX 4090 [10de:2684] at 0000:01:00.0 (driver nouveau)``."""
@@ -293,7 +340,7 @@ class PciDevice:
 
     def to_dict(self) -> dict[str, Any]:
         return {"slot": self.slot, "vendor": self.vendor, "device": self.device, "driver": self.driver,
-                "name": self.name}  # fmt: skip
+                "name": self.name, "revision": self.revision}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -305,7 +352,9 @@ class Facts:
     ``nvidia``: a usable NVIDIA GPU (``gpus`` lists them, ``cuda`` is the driver's CUDA version or
     None; an empty ``gpus`` only comes from pretending ``--cuda`` without ``--gpu-query``);
     ``amd_agents``: distinct gfx names of the AMD GPUs (rocminfo, else the amdgpu driver's KFD
-    topology); ``apple_silicon``; ``rosetta``: an x86_64 Python translated on an arm64 Mac;
+    topology; on Windows the video controllers' PCI device IDs by :data:`AMD_GFX_DEVICES`);
+    ``amd_unknown``: AMD GPUs whose gfx target is not known (a Windows device ID the table lacks),
+    one description each; ``apple_silicon``; ``rosetta``: an x86_64 Python translated on an arm64 Mac;
     ``pci``: the GPUs on the PCI bus (sysfs, ``lspci``, Windows' video controllers), None when it
     could not be read; ``unknown``: the probes whose answer cannot be trusted (timed out, crashed,
     garbage), one line each: then nothing about the GPUs is known; ``notes``: what the probes
@@ -324,13 +373,15 @@ class Facts:
     pci: tuple[PciDevice, ...] | None = None
     unknown: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    amd_unknown: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The raw facts as JSON-ready data (``gpus`` and ``pci`` as lists of objects)."""
         return {"os": self.os, "arch": self.arch, "interpreter": self.interpreter,
                 "gpus": [gpu.to_dict() for gpu in self.gpus], "cuda": self.cuda, "nvidia": self.nvidia,
-                "amd_agents": list(self.amd_agents), "apple_silicon": self.apple_silicon,
-                "rosetta": self.rosetta, "pci": None if self.pci is None else [d.to_dict() for d in self.pci],
+                "amd_agents": list(self.amd_agents), "amd_unknown": list(self.amd_unknown),
+                "apple_silicon": self.apple_silicon, "rosetta": self.rosetta,
+                "pci": None if self.pci is None else [d.to_dict() for d in self.pci],
                 "unknown": list(self.unknown), "notes": list(self.notes)}  # fmt: skip
 
 
@@ -552,7 +603,8 @@ def parse_video_controllers(text: str) -> tuple[PciDevice, ...]:
     """GPUs from Windows' ``Get-CimInstance Win32_VideoController | Select-Object Name,
     PNPDeviceID, ConfigManagerErrorCode, DriverVersion | ConvertTo-Json`` (one object or a list).
 
-    The vendor comes from ``PNPDeviceID`` (``PCI\\VEN_10DE&DEV_2684&…``); ``driver`` is the
+    The vendor comes from ``PNPDeviceID`` (``PCI\\VEN_10DE&DEV_2684&…&REV_A1``, the revision
+    too); ``driver`` is the
     ``DriverVersion`` when ``ConfigManagerErrorCode`` is 0 and Windows did not fall back to the
     "Microsoft Basic Display Adapter" (no vendor driver), else None. Raises :class:`InputError`
     for text that is not that JSON."""
@@ -570,7 +622,9 @@ def parse_video_controllers(text: str) -> tuple[PciDevice, ...]:
         working = item.get("ConfigManagerErrorCode") in (0, None) and "basic display" not in name.lower()
         driver = str(item.get("DriverVersion") or "ok")[:40] if working else None
         vendor = _VENDORS.get(match.group(1).lower(), match.group(1).lower())
-        devices.append(PciDevice(slot=pnp[:60], vendor=vendor, device=match.group(2).lower(), driver=driver, name=name))
+        revision = re.search(r"REV_([0-9A-Fa-f]{2})", pnp)
+        devices.append(PciDevice(slot=pnp[:60], vendor=vendor, device=match.group(2).lower(), driver=driver, name=name,
+                                 revision=revision.group(1).lower() if revision else ""))  # fmt: skip
     return tuple(devices)
 
 
@@ -822,6 +876,35 @@ def read_kfd(sysfs: str = "/sys") -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(names))
 
 
+def amd_gfx(device: str, revision: str = "") -> str | None:
+    """The gfx target of an AMD GPU by its PCI device ID and revision (hex, any case), from
+    :data:`AMD_GFX_DEVICES` and :data:`AMD_REVISION_GFX`; None when the table does not have it."""
+    device, revision = device.lower(), revision.lower()
+    return AMD_REVISION_GFX.get(f"{device}:{revision}") or _AMD_DEVICE_GFX.get(device)
+
+
+def amd_from_pci(devices: Sequence[PciDevice]) -> tuple[tuple[str, ...], tuple[str, ...], list[str]]:
+    """(gfx targets, AMD GPUs of unknown target, notes) of the AMD GPUs with a working driver
+    among ``devices`` (Windows' video controllers: Windows has no rocminfo and no KFD topology,
+    and its HIP runtime ships with the ROCm wheels, so the device ID is what the selector has)."""
+    agents: list[str] = []
+    unknown: list[str] = []
+    notes: list[str] = []
+    for device in devices:
+        if device.vendor != "amd" or not device.driver:
+            continue
+        gfx = amd_gfx(device.device, device.revision)
+        label = device.name if device.name.upper().startswith("AMD") else f"AMD {device.name or 'GPU'}"
+        said = f"{label} [1002:{device.device}]" + (f" rev {device.revision}" if device.revision else "")
+        if gfx is None:
+            unknown.append(said)
+            notes.append(f"pci: {said}: not in AMD's device table, its gfx target is unknown")
+        else:
+            agents.append(gfx)
+            notes.append(f"pci: {said}: {gfx} (AMD's device table)")
+    return tuple(dict.fromkeys(agents)), tuple(unknown), notes
+
+
 def gather(env: Mapping[str, str] | None = None, run: Runner | None = None, *, system: str | None = None,
            machine: str | None = None, probe_gpus: bool = True, sysfs: str | None = None) -> Facts:  # fmt: skip
     """This machine's :class:`Facts`. Never raises for missing programs, failures or timeouts:
@@ -854,15 +937,17 @@ def gather(env: Mapping[str, str] | None = None, run: Runner | None = None, *, s
     agents: tuple[str, ...] = ()
     pci: tuple[PciDevice, ...] | None = None
     if os_name == "linux":
-        agents, amd_notes, amd_unknown = probe_amd(run, sysfs)
-        notes, unknown = notes + amd_notes, unknown + amd_unknown
+        agents, amd_notes, amd_doubt = probe_amd(run, sysfs)
+        notes, unknown = notes + amd_notes, unknown + amd_doubt
         pci, pci_notes = _probe_pci_linux(run, sysfs)
         notes += pci_notes
-    elif os_name == "windows":
+    amd_unknown: tuple[str, ...] = ()
+    if os_name == "windows":
         pci, pci_notes = _probe_pci_windows(run)
-        notes += pci_notes
+        agents, amd_unknown, amd_notes = amd_from_pci(pci or ())
+        notes += pci_notes + amd_notes
     return replace(facts, nvidia=nvidia, cuda=cuda, gpus=gpus, amd_agents=agents, pci=pci, notes=tuple(notes),
-                   unknown=tuple(unknown))  # fmt: skip
+                   unknown=tuple(unknown), amd_unknown=amd_unknown)  # fmt: skip
 
 
 def _sysctl_flags(machine: str, run: Runner) -> tuple[bool | None, bool | None]:
@@ -968,13 +1053,18 @@ _RULES_KEYS = ("apple", "amd", "amd-targets", "axes", "coverage", "no-gpu", "no-
                "nvidia-too-old", "nvidia")  # fmt: skip
 _NVIDIA_KEYS = ("match", "min-cuda", "backend", "refuse-compute-capability", "refuse")
 _AXIS_KEYS = ("value", "match", "compute-capability", "gpu-name", "memory", "gfx")
-_COVERAGE_KEYS = ("drop", "min-compute-capability", "optional")
+_COVERAGE_KEYS = ("drop", "min-compute-capability")
+#: Why ``detect.coverage.optional`` (a list of packages whose missing code never blocks a cell) is
+#: gone: it widened what the wheels carry by hand (docs/select.md, "No hand-typed exemptions").
+OPTIONAL_REMOVED = ("is not supported: a config may only narrow the wheels' code. A package the app runs without "
+                    "belongs in an optional layer (optional = [\"NAME==VERSION\"] in the cell's settings): its kernels then "
+                    "decide only whether that layer is installed on a machine; code that cannot load in the cell (linked "
+                    "against another CUDA runtime) is not counted anyway")  # fmt: skip
 _AXES = {"os": OSES, "arch": ARCHES}
 _LABEL = re.compile(r"[a-z0-9][a-z0-9._]{0,63}")
 _AXIS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _CODE = re.compile(r"(sm|compute)_(\d{2,3})([af]?)|gfx[0-9a-f]{3,5}(?:-[0-9]+)*(?:-generic)?(?::[a-z]+[+-])*")
 _GFX_NAME = re.compile(r"gfx[0-9a-f]{3,5}")
-_LABEL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")  # a normalized package name
 
 
 @dataclass(frozen=True)
@@ -1077,7 +1167,6 @@ class DetectRules:
     axes: dict[str, tuple[AxisRule, ...]] = field(default_factory=dict)
     drop: tuple[str, ...] = ()
     min_capability: tuple[int, int] | None = None
-    optional: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "detect") -> DetectRules:
@@ -1102,7 +1191,10 @@ class DetectRules:
                 (f"{path}.coverage", 'must be a table like { drop = ["sm_50"], min-compute-capability = "7.5" }')
             )
             coverage = {}
-        _unknown_keys(coverage, _COVERAGE_KEYS, f"{path}.coverage", problems)
+        if "optional" in coverage:
+            problems.append((f"{path}.coverage.optional", OPTIONAL_REMOVED))
+        _unknown_keys({k: v for k, v in coverage.items() if k != "optional"}, _COVERAGE_KEYS, f"{path}.coverage",
+                      problems)  # fmt: skip
         rules = cls(nvidia=_nvidia_rules(data.get("nvidia", []), f"{path}.nvidia", problems),
                     nvidia_unknown_cuda=text["nvidia-unknown-cuda"], apple=text["apple"], amd=text["amd"],
                     amd_targets=_names(data.get("amd-targets", []), f"{path}.amd-targets", _GFX_NAME, problems),
@@ -1111,7 +1203,6 @@ class DetectRules:
                     no_gpu_refuse=text["no-gpu-refuse"] or DEFAULT_NO_GPU,
                     axes=_axes(data.get("axes", {}), f"{path}.axes", problems),
                     drop=_names(coverage.get("drop", []), f"{path}.coverage.drop", _CODE, problems),
-                    optional=_names(coverage.get("optional", []), f"{path}.coverage.optional", _LABEL_NAME, problems),
                     min_capability=_cap_pair(coverage.get("min-compute-capability"),
                                              f"{path}.coverage.min-compute-capability", problems))  # fmt: skip
         if problems:
@@ -1134,12 +1225,10 @@ class DetectRules:
         data["nvidia"] = [rule.to_dict() for rule in self.nvidia]
         if self.axes:
             data["axes"] = {axis: [rule.to_dict() for rule in rules] for axis, rules in sorted(self.axes.items())}
-        if self.drop or self.min_capability or self.optional:
+        if self.drop or self.min_capability:
             coverage: dict[str, Any] = {}
             if self.drop:
                 coverage["drop"] = list(self.drop)
-            if self.optional:
-                coverage["optional"] = list(self.optional)
             if self.min_capability:
                 coverage["min-compute-capability"] = "{}.{}".format(*self.min_capability)
             data["coverage"] = coverage
@@ -1442,11 +1531,32 @@ _PTX = re.compile(r"compute_(\d{2,3})([af]?)")
 _GFX_TARGET = re.compile(r"(gfx[0-9a-f]{3,5}|gfx[0-9]+(?:-[0-9]+)?-generic)((?::[a-z]+[+-])*)")
 
 
+_RUNTIME_LIB = re.compile(r"(?:libcudart|libamdhip64)\.so\.\d{1,3}|(?:cudart64|amdhip64)_\d{1,4}\.dll")
+
+
+def _code_key(code: str) -> tuple[int, str]:
+    """Code names in NVIDIA's order (``sm_75`` < ``sm_120``), gfx names by length then name."""
+    match = re.search(r"_(\d+)", code)
+    return (int(match.group(1)), code) if match else (len(code), code)
+
+
+@dataclass(frozen=True)
+class LinkedCode:
+    """The code of a wheel's shared objects linked against the same GPU runtime libraries
+    (``needs``, which the wheel does not ship: ``libcudart.so.12``; empty: none)."""
+
+    needs: tuple[str, ...]
+    sass: tuple[str, ...] = ()
+    ptx: tuple[str, ...] = ()
+    gfx: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class WheelCode:
     """The GPU code one locked wheel carries, as lockgen read it from the wheel's shared objects:
     ``sass`` (``sm_86``, ``sm_90a``, ``sm_100f``), ``ptx`` (``compute_90``), ``gfx`` (ROCm code
-    objects: ``gfx942``, ``gfx90a:xnack-``, ``gfx11-generic``)."""
+    objects: ``gfx942``, ``gfx90a:xnack-``, ``gfx11-generic``); ``linked``: the same code by the
+    GPU runtimes its objects are linked against (empty: not recorded, all of it counts)."""
 
     name: str
     version: str
@@ -1454,6 +1564,20 @@ class WheelCode:
     sass: tuple[str, ...] = ()
     ptx: tuple[str, ...] = ()
     gfx: tuple[str, ...] = ()
+    linked: tuple[LinkedCode, ...] = ()
+
+    def loadable(self, runtimes: Sequence[str]) -> tuple[WheelCode, list[str]]:
+        """(this wheel with only the code that can load where ``runtimes`` are installed, the
+        runtimes the rest of its code is linked against and that are missing)."""
+        if not self.linked:
+            return self, []
+        fits = [g for g in self.linked if all(n in runtimes for n in g.needs)]
+        missing = sorted({n for g in self.linked for n in g.needs if n not in runtimes})
+
+        def pick(key: str) -> tuple[str, ...]:
+            return tuple(sorted({c for g in fits for c in getattr(g, key)}, key=_code_key))
+
+        return replace(self, sass=pick("sass"), ptx=pick("ptx"), gfx=pick("gfx"), linked=tuple(fits)), missing
 
     def describe(self) -> str:
         code = ", ".join((*self.sass, *self.ptx, *self.gfx)) or "no GPU code"
@@ -1461,38 +1585,94 @@ class WheelCode:
 
 
 @dataclass(frozen=True)
+class LayerCoverage:
+    """One layer's part of a ``coverage`` object: its ``name`` and ``kind`` (``optional`` or
+    ``no-deps``), its GPU wheels and the ones lockgen could not read."""
+
+    name: str
+    kind: str
+    wheels: tuple[WheelCode, ...] = ()
+    unread: tuple[tuple[str, str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Coverage:
-    """A cell entry's ``coverage``: the wheels with GPU code (``wheels``) and the GPU wheels
-    lockgen could not read (``unread``: (name, version, reason))."""
+    """A cell entry's ``coverage``: the main layer's wheels with GPU code (``wheels``), the GPU
+    wheels lockgen could not read (``unread``: (name, version, reason)), the GPU runtime
+    libraries the cell installs (``runtimes``) and the optional and no-deps layers' parts."""
 
     wheels: tuple[WheelCode, ...] = ()
     unread: tuple[tuple[str, str, str], ...] = ()
+    runtimes: tuple[str, ...] = ()
+    layers: tuple[LayerCoverage, ...] = ()
+
+    def layer(self, name: str) -> LayerCoverage | None:
+        return next((layer for layer in self.layers if layer.name == name), None)
 
     @classmethod
     def from_dict(cls, data: Any, path: str) -> Coverage:
         """Parse a manifest entry's ``coverage`` object; :class:`InputError` naming the key path."""
         if not isinstance(data, Mapping):
-            raise InputError(f"{path}: must be an object with wheels and unread")
-        wheels = []
-        for index, item in enumerate(_list(data.get("wheels", []), f"{path}.wheels")):
-            where = f"{path}.wheels[{index}]"
+            raise InputError(f"{path}: must be an object with wheels, unread, runtimes and layers")
+        wheels, unread = _part(data, path)
+        runtimes = tuple(_string(v, f"{path}.runtimes") for v in _list(data.get("runtimes", []), f"{path}.runtimes"))
+        bad = [name for name in runtimes if not _RUNTIME_LIB.fullmatch(name)]
+        if bad:
+            raise InputError(f"{path}.runtimes: {bad[0][:40]!r} is not a GPU runtime library name")
+        layers = []
+        for index, item in enumerate(_list(data.get("layers", []), f"{path}.layers")):
+            where = f"{path}.layers[{index}]"
             if not isinstance(item, Mapping):
                 raise InputError(f"{where}: must be an object")
-            texts = {key: _string(item.get(key), f"{where}.{key}") for key in ("name", "version", "sha256")}
-            lists = {key: tuple(_string(v, f"{where}.{key}") for v in _list(item.get(key, []), f"{where}.{key}"))
-                     for key in ("sass", "ptx", "gfx")}  # fmt: skip
-            for key, pattern in (("sass", _SASS), ("ptx", _PTX), ("gfx", _GFX_TARGET)):
-                bad = [code for code in lists[key] if not pattern.fullmatch(code)]
-                if bad:
-                    raise InputError(f"{where}.{key}: {bad[0][:40]!r} is not a {key} code name")
-            wheels.append(WheelCode(name=texts["name"], version=texts["version"], sha256=texts["sha256"], **lists))
-        unread = []
-        for index, item in enumerate(_list(data.get("unread", []), f"{path}.unread")):
-            where = f"{path}.unread[{index}]"
-            if not isinstance(item, Mapping):
-                raise InputError(f"{where}: must be an object")
-            unread.append(tuple(_string(item.get(key), f"{where}.{key}") for key in ("name", "version", "reason")))
-        return cls(wheels=tuple(wheels), unread=tuple(unread))  # type: ignore[arg-type]
+            name, kind = _string(item.get("name"), f"{where}.name"), _string(item.get("kind"), f"{where}.kind")
+            if kind not in ("optional", "no-deps"):
+                raise InputError(f"{where}.kind: {_show(kind)} is not optional or no-deps")
+            layers.append(LayerCoverage(name, kind, *_part(item, where)))
+        return cls(wheels=wheels, unread=unread, runtimes=runtimes, layers=tuple(layers))
+
+
+_CODE_PATTERNS = {"sass": _SASS, "ptx": _PTX, "gfx": _GFX_TARGET, "needs": _RUNTIME_LIB}
+
+
+def _codes(
+    item: Mapping[str, Any], where: str, keys: Sequence[str] = ("sass", "ptx", "gfx")
+) -> dict[str, tuple[str, ...]]:
+    """The code lists ``keys`` of a wheel record (or of one of its ``linked`` groups), checked."""
+    lists = {
+        key: tuple(_string(v, f"{where}.{key}") for v in _list(item.get(key, []), f"{where}.{key}")) for key in keys
+    }
+    for key, names in lists.items():
+        bad = [code for code in names if not _CODE_PATTERNS[key].fullmatch(code)]
+        if bad:
+            what = "GPU runtime library" if key == "needs" else f"{key} code"
+            raise InputError(f"{where}.{key}: {bad[0][:40]!r} is not a {what} name")
+    return lists
+
+
+def _part(data: Mapping[str, Any], path: str) -> tuple[tuple[WheelCode, ...], tuple[tuple[str, str, str], ...]]:
+    """The ``wheels`` and ``unread`` of a coverage object or of one of its layers."""
+    wheels = []
+    for index, item in enumerate(_list(data.get("wheels", []), f"{path}.wheels")):
+        where = f"{path}.wheels[{index}]"
+        if not isinstance(item, Mapping):
+            raise InputError(f"{where}: must be an object")
+        texts = {key: _string(item.get(key), f"{where}.{key}") for key in ("name", "version", "sha256")}
+        lists = _codes(item, where)
+        groups = []
+        for number, group in enumerate(_list(item.get("linked", []), f"{where}.linked")):
+            if not isinstance(group, Mapping):
+                raise InputError(f"{where}.linked[{number}]: must be an object")
+            found = _codes(group, f"{where}.linked[{number}]", ("needs", "sass", "ptx", "gfx"))
+            groups.append(LinkedCode(found["needs"], found["sass"], found["ptx"], found["gfx"]))
+        wheels.append(WheelCode(name=texts["name"], version=texts["version"], sha256=texts["sha256"], **lists,
+                                linked=tuple(groups)))  # fmt: skip
+    unread = []
+    for index, item in enumerate(_list(data.get("unread", []), f"{path}.unread")):
+        where = f"{path}.unread[{index}]"
+        if not isinstance(item, Mapping):
+            raise InputError(f"{where}: must be an object")
+        unread.append(tuple(_string(item.get(key), f"{where}.{key}") for key in ("name", "version", "reason")))
+    return tuple(wheels), tuple(unread)  # type: ignore[arg-type]
 
 
 def _list(value: Any, path: str) -> list[Any]:
@@ -1571,20 +1751,33 @@ def _narrowed(wheel: WheelCode, rules: DetectRules) -> WheelCode:
                    gfx=tuple(filter(keep, wheel.gfx)))  # fmt: skip
 
 
-def coverage_gaps(facts: Facts, coverage: Coverage, rules: DetectRules) -> tuple[list[str], list[str], list[str]]:
-    """``(gaps, unknown, covered)`` for a cell: one line per GPU a wheel has no code for (naming
-    the GPU, its capability or gfx, and the wheel's list), per NVIDIA GPU whose capability was
-    not reported (coverage cannot be checked; ``[N/A]`` devices are not GPUs, C14), and per GPU
-    covered (with the code each wheel runs, and a warning per ``detect.coverage.optional`` wheel
-    without code for it: such a wheel never blocks a cell). Wheels with CUDA code are checked
-    against the NVIDIA GPUs of ``facts``, wheels with ROCm code against its AMD ones: every GPU
-    counts (the candidate's facts hold only the GPUs of its kind)."""
+def coverage_gaps(facts: Facts, coverage: Coverage, rules: DetectRules,
+                  part: LayerCoverage | None = None) -> tuple[list[str], list[str], list[str]]:  # fmt: skip
+    """``(gaps, unknown, covered)`` for a cell's main layer (``part`` None) or one of its layers:
+    one line per GPU a wheel has no code for (naming the GPU, its capability or gfx, and the
+    wheel's list), per NVIDIA GPU whose capability was not reported (coverage cannot be checked;
+    ``[N/A]`` devices are not GPUs, C14), and per GPU covered (with the code each wheel runs).
+    Wheels with CUDA code are checked against the NVIDIA GPUs of ``facts``, wheels with ROCm code
+    against its AMD ones: every GPU counts (the candidate's facts hold only the GPUs of its kind).
+    Code linked against a GPU runtime the cell does not install (``linked`` groups whose
+    ``needs`` are not all in ``coverage.runtimes``: ``libcudart.so.12`` in a CUDA 13 cell) cannot
+    load there: it is not counted; a wheel none of whose code can load is named in ``covered``."""
     gaps: list[str] = []
     unknown: list[str] = []
     covered: list[str] = []
-    pairs = [(wheel, _narrowed(wheel, rules)) for wheel in coverage.wheels]
-    cuda = [narrow for wheel, narrow in pairs if wheel.sass or wheel.ptx]
-    rocm = [narrow for wheel, narrow in pairs if wheel.gfx]
+    wheels = part.wheels if part is not None else coverage.wheels
+    counted = []
+    for wheel in wheels:
+        usable, missing = wheel.loadable(coverage.runtimes)
+        if missing and not (usable.sass or usable.ptx or usable.gfx) and (wheel.sass or wheel.ptx or wheel.gfx):
+            have = ", ".join(coverage.runtimes) or "no GPU runtime"
+            covered.append(f"not counted: {wheel.name} {wheel.version}: its GPU code is linked against "
+                           f"{', '.join(missing)}, which this cell does not install ({have}): it cannot load here")  # fmt: skip
+        else:
+            counted.append(usable)
+    # a wheel is a CUDA (ROCm) wheel by what it carries; the config's narrowing only removes code
+    cuda = [_narrowed(wheel, rules) for wheel in counted if wheel.sass or wheel.ptx]
+    rocm = [_narrowed(wheel, rules) for wheel in counted if wheel.gfx]
     for index, gpu in enumerate(facts.gpus if cuda else ()):
         cap = gpu.capability
         if cap is None:
@@ -1592,26 +1785,14 @@ def coverage_gaps(facts: Facts, coverage: Coverage, rules: DetectRules) -> tuple
                 unknown.append(f"GPU {index} {gpu.describe()}: its kernels cannot be checked")
             continue
         runs = [(wheel, code_covers(wheel.sass, wheel.ptx, cap)) for wheel in cuda]
-        gaps += [
-            f"GPU {index} {gpu.describe()}: {w.describe()}"
-            for w, code in runs
-            if code is None and w.name not in rules.optional
-        ]
-        if all(code or w.name in rules.optional for w, code in runs):
-            covered.append(
-                f"GPU {index} {gpu.describe()}: " + ", ".join(f"{w.name} {code}" for w, code in runs if code)
-            )
-            covered += [f"warning: GPU {index} {gpu.describe()}: {w.describe()}: its kernels will not run there "
-                        "(detect.coverage.optional)" for w, code in runs if code is None]  # fmt: skip
+        gaps += [f"GPU {index} {gpu.describe()}: {w.describe()}" for w, code in runs if code is None]
+        if all(code for _, code in runs):
+            covered.append(f"GPU {index} {gpu.describe()}: " + ", ".join(f"{w.name} {code}" for w, code in runs))
     for agent in facts.amd_agents if rocm else ():
         found = [(wheel, gfx_covers(wheel.gfx, agent)) for wheel in rocm]
-        gaps += [
-            f"AMD GPU {agent}: {w.describe()}" for w, code in found if code is None and w.name not in rules.optional
-        ]
-        if all(code or w.name in rules.optional for w, code in found):
-            covered.append(f"AMD GPU {agent}: " + ", ".join(f"{w.name} {code}" for w, code in found if code))
-            covered += [f"warning: AMD GPU {agent}: {w.describe()}: its kernels will not run there "
-                        "(detect.coverage.optional)" for w, code in found if code is None]  # fmt: skip
+        gaps += [f"AMD GPU {agent}: {w.describe()}" for w, code in found if code is None]
+        if all(code for _, code in found):
+            covered.append(f"AMD GPU {agent}: " + ", ".join(f"{w.name} {code}" for w, code in found))
     return gaps, unknown, covered
 
 
@@ -1678,8 +1859,16 @@ def backend_candidates(facts: Facts, rules: DetectRules, allow_cpu: bool = False
     nvidia_rules = bool(rules.nvidia or rules.nvidia_unknown_cuda)
     _refuse_without_driver(facts, "nvidia", nvidia_rules and not facts.nvidia)
     if facts.nvidia and nvidia_rules:
-        return _nvidia_candidates(replace(facts, amd_agents=()), rules)  # the NVIDIA GPUs decide
+        return _nvidia_candidates(replace(facts, amd_agents=(), amd_unknown=()), rules)  # the NVIDIA GPUs decide
     notes: list[str] = []
+    if facts.amd_unknown and rules.amd:
+        seen = ", ".join(facts.amd_unknown[:4])
+        refusal = Refused(f"cannot tell which gfx target the AMD GPU {seen} has, so whether {rules.amd} supports it "
+                          "is unknown (every GPU counts)",
+                          [*_notes(facts, "pci:"), "its PCI device ID is not in AMD's device table (select.py "
+                           "AMD_GFX_DEVICES); say its target with --gfx (as hipinfo or AMD's driver reports it, "
+                           "like gfx1100), or name the cell to install: select.py --cell NAME"])  # fmt: skip
+        return [Candidate(rules.amd, (f"AMD GPU {seen}: {rules.amd} (detect.amd)",), facts, refusal)]
     if facts.amd_agents and rules.amd:
         amd = _amd_candidate(facts, rules, rules.amd)
         if amd is not None:
@@ -1703,6 +1892,10 @@ def _refuse_without_driver(facts: Facts, vendor: str, applies: bool) -> None:
         hint = ("the nouveau driver cannot run CUDA: install NVIDIA's driver" if "nouveau" in bound else
                 "install (or repair) the NVIDIA driver and its nvidia-smi, then run again")  # fmt: skip
         raise Refused(f"an NVIDIA GPU is on the PCI bus but its driver does not work ({why}): {hint}",
+                      [f"pci: {devices}", "to install a cell anyway, name it: select.py --cell NAME"])  # fmt: skip
+    if facts.os == "windows":
+        raise Refused("an AMD GPU is in this machine without AMD's driver (Windows shows it as the Microsoft Basic "
+                      "Display Adapter or with a device error): install AMD's Adrenalin or PRO driver, then run again",
                       [f"pci: {devices}", "to install a cell anyway, name it: select.py --cell NAME"])  # fmt: skip
     raise Refused("an AMD GPU is on the PCI bus without a driver (no amdgpu compute agents, no rocminfo): "
                   "install the amdgpu driver (ROCm's amdgpu-dkms, or a kernel that has it), then run again",
@@ -1809,8 +2002,8 @@ def _amd_unsupported(facts: Facts, rules: DetectRules, backend: str) -> str:
 
 def _choose_no_gpu(facts: Facts, rules: DetectRules, allow_cpu: bool, notes: Sequence[str] = ()) -> Candidate:
     why = "no GPU the detect rules support" + (f" ({'; '.join(facts.notes)})" if facts.notes else "")
-    if facts.nvidia or facts.amd_agents or facts.apple_silicon:
-        kinds = [kind for kind, seen in (("NVIDIA", facts.nvidia), ("AMD", facts.amd_agents),
+    if facts.nvidia or facts.amd_agents or facts.amd_unknown or facts.apple_silicon:
+        kinds = [kind for kind, seen in (("NVIDIA", facts.nvidia), ("AMD", facts.amd_agents or facts.amd_unknown),
                                           ("Apple silicon", facts.apple_silicon)) if seen]  # fmt: skip
         why = f"{' and '.join(kinds)} found, but the detect rules name no backend for it"
     seen = [*notes, why]
@@ -1886,11 +2079,11 @@ def _pretend_gpu(facts: Facts, gpu: str, cuda: str | None, gpus: tuple[Gpu, ...]
     if gpu not in GPU_KINDS:
         raise InputError(f"--gpu {gpu[:40]!r}: expected one of {', '.join(GPU_KINDS)}")
     if gpu == "nvidia":
-        return replace(facts, nvidia=True, amd_agents=(), apple_silicon=False,
+        return replace(facts, nvidia=True, amd_agents=(), amd_unknown=(), apple_silicon=False,
                        cuda=cuda if cuda is not None else facts.cuda if facts.nvidia else None,
                        gpus=gpus if gpus is not None else facts.gpus if facts.nvidia else ())  # fmt: skip
     amd: tuple[str, ...] = (agents or facts.amd_agents or (_PRETENDED,)) if gpu == "amd" else ()
-    return replace(facts, nvidia=False, cuda=None, gpus=(), amd_agents=amd,
+    return replace(facts, nvidia=False, cuda=None, gpus=(), amd_agents=amd, amd_unknown=(),
                    apple_silicon=gpu == "apple")  # fmt: skip
 
 
@@ -1900,10 +2093,12 @@ def _pretend_gpu(facts: Facts, gpu: str, cuda: str | None, gpus: tuple[Gpu, ...]
 @dataclass(frozen=True)
 class Selection:
     """The chosen cell. ``lock``: project-relative main lock path; ``layers``: the manifest
-    entry's layer objects (``name``, ``kind`` main|optional|no-deps|unhashed, ``lock``, …) in install
-    order; ``interpreter``: the arch the install's Python must have; ``axes``: the cell's extra
-    axis values; ``coverage``: the kernel-coverage decision, one line per GPU (or why it was not
-    checked); ``skipped``: the cells passed over and why; ``facts``: the raw facts."""
+    entry's layer objects (``name``, ``kind`` main|optional|no-deps|unhashed, ``lock``, …) to
+    install on this machine, in install order; ``skipped_layers``: the optional layers left out
+    because their wheels have no code for a GPU of the machine (``name``, ``kind``, ``lock``,
+    ``reason``); ``interpreter``: the arch the install's Python must have; ``axes``: the cell's
+    extra axis values; ``coverage``: the kernel-coverage decision, one line per GPU (or why it
+    was not checked); ``skipped``: the cells passed over and why; ``facts``: the raw facts."""
 
     cell: str
     os: str
@@ -1918,13 +2113,14 @@ class Selection:
     axes: dict[str, str] = field(default_factory=dict)
     coverage: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    skipped_layers: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: every field (``--json`` prints it)."""
         return {"cell": self.cell, "os": self.os, "arch": self.arch, "backend": self.backend,
                 "python": self.python, "axes": self.axes, "lock": self.lock, "layers": self.layers,
                 "interpreter": self.interpreter, "reasons": self.reasons, "coverage": self.coverage,
-                "skipped": self.skipped, "facts": self.facts}  # fmt: skip
+                "skipped": self.skipped, "skipped_layers": self.skipped_layers, "facts": self.facts}  # fmt: skip
 
 
 def manifest_rules(manifest: Mapping[str, Any]) -> DetectRules:
@@ -1987,6 +2183,7 @@ def select_cell(facts: Facts, manifest: Mapping[str, Any], python: str | None = 
     axes = dict(axes or {})
     if cell is not None:
         return _named_cell(facts, cells, cell, manifest_dir)
+    facts = _amd_used(facts, cells, rules)
     candidates = backend_candidates(facts, rules, allow_cpu)
     skipped: list[str] = []
     gaps_seen: list[str] = []
@@ -2004,27 +2201,42 @@ def select_cell(facts: Facts, manifest: Mapping[str, Any], python: str | None = 
             continue
         chosen = []
         for name, entry in found:
-            gaps, unknown, covered = _entry_coverage(candidate.facts, name, entry, rules)
-            if unknown:
-                raise Refused(f"cannot check that cell {name} has code for every GPU: {unknown[0]}",
-                              [*unknown[1:], "the compute capability was not reported (see the nvidia-smi notes); "
+            checked = _entry_coverage(candidate.facts, name, entry, rules)
+            if checked.unknown:
+                raise Refused(f"cannot check that cell {name} has code for every GPU: {checked.unknown[0]}",
+                              [*checked.unknown[1:], "the compute capability was not reported (see the nvidia-smi notes); "
                                "name the cell to install it anyway: select.py --cell NAME", *_notes(facts, "nvidia-smi:")])  # fmt: skip
-            if gaps:
-                gaps_seen += [f"cell {name}: {gap}" for gap in gaps]
-                skipped.append(f"cell {name}: no code for {gaps[0]}")
+            if checked.gaps:
+                gaps_seen += [f"cell {name}: {gap}" for gap in checked.gaps]
+                skipped.append(f"cell {name}: no code for {checked.gaps[0]}")
                 continue
-            chosen.append((name, entry, covered))
+            chosen.append((name, entry, checked))
         if len(chosen) > 1:
             raise InputError(_ambiguous([name for name, _, _ in chosen], cells, candidate.backend))
         if chosen:
-            name, entry, covered = chosen[0]
-            return _selection(facts, name, entry, [*candidate.reasons, why], covered, skipped, manifest_dir)
+            name, entry, checked = chosen[0]
+            return _selection(facts, name, entry, [*candidate.reasons, why], checked, skipped, manifest_dir)
     if gaps_seen:
         raise Refused(f"no cell the detect rules allow has code for every GPU of this machine: {gaps_seen[0]}",
                       [*gaps_seen[1:], *(line for line in skipped if ": no code for " not in line),
                        "a cell built for this GPU is needed (add its architecture to the build), or name a cell: "
                        "select.py --cell NAME"])  # fmt: skip
     raise first_error or NoCell("no cell")
+
+
+def _amd_used(facts: Facts, cells: Mapping[str, Mapping[str, Any]], rules: DetectRules) -> Facts:
+    """``facts`` without their AMD GPUs when the manifest has no cell of the ``amd`` backend for
+    this machine's (os, arch) (``amd`` names one backend for every OS; ROCm builds are often
+    Linux only): such a GPU has no build to use, so it neither picks a backend nor refuses (an
+    unknown gfx target, a missing driver); the no-GPU rule applies, and a note says why."""
+    amd_pci = [d for d in facts.pci or () if d.vendor == "amd"]
+    if rules.amd is None or not (facts.amd_agents or facts.amd_unknown or amd_pci):
+        return facts
+    if any((e["os"], e["arch"], e["backend"]) == (facts.os, facts.arch, rules.amd) for e in cells.values()):
+        return facts
+    note = f"AMD: the manifest has no {rules.amd} cell for {facts.os} {facts.arch}: the AMD GPU is not used"
+    pci = None if facts.pci is None else tuple(d for d in facts.pci if d.vendor != "amd")
+    return replace(facts, amd_agents=(), amd_unknown=(), pci=pci, notes=(*facts.notes, note))
 
 
 def _named_cell(facts: Facts, cells: Mapping[str, Mapping[str, Any]], cell: str, manifest_dir: str | None) -> Selection:
@@ -2037,7 +2249,7 @@ def _named_cell(facts: Facts, cells: Mapping[str, Mapping[str, Any]], cell: str,
         )
     _check_status(cell, entry)
     why = f"--cell {cell}: named by hand (the detect rules and the kernel coverage were not applied)"
-    return _selection(facts, cell, entry, [why], [], [], manifest_dir, checked=False)
+    return _selection(facts, cell, entry, [why], None, [], manifest_dir)
 
 
 def _find_cells(cells: Mapping[str, Mapping[str, Any]], candidate: Candidate, python: str | None,
@@ -2094,14 +2306,47 @@ def _ambiguous(names: Sequence[str], cells: Mapping[str, Mapping[str, Any]], bac
     return text
 
 
-def _entry_coverage(
-    facts: Facts, name: str, entry: Mapping[str, Any], rules: DetectRules
-) -> tuple[list[str], list[str], list[str]]:
+@dataclass(frozen=True)
+class _Checked:
+    """A cell's kernel coverage on this machine: ``gaps`` and ``unknown`` of the layers that must
+    install (main, no-deps) block the cell; ``covered`` says what runs where; ``skipped_layers``
+    are the optional layers without code for a GPU of the machine (installed without them);
+    ``unread``: wheels whose code was not read (lines); ``recorded``: the entry has a record."""
+
+    gaps: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    covered: list[str] = field(default_factory=list)
+    skipped_layers: list[dict[str, str]] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+    recorded: bool = False
+
+
+def _entry_coverage(facts: Facts, name: str, entry: Mapping[str, Any], rules: DetectRules) -> _Checked:
+    """The coverage of the entry's main layer and of each of its layers the record has (a layer
+    object whose name the record does not list is not checked)."""
     if entry.get("coverage") is None:
-        return [], [], []
+        return _Checked()
     coverage = Coverage.from_dict(entry["coverage"], f"cells.{name}.coverage")
     counted = replace(facts, amd_agents=tuple(a for a in facts.amd_agents if a != _PRETENDED))
-    return coverage_gaps(counted, coverage, rules)
+    gaps, unknown, covered = coverage_gaps(counted, coverage, rules)
+    checked = _Checked(gaps, unknown, covered, recorded=True,
+                       unread=[f"{n} {v} ({why})" for n, v, why in coverage.unread])  # fmt: skip
+    layers: list[Any] = entry["layers"] if isinstance(entry.get("layers"), list) else []
+    for layer in layers:
+        part = coverage.layer(str(layer.get("name"))) if isinstance(layer, Mapping) else None
+        if part is None:
+            continue
+        lacks, cannot, runs = coverage_gaps(counted, coverage, rules, part)
+        checked.unread.extend(f"{n} {v} ({why}) of the layer {part.name}" for n, v, why in part.unread)
+        if part.kind == "optional" and (lacks or cannot):
+            reason = (lacks or cannot)[0]
+            checked.skipped_layers.append({"name": part.name, "kind": part.kind, "lock": str(layer.get("lock")),
+                                           "reason": f"no code for {reason}" if lacks else reason})  # fmt: skip
+            continue
+        checked.gaps.extend(f"the {part.kind} layer {part.name}: {gap}" for gap in lacks)
+        checked.unknown.extend(f"the {part.kind} layer {part.name}: {line}" for line in cannot)
+        checked.covered.extend(f"{part.name}: {line}" for line in runs)
+    return checked
 
 
 def _check_status(name: str, entry: Mapping[str, Any]) -> None:
@@ -2116,8 +2361,8 @@ def _check_status(name: str, entry: Mapping[str, Any]) -> None:
         raise InputError(f"cells.{name}.status: {_show(status)} is not one of locked, alias, failed, skipped")
 
 
-def _selection(facts: Facts, name: str, entry: Mapping[str, Any], reasons: list[str], covered: list[str],
-               skipped: list[str], manifest_dir: str | None, checked: bool = True) -> Selection:  # fmt: skip
+def _selection(facts: Facts, name: str, entry: Mapping[str, Any], reasons: list[str], checked: _Checked | None,
+               skipped: list[str], manifest_dir: str | None) -> Selection:  # fmt: skip
     _check_status(name, entry)
     if not _PLAIN.fullmatch(name):
         raise InputError(f"cells.{name[:80]!r}: a cell name must be a plain name (letters, digits, '.', '_', '+', '-')")
@@ -2136,18 +2381,24 @@ def _selection(facts: Facts, name: str, entry: Mapping[str, Any], reasons: list[
         reasons.append(f"install with an {required} interpreter (this one is {facts.interpreter}){rosetta}")
     elif pinned:
         reasons.append(f"the install must use an {required} interpreter, as this one is")
-    if not checked:
+    skipped_layers: list[dict[str, str]] = []
+    if checked is None:
         coverage = ["not checked (--cell)"]
-    elif entry.get("coverage") is None:
+    elif not checked.recorded:
         coverage = ["not recorded in the manifest for this cell (no GPU wheels, or lockgen could not read them)"]
     else:
-        unread = Coverage.from_dict(entry["coverage"], f"cells.{name}.coverage").unread
-        coverage = covered or ["no GPU of this machine needs the wheels' code"]
-        coverage += [f"not read: {n} {v} ({why})" for n, v, why in unread]
+        coverage = checked.covered or ["no GPU of this machine needs the wheels' code"]
+        coverage += [f"not read: {line}" for line in checked.unread]
+        skipped_layers = checked.skipped_layers
+        dropped = {layer["name"] for layer in skipped_layers}
+        layers = [layer for layer in layers if layer["name"] not in dropped]
     reasons += [f"kernels: {line}" for line in coverage]
+    reasons += [f"layer not installed on this machine: {layer['name']} ({layer['kind']}): {layer['reason']}"
+                for layer in skipped_layers]  # fmt: skip
     return Selection(cell=name, os=facts.os, arch=facts.arch, backend=str(entry["backend"]), python=str(entry["python"]),
                      lock=lock, layers=layers, interpreter=required, reasons=reasons, facts=facts.to_dict(),
-                     axes=dict(entry.get("axes") or {}), coverage=coverage, skipped=skipped)  # fmt: skip
+                     axes=dict(entry.get("axes") or {}), coverage=coverage, skipped=skipped,
+                     skipped_layers=skipped_layers)  # fmt: skip
 
 
 def _lock_and_layers(name: str, entry: Mapping[str, Any], manifest_dir: str | None) -> tuple[str, list[dict[str, Any]]]:

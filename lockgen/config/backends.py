@@ -7,12 +7,12 @@ import dataclasses
 from typing import Any
 
 from lockgen.config.fields import NAME_PATTERN, Checks
-from lockgen.config.model import DEFAULT_BACKENDS, BackendFamily
+from lockgen.config.model import DEFAULT_BACKENDS, MINOR_POLICIES, BackendFamily
 from lockgen.select import DetectRules, RulesError
 
 __all__ = ["BackendChecks"]
 
-_BACKEND_KEYS = {"flavors", "packages", "versioned", "gpu", "builds"}
+_BACKEND_KEYS = {"flavors", "packages", "versioned", "gpu", "builds", "minor"}
 
 
 class BackendChecks(Checks):
@@ -38,7 +38,7 @@ class BackendChecks(Checks):
         for name, table in value.items():
             path = ("backends", name)
             if not isinstance(table, dict):
-                self.problem(path, "must be a table with flavors, packages, versioned, gpu and/or builds")
+                self.problem(path, "must be a table with flavors, packages, versioned, gpu, builds and/or minor")
                 continue
             self.unknown(table, _BACKEND_KEYS, path)
             changes: dict[str, Any] = {}
@@ -55,6 +55,14 @@ class BackendChecks(Checks):
                     changes["gpu"] = table["gpu"]
                 else:
                     self.problem((*path, "gpu"), "must be true or false")
+            if "minor" in table:  # lockgen.resolve.compat: how an extension's minor may differ
+                if table["minor"] in MINOR_POLICIES:
+                    changes["minor"] = table["minor"]
+                else:
+                    self.problem(
+                        (*path, "minor"),
+                        f"must be one of {', '.join(repr(m) for m in MINOR_POLICIES)} (docs/layers-labels-builds.md)",
+                    )
             if name in families:
                 families[name] = dataclasses.replace(families[name], **changes)
             elif not changes.get("flavors"):

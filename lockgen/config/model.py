@@ -23,7 +23,9 @@ __all__ = [
     "DEFAULT_MACOS",
     "DEFAULT_MANYLINUX",
     "DEFAULT_OSV",
+    "EXTENDABLE",
     "MANYLINUX_LEVELS",
+    "MINOR_POLICIES",
     "OSES",
     "PRERELEASE_MODES",
     "RESERVED_NAMES",
@@ -92,27 +94,43 @@ class Settings:
     prerelease_package: Mapping[str, str] = field(
         default_factory=dict
     )  # canonical name -> mode (uv --prerelease-package)
+    #: canonical name -> "false" (no cutoff for it) or its own RFC 3339 cutoff (uv --exclude-newer-package)
+    exclude_newer_package: Mapping[str, str] = field(default_factory=dict)
+    #: field name -> items a table adds to the list it inherits (``extend-use``, ``extend-allow-build``, …)
+    extend: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def merged(self, later: Settings) -> Settings:
         """Return these settings with ``later``'s set values on top.
 
-        Scalars are replaced; ``vars``, ``pins``, ``find-links``, ``allow-mix`` and
-        ``prerelease-package`` are merged key by key (a later key wins, an empty list removes a
-        find-links entry).
+        Scalars and lists are replaced; ``vars``, ``pins``, ``find-links``, ``allow-mix``,
+        ``prerelease-package`` and ``exclude-newer-package`` are merged key by key (a later key
+        wins, an empty list removes a find-links entry). A list ``later`` extends
+        (``extend-use = [...]``, as ruff's ``extend-select``: :data:`EXTENDABLE`) gets those
+        items after the list it has so far (issue 17: rules that restated a whole ``use`` list to
+        add one source).
         """
         values: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             mine, theirs = getattr(self, f.name), getattr(later, f.name)
+            if f.name == "extend":
+                continue
             if f.name in _KEYED:
                 combined = {**mine, **theirs}
                 values[f.name] = {k: v for k, v in combined.items() if v != ()}
             else:
                 values[f.name] = theirs if theirs is not None else mine
+            if f.name in later.extend:
+                values[f.name] = tuple(dict.fromkeys((*(values[f.name] or ()), *later.extend[f.name])))
         return Settings(**values)
 
 
 #: Settings merged key by key (see :meth:`Settings.merged`).
-_KEYED = ("vars", "find_links", "pins", "allow_mix", "prerelease_package")
+_KEYED = ("vars", "find_links", "pins", "allow_mix", "prerelease_package", "exclude_newer_package")
+#: List settings a table may add to with ``extend-<key>``: key as written -> field.
+EXTENDABLE = {
+    "use": "sources", "optional": "optional", "no-deps": "no_deps", "allow-build": "allow_build",
+    "pinned": "pinned", "replace": "replace",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,6 +196,12 @@ class BackendFamily:
     versioned: tuple[str, ...] = ()  # names whose version's major is the family's: "nvidia-cuda-runtime"
     gpu: bool = False  # a cell of this family must lock a GPU build of each of `builds`
     builds: tuple[str, ...] = ("torch",)  # framework packages built per backend (extensions name them)
+    #: how an extension's minor version may differ from the cell's (MINOR_POLICIES; lockgen.resolve.compat)
+    minor: str = "exact"
+
+
+#: How an extension's backend minor version may differ from its cell's (lockgen.resolve.compat).
+MINOR_POLICIES = ("any", "older", "exact")
 
 
 _NVIDIA_LIBS = (
@@ -199,6 +223,7 @@ DEFAULT_BACKENDS: tuple[BackendFamily, ...] = (
             "nvidia-nvjitlink", "nvidia-nvtx", "cuda-toolkit", "cuda-bindings", "cuda-python",
         ),
         gpu=True,
+        minor="any",  # NVIDIA's minor version compatibility (lockgen.resolve.compat)
     ),
     BackendFamily(name="rocm", flavors=("rocm{version}",), packages=("pytorch-triton-rocm", "rocm", "rocm-*"), gpu=True),
     BackendFamily(name="cpu", flavors=("cpu",)),

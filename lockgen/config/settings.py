@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgen.config.fields import NAME_PATTERN, VAR_NAME, Checks, KeyPath
-from lockgen.config.model import ARCHES, MANYLINUX_LEVELS, PRERELEASE_MODES, RESERVED_NAMES, Settings
+from lockgen.config.model import ARCHES, EXTENDABLE, MANYLINUX_LEVELS, PRERELEASE_MODES, RESERVED_NAMES, Settings
 
 __all__ = ["SETTING_KEYS", "SettingsChecks"]
 
@@ -24,6 +24,7 @@ SETTING_KEYS = {
     "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
     "manylinux", "macos", "skip", "exclude-newer", "pins", "use", "flavor", "pinned",
     "optional", "no-deps", "allow-build", "alias", "interpreter", "allow-mix", "replace", "prerelease", "prerelease-package",
+    "exclude-newer-package", *(f"extend-{key}" for key in EXTENDABLE),
 }  # fmt: skip
 
 
@@ -73,6 +74,18 @@ class SettingsChecks(Checks):
         if "replace" in table:
             values["replace"] = self.package_names(table["replace"], (*path, "replace"))
         values.update(self.prerelease(table, path))
+        if "exclude-newer-package" in table:
+            values["exclude_newer_package"] = self.exclude_newer_package(
+                table["exclude-newer-package"], (*path, "exclude-newer-package")
+            )
+        extend = {}
+        for key, name in EXTENDABLE.items():
+            if f"extend-{key}" in table:
+                where = (*path, f"extend-{key}")
+                raw = table[f"extend-{key}"]
+                extend[name] = self.package_names(raw, where) if key == "replace" else self.strings(raw, where)
+        if extend:
+            values["extend"] = extend
         if values.get("interpreter") is not None and values["interpreter"] not in ARCHES:
             self.problem(
                 (*path, "interpreter"), f"unknown arch {values['interpreter']!r}; use one of {', '.join(ARCHES)}"
@@ -90,6 +103,31 @@ class SettingsChecks(Checks):
             except InvalidName:
                 self.problem((*path, index), f"{name!r} is not a package name")
         return tuple(names)
+
+    def exclude_newer_package(self, value: Any, path: KeyPath) -> dict[str, str]:
+        """``exclude-newer-package``: package -> ``false`` (the ``exclude-newer`` cutoff does not
+        apply to it) or a date or timestamp of its own (uv ``--exclude-newer-package``)."""
+        from packaging.utils import InvalidName, canonicalize_name
+
+        if not isinstance(value, dict):
+            self.problem(path, 'must be a table of package = false or "2026-01-01T00:00:00Z"')
+            return {}
+        result = {}
+        for name, cutoff in value.items():
+            try:
+                key = canonicalize_name(name, validate=True)
+            except InvalidName:
+                self.problem((*path, name), "not a valid package name")
+                continue
+            if cutoff is False:
+                result[key] = "false"
+            elif cutoff is True:
+                self.problem((*path, name), "use false (no cutoff for it) or a date or timestamp of its own")
+            else:
+                stamp = self.timestamp(cutoff, (*path, name))
+                if stamp is not None:
+                    result[key] = stamp
+        return dict(sorted(result.items()))
 
     def allow_mix(self, value: Any, path: tuple[str | int, ...]) -> dict[str, str]:
         """``allow-mix``: package (glob) -> why this cell's backend mix is intended (C27)."""

@@ -175,7 +175,7 @@ def installed_problems(
             problems.append(f"{name} is not installed ({layer} locks {name}{'==' + version if version else ''})")
         elif len(have) > 1:
             problems.append(f"{name} is installed more than once ({', '.join(have)})")
-        elif version is not None and not _same(have[0], version):
+        elif version is not None and not _same(have[0], version, url=expected[name][1].url is not None):
             problems.append(f"{name} {have[0]} is installed; {layer} locks {name}=={version}")
     problems += [
         f"{name} {', '.join(versions)} is installed but no layer of the cell lists it"
@@ -184,8 +184,12 @@ def installed_problems(
     return problems
 
 
-def _same(have: str, want: str) -> bool:
+def _same(have: str, want: str, url: bool = False) -> bool:
+    """Whether installed ``have`` is the locked ``want``. A direct URL's wheel may have a local
+    label only in its file name, its metadata the bare version (flash-attn's release-page builds,
+    ``flash_attn-2.8.3+cu130torch2.13-…whl`` installs as 2.8.3; issue 16): that is the same."""
     try:
-        return Version(have) == Version(want)
+        installed, locked = Version(have), Version(want)
     except InvalidVersion:
         return have == want
+    return installed == locked or (url and installed.local is None and installed == Version(locked.public))

@@ -50,17 +50,21 @@ def choose(
     cpu: bool,
     present: tuple[Path, Interpreter] | None = None,
     axes: Mapping[str, str] | None = None,
-) -> tuple[CellEntry, list[str]]:
-    """``(manifest entry, lines to say)`` of the cell to install: ``cell``, or the one the
-    selector picks for this machine (``detect``). The selector's Python is ``python``, else the
-    interpreter of the existing venv (``present``: its path and interpreter), else its own rule.
+) -> tuple[CellEntry, list[str], dict[str, str]]:
+    """``(manifest entry, lines to say, layers to leave out)`` of the cell to install: ``cell``,
+    or the one the selector picks for this machine (``detect``). The layers left out (name ->
+    why) are the optional layers whose GPU wheels have no code for a GPU of this machine
+    (docs/select.md): only with ``detect``; a named cell installs every layer. The selector's
+    Python is ``python``, else the interpreter of the existing venv (``present``: its path and
+    interpreter), else its own rule.
     ``axes``: extra-axis values for the selector (``--axis``). Raises :class:`UsageError` for a
     bad request and :class:`InstallRefused` for a cell that cannot be installed (refused by the
     rules, failed, skipped, missing)."""
     if cell and detect:
         raise UsageError("give a CELL or --detect, not both")
+    left_out: dict[str, str] = {}
     if detect:
-        name, said = _detect(manifest, python, cpu, present, axes or {})
+        name, said, left_out = _detect(manifest, python, cpu, present, axes or {})
     elif cell:
         if cell not in manifest.cells:
             raise UsageError(
@@ -76,7 +80,7 @@ def choose(
         raise InstallRefused(f"cell {name} is for Python {entry.python}, not {python}")
     if not entry.installable:
         raise InstallRefused(f"cell {name} is {entry.status}: {entry.reason or 'it has no lock'}")
-    return entry, said
+    return entry, said, left_out
 
 
 def _detect(
@@ -85,7 +89,7 @@ def _detect(
     cpu: bool,
     present: tuple[Path, Interpreter] | None,
     axes: Mapping[str, str],
-) -> tuple[str, list[str]]:
+) -> tuple[str, list[str], dict[str, str]]:
     """The selector's choice on this machine; an existing venv's interpreter stands in for the
     running one (its Python minor and its arch)."""
     facts = select.gather()
@@ -103,7 +107,8 @@ def _detect(
     if present is not None and not python:
         mine = f"Python {wanted} (--python)"
         reasons = [f"Python {wanted}: the interpreter of the venv {present[0]}" if r == mine else r for r in reasons]
-    return selection.cell, [f"cell {selection.cell} (detected):" + "".join(f"\n  {r}" for r in reasons)]
+    said = [f"cell {selection.cell} (detected):" + "".join(f"\n  {r}" for r in reasons)]
+    return selection.cell, said, {layer["name"]: layer["reason"] for layer in selection.skipped_layers}
 
 
 def load_layers(root: Path, locks: str, entry: CellEntry, where: str = "locks/manifest.json") -> list[Layer]:

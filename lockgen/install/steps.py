@@ -153,7 +153,7 @@ class _Run:
                 f"back, and {self.venv.path} may be half-installed: run `lockgen install` again"
             )
         if done.returncode != 0:
-            self.warn(f"{self.shown(argv)} failed (exit {done.returncode}):\n{done.tail()}")
+            self.warn(f"{self.shown(argv)} failed (exit {done.returncode}):\n{done.cause()}")
         return done.returncode == 0
 
     def uninstall(self, names: Sequence[str]) -> bool:
@@ -217,14 +217,21 @@ def _install(
     venv = Venv(venv_path.absolute())
     _refuse_venv(venv)
     present = venv.inspect(root) if venv.exists() else None
-    entry, said = choose(
+    entry, said, left_out = choose(
         manifest, options.cell, options.detect, python, options.cpu,
         (venv.path, present) if present is not None else None, dict(options.axes),
     )  # fmt: skip
     for line in said:
         say(line)
     layers = load_layers(root, locks, entry)
+    for layer in [layer for layer in layers if layer.name in left_out and layer.kind is LayerKind.OPTIONAL]:
+        warn(f"{layer.name}: not installed on this machine, its kernels do not run here "
+             f"({left_out[layer.name]}); an optional layer: the install goes on without it")  # fmt: skip
+    layers = [layer for layer in layers if layer.name not in left_out or layer.kind is not LayerKind.OPTIONAL]
     refuse_host(entry, select.gather(probe_gpus=False))
+    main_lock = next((layer.lock for layer in layers if layer.kind is LayerKind.MAIN), None)
+    for gap in main_lock.header.unavailable if main_lock is not None else ():  # before anything runs (issue 17)
+        say(f"not available for {entry.name}: optional {gap.requirement} ({gap.reason})")
     mirrors = mirrors_of()
     job = _Run(root, locks, entry, layers, venv, options, mirrors, say, warn, given=given)
     interpreter = _interpreter(job, present)  # found before anything is written

@@ -140,6 +140,25 @@ class Done:
         kept = [line.rstrip() for line in self.output.splitlines() if line.strip()]
         return "\n".join(kept[-lines:])
 
+    def cause(self, limit: int = 80) -> str:
+        """What a failure is explained by: the output from its first error line on (pip's
+        ``ERROR:`` or ``error:``, its ``×`` block of a failed build with the build's own output,
+        uv's ``error:``), at most ``limit`` lines (then its last ones); the :meth:`tail` when no
+        line says error. A build's cause sits far above the output's last lines (issue 17: the
+        message showed only the tail of it)."""
+        kept = [line.rstrip() for line in self.output.splitlines() if line.strip()]
+        first = next((i for i, line in enumerate(kept) if line.lstrip().startswith(_ERROR_STARTS)), None)
+        if first is None:
+            return self.tail()
+        block = kept[first:]
+        if len(block) > limit:
+            block = [*block[: limit // 2], f"… ({len(block) - limit} lines)", *block[-(limit // 2) :]]
+        return "\n".join(block)
+
+
+#: How an error starts in pip's and uv's output (pip's failed-build block starts with ``×``).
+_ERROR_STARTS = ("ERROR:", "error:", "× ")
+
 
 def run(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> Done:
     """Run ``argv`` (no shell) in ``cwd`` with exactly ``env``; stdin closed, output captured
@@ -413,7 +432,7 @@ class Venv:
             return [sys.executable, ISOLATED, "-m", "pip", "--python", str(self.python), *options]
         done = run([str(self.python), ISOLATED, "-m", "ensurepip", "--default-pip"], base_env(os.environ), self.path)
         if done.returncode != 0:
-            raise InstallRefused(f"{self.path}: no pip in it and ensurepip failed: {done.tail(3)}")
+            raise InstallRefused(f"{self.path}: no pip in it and ensurepip failed:\n{done.cause()}")
         return own
 
 

@@ -113,9 +113,13 @@ class Parser:
             if not stripped or line.startswith("#"):
                 continue  # a comment outside an entry (uv writes none; a hand edit may)
             if not line.startswith(" "):
+                found = self.requirement(line.removesuffix("\\").strip(), number)
+                if current is not None and _same_package(current, found):  # one line per set of extras
+                    current["extras"] = tuple(sorted({*current["extras"], *found["extras"]}))
+                    continue
                 if current is not None:
                     yield _entry(current)
-                current = self.requirement(line.removesuffix("\\").strip(), number)
+                current = found
             elif current is None:
                 raise self.fail(number, "an indented line before any requirement")
             elif stripped.startswith("--hash="):
@@ -196,5 +200,20 @@ def _direct(text: str) -> tuple[str, str]:
     return url, base
 
 
+def _same_package(current: dict[str, Any], found: dict[str, Any]) -> bool:
+    """Whether requirement line ``found`` is another line of the registry package ``current``
+    (``fsspec==1.0`` then ``fsspec[http]==1.0``: :meth:`Entry.extra_sets`)."""
+    return (
+        found["name"] == current["name"]
+        and found.get("version") is not None
+        and found.get("version") == current.get("version")
+        and found["url"] is None
+        and current["url"] is None
+        and not found["editable"]
+        and not current["editable"]
+    )
+
+
 def _entry(data: dict[str, Any]) -> Entry:
-    return Entry(**{**data, "hashes": tuple(data["hashes"]), "via": tuple(data["via"])})
+    hashes = tuple(dict.fromkeys(data["hashes"]))  # each line of an entry lists the same hashes
+    return Entry(**{**data, "hashes": hashes, "via": tuple(data["via"])})

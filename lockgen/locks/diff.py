@@ -197,7 +197,8 @@ class _Cell:
             self.add(None, Kind.CELL_REMOVED, "", status.short() if status else "")
         elif after is not None and MAIN not in broken:
             status = self.old.statuses.get(self.name)
-            self.add(None, Kind.CELL_ADDED, status.short() if status else "", "")
+            # the old status only: a reason the cell no longer has is not repeated (issue 17)
+            self.add(None, Kind.CELL_ADDED, status.status if status else "", "")
         return self.out
 
     def unreadable(self) -> set[str]:

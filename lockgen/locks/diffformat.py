@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from lockgen.locks.diff import Group, Kind
 from lockgen.locks.lockset import MAIN
-from lockgen.runtime.words import counted
+from lockgen.runtime.words import counted, cut
 
 __all__ = ["COMMENT_LIMIT", "headline", "render_json", "render_markdown", "render_text", "summary", "text_lines"]
 
@@ -51,8 +51,8 @@ def describe(g: Group) -> str:
         Kind.CELL_REMOVED: "cell removed" + (f" (now {new})" if new else ""),
         Kind.LAYER_ADDED: f"layer {g.layer} ({new}) added",
         Kind.LAYER_REMOVED: f"layer {g.layer} ({old}) removed",
-        Kind.UNAVAILABLE: (f"{old} " if old else "") + f"now unavailable (optional layer {g.layer}): {new}",
-        Kind.AVAILABLE: f"{new} available again (optional layer {g.layer}; was: {old})",
+        Kind.UNAVAILABLE: (f"{old} " if old else "") + f"now unavailable (optional layer {g.layer}): {cut(new, 300)}",
+        Kind.AVAILABLE: f"{new} available again (optional layer {g.layer}; was: {cut(old, 80)})",
         Kind.PUBLISHER: f"publisher {old} {ARROW} {new}" if new else f"publisher {old} is gone (no attestation now)",
         Kind.UNREADABLE: f"cannot read the {_file(g.layer)}: {new}"
         if new

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import combinations
 
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
-__all__ = ["ARCHIVES", "Entry", "is_local"]
+__all__ = ["ARCHIVES", "EVERY_SUBSET", "Entry", "is_local"]
 
 #: File names of local archives (a path line that is not a project folder).
 ARCHIVES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")
+#: Up to this many extras, a package's lines name every set of them (see :meth:`Entry.extra_sets`).
+EVERY_SUBSET = 3
 
 
 def is_local(url: str) -> bool:
@@ -51,6 +54,26 @@ class Entry:
         """The requirement as the lock writes it: ``cov[toml]==7.3.1`` (extras kept: pip 23.2
         refuses a hashed lock whose extras were dropped, C19), ``pkg @ URL``,
         ``-e file:./sub#egg=pkg`` (see the module docstring)."""
+        return self._requirement(self.extras)
+
+    def extra_sets(self) -> tuple[tuple[str, ...], ...]:
+        """The sets of extras the lock writes a line for, each with the same hashes: the plain
+        name, every set of the extras (up to :data:`EVERY_SUBSET` of them; beyond, the plain name
+        and all of them): ``fsspec==2025.3.0`` and ``fsspec[http]==2025.3.0``.
+
+        pip 23.2 (what a fresh Python 3.11 or 3.12 venv ships) keys a requirement by its name and
+        extras: a package one dependency asks for plainly (``fsspec>=2023``) and another with an
+        extra (``fsspec[http]>=2023``) must have a pinned line for both, or pip takes the newest
+        version from the index for the one it lacks and stops (``must have their versions pinned
+        with ==``, pypa/pip#9644, #9286; C19 is the one-extra case). uv reads the lines as one
+        package. A registry package only: a direct reference is pinned by its URL."""
+        if not self.extras or self.url is not None or self.editable:
+            return (self.extras,)
+        if len(self.extras) > EVERY_SUBSET:
+            return ((), self.extras)
+        return tuple(s for n in range(len(self.extras) + 1) for s in combinations(self.extras, n))
+
+    def _requirement(self, extras: tuple[str, ...]) -> str:
         if self.url is not None and is_local(self.url):
             if self.url.endswith(ARCHIVES):
                 return self.url
@@ -58,10 +81,10 @@ class Entry:
             return f"-e {line}" if self.editable else line
         if self.editable:
             return f"-e {self.url}"
-        extras = f"[{','.join(self.extras)}]" if self.extras else ""
+        written = f"[{','.join(extras)}]" if extras else ""
         if self.url:
-            return f"{self.name}{extras} @ {self.url}"
-        return f"{self.name}{extras}=={self.version}"
+            return f"{self.name}{written} @ {self.url}"
+        return f"{self.name}{written}=={self.version}"
 
     @property
     def label(self) -> str | None:
@@ -69,10 +92,13 @@ class Entry:
         return self.version.local if self.version is not None else None
 
     def lines(self) -> Iterator[str]:
+        """The entry's lines: one requirement per :meth:`extra_sets`, each with every hash, then
+        the ``# via`` annotation."""
         hashes = [f"    --hash={h}" for h in self.hashes]
-        yield self.requirement + (" \\" if hashes else "")
-        yield from (h + " \\" for h in hashes[:-1])
-        yield from hashes[-1:]
+        for extras in self.extra_sets():
+            yield self._requirement(extras) + (" \\" if hashes else "")
+            yield from (h + " \\" for h in hashes[:-1])
+            yield from hashes[-1:]
         if len(self.via) == 1:
             yield f"    # via {self.via[0]}"
         elif self.via:

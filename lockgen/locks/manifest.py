@@ -1,4 +1,4 @@
-"""``locks/manifest.json``: the installer contract (format 3, ``docs/manifest.md``,
+"""``locks/manifest.json``: the installer contract (format 4, ``docs/manifest.md``,
 ``docs/manifest.schema.json``).
 
 It is a pure function of the matrix, the detect rules, the lock files on disk and the failures of
@@ -23,11 +23,12 @@ from lockgen.runtime.errors import LockFormatError
 from lockgen.locks.lock import LayerKind, Lock, decode, text_sha256
 
 __all__ = [
-    "MANIFEST_FORMAT", "Row", "build", "dumps", "failures", "flags", "manifest_path", "read", "recorded_coverage",
+    "MANIFEST_FORMAT", "Row", "build", "coverage_current", "coverage_incomplete", "dumps", "failures", "flags",
+    "manifest_path", "read", "recorded_coverage",
 ]  # fmt: skip
 
 #: Version of the manifest layout (the installer contract); installers refuse a newer major.
-MANIFEST_FORMAT = 3
+MANIFEST_FORMAT = 4
 MANIFEST_NAME = "manifest.json"
 
 
@@ -265,6 +266,27 @@ def recorded_coverage(text: str | None) -> dict[str, Any]:
         return {name: e["coverage"] for name, e in cells.items() if e.get("status") == "locked" and "coverage" in e}
     except (ValueError, AttributeError, TypeError, KeyError):
         return {}
+
+
+def coverage_current(record: Any) -> bool:
+    """Whether a cell's recorded ``coverage`` has this lockgen's shape (format 4: ``runtimes``,
+    ``layers``, each wheel's ``linked``); an older one is read again by ``lockgen all``."""
+    if not isinstance(record, Mapping) or not isinstance(record.get("runtimes"), list):
+        return False
+    layers = record.get("layers")
+    parts: list[Any] = [record, *(layers if isinstance(layers, list) else [None])]
+    return all(
+        isinstance(part, Mapping) and all(isinstance(w, Mapping) and "linked" in w for w in part.get("wheels", []))
+        for part in parts
+    )
+
+
+def coverage_incomplete(record: Any) -> bool:
+    """Whether a recorded ``coverage`` has wheels whose code was not read (main's or a layer's),
+    or is not :func:`coverage_current`: the next ``lockgen all`` reads them (not a no-op)."""
+    if not coverage_current(record):
+        return True
+    return bool(record.get("unread")) or any(part.get("unread") for part in record["layers"])
 
 
 def recorded_pylocks(text: str | None) -> dict[str, str]:

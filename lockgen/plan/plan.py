@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from packaging.utils import NormalizedName, canonicalize_name
 
 from lockgen.config import WORK, Config
-from lockgen.config.model import BackendFamily
+from lockgen.config.model import DEFAULT_BACKENDS, BackendFamily
 from lockgen.plan import reqline
 from lockgen.plan.content import Digests
 from lockgen.plan.matrix import Cell
@@ -39,7 +39,7 @@ from lockgen.plan.sources import (
     requirement_lines,
 )
 from lockgen.plan.target import Target
-from lockgen.runtime.errors import ConfigError, TemplateError
+from lockgen.runtime.errors import ConfigError, Problem, TemplateError
 
 if TYPE_CHECKING:
     import jinja2
@@ -108,6 +108,11 @@ class Plan:
     def prerelease_package(self) -> Mapping[str, str]:
         """uv ``--prerelease-package``: canonical name -> mode."""
         return self.cell.settings.prerelease_package
+
+    @property
+    def exclude_newer_package(self) -> Mapping[str, str]:
+        """uv ``--exclude-newer-package``: canonical name -> ``false`` or its own cutoff."""
+        return self.cell.settings.exclude_newer_package
 
     @property
     def find_links(self) -> tuple[str, ...]:
@@ -188,7 +193,7 @@ class Plan:
             "no_deps": list(self.no_deps),
             "allow_build": sorted(self.allow_build),
             "local_files": dict(self.local_files),
-            "backends": [dataclasses.asdict(f) for f in self.backends],
+            "backends": [_family_data(f) for f in self.backends],
             "allow_mix": dict(self.cell.settings.allow_mix),
         }
         if self.replace:  # only when set, so that adding the setting left every other hash as it was
@@ -198,6 +203,8 @@ class Plan:
             data["prerelease"] = {"mode": self.prerelease, "packages": dict(sorted(self.prerelease_package.items()))}
         if self.local_projects:
             data["local_projects"] = dict(self.local_projects)
+        if self.exclude_newer_package:  # issue 17, only when set
+            data["exclude_newer_package"] = dict(sorted(self.exclude_newer_package.items()))
         for role, (template, text) in sorted(self.rendered.files.items()):
             data[role] = {"template": template, "text": text}
         return data
@@ -252,7 +259,18 @@ PART_NAMES = {
     "allow_build": "allow-build", "local_files": "the content of a local wheel folder",
     "backends": "backends (the backend invariants)", "allow_mix": "allow-mix", "replace": "replace",
     "prerelease": "prerelease, prerelease-package", "local_projects": "the metadata files of a local project requirement (their content)",
+    "exclude_newer_package": "exclude-newer-package",
 }  # fmt: skip
+
+
+def _family_data(family: BackendFamily) -> dict[str, object]:
+    """A backend family as input data; its ``minor`` policy only when not the built-in default
+    (added by issue 17: every other lock keeps its hash)."""
+    data = dataclasses.asdict(family)
+    builtin = next((f.minor for f in DEFAULT_BACKENDS if f.name == family.name), BackendFamily.minor)
+    if data["minor"] == builtin:
+        del data["minor"]
+    return data
 
 
 def _digest(value: object) -> str:
@@ -381,6 +399,22 @@ def local_projects(
     return dict(sorted(result.items())), dict(sorted(files.items()))
 
 
+def _check_optional(config: Config, cell: Cell, entries: Iterable[str]) -> None:
+    """Refuse, when the config is read, an optional entry a hashed layer cannot lock (a VCS URL,
+    a project folder: :mod:`lockgen.plan.direct`), naming it, its setting and the cell."""
+    from lockgen.plan.direct import EntryRefused, read_optional
+
+    problems = []
+    for entry in entries:
+        try:
+            read_optional(entry)
+        except EntryRefused as exc:
+            key = config.setting_key(cell.values, "optional", "optional")
+            problems.append(Problem(key=key, cells=(cell.name,), message=f"optional entry {entry!r} is {exc}"))
+    if problems:
+        raise ConfigError(config.source, problems)
+
+
 def project_files(folder: Path) -> list[str]:
     """The files of a local project (relative to it, sorted) its metadata may come from: the
     :data:`PROJECT_FILES` it has, the files its ``[tool.uv] cache-keys`` name (uv rebuilds a
@@ -446,6 +480,7 @@ def make_plan(
         rendered = Rendered(files=files)
     context = variables(config, cell, target)
     optional = render_strings(env, cell.settings.optional or (), context, cell, "optional")
+    _check_optional(config, cell, optional)
     requirements = rendered.files.get("requirements", ("", ""))
     projects, project_inputs = local_projects(
         config.root, local_requirements(requirements[1]), f"{config.templates}/{requirements[0]}", cell, digests

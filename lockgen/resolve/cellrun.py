@@ -1,10 +1,11 @@
-"""What every step of one cell's resolution shares: a :class:`CellRun`, and the run's learned builds.
+"""What every step of one cell's resolution shares: a :class:`CellRun`, and the builds the cell learned.
 
 A :class:`CellRun` is the context of :mod:`lockgen.resolve.pipeline`: the project root, the
-cell's plan, uv's options, the mirrors, the runner (the seam for tests: a recorded uv), and what
-the run shares between cells (the builds it learned, the probe's findings, the hashes it
-verified, the versions each cell locked before). Its helpers read and write the cell's work files
-and make its lock headers; it runs nothing itself.
+cell's plan, uv's options, the mirrors, the runner (the seam for tests: a recorded uv), the
+builds this cell learned (its own: what one cell learns never changes another's lock, issue 17)
+and what the run shares between cells, none of which changes what a cell resolves to (the
+probe's findings, the hashes it verified, the versions each cell locked before). Its helpers
+read and write the cell's work files and make its lock headers; it runs nothing itself.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ __all__ = ["Builds", "CellRun", "committed", "install_links"]
 @dataclass
 class Builds:
     """The ``allow-build`` packages that must be built from source because no version they may
-    have offers a wheel for the target; learned once, shared by the cells of a run. Every other
-    package is locked from wheels only (``--only-binary :all:``): uv prefers an older version
-    with a wheel to a newer sdist-only one (CASES C26)."""
+    have offers a wheel for the target; learned by one cell, for that cell only (issue 17). Every
+    other package is locked from wheels only (``--only-binary :all:``): uv prefers an older
+    version with a wheel to a newer sdist-only one (CASES C26)."""
 
     _names: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -137,12 +138,13 @@ def install_links(plan: Plan, links: Iterable[str], packages: Iterable[Package])
     return tuple(dict.fromkeys([*links, *index_pages(plan.sources, [p.name for p in packages])]))
 
 
-def committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[str, str]], Builds]:
+def committed(root: Path, plans: Sequence[Plan]) -> dict[str, dict[str, str]]:
     """Each cell's committed ``pylock.toml``, read once: ``{cell: {name: version}}`` (uv's
-    preferences, the pages to prefetch) and the ``allow-build`` packages locked from an sdist.
-    Only these small tables are kept (memory flat in cells)."""
+    preferences, the pages to prefetch). Only these small tables are kept (memory flat in
+    cells). What a committed lock was built from is not carried into the run: each cell learns
+    its own builds (issue 17: a build learned in one cell or an earlier run made another cell
+    lock an sdist, so a full, a forced and a lone run differed)."""
     locked: dict[str, dict[str, str]] = {}
-    builds = Builds()
     for plan in plans:
         path = root / pylockfile.pylock_path(plan.lock)
         try:
@@ -150,5 +152,4 @@ def committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[str, st
         except (OSError, LockgenError):
             continue
         locked[plan.cell.name] = {sys.intern(p.name): sys.intern(str(p.version)) for p in pylock.packages if p.version}
-        builds.add(Builds.from_pylocks([plan], {plan.cell.name: pylock}).names)
-    return locked, builds
+    return locked

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from packaging.pylock import Package, PackageArchive, PackageDirectory, Pylock
 from packaging.utils import NormalizedName
+from packaging.version import Version
 
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry, is_local, parse_entries
@@ -84,7 +85,7 @@ def resolved(run: CellRun, asked: Request, inputs: Inputs, pylock: Pylock, text:
     via = _via_names(run, inputs, asked.pins)
     fixed = []
     for entry in entries:
-        if entry.name in versions and entry.version is not None and entry.version != versions[entry.name]:
+        if entry.name in versions and entry.version is not None and not _same_build(entry, versions[entry.name]):
             raise CellFailed(
                 f"cell {plan.cell.name}: uv described {entry.name} {entry.version}, not {versions[entry.name]}"
             )
@@ -92,6 +93,22 @@ def resolved(run: CellRun, asked: Request, inputs: Inputs, pylock: Pylock, text:
         index = identity.project_path(entry.index, run.root) if entry.index else None
         fixed.append(replace(entry, hashes=tuple(hashes.get(entry.name, ())), via=notes, index=index))
     return Resolved(pylock=pylock, entries=tuple(sorted(fixed, key=lambda e: e.name)))
+
+
+def _same_build(entry: Entry, locked: Version | None) -> bool:
+    """Whether ``entry`` (uv's requirements line) is the version the pylock data ``locked``. A
+    direct URL's version is its file name's, which may carry a local label its metadata lacks
+    (flash-attn's release-page wheels: ``flash_attn-2.8.3+cu130torch2.13-…whl``, metadata 2.8.3;
+    issue 16): the same build."""
+    if entry.version == locked:
+        return True
+    return (
+        entry.url is not None
+        and locked is not None
+        and locked.local is None
+        and entry.version is not None
+        and Version(entry.version.public) == locked
+    )
 
 
 def _direct_entries(run: CellRun, entries: Iterable[Entry], pylock: Pylock) -> list[Entry]:

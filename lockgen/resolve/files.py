@@ -50,10 +50,12 @@ def cell_files(
     mode: str,
     warned: tuple[str, ...],
     prefer: bool,
+    notes: tuple[str, ...] = (),
 ) -> CellFiles:
     """The cell's files from its main resolution ``main`` (``checked``: its hash check), its
     layers ``built``, how the main resolution ran (``mode``, uv's ``warned`` lines) and whether
-    it preferred the old lock's versions (``prefer``)."""
+    it preferred the old lock's versions (``prefer``); ``notes``: more lines for the summary
+    (the backend checks' warnings)."""
     plan = run.plan
     pylock = main.pylock
     text = pylockfile.dumps(pylockfile.for_target(replace(pylock, created_by="lockgen"), plan.target))
@@ -76,8 +78,9 @@ def cell_files(
         ),
         entries=tuple(e for e in main.entries if not e.unhashed),
     )
-    notes = [f"unavailable: {', '.join(u.requirement for u in built.unavailable)}"] if built.unavailable else []
-    notes += [f"uv: {w}" for w in warned]
+    said = [f"unavailable: {', '.join(u.requirement for u in built.unavailable)}"] if built.unavailable else []
+    said += [f"uv: {w}" for w in warned]
+    said += notes
     if not prefer:
-        notes.append("the lock had been edited by hand: re-resolved without preferring its pins")
-    return CellFiles(main=lock, pylock=text, layers=tuple(built.locks), notes=tuple(notes), mode=mode)
+        said.append("the lock had been edited by hand: re-resolved without preferring its pins")
+    return CellFiles(main=lock, pylock=text, layers=tuple(built.locks), notes=tuple(said), mode=mode)

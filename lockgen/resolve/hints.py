@@ -13,8 +13,9 @@ in, text out (blame reads the templates).
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
@@ -25,8 +26,33 @@ from lockgen.resolve import blame, fetch, uvout
 from lockgen.resolve.cellrun import CellRun
 from lockgen.resolve.inputs import URL_PINS
 from lockgen.resolve.offers import Offer
+from lockgen.runtime.errors import CellFailed
 
-__all__ = ["explain", "in_config_terms", "to_ask"]
+__all__ = ["NeedsBuilding", "explain", "in_config_terms", "needs_building", "to_ask"]
+
+
+class NeedsBuilding(CellFailed):
+    """Packages of the cell have no wheel for its target in any version the requirements allow,
+    and ``allow-build`` does not name them (CASES C26); the message names them all."""
+
+
+def needs_building(run: CellRun, names: Sequence[str], stderr: str) -> str:
+    """The message of a cell (or layer) whose ``names`` have no wheel for its target: every one
+    found in this run (uv names one per run; lockgen left each out to look for the next), and one
+    ``allow-build`` line to copy, with the packages it already allows (issue 17). ``stderr``: uv's
+    first failure, for the first package's versions ("" when uv did not fail: a source archive
+    whose metadata uv read without building)."""
+    plan = run.plan
+    target = plan.target
+    listed = ", ".join(names)
+    line = json.dumps(sorted({*plan.allow_build, *names}))
+    where = run.mirrors.canonical(uvout.without_build_hints(uvout.cause(stderr))) if stderr else ""
+    return (
+        f"cell {plan.cell.name}: {listed}: no wheel for {target.platform} {target.python_tag} in any version the "
+        f"requirements allow ({len(names)} package{'s' if len(names) > 1 else ''}, all found in this run); to build "
+        f"{'them' if len(names) > 1 else 'it'} from source, copy into the cell's settings: allow-build = {line}"
+        + (f"\nuv said, of the first one: {where}" if where else "")
+    )
 
 
 def explain(run: CellRun, stderr: str, offered: Mapping[NormalizedName, Offer] | None = None) -> str:
@@ -137,7 +163,8 @@ def _cutoff_hint(run: CellRun, stderr: str) -> str:
         return ""
     return (
         f"\nlockgen: {', '.join(names)}: the versions required were published after exclude-newer "
-        f"({run.plan.exclude_newer}, set in {run.config}): move the cutoff or the requirement"
+        f"({run.plan.exclude_newer}, set in {run.config}): move the cutoff or the requirement, or exempt the "
+        f"package: exclude-newer-package = {{ {names[0]} = false }} (or a date of its own)"
     )
 
 
@@ -163,7 +190,8 @@ def _where_hint(plan: Plan, stderr: str) -> str:
     """Name the pages uv read for a package it found nowhere (a typo, or a page that lists
     nothing: an empty or garbled index page), canonical URLs only."""
     lines = []
-    for name in uvout.not_found(stderr):
+    newer = set(uvout.too_new(stderr))  # its versions exist, after the cutoff: _cutoff_hint says so
+    for name in (n for n in uvout.not_found(stderr) if n not in newer):
         source = plan.served_by(name)
         if source is not None:
             pages = ", ".join(source.find_links() or source.urls)

@@ -28,17 +28,19 @@ from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
 
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import body_entries
 from lockgen.plan.mirror import Mirrors
-from lockgen.plan.plan import Plan, index_pins, required
+from lockgen.plan.plan import Plan, exact_pin, index_pins, required
 from lockgen.plan.sources import INDEX_PROJECT, CellSource, index_project
-from lockgen.resolve import fetch
+from lockgen.resolve import choose, fetch
 from lockgen.runtime.errors import CellFailed, LockgenError
 
 __all__ = [
-    "URL_PINS", "Inputs", "UrlPin", "layer_index", "main_inputs", "url_constraints", "url_pins", "write_file",
+    "URL_PINS", "Inputs", "UrlPin", "has_lines", "layer_index", "main_inputs", "pinned_torch", "url_constraints", "url_pins",
+    "write_file",
     "write_main", "write_preferences",
 ]  # fmt: skip
 
@@ -70,7 +72,9 @@ class UrlPin:
 
 def url_pins(plan: Plan) -> list[UrlPin]:
     """The URL each package of the cell's ``urls`` sources comes from: of its URLs whose wheel
-    tags fit the target, the newest version the main requirements allow (:func:`fetch.best`)."""
+    tags fit the target, the newest version the main requirements allow (:func:`fetch.best`)
+    among the builds whose label fits the cell and its pinned torch
+    (:func:`lockgen.resolve.choose.by_label`; issue 16)."""
     wanted: dict[str, list[SpecifierSet]] = {}
     for req in required(plan):
         wanted.setdefault(canonicalize_name(req.name), []).append(req.specifier)
@@ -80,10 +84,17 @@ def url_pins(plan: Plan) -> list[UrlPin]:
             continue
         for package in source.packages:
             kept, _ = fetch.fitting(source.urls, plan.target, package)
-            url = fetch.best(kept, wanted.get(package, ()))
+            url = choose.by_label(kept, plan, pinned_torch(plan)).best(wanted.get(package, ()))
             if url is not None:
                 pins.append(UrlPin(source, canonicalize_name(package), url, package in wanted))
     return pins
+
+
+def pinned_torch(plan: Plan) -> Version | None:
+    """The torch version the cell's ``pins`` fix exactly (None: not pinned, or a specifier)."""
+    value = plan.cell.settings.pins.get("torch")
+    exact = exact_pin(value) if value is not None else None
+    return Version(exact) if exact else None
 
 
 def url_constraints(plan: Plan) -> tuple[str, ...]:
@@ -93,16 +104,24 @@ def url_constraints(plan: Plan) -> tuple[str, ...]:
 
 def main_inputs(plan: Plan) -> Inputs:
     """The files the main resolution of ``plan`` reads: the rendered requirements, constraints and
-    overrides, the index pins project and the URL pins when the cell has any."""
+    overrides, the index pins project and the URL pins when the cell has any. A constraints or
+    overrides file that renders to no requirement (a template whose lines are all for other
+    cells) is not handed to uv, whose warning about it became every such cell's note (issue 17)."""
     files = plan.rendered.files
     extra = (f"{plan.work}/{INDEX_PROJECT}",) if index_pins(plan) else ()
     pins = url_constraints(plan)
+    given = {role for role in ("constraints", "overrides") if role in files and has_lines(files[role][1])}
     return Inputs(
         requirements=plan.input_path("requirements"),
-        constraints=((plan.input_path("constraints"),) if "constraints" in files else ()) + pins,
-        overrides=plan.input_path("overrides") if "overrides" in files else None,
+        constraints=((plan.input_path("constraints"),) if "constraints" in given else ()) + pins,
+        overrides=plan.input_path("overrides") if "overrides" in given else None,
         extra=extra,
     )
+
+
+def has_lines(text: str) -> bool:
+    """Whether rendered requirements ``text`` holds anything but blank and comment lines."""
+    return any(line.split(" #", 1)[0].strip() and not line.lstrip().startswith("#") for line in text.splitlines())
 
 
 def write_file(root: Path, path: str, text: str) -> None:
@@ -150,7 +169,8 @@ def _missing(plan: Plan, chosen: Sequence[UrlPin]) -> None:
         name = canonicalize_name(req.name)
         source = plan.served_by(name)
         if source is not None and source.kind == "urls" and name not in have:
-            _, notes = fetch.fitting(source.urls, plan.target, name)
+            kept, notes = fetch.fitting(source.urls, plan.target, name)
+            notes += choose.by_label(kept, plan, pinned_torch(plan)).notes
             listed = "; ".join(notes) or "none listed for it"
             raise CellFailed(
                 f"cell {plan.cell.name}: {name}: source {source.name!r} has no wheel URL for "

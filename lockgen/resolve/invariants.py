@@ -6,7 +6,12 @@ matches it gives the cell's :class:`Build`: ``cu126`` is cuda 12.6, ``rocm7.1`` 
 cpu. Each locked package then *shows* builds by its local label (``+cu126``), its name
 (``nvidia-cublas-cu12``: cuda 12) or, for ``versioned`` names, its version
 (``nvidia-cuda-runtime 13.0.96``: cuda 13). Versions are compared at the precision both sides
-give: ``cu12`` agrees with ``cu126`` and ``cu128``; ``+cu124`` does not agree with ``cu126``.
+give: ``cu12`` agrees with ``cu126`` and ``cu128``.
+
+Labels are read by the label grammar (:mod:`lockgen.resolve.labels`): a label it cannot read is
+a warning (:func:`label_warnings`), never a reading. Whether a build shown goes into the cell is
+the compatibility policy's (:mod:`lockgen.resolve.compat`): the torch family exactly, an
+extension by the family's major and its ``minor`` policy.
 
 Default families (:data:`lockgen.config.model.DEFAULT_BACKENDS`); V marks a ``versioned`` name,
 whose version's major is the family's:
@@ -28,17 +33,22 @@ mps     ``mps``            no   none
 Every default family's ``builds`` is ``["torch"]``. Rules, each a :class:`Problem` (CASES C27):
 
 1. No package may show another family when either family is a GPU one (a ``cpu`` cell locks no
-   ``nvidia-*`` package; a ``cu130`` cell no ``+cpu`` torchvision), nor its own family at another
-   version (``tensorrt-cu13`` in a ``cu124`` cell).
+   ``nvidia-*`` package; a ``cu130`` cell no ``+cpu`` torchvision), nor its own family at a version
+   the policy refuses (``tensorrt-cu13`` in a ``cu124`` cell; a ``+cu126`` torchvision in a
+   ``cu128`` cell; a ``+cu124`` extension in a ``cu128`` cell is fine by default). A label shows a
+   build in the version or, for a release-page wheel whose metadata has the bare version, in the
+   wheel's file name.
 2. In a GPU cell each ``builds`` package that is locked is a build of the backend: its local
    label shows the cell's build, or (no label: PyPI's linux torch is the CUDA 13.0 build) another
    locked package shows the cell's family at an agreeing version. A bare torch with neither is a
-   CPU build (C02's silent fallback to the default index).
+   CPU build (C02's silent fallback to the default index). A torch with a label that names no
+   backend (``2.7.0a0+git3f903c3``: no index of PyPI's serves a local label) is a warning.
 3. Extension ABI: a package whose local label, wheel file name (version or build tag) or URL names
    a ``builds`` package with a version (``natten 0.21.7+torch2130cu130``,
    ``flash_attn-2.8.3+cu12torch2.6cxx11abiFALSE-…whl``) must match the locked one at the precision
-   given (``torch2.6`` matches 2.6.x, ``torch2130`` is 2.13.0), and the backend it names must agree
-   with the cell's. A mismatch is what users meet at run time as ``undefined symbol`` import errors.
+   given (``torch2.6`` matches 2.6.x, ``torch2130`` is 2.13.0, ``torch2.9.0andhigher`` 2.9.0 or
+   newer, ``torch210`` 2.1.0 or 2.10), and the backend it names must fit the cell's (the policy).
+   A mismatch is what users meet at run time as ``undefined symbol`` import errors.
 
 A problem is dropped when the cell's ``allow-mix`` names its package (a glob) with a reason: the
 config declares that mix intended. Flavors no family matches (a custom ``xpu``) get rule 3's torch
@@ -66,8 +76,20 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from lockgen.config.model import BackendFamily
+from lockgen.resolve import labels
+from lockgen.resolve.compat import TORCH_FAMILY, Build, fits
 
-__all__ = ["Build", "Problem", "backend_build", "problems", "render"]
+__all__ = [
+    "Build",
+    "Problem",
+    "backend_build",
+    "fits_cell",
+    "label_build",
+    "label_warnings",
+    "mix_allowed",
+    "problems",
+    "render",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,23 +103,7 @@ class Problem:
     evidence: str
     message: str
     cause: str = ""
-
-
-@dataclass(frozen=True)
-class Build:
-    """A backend build: ``family`` with a ``version`` at the precision known (``()`` unknown,
-    ``(12,)`` major only, ``(12, 6)``)."""
-
-    family: str
-    version: tuple[int, ...] = ()
-
-    def __str__(self) -> str:
-        return " ".join([self.family, ".".join(map(str, self.version))]).strip()
-
-    def agrees(self, other: Build) -> bool:
-        """Same family, and the same version at the precision both give."""
-        n = min(len(self.version), len(other.version))
-        return self.family == other.family and self.version[:n] == other.version[:n]
+    why: str = ""  # the evidence's other side, short: "the lock has torch 2.13.0+cu130"
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,7 @@ def problems(
     """
     cell = backend_build(flavor, rules)
     gpu = {family.name for family in rules if family.gpu}
+    minor = next((f.minor for f in rules if cell is not None and f.name == cell.family), "exact")
     shown: dict[str, tuple[Package, list[_Shown]]] = {
         canonicalize_name(p.name): (p, list(_shows(p, rules))) for p in packages
     }
@@ -141,7 +148,7 @@ def problems(
 
     if cell is not None:
         for name, (package, evidence) in sorted(shown.items()):
-            bad = next((e for e in evidence if _conflicts(e.build, cell, gpu)), None)
+            bad = next((e for e in evidence if _conflicts(e, name, cell, gpu, minor)), None)
             if bad is not None:
                 found.append(_mixed(name, package, bad, flavor, cell))
         family = next(f for f in rules if f.name == cell.family)
@@ -152,21 +159,50 @@ def problems(
     locked = {b: shown[canonicalize_name(b)][0].version for b in builds if canonicalize_name(b) in shown}
     for name, (package, _) in sorted(shown.items()):
         if name not in {canonicalize_name(b) for b in builds}:
-            problem = _extension(name, package, builds, locked, rules, flavor, cell, gpu)
+            problem = _extension(name, package, builds, locked, rules, flavor, cell, gpu, minor)
             if problem is not None:
                 found.append(problem)
 
+    return [p for p in found if not mix_allowed(p.package, allow_mix)]
+
+
+def mix_allowed(name: str, allow_mix: Mapping[str, str] | None) -> bool:
+    """Whether ``allow_mix`` (package glob -> reason) names package ``name`` (canonical)."""
     allowed = [re.sub(r"[-_.]+", "-", pattern).lower() for pattern in allow_mix or {}]
-    return [p for p in found if not any(fnmatchcase(p.package, pattern) for pattern in allowed)]
+    return any(fnmatchcase(canonicalize_name(name), pattern) for pattern in allowed)
+
+
+def label_warnings(packages: Sequence[Package], rules: Sequence[BackendFamily]) -> list[str]:
+    """What the checks could not read: each label (in a version or a wheel's file name) that names
+    a build but that the label grammar cannot read (its torch and backend go unchecked), and each
+    ``builds`` package (torch) with a label that names no backend (no check can tell its build).
+    One message per package, in name order."""
+    builds = {canonicalize_name(b) for family in rules for b in family.builds}
+    found = []
+    for package in sorted(packages, key=lambda p: p.name):
+        name = canonicalize_name(package.name)
+        unread = [r for _, text in _label_texts(package) if isinstance(r := labels.read(text), labels.Unreadable)]
+        if unread:
+            found.append(unread[0].warning(_label(name, package)))
+        elif name in builds and package.version is not None and package.version.local:
+            label = labels.read(package.version.local)
+            if label is None or (isinstance(label, labels.Label) and label.backend is None):
+                found.append(
+                    f"{_label(name, package)}: its local label names no backend; lockgen cannot tell which build it is "
+                    "(it came from a source of the config: no PyPI index serves a local label)"
+                )
+    return found
 
 
 # -- rules 1 and 2
 
 
-def _conflicts(build: Build, cell: Build, gpu: set[str]) -> bool:
+def _conflicts(shown: _Shown, name: str, cell: Build, gpu: set[str], minor: str) -> bool:
+    """Whether a build ``name`` shows is refused in a cell of ``cell`` (:mod:`lockgen.resolve.compat`)."""
+    build = shown.build
     if build.family != cell.family:
         return build.family in gpu or cell.family in gpu
-    return not build.agrees(cell)
+    return not fits(build, cell, family_member=name in TORCH_FAMILY, minor=minor)
 
 
 def _mixed(name: str, package: Package, shown: _Shown, flavor: str, cell: Build) -> Problem:
@@ -179,6 +215,7 @@ def _mixed(name: str, package: Package, shown: _Shown, flavor: str, cell: Build)
     return Problem(
         package=name,
         evidence=evidence,
+        why=f"the cell's backend {flavor} is {cell}",
         message=f"{_label(name, package)}: {cause.replace('{allow}', _allow([name]))}",
         cause=cause,
     )
@@ -224,7 +261,7 @@ def _bare_builds(
 ) -> Iterator[Problem]:
     """Rule 2: each locked ``builds`` package shows the cell's build itself (label) or through
     runtime packages (by name or version, not label) that show the cell's family at an agreeing,
-    known version."""
+    known version. A package with a label that names no backend is :func:`label_warnings`'s."""
     runtime = {
         name: [e.build for e in evidence if e.kind != "label" and e.build.family == cell.family and e.build.version]
         for name, (_, evidence) in sorted(shown.items())
@@ -237,6 +274,8 @@ def _bare_builds(
         if key not in shown or any(e.kind == "label" for e in shown[key][1]):
             continue  # a label that conflicts is rule 1's; one that agrees is the build
         package = shown[key][0]
+        if package.version is not None and package.version.local:
+            continue  # labelled, but the label names no backend (or cannot be read): a warning
         if other:
             what = f"its runtime in the lock is another {cell.family} ({', '.join(other)}): it is a build for another backend"
         else:
@@ -255,16 +294,16 @@ def _bare_builds(
 
 
 def _shows(package: Package, rules: Sequence[BackendFamily]) -> Iterator[_Shown]:
-    """The builds ``package`` shows: by local label, by name, by the version of a versioned name."""
+    """The builds ``package`` shows: by the backend its local label names (read by the label
+    grammar: in its version, else in a wheel's file name), by name, by the version of a versioned
+    name."""
     name = canonicalize_name(package.name)
     version = package.version
-    if version is not None and version.local:
-        for family in rules:
-            for pattern in family.flavors:
-                match = _label_regex(pattern).fullmatch(version.local)
-                if match:
-                    build = Build(family.name, _digits(match.groupdict().get("version")))
-                    yield _Shown(build, f"local label +{version.local}", "label")
+    for _, text in _label_texts(package)[:1]:
+        label = labels.read(text)
+        if isinstance(label, labels.Label) and label.backend is not None and label.torch is None:
+            # a label that names a torch too is an extension's: rule 3 checks both together
+            yield _Shown(_family_build(label.backend, rules), f"local label +{text}", "label")
     for family in rules:
         for pattern in family.packages:
             match = _regex(pattern).fullmatch(name)
@@ -276,16 +315,63 @@ def _shows(package: Package, rules: Sequence[BackendFamily]) -> Iterator[_Shown]
                 yield _Shown(Build(family.name, version.release[:1]), f"version {version} ({pattern})", "version")
 
 
+def fits_cell(name: str, shown: Build, flavor: str, rules: Sequence[BackendFamily]) -> bool:
+    """Whether package ``name`` showing build ``shown`` may go into a cell of ``flavor`` (rule 1
+    and the compatibility policy; a flavor no family matches takes anything)."""
+    cell = backend_build(flavor, rules)
+    if cell is None:
+        return True
+    gpu = {family.name for family in rules if family.gpu}
+    minor = next((f.minor for f in rules if f.name == cell.family), "exact")
+    return not _conflicts(_Shown(shown, "", "label"), canonicalize_name(name), cell, gpu, minor)
+
+
+def label_build(backend: labels.Backend, rules: Sequence[BackendFamily]) -> Build:
+    """The build a label's backend is (see :func:`_family_build`)."""
+    return _family_build(backend, rules)
+
+
+def _family_build(backend: labels.Backend, rules: Sequence[BackendFamily]) -> Build:
+    """The build a label's backend is, by the families (``cu130``: cuda 13.0; ``rocm`` without a
+    version: the family whose flavors start so); a backend no family names keeps the grammar's
+    name (``xpu`` without an xpu family: not the cell's family)."""
+    found = backend_build(backend.flavor, rules)
+    if found is not None:
+        return found
+    for family in rules:
+        if any(pattern.lower().split("{", 1)[0] == backend.flavor.rstrip("0123456789.") for pattern in family.flavors):
+            return Build(family.name, backend.version)
+    return Build(backend.kind, backend.version)
+
+
+def _label_texts(package: Package) -> list[tuple[str, str]]:
+    """``(where, label)`` of the package's local label: its version's, else each of its wheels'
+    file names' (release-page wheels whose metadata has the bare version, issue 16)."""
+    if package.version is not None and package.version.local:
+        return [("local label", package.version.local)]
+    found = []
+    for wheel in package.wheels or ():
+        filename = wheel.name or basename(unquote(urlsplit(wheel.url or wheel.path or "").path))
+        try:
+            local = parse_wheel_filename(filename)[1].local
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        if local and ("file " + filename, local) not in found:
+            found.append((f"file {filename}", local))
+    return found
+
+
 # -- rule 3: extension ABI
 
 
 @dataclass(frozen=True)
 class _Abi:
-    """What an extension says it was built for: ``build`` (``torch``) at ``version``, and the
-    backend build if it names one; ``where`` is the text that says so."""
+    """What an extension says it was built for: ``build`` (``torch``) at ``versions`` (the
+    readings of its label, :class:`lockgen.resolve.labels.Torch`), and the backend build if it
+    names one; ``where`` is the text that says so."""
 
     build: str
-    version: tuple[int, ...]
+    versions: labels.Torch
     backend: Build | None
     where: str
 
@@ -299,19 +385,25 @@ def _extension(
     flavor: str,
     cell: Build | None,
     gpu: set[str],
+    minor: str,
 ) -> Problem | None:
     for abi in _abis(package, builds, rules):
         have = locked.get(abi.build)
-        torch_ok = have is not None and _release(have, len(abi.version)) == abi.version
-        backend_ok = abi.backend is None or cell is None or not _conflicts(abi.backend, cell, gpu)
+        torch_ok = have is not None and abi.versions.matches(have)
+        backend_ok = (
+            abi.backend is None
+            or cell is None
+            or not _conflicts(_Shown(abi.backend, "", "label"), name, cell, gpu, minor)
+        )
         if torch_ok and backend_ok:
             continue
-        built = f"{abi.build} {'.'.join(map(str, abi.version))}" + (f" and {abi.backend}" if abi.backend else "")
+        built = f"{abi.build} {abi.versions}" + (f" and {abi.backend}" if abi.backend else "")
         ours = f"{abi.build} {have}" if have is not None else f"no {abi.build}"
         evidence = f"{_label(name, package)}: {abi.where} says {built}"
         return Problem(
             package=name,
             evidence=evidence,
+            why=f"the lock has {ours} in a {flavor} cell",
             message=(
                 f"{evidence}, but the lock has {ours} in a {flavor} cell" + (f" ({cell})" if cell else "")
                 + f": importing it would fail with `undefined symbol` errors; pick the {name} build for "
@@ -322,10 +414,19 @@ def _extension(
 
 
 def _abis(package: Package, builds: Sequence[str], rules: Sequence[BackendFamily]) -> Iterator[_Abi]:
-    """Each build statement of ``package`` in its local label, its artifacts' file names and URLs."""
+    """Each build statement of ``package`` in its local label, its artifacts' file names and URLs:
+    torch's read by the label grammar; another ``builds`` package's (a custom family) by
+    ``<name><version>``."""
     for where, text in _build_texts(package):
         for build in builds:
-            token = re.search(rf"(?<![a-z]){re.escape(canonicalize_name(build))}(\d+(?:\.\d+)*)", text)
+            key = canonicalize_name(build)
+            if key == "torch":
+                label = labels.read(text)
+                if isinstance(label, labels.Label) and label.torch is not None:
+                    backend = _family_build(label.backend, rules) if label.backend is not None else None
+                    yield _Abi(key, label.torch, backend, where)
+                continue
+            token = re.search(rf"(?<![a-z]){re.escape(key)}(\d+(?:\.\d+)*)", text)
             if token is None:
                 continue
             rest = (text[: token.start()], text[token.end() :])
@@ -339,11 +440,13 @@ def _abis(package: Package, builds: Sequence[str], rules: Sequence[BackendFamily
                 ),
                 None,
             )
-            yield _Abi(canonicalize_name(build), _torch_digits(token.group(1)), backend, where)
+            yield _Abi(key, labels.Torch((_torch_digits(token.group(1)),)), backend, where)
 
 
 def _build_texts(package: Package) -> Iterator[tuple[str, str]]:
-    """``(where, lower-case text)`` of everything that may state an extension's build."""
+    """``(where, lower-case text)`` of everything that may state an extension's build: the local
+    label, each artifact's file name label and build tag (its build number dropped), the
+    segments of its URL's path."""
     if package.version is not None and package.version.local:
         yield "local label", package.version.local
     artifacts: list[PackageWheel | PackageSdist | PackageArchive] = [*(package.wheels or ())]
@@ -355,7 +458,8 @@ def _build_texts(package: Package) -> Iterator[tuple[str, str]]:
         try:
             if filename.endswith(".whl"):
                 _, version, tag, _ = parse_wheel_filename(filename)
-                yield from ((f"file {filename}", t) for t in (version.local, tag[1] if tag else None) if t)
+                build_tag = tag[1].lstrip("0123456789") if tag else None
+                yield from ((f"file {filename}", t) for t in (version.local, build_tag) if t)
             elif filename:
                 _, version = parse_sdist_filename(filename)
                 if version.local:
@@ -379,13 +483,6 @@ def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(special.get(part, re.escape(part)) for part in parts))
 
 
-@functools.cache
-def _label_regex(pattern: str) -> re.Pattern[str]:
-    """A flavor pattern as a local label may write it: with a build suffix after a dot and a
-    letter (repo.radeon.com's ``+rocm7.2.0.lw.git7e1940d4`` is a rocm 7.2.0 build)."""
-    return re.compile(_regex(pattern).pattern + r"(?:\.[a-z][a-z0-9.]*)?")
-
-
 def _digits(text: str | None) -> tuple[int, ...]:
     """A backend version: dotted (``7.1``), or digits with the minor last (``126`` -> 12.6); one or
     two digits are a major only (``cu12`` -> 12), as extension labels write it."""
@@ -404,11 +501,6 @@ def _torch_digits(text: str) -> tuple[int, ...]:
     if len(text) <= 2:
         return tuple(int(c) for c in text)
     return (int(text[0]), int(text[1:-1]), int(text[-1]))
-
-
-def _release(version: Version, n: int) -> tuple[int, ...]:
-    """The first ``n`` parts of ``version``'s release, padded with zeros (2.13 -> (2, 13, 0))."""
-    return (version.release + (0,) * n)[:n]
 
 
 def _label(name: str, package: Package) -> str:

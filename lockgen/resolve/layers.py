@@ -29,23 +29,27 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packaging.pylock import Package, Pylock
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
+from lockgen.plan.direct import SDISTS, EntryRefused, read_optional
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import index_pages
-from lockgen.resolve import fetch, uvout
+from lockgen.resolve import choose, fetch, inputs, uvout
 from lockgen.resolve.cellrun import CellRun, install_links
 from lockgen.resolve.describe import Resolved
-from lockgen.resolve.hints import in_config_terms
+from lockgen.resolve.hints import NeedsBuilding, in_config_terms
 from lockgen.resolve.inputs import Inputs, layer_index, url_constraints, url_pins
+from lockgen.resolve.invariants import Problem
 from lockgen.runtime.errors import CellFailed
+from lockgen.runtime.words import cut
 
 __all__ = [
-    "Built", "Job", "LayerUnavailable", "Main", "failed", "job_inputs", "jobs", "layer_folder", "layer_lock",
-    "main_of", "no_resolution", "refuse_moves", "replacements", "unavailable", "unhashed_lock",
+    "REASON_CHARS", "Built", "Job", "Layer", "LayerKilled", "LayerUnavailable", "Main", "Untrusted", "broken_stack", "failed",
+    "job_inputs", "jobs", "layer_folder", "layer_lock", "main_of", "no_resolution", "not_had", "refuse_moves",
+    "replacements", "unavailable", "unbuilt", "unhashed_lock", "write_preferences",
 ]  # fmt: skip
 
 
@@ -60,6 +64,26 @@ class Built:
     dateless: set[str] = field(default_factory=set)  # sources that served layer artifacts without upload times
     packages: list[Package] = field(default_factory=list)  # what the layers install (backend invariants)
     unverified: set[str] = field(default_factory=set)  # sources whose page hashes were not checked
+    #: layer name -> (its optional entry, None for no-deps; the packages it installs), for step 7
+    installs: dict[str, tuple[str | None, list[Package]]] = field(default_factory=dict)
+
+    def add(self, layer: Layer) -> None:
+        """Take in a resolved layer."""
+        self.locks.append(layer.lock)
+        self.replaces += layer.replaces
+        self.unverified |= layer.unverified
+        self.dateless |= layer.dateless
+        self.packages += layer.packages
+        self.installs[layer.job.name] = (layer.job.entry, list(layer.packages))
+
+    def withdraw(self, name: str, unavailable: Unavailable) -> None:
+        """Take optional layer ``name`` out (its lock, replacements and packages): the cell cannot
+        have it, for the ``unavailable`` reason (a backend mix found after it was resolved)."""
+        self.locks = [lock for lock in self.locks if _name(lock) != name]
+        self.replaces = [r for r in self.replaces if r.by != name]
+        _, gone = self.installs.pop(name, (None, []))
+        self.packages = [p for p in self.packages if all(p is not g for g in gone)]
+        self.unavailable.append(unavailable)
 
     def refs(self) -> tuple[LayerRef, ...]:
         """The main lock's ``layer`` fields: each layer file's path and the sha256 of its text."""
@@ -76,6 +100,28 @@ def _name(lock: Lock) -> str:
 def layer_folder(lock: str) -> str:
     """``locks/<cell>``: where the layer files of the main lock ``locks/<cell>.txt`` live."""
     return lock.removesuffix(".txt")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One resolved layer: its job, lock, what it installs, the main versions it replaces and
+    what its checks found (sources with unchecked page hashes or without upload times)."""
+
+    job: Job
+    lock: Lock
+    packages: tuple[Package, ...]
+    replaces: tuple[Replacement, ...]
+    unverified: frozenset[str]
+    dateless: frozenset[str]
+
+
+class LayerKilled(CellFailed):
+    """uv was killed while resolving a layer: not a reason to drop the layer for good."""
+
+
+class Untrusted(CellFailed):
+    """A layer's files failed verify (a hash that does not match its page, a file from another
+    host than its source): the cell fails even for an optional layer, as for main."""
 
 
 class LayerUnavailable(Exception):
@@ -146,7 +192,7 @@ def jobs(run: CellRun, main: Main) -> Iterator[tuple[str | None, Job | LayerUnav
             yield entry, LayerUnavailable(f"{UNREACHABLE} {down}")
             continue
         try:
-            name, line, notes = _requirement(run, entry)
+            name, line, notes = _requirement(run, entry, main.mains.get("torch"))
         except LayerUnavailable as exc:
             yield entry, exc
             continue
@@ -162,16 +208,30 @@ def jobs(run: CellRun, main: Main) -> Iterator[tuple[str | None, Job | LayerUnav
         yield None, Job(LayerKind.NO_DEPS, "no-deps", text, (main.pins, *main.url_pins), links, no_deps=True)
 
 
-def job_inputs(run: CellRun, job: Job) -> tuple[Inputs, str]:
+def job_inputs(run: CellRun, job: Job, mains: Mapping[str, str]) -> tuple[Inputs, str]:
     """Write the layer's requirements (and its index pins project); its uv inputs and the output
-    uv writes (removed first)."""
+    uv writes, seeded with main's versions ``mains`` as uv's preferences (a ``replace`` package
+    the constraint leaves free keeps main's version unless the layer needs another; issue 17)."""
     plan = run.plan
     source = f"{plan.work}/{job.source}.in"
     output = f"{plan.work}/{job.source}/pylock.toml"
     run.write(source, job.requirements)
-    (run.root / output).unlink(missing_ok=True)
+    write_preferences(run, output, mains)
     extra = layer_index(run.root, plan, run.mirrors, job.source, job.requirements)
     return Inputs(source, job.constraints, find_links=tuple(dict.fromkeys(job.links)), extra=extra), output
+
+
+#: How long an unavailable reason may be (cut at a sentence end: :func:`lockgen.runtime.words.cut`).
+REASON_CHARS = 300
+
+
+def broken_stack(plan: Plan, entry: str, found: Sequence[Problem]) -> Unavailable:
+    """The record of an optional layer that would break the cell's backend invariants (C27):
+    what each package shows, and how to accept it anyway."""
+    hint = f' (to accept it: allow-mix = {{ "{found[0].package}" = "why" }})'
+    what = "; ".join(f"{p.evidence}, but {p.why}" if p.why else p.evidence for p in found)
+    reason = cut(f"it would install a broken {plan.flavor} stack (backend invariants, C27): {what}", REASON_CHARS)
+    return Unavailable(requirement=entry, reason=reason + hint)
 
 
 def unavailable(plan: Plan, entry: str | None, job: Job | None, why: LayerUnavailable) -> Unavailable:
@@ -199,16 +259,51 @@ def failed(run: CellRun, job: Job, returncode: int, stderr: str) -> LayerUnavail
     (:func:`refuse_moves`) from a layer that cannot be had (:func:`no_resolution`). Raises :class:`CellFailed` when uv was
     killed by a signal: not a reason to drop the layer for good."""
     if returncode < 0:
-        raise CellFailed(f"cell {run.plan.cell.name}: uv was killed while resolving layer {job.name}")
+        raise LayerKilled(f"cell {run.plan.cell.name}: uv was killed while resolving layer {job.name}")
     if uvout.unreachable_hosts(stderr):
         return LayerUnavailable(f"{UNREACHABLE} {in_config_terms(run, run.mirrors.canonical(uvout.reason(stderr)))}")
     return None
 
 
+def unbuilt(plan: Plan, pylock: Pylock) -> list[str]:
+    """Packages of a layer's resolution that only a source archive serves (an sdist URL whose
+    static metadata uv read without building) and that ``allow-build`` does not name: the layer
+    cannot install them without a build the config did not allow."""
+    return sorted(
+        p.name
+        for p in pylock.packages
+        if p.name not in plan.allow_build and not p.wheels and (p.sdist is not None or _source_archive(p))
+    )
+
+
+def _source_archive(package: Package) -> bool:
+    archive = package.archive
+    location = (archive.url or archive.path or "") if archive is not None else ""
+    return location.split("#")[0].endswith(SDISTS)
+
+
+def write_preferences(run: CellRun, output: str, versions: Mapping[str, str]) -> None:
+    """Seed uv's ``output`` with ``versions`` (name -> version) as its preferences: uv reads an
+    existing output file's versions, as pip-compile does."""
+    inputs.write_preferences(run.root, run.plan, output, dict(versions), prefer=True)
+
+
 def no_resolution(run: CellRun, stderr: str) -> LayerUnavailable:
-    """A layer uv could not resolve (and that does not fight main): unavailable, with uv's reason."""
-    why = in_config_terms(run, run.mirrors.canonical(uvout.reason(stderr)))
-    return LayerUnavailable(why, uvout.not_in_registry(stderr))
+    """A layer uv could not resolve (and that does not fight main): unavailable, with uv's
+    explanation cut at a sentence end."""
+    why = in_config_terms(run, run.mirrors.canonical(uvout.without_build_hints(uvout.cause(stderr))))
+    reason = cut(why, REASON_CHARS)
+    return LayerUnavailable(reason, uvout.not_in_registry(stderr))
+
+
+def not_had(plan: Plan, job: Job, failure: CellFailed) -> LayerUnavailable:
+    """An optional layer a step refused (it would move a main version ``replace`` does not name,
+    a verify problem, uv could not describe it): unavailable with that reason, without the
+    ``cell X: layer Y`` the cell's message would start with (issue 17: optional means optional)."""
+    text = str(failure).removeprefix(f"cell {plan.cell.name}: ").removeprefix(f"layer {job.name}").lstrip(": ")
+    if isinstance(failure, NeedsBuilding):  # its first line says it all; uv's wording follows
+        text = text.split("\n", 1)[0]
+    return LayerUnavailable(cut(f"it {text}" if text.startswith("would ") else text, REASON_CHARS))
 
 
 def refuse_moves(run: CellRun, name: str, layer: Mapping[str, str], mains: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -269,19 +364,28 @@ def _layer_pins(run: CellRun) -> str:
     return f"{plan.work}/layer-pins.txt"
 
 
-def _requirement(run: CellRun, entry: str) -> tuple[str, str, list[str]]:
-    """``(canonical name, requirements line, notes on skipped URLs)`` of an optional entry: a
-    requirement, a direct wheel URL, or a package a ``urls`` source serves (its URL that fits the
-    target, pinned by sha256). Raises :class:`LayerUnavailable` with the reason when nothing fits or
-    is reachable."""
+def _requirement(run: CellRun, entry: str, torch: str | None = None) -> tuple[str, str, list[str]]:
+    """``(canonical name, requirements line, notes on skipped URLs)`` of an optional entry
+    (:mod:`lockgen.plan.direct` reads its form): a requirement; a direct wheel URL or a package
+    a ``urls`` source serves (of its URLs that fit the target, the newest build whose label fits
+    the cell and main's ``torch``: :func:`lockgen.resolve.choose.by_label`; pinned by sha256);
+    a source archive URL or a local archive (uv hashes it). Raises :class:`LayerUnavailable`
+    with the reason when nothing fits (every build seen, and why it was passed over) or is
+    reachable, :class:`CellFailed` for a form the config check lets through by mistake."""
     plan = run.plan
-    if "://" in entry:
-        candidates, name, specifier = [entry], None, None
+    try:
+        form = read_optional(entry)
+    except EntryRefused as exc:
+        raise CellFailed(f"cell {plan.cell.name}: optional entry {entry!r} is {exc}") from None
+    specifier = None
+    if form.kind in ("archive", "local") and form.name is not None and form.url is not None:
+        line = f"{form.name} @ {run.mirrors.file_url(form.url)}" if form.kind == "archive" else form.text
+        return form.name, f"{line}\n", []
+    if form.kind == "wheel" and form.url is not None:
+        candidates, name = [form.url], form.name
     else:
-        try:
-            req = Requirement(entry)
-        except InvalidRequirement as exc:
-            raise CellFailed(f"cell {plan.cell.name}: optional entry {entry!r} is not a requirement: {exc}") from None
+        req = form.requirement
+        assert req is not None
         name, specifier = canonicalize_name(req.name), req.specifier
         served = plan.served_by(name)
         if served is None or served.kind != "urls":
@@ -290,9 +394,12 @@ def _requirement(run: CellRun, entry: str) -> tuple[str, str, list[str]]:
     kept, notes = fetch.fitting(candidates, plan.target, name)
     if specifier is not None:
         kept = [u for u in kept if specifier.contains(fetch.version_of(u), prereleases=True)]
-    if not kept:
-        raise LayerUnavailable("no wheel URL fits this target (" + ("; ".join(notes) or "none listed") + ")")
-    url = kept[0]
+    chosen = choose.by_label(kept, plan, Version(torch) if torch else None)
+    best = chosen.best()
+    if best is None:
+        seen = "; ".join([*notes, *chosen.notes]) or "none listed"
+        raise LayerUnavailable(f"no build fits this cell (builds seen: {seen})")
+    url = best
     project = canonicalize_name(parse_wheel_filename(fetch.wheel_name(url))[0])
     try:
         digest = fetch.sha256_of(run.root, url, run.mirrors, refresh=run.options.refresh, stop=run.stop)

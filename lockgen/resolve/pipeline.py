@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
 
 from packaging.pylock import Pylock
 
 from lockgen.locks import pylockfile
-from lockgen.locks.lock import Lock
 from lockgen.plan.plan import Plan, explicit_indexes
 from lockgen.resolve import describe, hashcheck, hints, inputs, invariants, layers, newer, offers, uv, uvout, verify
 from lockgen.resolve.cellrun import CellRun
@@ -91,19 +91,40 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     resolved = _described(run, given, pylock, "main")
     checked = _verified(run, resolved, main=True)  # 5
     built = resolve_layers(run, resolved)  # 6
-    mixed = invariants.problems(  # 7
-        plan.flavor, [*pylock.packages, *built.packages], plan.backends, plan.cell.settings.allow_mix
+    notes = _invariants(run, pylock, built)  # 7
+    if run.provenance is not None:  # 7b: who published each main file (PEP 740), where the index says
+        indexes = [plan.index_url, *explicit_indexes(plan).values()]
+        resolved = replace(resolved, pylock=run.provenance.attach(resolved.pylock, indexes))
+    return cell_files(  # 8
+        run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer, notes=notes
     )
+
+
+# -- step 7: the backend invariants
+
+
+def _invariants(run: CellRun, pylock: Pylock, built: Built) -> tuple[str, ...]:
+    """Check the backend invariants (C27) of what the cell installs: main and the no-deps layer
+    must keep them, or the cell fails; an optional layer that breaks them (with main) is taken out
+    of ``built`` as unavailable, with the reason (issue 17: an optional layer never fails the
+    cell). Returns the label warnings for the summary (labels the grammar cannot read)."""
+    plan = run.plan
+    optional = {name: packages for name, (entry, packages) in built.installs.items() if entry is not None}
+    required = [p for name, (_, packages) in built.installs.items() if name not in optional for p in packages]
+    allow = plan.cell.settings.allow_mix
+    mixed = invariants.problems(plan.flavor, [*pylock.packages, *required], plan.backends, allow)
     if mixed:
         raise CellFailed(
             f"cell {plan.cell.name}: the lock would install a broken {plan.flavor} stack (backend invariants, C27):\n"
             + "\n".join(f"  - {line}" for line in invariants.render(mixed))
             + '\n  declare an intended mix with allow-mix = { "<package>" = "why" } in the cell\'s settings'
         )
-    if run.provenance is not None:  # 7b: who published each main file (PEP 740), where the index says
-        indexes = [plan.index_url, *explicit_indexes(plan).values()]
-        resolved = replace(resolved, pylock=run.provenance.attach(resolved.pylock, indexes))
-    return cell_files(run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer)  # 8
+    for name, packages in optional.items():
+        found = invariants.problems(plan.flavor, [*pylock.packages, *required, *packages], plan.backends, allow)
+        if found:
+            entry = built.installs[name][0] or name
+            built.withdraw(name, layers.broken_stack(plan, entry, found))
+    return tuple(invariants.label_warnings([*pylock.packages, *built.packages], plan.backends))
 
 
 def ask(run: CellRun, output: str, *, no_deps: bool = False) -> uv.Result:
@@ -128,15 +149,16 @@ def _uv(
     offline: bool = False,
     fmt: uv.Format = uv.Format.PYLOCK,
     no_deps: bool = False,
+    excludes: str | None = None,
 ) -> uv.Result:
     """One ``uv pip compile`` of ``given`` writing ``output``: the command (pure), run by the
     cell's runner. ``plan``: another target's plan (the newer levels'); the ``allow-build``
-    packages the run learned must be built are built."""
+    packages this cell learned must be built are built; ``excludes``: packages left out."""
     plan = plan or run.plan
     build = run.builds.names & run.plan.allow_build
     argv = uv.compile_argv(
         plan, output, run.options, mirrors=run.mirrors, inputs=given, offline=offline, fmt=fmt, no_deps=no_deps,
-        no_binary=build,
+        no_binary=build, excludes=excludes,
     )  # fmt: skip
     env = uv.compile_env(os.environ, plan) | run.mirrors.uv_env(explicit_indexes(plan))
     return run.runner.run(argv, env, str(run.root))
@@ -144,17 +166,43 @@ def _uv(
 
 def _learning(run: CellRun, output: str, given: Inputs, *, offline: bool = False, no_deps: bool = False) -> uv.Result:
     """:func:`_uv`, wheels first: when uv says an ``allow-build`` package has no wheel in any
-    version it may pick, that package is built from source (remembered in ``run.builds`` for the
-    run's other cells) and uv runs again (field case C26: an older version with a wheel beats a
-    newer sdist-only one; builds only where allowed and needed). Main and layer resolutions both
-    go through here."""
+    version it may pick, that package is built from source (remembered in ``run.builds``, this
+    cell's only: issue 17, cells are independent) and uv runs again (field case C26: an older
+    version with a wheel beats a newer sdist-only one; builds only where allowed and needed).
+    A package without wheels that ``allow-build`` does not name is left out (uv ``--excludes``)
+    and uv runs again, until it names no other: then :class:`NeedsBuilding` names them all, with
+    the ``allow-build`` line to copy (issue 17: a project with 8 needed 7 runs). Offline, the
+    failure is returned (the online run looks). Main and layer resolutions go through here."""
+    left_out: list[str] = []
+    first: uv.Result | None = None
     while True:
-        tried = run.builds.names  # another cell may learn one while this one resolves
-        result = _uv(run, output, given, offline=offline, no_deps=no_deps)
-        wanted = {n for n in uvout.needs_wheels(result.stderr) if n in run.plan.allow_build}
-        if result.returncode == 0 or wanted <= tried:
+        excludes = _left_out(run, output, left_out)
+        result = _uv(run, output, given, offline=offline, no_deps=no_deps, excludes=excludes)
+        if result.returncode == 0 and not left_out:
             return result
-        run.builds.add(wanted)
+        needs = uvout.needs_wheels(result.stderr)
+        wanted = {n for n in needs if n in run.plan.allow_build}
+        if not wanted <= run.builds.names:
+            run.builds.add(wanted)
+            continue
+        new = [n for n in needs if n not in run.plan.allow_build and n not in left_out]
+        if new and not offline and result.returncode != 0:
+            first = first or result
+            left_out += new
+            continue
+        break
+    if left_out and first is not None:
+        raise hints.NeedsBuilding(hints.needs_building(run, left_out, first.stderr))
+    return result
+
+
+def _left_out(run: CellRun, output: str, names: Sequence[str]) -> str | None:
+    """The ``--excludes`` file of ``names`` beside ``output`` (None when there are none)."""
+    if not names:
+        return None
+    path = str(PurePosixPath(output).with_name("left-out.txt"))
+    run.write(path, "".join(f"{name}\n" for name in sorted(names)))
+    return path
 
 
 # -- steps 2 to 4 of the main resolution, then its newer levels' wheels and its entries
@@ -245,7 +293,8 @@ def _verified(run: CellRun, resolved: Resolved, *, main: bool, layer: str = "") 
     else:
         found = verify.artifact_problems(plan, pylock, run.mirrors, indexes) + list(checked.problems)
         if found:
-            raise CellFailed(f"cell {plan.cell.name}: layer {layer}: " + "; ".join(found))
+            # a source serving other bytes or another host's files: the cell fails, optional or not
+            raise layers.Untrusted(f"cell {plan.cell.name}: layer {layer}: " + "; ".join(found))
     return checked
 
 
@@ -255,10 +304,14 @@ def _verified(run: CellRun, resolved: Resolved, *, main: bool, layer: str = "") 
 def resolve_layers(run: CellRun, main: Resolved) -> Built:
     """Resolve every layer of ``run.plan`` against the main resolution ``main`` (its versions are
     ``<work>/main-pins.txt``, written when main was described; the ``replace`` packages are left
-    out of that constraint), in install order (:mod:`lockgen.resolve.layers`). Raises
-    :class:`CellFailed` when a layer would set a package to another version than main without
-    ``replace`` naming it (C22), when the no-deps layer cannot be had, or for an optional entry
-    that names no project."""
+    out of that constraint; uv prefers main's versions for those), in install order
+    (:mod:`lockgen.resolve.layers`). An optional layer that cannot be had, for any reason (no
+    resolution against main, a move of a main version, a build it may not make, a description uv
+    cannot give) is recorded unavailable with the reason (issue 17). Raises :class:`CellFailed`
+    when the no-deps layer cannot be had or would move a main version that ``replace`` does not
+    name (C22), when uv was killed, when a layer's files fail verify (a hash that does not match
+    its page, a file from another host than its source: a trust problem, never an optional
+    outcome), or for an optional entry that names no project."""
     plan = run.plan
     known = layers.main_of(run, main)
     built = Built()
@@ -266,49 +319,62 @@ def resolve_layers(run: CellRun, main: Resolved) -> Built:
         if isinstance(job, LayerUnavailable):
             built.unavailable.append(layers.unavailable(plan, entry, None, job))
             continue
-        built.skipped_urls += job.notes
         try:
-            lock = _layer(run, built, job, known.mains)
+            layer = _layer(run, job, known.mains)
         except LayerUnavailable as exc:
             built.unavailable.append(layers.unavailable(plan, entry, job, exc))
             continue
-        built.locks.append(lock)
+        except (layers.LayerKilled, layers.Untrusted):
+            raise
+        except CellFailed as exc:
+            if entry is None:
+                raise
+            built.unavailable.append(layers.unavailable(plan, entry, job, layers.not_had(plan, job, exc)))
+            continue
+        built.skipped_urls += job.notes
+        built.add(layer)
     unhashed = layers.unhashed_lock(run, main)
     if unhashed is not None:
         built.locks.append(unhashed)
     return built
 
 
-def _layer(run: CellRun, built: Built, job: Job, mains: Mapping[str, str]) -> Lock:
-    """One layer's lock, through the steps of the main resolution. Raises
-    :class:`LayerUnavailable` with uv's reason when it cannot be had, and :class:`CellFailed`
-    when it would move a version of main that ``replace`` does not name."""
+def _layer(run: CellRun, job: Job, mains: Mapping[str, str]) -> layers.Layer:
+    """One layer, through the steps of the main resolution. Raises :class:`LayerUnavailable`
+    with uv's reason when it cannot be had, and :class:`CellFailed` when it would move a version
+    of main that ``replace`` does not name (naming only what must move: the resolution without
+    main's versions still prefers them, issue 17), or a step fails."""
     plan = run.plan
-    given, output = layers.job_inputs(run, job)  # 1
+    given, output = layers.job_inputs(run, job, mains)  # 1
     result = _learning(run, output, given, no_deps=job.no_deps)  # 2-3
     if result.returncode != 0:
         retry = layers.failed(run, job, result.returncode, result.stderr)
         if retry is not None:
             raise retry
         free = replace(given, constraints=given.constraints[1:])  # without main's versions
-        layers.refuse_moves(run, job.name, _unconstrained(run, job, free), mains)
+        layers.refuse_moves(run, job.name, _unconstrained(run, job, free, mains), mains)
         raise layers.no_resolution(run, result.stderr)
     pylock = _with_newer_wheels(run, read_pylock(run, output), given, job.source)  # 4
-    built.replaces += layers.replacements(run, job, pylock, mains)
+    unbuilt = layers.unbuilt(plan, pylock)
+    if unbuilt:
+        raise hints.NeedsBuilding(hints.needs_building(run, unbuilt, ""))
+    replaces = layers.replacements(run, job, pylock, mains)
     resolved = _described(run, given, pylock, job.source, job.no_deps)
     checked = _verified(run, resolved, main=False, layer=job.name)  # 5
-    built.unverified |= checked.unverified
-    if plan.exclude_newer:
-        built.dateless.update(verify.without_upload_time(plan, pylock))
-    built.packages += pylock.packages
-    return layers.layer_lock(run, job, given, resolved)
+    dateless = set(verify.without_upload_time(plan, pylock)) if plan.exclude_newer else set()
+    lock = layers.layer_lock(run, job, given, resolved)
+    return layers.Layer(
+        job, lock, tuple(pylock.packages), tuple(replaces), frozenset(checked.unverified), frozenset(dateless)
+    )
 
 
-def _unconstrained(run: CellRun, job: Job, given: Inputs) -> dict[str, str]:
-    """``{name: version}`` the layer resolves to without main's versions ({} when it cannot be
-    resolved even so): what it would set, to name both versions when it fights main (C22)."""
+def _unconstrained(run: CellRun, job: Job, given: Inputs, mains: Mapping[str, str]) -> dict[str, str]:
+    """``{name: version}`` the layer resolves to without main's versions as constraints, but with
+    them as uv's preferences, so only what must move does ({} when it cannot be resolved even
+    so): what it would set, to name both versions when it fights main (C22; issue 17: a hint
+    that named every difference sent users to replace 17 packages where 3 had to move)."""
     output = f"{run.plan.work}/{job.source}-free/pylock.toml"
-    (run.root / output).unlink(missing_ok=True)
+    layers.write_preferences(run, output, mains)
     if _learning(run, output, given, no_deps=job.no_deps).returncode != 0:
         return {}
     return {p.name: str(p.version) for p in read_pylock(run, output).packages if p.version is not None}

@@ -96,6 +96,7 @@ def compile_argv(
     fmt: Format = Format.PYLOCK,
     no_deps: bool = False,
     no_binary: Iterable[str] = (),
+    excludes: str | None = None,
 ) -> list[str]:
     """The ``uv pip compile`` arguments (after the binary) for ``plan``, writing ``fmt`` to
     ``output``.
@@ -106,6 +107,8 @@ def compile_argv(
     Index and find-links URLs go through ``mirrors``. Nothing is built from source except the
     ``no_binary`` packages (``--only-binary :all:`` with ``--no-binary`` for them: ``allow-build``
     packages that have no wheel for the target), so uv prefers an older version with a wheel to a
+    newer sdist-only one (CASES C26). ``excludes``: a file of packages uv leaves out of the
+    resolution (``--excludes``: lockgen looks past a package without wheels for the next one).
     newer sdist-only one (CASES C26). A requirements file says which index or find-links page
     served each package (``# from …``: the source identity of :mod:`lockgen.plan.identity`).
     """
@@ -119,6 +122,8 @@ def compile_argv(
         argv += ["--constraint", constraints]
     if inputs.overrides:
         argv += ["--override", inputs.overrides]
+    if excludes:
+        argv += ["--excludes", excludes]
     argv += [
         "--output-file", output,
         "--format", fmt.value,
@@ -142,10 +147,12 @@ def _source_args(plan: Plan, inputs: Inputs, mirrors: Mirrors) -> list[str]:
         argv += ["--find-links", mirrors.fetch_url(link)]
     if plan.exclude_newer:
         argv += ["--exclude-newer", plan.exclude_newer]
-        # Backend indexes and find-links pages publish no upload times, and uv drops an artifact
-        # without one under a cutoff: the cutoff applies to what the default index serves.
-        for package in sorted({p for source in plan.sources for p in source.packages}):
-            argv += ["--exclude-newer-package", f"{package}=false"]
+    # Backend indexes and find-links pages publish no upload times, and uv drops an artifact
+    # without one under a cutoff: the cutoff applies to what the default index serves. The
+    # config's exclude-newer-package exempts a package or gives it its own cutoff.
+    exempt = {p: "false" for source in plan.sources for p in source.packages} if plan.exclude_newer else {}
+    for package, cutoff in sorted({**exempt, **plan.exclude_newer_package}.items()):
+        argv += ["--exclude-newer-package", f"{package}={cutoff}"]
     return argv
 
 

@@ -16,6 +16,7 @@ from packaging.utils import InvalidName, NormalizedName, canonicalize_name
 
 __all__ = [
     "Yank",
+    "cause",
     "depends_on",
     "explain",
     "mentioned",
@@ -80,6 +81,22 @@ def reason(stderr: str) -> str:
     if not lines:
         return "uv failed without a message"
     return lines[0] if len(lines) == 1 else f"{lines[0]}: {lines[-1]}"
+
+
+def cause(stderr: str) -> str:
+    """uv's whole explanation on one line: every line of its error and cause chain, without
+    hints and warnings (``No solution found when resolving dependencies: Because only torch<=2.13.0
+    is available and stubborn==1.0 depends on torch<2, …``); callers cut it at a sentence end
+    (:func:`lockgen.runtime.words.cut`). A reason made of the first line and the last cause
+    (:func:`reason`) lost the middle, where uv names the package that fought."""
+    kept: list[str] = []
+    for line in (line.strip(" ╰─▶×│") for line in explain(stderr).splitlines()):
+        if not line or line.startswith(("hint", "warning:", "help:")):
+            continue
+        if line.startswith("cause: ") and kept and not kept[-1].endswith((".", ":", ";")):
+            kept[-1] += ":"  # uv writes "error: X" then "cause: Y" on a pipe: X: Y
+        kept.append(line.removeprefix("error: ").removeprefix("cause: "))
+    return " ".join(kept) or "uv failed without a message"
 
 
 def unreachable_hosts(stderr: str) -> list[str]:
@@ -177,10 +194,17 @@ def no_such_version(stderr: str) -> dict[NormalizedName, str]:
     return found
 
 
+#: uv's hint when every version was filtered out by the cutoff (``hint: `fresh` was filtered by
+#: `exclude-newer` to only include packages uploaded before …``).
+_FILTERED = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)` was filtered by `exclude-newer`")
+
+
 def too_new(stderr: str) -> list[NormalizedName]:
     """Packages uv could not use because the versions asked for were published after the
-    ``exclude-newer`` cutoff (``Because numpy>2.2.1 was published after the exclude newer time``)."""
-    return sorted({canonicalize_name(r.name) for r in _requirements(_TOO_NEW, stderr)})
+    ``exclude-newer`` cutoff (``Because numpy>2.2.1 was published after the exclude newer time``;
+    ``hint: `fresh` was filtered by `exclude-newer` …``)."""
+    names = {canonicalize_name(r.name) for r in _requirements(_TOO_NEW, stderr)}
+    return sorted(names | {canonicalize_name(n) for n in _FILTERED.findall(stderr)})
 
 
 #: ``Because torch==2.13.0 depends on numpy<2.5`` / ``all versions of torch depend on numpy<2.5``.

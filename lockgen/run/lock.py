@@ -120,7 +120,11 @@ def _run(
         with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
             old = Path(tmp, "old")
             copied = copy_cells(root / locks, touched, old)  # the touched cells' files before the run
-            failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out))
+            left = _egg_info(root, [p for p, _ in todo])
+            try:
+                failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out))
+            finally:
+                _remove_new(root, left, [p for p, _ in todo])
             held = _holders(project, [p for p, _ in todo], mirrors) if options.uv.upgrade_packages else None
             run.report, run.changes = run_report(
                 out / locks,
@@ -140,6 +144,26 @@ def _run(
     _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], out, mirrors, plans)
     reporter.finish(run)
     return run
+
+
+def _egg_info(root: Path, plans: Sequence[Plan]) -> set[Path]:
+    """The ``*.egg-info`` folders in the cells' local projects (setuptools writes one into the
+    project when uv reads a ``setup.py`` project's metadata)."""
+    folders = {root / folder for plan in plans for folder in plan.local_projects}
+    return {
+        p for folder in folders if folder.is_dir() for p in (*folder.glob("*.egg-info"), *folder.glob("src/*.egg-info"))
+    }
+
+
+def _remove_new(root: Path, before: set[Path], plans: Sequence[Plan]) -> None:
+    """Remove the ``*.egg-info`` folders the run's builds left in local projects (issue 17: a
+    resolution leaves nothing in the project); those that were there before stay. Run when every
+    uv process of the run has ended (a cell's cleanup could pull one from under another's build)."""
+    import shutil
+
+    for path in sorted(_egg_info(root, plans) - before):
+        log.debug("removing %s, left by a build", path.relative_to(root))
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _holders(project: Project, plans: Sequence[Plan], mirrors: Mirrors) -> Held:
@@ -297,7 +321,7 @@ def _resolve_all(
     runner = uv.Runner()
     uv_options = replace_refresh(options)
     plans = [p for p, _ in todo]
-    locked, builds = committed(project.root, plans)
+    locked = committed(project.root, plans)
     fresh = None if options.online else freshness.start(plans, mirrors, locked)
     states = {p.cell.name: s for p, s in todo}
     provenance = Provenance(project.root, mirrors)  # publishers (PEP 740): shared by the cells
@@ -305,8 +329,8 @@ def _resolve_all(
     def work(plan: Plan) -> CellResult:
         if runner.stopped.is_set():  # taken from the queue as the run was interrupted
             return CellResult(plan.cell.name, CellState.INTERRUPTED, message="not started")
-        cell_run = CellRun(
-            project.root, plan, uv_options, mirrors, runner, project.config.source, builds,
+        cell_run = CellRun(  # what a cell learns (its builds) is its own: cells are independent (issue 17)
+            project.root, plan, uv_options, mirrors, runner, project.config.source,
             locked=locked.get(plan.cell.name), reach=reach, verified=verified, provenance=provenance,
         )  # fmt: skip
         return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter, out)
@@ -497,17 +521,44 @@ def _coverage(
     failed cell. An interrupted run reads nothing."""
     if mirrors is None or run.interrupted:
         return None
-    from lockgen.wheels import cells as gpu
+    from lockgen.wheels.reading import Reader
 
-    def read(wheels: list[Any]) -> dict[str, Any]:
-        record, fetched = gpu.refresh(project.root, wheels, mirrors.fetch_url)
-        if fetched:
-            log.info("read the GPU code of %d wheel(s): %.0f MB", len(wheels), fetched / 1e6)
-        for item in record["unread"]:
-            log.warning("kernel coverage of %s %s not read: %s", item["name"], item["version"], item["reason"])
-        return record
+    with Reader(project.root, mirrors) as reader:
 
-    return project.coverage(read, names=names, root=root)
+        def read(wheels: Sequence[Any]) -> Any:
+            done = reader(wheels)
+            for wheel in wheels:
+                if wheel.sha256 in done.unread:
+                    log.warning(
+                        "kernel coverage of %s %s not read: %s", wheel.name, wheel.version, done.unread[wheel.sha256]
+                    )
+            return done
+
+        records = project.coverage(read, names=names, root=root)
+    if reader.fetched:
+        log.info("read the GPU code of the cells' wheels: %.0f MB", reader.fetched / 1e6)
+    _warn_unloadable(records)
+    return records
+
+
+def _warn_unloadable(records: dict[str, Any]) -> None:
+    """Warn once per wheel none of whose GPU code can load in its cell: each of its objects is
+    linked against a GPU runtime the cell does not install (docs/select.md, "Code that cannot load")."""
+    seen: set[tuple[str, str, str]] = set()
+    for record in records.values():
+        have = set(record.get("runtimes", []))
+        for part in [record, *record.get("layers", [])]:
+            for wheel in part.get("wheels", []):
+                groups = wheel.get("linked", [])
+                if not groups or any(set(g["needs"]) <= have for g in groups):
+                    continue
+                missing = sorted({n for g in groups for n in g["needs"] if n not in have})
+                key = (wheel["name"], wheel["version"], ", ".join(missing))
+                if key not in seen:
+                    seen.add(key)
+                    log.warning("%s %s: its GPU code is linked against %s, which its cells do not install "
+                                "(they have %s): it cannot load there", wheel["name"], wheel["version"],
+                                key[2], ", ".join(sorted(have)) or "no GPU runtime")  # fmt: skip
 
 
 def _report(run: RunResult, reporter: Reporter, result: CellResult) -> None:

@@ -52,7 +52,7 @@ def up_to_date(
         run.results.append(CellResult(row.name, CellState.UP_TO_DATE))
     text = manifest.read(root / manifest.manifest_path(memo.locks))
     recorded = manifest.recorded_coverage(text)
-    if text is None or manifest.failures(text) or any(r.get("unread") for r in recorded.values()):
+    if text is None or manifest.failures(text) or any(manifest.coverage_incomplete(r) for r in recorded.values()):
         return None  # a failed cell or a GPU wheel whose code was not read: the full path tries again
     try:
         expected = manifest.dumps(

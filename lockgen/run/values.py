@@ -14,6 +14,7 @@ from typing import Protocol
 from lockgen.locks.shard import Shard
 from lockgen.resolve import uv
 from lockgen.runtime.states import CellState
+from lockgen.runtime.words import cut
 
 __all__ = ["REASON_CHARS", "SILENT", "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs"]
 
@@ -65,7 +66,8 @@ class CellResult:
         """The one line the manifest records for a failed cell (installers show it): the
         message's first line without the ``cell NAME:`` prefix (the manifest is keyed by cell);
         when that line only announces an explanation (``uv could not resolve it:``), uv's cause
-        (its ``cause:`` block, else the next line; at most :data:`REASON_CHARS` characters); then
+        (its ``cause:`` block, else the next line; at most :data:`REASON_CHARS` characters, cut at a
+        sentence end); then
         lockgen's own hints (``lockgen: …`` lines: what to do). Fresh-eyes reviews met ``cell X is
         failed: cell X: uv could not resolve it:`` and a cause cut at its first line."""
         lines = [line.strip(" ╰─▶×│") for line in self.message.splitlines()]
@@ -82,8 +84,7 @@ class CellResult:
                 if cause and line.startswith(("hint: ", "lockgen: ", "error: ")):
                     break
                 cause.append(line.removeprefix("cause: ").removeprefix("error: "))
-            text = " ".join(cause)
-            first = f"{first} {text[: REASON_CHARS - 1] + '…' if len(text) > REASON_CHARS else text}"
+            first = f"{first} {cut(' '.join(cause), REASON_CHARS)}"  # at a sentence end (issue 17)
         return "; ".join([first, *hints])
 
 

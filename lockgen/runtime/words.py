@@ -5,7 +5,8 @@
 * :func:`did_you_mean`: `` (did you mean linux-x86_64-cu130-py3.12?)`` for a misspelt name, from
   the names that exist (``difflib``'s close matches, as the config's unknown keys get);
 * :func:`first_sentence`: the first sentence of a reason that is repeated elsewhere (a change
-  report's ``cell added (was failed: …)``), the whole reason being in the manifest.
+  report's ``cell removed (was failed: …)``), the whole reason being in the manifest;
+* :func:`cut`: a reason on one line within a width, cut at a sentence or clause end.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import difflib
 import re
 from collections.abc import Iterable
 
-__all__ = ["counted", "did_you_mean", "first_sentence", "plural"]
+__all__ = ["counted", "cut", "did_you_mean", "first_sentence", "plural"]
 
 #: Nouns whose plural is not the noun and an ``s``.
 _IRREGULAR = {"index": "indexes", "match": "matches"}
@@ -60,3 +61,23 @@ def first_sentence(text: str, limit: int = 200) -> str:
         line = line[: end.start()]
     line = line.rstrip(".")
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+#: Where a sentence (or a clause of a list) ends: a period, semicolon or colon before a space or
+#: the end, not inside a version (``2.13.0``), a URL or a path.
+_CLAUSE_END = re.compile(r"[.;:](?=\s|$)")
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` on one line (runs of whitespace as one space), whole when it has at most ``limit``
+    characters; else cut after the last sentence end that fits, with `` …`` (so a reason never
+    stops mid-word or inside a version number); failing that, at the last word that fits."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    ends = [m.end() for m in _CLAUSE_END.finditer(text, 0, limit - 1)]
+    if ends and ends[-1] > limit // 3:
+        return text[: ends[-1]].rstrip(";:").rstrip() + " …"
+    head = text[: limit - 1]
+    head = head.rsplit(" ", 1)[0] if " " in head else head
+    return head.rstrip(",;: ") + " …"

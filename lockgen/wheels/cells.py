@@ -3,57 +3,52 @@
 The GPU wheels of a cell (issue 19): in its ``pylock.toml`` (the main layer as the target installs
 it), the platform wheels of the backend family's framework builds (``builds``, default torch),
 of the packages named after one (``torchvision``, ``torchaudio``, ``torchao``: some do not declare
-torch as a dependency) and of every package that depends on one of them, directly or not (the
-main lock's ``# via`` annotations: ``torch`` is "via torchvision" when torchvision requires it). Wheels of the family's
-runtime packages (``nvidia-*``, NVIDIA's and AMD's own libraries) are not read: their vendor builds
-them for every architecture of their toolkit.
+torch as a dependency), of every package that depends on one of them, directly or not (the
+main lock's ``# via`` annotations: ``torch`` is "via torchvision" when torchvision requires it),
+and of every package whose local version label names the family (``+cu124``, ``+rocm7.2``: a
+GPU build such as llama.cpp's server wheels, which need no torch). Wheels of the family's runtime
+packages (``nvidia-*``, NVIDIA's and AMD's own libraries) are not read: their vendor builds them
+for every architecture of their toolkit. The optional and no-deps layers' GPU wheels come from
+their lock files (:mod:`lockgen.wheels.layers`).
 
-The record (``coverage`` of a manifest entry, docs/manifest.md) lists each GPU wheel read, with
-its code (empty lists for a wheel without any), and the ones that could not be read. It is
-carried from the committed manifest while the cell's GPU wheels (name, version, sha256) stay the
-same, so ``lockgen check`` and a no-op run read nothing; :func:`refresh` reads what is missing,
-from the cache by sha256 (``.lockgen/coverage/``) or the wheel itself.
+The record (``coverage`` of a manifest entry, docs/manifest.md) lists each main GPU wheel read,
+with its code (empty lists for a wheel without any), grouped by the GPU runtimes it is linked
+against (``linked``), the ones
+that could not be read, the GPU runtimes the cell installs (``runtimes``), and per layer the same
+for its wheels. It is carried from the committed manifest while the cell's GPU wheels (name,
+version, sha256) and each layer's lock text stay the same, so ``lockgen check`` and a no-op run
+read nothing; :class:`lockgen.wheels.reading.Reader` reads what is missing.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+import functools
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 
 from lockgen.config import WORK
 from lockgen.config.model import BackendFamily
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Lock
-from lockgen.runtime.errors import Interrupted, LockFormatError
-from lockgen.wheels.coverage import Code, CoverageError
-from lockgen.wheels.remote import cached, read_local, read_remote, store
+from lockgen.runtime.errors import LockFormatError
+from lockgen.wheels.coverage import Code
+from lockgen.wheels.layers import layer_wheels
+from lockgen.wheels.model import GpuLayer, GpuWheel, Read
 
-__all__ = ["CACHE", "GpuWheel", "carried", "gpu_family", "gpu_wheels", "record", "refresh"]
+__all__ = [
+    "CACHE", "GpuLayer", "GpuWheel", "Read", "carried", "carried_layer", "cell_coverage", "gpu_family", "gpu_wheels",
+    "layer_record", "main_record", "runtimes",
+]  # fmt: skip
 
 CACHE = f"{WORK}/coverage"
-log = logging.getLogger("lockgen.coverage")
 
 
-@dataclass(frozen=True)
-class GpuWheel:
-    """A locked GPU wheel: ``url`` (canonical) or ``path`` (project-relative), ``size`` bytes."""
-
-    name: str
-    version: str
-    sha256: str
-    url: str | None
-    path: str | None
-    size: int | None
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return self.name, self.version, self.sha256
+Reading = Callable[[Sequence[GpuWheel]], Read]
 
 
 def gpu_family(backend: str, families: Sequence[BackendFamily]) -> BackendFamily | None:
@@ -66,9 +61,9 @@ def gpu_family(backend: str, families: Sequence[BackendFamily]) -> BackendFamily
 
 
 def gpu_wheels(root: Path, lock_path: str, family: BackendFamily) -> list[GpuWheel] | None:
-    """The GPU wheels of the cell whose main lock is ``lock_path`` (see the module docstring),
-    sorted by name; None when the cell has no pylock (nothing to read them from). Raises
-    :class:`LockFormatError` for a pylock or lock that cannot be read."""
+    """The main layer's GPU wheels of the cell whose main lock is ``lock_path`` (see the module
+    docstring), sorted by name; None when the cell has no pylock (nothing to read them from).
+    Raises :class:`LockFormatError` for a pylock or lock that cannot be read."""
     pylock_path = f"{lock_path.removesuffix('.txt')}/{pylockfile.PYLOCK_NAME}"
     try:
         text = (root / pylock_path).read_text(encoding="utf-8")
@@ -80,6 +75,7 @@ def gpu_wheels(root: Path, lock_path: str, family: BackendFamily) -> list[GpuWhe
     main = Lock.read(root / lock_path, lock_path)
     builds: set[str] = {canonicalize_name(b) for b in family.builds}
     wanted = _dependents(builds, main) | {p.name for p in pylock.packages if any(p.name.startswith(b) for b in builds)}
+    wanted |= {p.name for p in pylock.packages if p.version is not None and _labelled(p.version.local, family)}
     found = []
     for package in pylock.packages:
         if package.name not in wanted:
@@ -96,6 +92,17 @@ def gpu_wheels(root: Path, lock_path: str, family: BackendFamily) -> list[GpuWhe
     return sorted(found, key=lambda w: w.key)
 
 
+def _labelled(label: str | None, family: BackendFamily) -> bool:
+    """Whether a local version label names the family (``cu124``, ``cu128.torch2.9.0``, ``rocm7.2``)."""
+    return bool(label) and any(_flavor(pattern).search(label or "") for pattern in family.flavors)
+
+
+@functools.lru_cache(maxsize=64)
+def _flavor(pattern: str) -> re.Pattern[str]:
+    head, version, tail = pattern.lower().partition("{version}")
+    return re.compile(re.escape(head) + (r"\d" if version else "") + re.escape(tail))
+
+
 def _dependents(builds: set[str], main: Lock | None) -> set[str]:
     """``builds`` and every package of ``main`` that depends on one of them, transitively."""
     if main is None:
@@ -110,91 +117,134 @@ def _dependents(builds: set[str], main: Lock | None) -> set[str]:
     return found
 
 
-def record(wheels: Sequence[GpuWheel], codes: Mapping[str, Code], unread: Mapping[str, str]) -> dict[str, Any]:
-    """The manifest's ``coverage`` object: ``wheels`` (read, with their code) and ``unread``."""
-    read = [w for w in wheels if w.sha256 in codes]
+_RUNTIME_PACKAGE = re.compile(r"nvidia-cuda-runtime(?:-cu(\d{1,3}))?")
+
+
+def runtimes(
+    main: Lock | None, wheels: Iterable[GpuWheel], codes: Mapping[str, Code], builds: Iterable[str]
+) -> list[str]:
+    """The GPU runtime libraries the cell installs (sorted names as
+    :func:`lockgen.wheels.binaries.gpu_runtime` gives them): the ones any read main wheel ships,
+    the ones the framework builds' code (torch) is linked against (the backend invariants, C27,
+    make the lock install those), and CUDA's runtime package of the main lock
+    (``nvidia-cuda-runtime-cu12`` or ``nvidia-cuda-runtime`` 13.x ship ``libcudart.so.<major>``
+    and ``cudart64_<major>.dll``)."""
+    wanted = {canonicalize_name(b) for b in builds}
+    found: set[str] = set()
+    for wheel in wheels:
+        code = codes.get(wheel.sha256)
+        if code is not None:
+            found.update(code.bundles)
+            if canonicalize_name(wheel.name) in wanted:
+                found.update(n for group in code.linked for n in group.needs)
+    for entry in main.entries if main is not None else ():
+        match = _RUNTIME_PACKAGE.fullmatch(entry.name)
+        major = (match.group(1) or (str(entry.version.major) if entry.version else None)) if match else None
+        if major:
+            found.update({f"libcudart.so.{major}", f"cudart64_{major}.dll"})
+    return sorted(found)
+
+
+def _wheels(wheels: Sequence[GpuWheel], read: Read) -> dict[str, Any]:
+    kept = [w for w in wheels if w.sha256 not in read.skipped]
+    done = [w for w in kept if w.sha256 in read.codes]
     return {
-        "wheels": [{"name": w.name, "version": w.version, "sha256": w.sha256, **codes[w.sha256].to_dict()} for w in read],
-        "unread": [{"name": w.name, "version": w.version, "sha256": w.sha256, "reason": unread.get(w.sha256, "not read")}
-                   for w in wheels if w.sha256 not in codes],
+        "wheels": [{"name": w.name, "version": w.version, "sha256": w.sha256, **_code(read.codes[w.sha256])} for w in done],
+        "unread": [{"name": w.name, "version": w.version, "sha256": w.sha256, "reason": read.unread.get(w.sha256, "not read")}
+                   for w in kept if w.sha256 not in read.codes],
     }  # fmt: skip
 
 
+def _code(code: Code) -> dict[str, list[str]]:
+    data = code.to_dict()
+    del data["bundles"]  # what the wheel ships is in the cell's runtimes
+    return data
+
+
+def main_record(wheels: Sequence[GpuWheel], read: Read, main: Lock | None, builds: Iterable[str]) -> dict[str, Any]:
+    """The main layer's part of the ``coverage`` object: ``wheels`` (read, with their code),
+    ``unread`` and ``runtimes`` (:func:`runtimes`)."""
+    return {**_wheels(wheels, read), "runtimes": runtimes(main, wheels, read.codes, builds)}
+
+
+def layer_record(layer: GpuLayer, read: Read) -> dict[str, Any]:
+    """A layer's entry of the ``coverage`` object's ``layers``."""
+    return {"name": layer.name, "kind": layer.kind, "sha256": layer.sha256, **_wheels(layer.wheels, read)}
+
+
+def _current(part: Mapping[str, Any]) -> bool:
+    """Whether a recorded part has this reader's shape (every wheel's ``linked``), else it is read again."""
+    return all(isinstance(w, Mapping) and isinstance(w.get("linked"), list) for w in part.get("wheels", []))
+
+
+def _parsed(previous: Mapping[str, Any]) -> tuple[dict[str, Code], dict[str, str], list[tuple[str, str, str]]]:
+    read = {w["sha256"]: Code.from_dict(w) for w in previous.get("wheels", [])}
+    unread = {w["sha256"]: str(w["reason"]) for w in previous.get("unread", []) if w["sha256"] not in read}
+    keys = sorted([(w["name"], w["version"], w["sha256"]) for w in previous.get("wheels", [])]
+                  + [(w["name"], w["version"], w["sha256"]) for w in previous.get("unread", [])])  # fmt: skip
+    return read, unread, keys
+
+
 def carried(previous: Any, wheels: Sequence[GpuWheel], allow_unread: bool = True) -> dict[str, Any] | None:
-    """The previous manifest entry's ``coverage`` when it was made of exactly these ``wheels``
-    (read or unread), else None; with ``allow_unread`` False a record with unread wheels is not
-    carried either (``lockgen all`` tries them again)."""
-    if not isinstance(previous, Mapping) or (previous.get("unread") and not allow_unread):
+    """The main part of a previous manifest entry's ``coverage`` when it was made of exactly these
+    ``wheels`` (read or unread) by this reader, else None; with ``allow_unread`` False a record
+    with unread wheels is not carried either (``lockgen all`` tries them again)."""
+    if not isinstance(previous, Mapping) or (previous.get("unread") and not allow_unread) or not _current(previous):
         return None
     try:
-        read = {w["sha256"]: Code.from_dict(w) for w in previous.get("wheels", [])}
-        unread = {w["sha256"]: str(w["reason"]) for w in previous.get("unread", []) if w["sha256"] not in read}
-        keys = sorted([(w["name"], w["version"], w["sha256"]) for w in previous.get("wheels", [])]
-                      + [(w["name"], w["version"], w["sha256"]) for w in previous.get("unread", [])])  # fmt: skip
+        read, unread, keys = _parsed(previous)
+        installed = sorted(str(r) for r in previous["runtimes"])
     except (KeyError, TypeError, AttributeError):
         return None
     if keys != sorted(w.key for w in wheels):
         return None
-    return record(wheels, read, unread)
+    return {**_wheels(wheels, Read(read, unread)), "runtimes": installed}
 
 
-def refresh(
-    root: Path,
-    wheels: Sequence[GpuWheel],
-    fetch_url: Callable[[str], str],
-    stop: threading.Event | None = None,
-    offline: bool = False,
-) -> tuple[dict[str, Any], int]:
-    """(the ``coverage`` record, bytes downloaded) of ``wheels``: each from the cache by sha256,
-    else read (a local wheel whole, a remote one by range requests through ``fetch_url``, the
-    mirror mapping) and cached. A wheel that cannot be read (offline, HTTP errors, a broken
-    file) is ``unread`` with the reason: the selector then says the cell's coverage is partial."""
-    cache = root / CACHE
-    cache.mkdir(parents=True, exist_ok=True)  # also the folder of the members' temporary copies
-    codes: dict[str, Code] = {}
-    unread: dict[str, str] = {}
-    fetched = 0
-    client = None
-    try:
-        for wheel in wheels:
-            if stop is not None and stop.is_set():
-                raise Interrupted("interrupted while reading the GPU wheels")
-            hit = cached(cache, wheel.sha256)
-            if hit is not None:
-                codes[wheel.sha256] = hit
-                continue
-            try:
-                if wheel.path is not None:
-                    code = read_local(root / wheel.path, wheel.sha256, cache.parent)
-                elif offline or wheel.url is None:
-                    raise CoverageError("offline" if offline else "the pylock gives no URL")
-                else:
-                    if client is None:
-                        client = _client()
-                    code, count = read_remote(client, fetch_url(wheel.url), wheel.size, cache.parent)
-                    fetched += count
-                    log.info("read the GPU code of %s %s (%d MB)", wheel.name, wheel.version, count // 10**6)
-            except (CoverageError, OSError) as exc:
-                unread[wheel.sha256] = _scrub(str(exc))[:300]
-                continue
-            store(cache, wheel.sha256, code)
-            codes[wheel.sha256] = code
-    finally:
-        if client is not None:
-            client.close()
-    return record(wheels, codes, unread), fetched
+def carried_layer(previous: Any, layer: GpuLayer, allow_unread: bool = True) -> dict[str, Any] | None:
+    """The previous record of ``layer`` (same name and lock text sha256, this reader's shape), else None."""
+    if not isinstance(previous, Mapping) or not isinstance(previous.get("layers"), list):
+        return None
+    for item in previous["layers"]:
+        if not isinstance(item, Mapping) or (item.get("name"), item.get("sha256")) != (layer.name, layer.sha256):
+            continue
+        if (item.get("unread") and not allow_unread) or not _current(item):
+            return None
+        try:
+            read, unread, keys = _parsed(item)
+        except (KeyError, TypeError, AttributeError):
+            return None
+        wheels = [GpuWheel(name=n, version=v, sha256=s, url=None, path=None, size=None) for n, v, s in keys]
+        return {"name": layer.name, "kind": layer.kind, "sha256": layer.sha256, **_wheels(wheels, Read(read, unread))}
+    return None
 
 
-def _client() -> Any:
-    import httpx
-
-    from lockgen.resolve import tls
-
-    return httpx.Client(follow_redirects=True, timeout=60, verify=tls.context())
-
-
-def _scrub(text: str) -> str:
-    """``text`` without the login of any URL in it."""
-    import re
-
-    return re.sub(r"(\w+://)[^/@\s]+@", r"\1", text)
+def cell_coverage(root: Path, lock_path: str, family: BackendFamily, fits: frozenset[Tag],
+                  previous: Sequence[Any], read: Reading | None) -> dict[str, Any] | None:  # fmt: skip
+    """The ``coverage`` object of a GPU cell whose main lock is ``lock_path``: each part carried
+    from the first of ``previous`` records that has it (the shards', the manifest on disk), else
+    read with ``read`` (``lockgen all``); None when the cell has no pylock, no GPU wheels and no
+    layers, or (without ``read``) a part cannot be carried. Raises :class:`LockFormatError` for
+    locks that cannot be read."""
+    wheels = gpu_wheels(root, lock_path, family)
+    main = Lock.read(root / lock_path, lock_path)
+    if wheels is None or main is None:
+        return None
+    layers = layer_wheels(root, main, family, fits)
+    if not wheels and not layers:
+        return None
+    allow = read is None
+    part = next((p for p in (carried(r, wheels, allow) for r in previous) if p is not None), None)
+    if part is None:
+        if read is None:
+            return None
+        part = main_record(wheels, read(wheels), main, family.builds)
+    parts = []
+    for layer in layers:
+        found = next((p for p in (carried_layer(r, layer, allow) for r in previous) if p is not None), None)
+        if found is None:
+            if read is None:
+                return None
+            found = layer_record(layer, read(layer.wheels))
+        parts.append(found)
+    return {**part, "layers": parts}

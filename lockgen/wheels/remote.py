@@ -15,16 +15,18 @@ import hashlib
 import io
 import json
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lockgen.wheels.coverage import Code, CoverageError, scan_wheel
 
-__all__ = ["READER", "RangeFile", "cached", "read_local", "read_remote", "store"]
+__all__ = ["READER", "RangeFile", "cached", "read_local", "read_remote", "read_verified", "store"]
 
-#: Version of the reading: a cache entry of another version is read again.
-READER = 1
+#: Version of the reading: a cache entry of another version is read again (3: the code grouped
+#: by the GPU runtimes its objects are linked against, ``linked``, and the ones shipped, ``bundles``).
+READER = 3
 _WINDOW = 16 * 1024 * 1024
 
 
@@ -139,3 +141,31 @@ def read_remote(client: Any, url: str, size: int | None, work: Path | None = Non
     if progress is not None:
         progress(raw.fetched)
     return code, raw.fetched
+
+
+_MAX_WHEEL = 8 * 1024**3  # bytes of a whole download (a page without hashes): larger is refused
+
+
+def read_verified(client: Any, url: str, work: Path | None = None) -> tuple[str, Code, int]:
+    """(sha256, code, bytes fetched) of the wheel at ``url`` downloaded whole: a page that lists
+    it without a hash (a find-links page) cannot say which locked artifact it is until it is
+    hashed. Raises :class:`CoverageError` for HTTP errors, a file over 8 GiB and a broken wheel."""
+    import httpx
+
+    digest = hashlib.sha256()
+    fetched = 0
+    with tempfile.TemporaryFile(dir=work) as copy:
+        try:
+            with client.stream("GET", url) as response:
+                response.raise_for_status()
+                for block in response.iter_bytes(1 << 20):
+                    fetched += len(block)
+                    if fetched > _MAX_WHEEL:
+                        raise CoverageError(f"the wheel is larger than {_MAX_WHEEL // 1024**3} GiB")
+                    digest.update(block)
+                    copy.write(block)
+        except httpx.HTTPError as exc:
+            raise CoverageError(f"cannot download the wheel ({type(exc).__name__}: {exc})") from None
+        sha256 = digest.hexdigest()
+        copy.seek(0)
+        return sha256, scan_wheel(copy, work), fetched

@@ -162,7 +162,7 @@ def stale_then(ctx: Ctx, rel: str) -> list[str]:
 
 def outdated_read_only_manifest(ctx: Ctx) -> list[str]:
     path = ctx.root / "locks" / "manifest.json"
-    path.write_text(path.read_text().replace('"format": 3', '"format": 3 '))  # not what the locks give: rewritten
+    path.write_text(path.read_text().replace('"format": 4', '"format": 4 '))  # not what the locks give: rewritten
     ctx.read_only("locks/manifest.json")
     return ["all"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, write_project
+from tests.conftest import HOST_PYTHON, run_cli, schema_problems, write_project
 
 pytestmark = pytest.mark.uv
 CUDA = Path(__file__).parents[1] / "data" / "cuda"
@@ -93,3 +93,126 @@ def test_the_manifest_records_the_wheels_code_and_detect_uses_it(tmp_path: Path,
     data["cells"]["linux-x86_64-cu130-py3.12"]["coverage"]["wheels"][0]["sha256"] = "0" * 64
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     assert run_cli("check", "-C", str(tmp_path)).code != 0
+
+
+def test_the_layers_gpu_wheels_are_read_and_decide_which_layers_install(
+    tmp_path: Path, fake_host, monkeypatch, caplog
+) -> None:
+    """GPU extensions in layers (issue 19): an optional layer from a hashed find-links page, one
+    from a page without hashes (downloaded and hashed), one from the index (found on its project
+    page by sha256) and a no-deps layer from a direct URL; each layer's code is recorded, a
+    second run reads nothing, and detect / install --detect leave out an optional layer whose
+    kernels do not run on the machine."""
+    tag = f"cp{HOST_PYTHON.replace('.', '')}-cp{HOST_PYTHON.replace('.', '')}-manylinux_2_28_x86_64"
+    pypi = fake_host("pypi")
+    files = [
+        pypi.wheel("files", "nvidia-cuda-runtime-cu13", "13.0.96", "py3-none-manylinux_2_28_x86_64"),
+        pypi.wheel("files", "torch", "2.13.0", tag, requires=("nvidia-cuda-runtime-cu13",),
+                   files={"torch/lib/libtorch_cuda.so": (CUDA / "sm75-sm86.so").read_bytes()}),
+        pypi.wheel("files", "bitsandbytes", "0.50.2", tag, requires=("torch",),  # a CUDA 12 build: cannot load
+                   files={"bitsandbytes/libbitsandbytes_cuda12x.so": (CUDA / "sm80-sm90-cudart12.so").read_bytes()}),
+        pypi.wheel("files", "numpy", "2.3.0", tag),
+    ]  # fmt: skip
+    pypi.index_page("simple", files, upload_time="2026-01-01T00:00:00Z")
+    flash = pypi.wheel("fa", "flash-attn", "2.8.3", tag, requires=("torch",),
+                       files={"flash_attn_2_cuda.so": (CUDA / "sm120-cudart13.so").read_bytes()})  # fmt: skip
+    pypi.flat_page("fa", [flash], hashed=True)
+    sage = pypi.wheel("sage", "sageattention", "2.2.0", tag, requires=("torch",),
+                      files={"sageattention/_qattn.so": (CUDA / "sm80-ptx90.so").read_bytes()})  # fmt: skip
+    pypi.flat_page("sage", [sage], hashed=False)
+    natten = pypi.wheel(
+        "nat", "natten", "0.21.7", tag, files={"natten/libnatten.so": (CUDA / "two-units.so").read_bytes()}
+    )
+    config = f"""
+        [tool.lockgen.mirrors]
+        "https://pypi.org/simple" = "{pypi.url}/simple"
+        "https://files.pythonhosted.org" = "{pypi.url}/files"
+        "https://fa.example" = "{pypi.url}/fa"
+        "https://sage.example" = "{pypi.url}/sage"
+        "https://nat.example" = "{pypi.url}/nat"
+        [tool.lockgen.sources.fa]
+        find-links = "https://fa.example/"
+        packages = ["flash-attn"]
+        [tool.lockgen.sources.sage]
+        find-links = "https://sage.example/"
+        packages = ["sageattention"]
+        [tool.lockgen.sources.nat]
+        urls = ["https://nat.example/{natten.name}"]
+        packages = ["natten"]
+        [tool.lockgen.matrix]
+        os = ["linux"]
+        arch = ["x86_64"]
+        backend = ["cu130"]
+        python = ["{HOST_PYTHON}"]
+        [[tool.lockgen.rules]]
+        use = ["fa", "sage", "nat"]
+        optional = ["flash-attn==2.8.3", "sageattention==2.2.0", "bitsandbytes==0.50.2"]
+        no-deps = ["natten==0.21.7"]
+        [tool.lockgen.detect]
+        nvidia-unknown-cuda = "cu130"
+        [[tool.lockgen.detect.nvidia]]
+        min-cuda = "13.0"
+        backend = "cu130"
+    """
+    write_project(tmp_path, config, {"requirements.in.j2": "torch\nnumpy\n"})
+    with caplog.at_level("WARNING", logger="lockgen"):
+        run = run_cli("all", "-C", str(tmp_path))
+    assert run.code == 0, run.err
+    warned = [r.getMessage() for r in caplog.records]
+    assert any("bitsandbytes 0.50.2: its GPU code is linked against libcudart.so.12" in m for m in warned)
+    cell = f"linux-x86_64-cu130-py{HOST_PYTHON}"
+    manifest = json.loads((tmp_path / "locks" / "manifest.json").read_text())
+    assert schema_problems(manifest) == []
+    coverage = manifest["cells"][cell]["coverage"]
+    assert coverage["runtimes"] == ["cudart64_13.dll", "libcudart.so.13"]  # the runtime package of the main lock
+    shas = {layer["name"]: layer["sha256"] for layer in manifest["cells"][cell]["layers"]}
+    layers = {layer["name"]: layer for layer in coverage["layers"]}
+    assert sorted(layers) == ["no-deps", "optional-bitsandbytes", "optional-flash-attn", "optional-sageattention"]
+    assert all(layer["sha256"] == shas[name] and layer["unread"] == [] for name, layer in layers.items())
+    code = {name: [(w["name"], w["sass"], w["ptx"], [g["needs"] for g in w["linked"]]) for w in layer["wheels"]]
+            for name, layer in layers.items()}  # fmt: skip
+    assert code == {
+        "optional-flash-attn": [("flash-attn", ["sm_120"], [], [["libcudart.so.13"]])],
+        "optional-sageattention": [("sageattention", ["sm_80"], ["compute_90"], [[]])],
+        "optional-bitsandbytes": [("bitsandbytes", ["sm_80", "sm_90"], [], [["libcudart.so.12"]])],
+        "no-deps": [("natten", ["sm_75", "sm_80", "sm_90"], [], [[]])],
+    }
+    assert run_cli("check", "-C", str(tmp_path)).code == 0
+    assert "1 up to date" in run_cli("all", "-C", str(tmp_path)).err  # nothing read again
+
+    # a layer part whose layer lock is not the one on disk is read again; the other parts are carried
+    shutil.rmtree(tmp_path / ".lockgen" / "coverage")
+    path = tmp_path / "locks" / "manifest.json"
+    edited = json.loads(path.read_text())
+    sage_part = next(p for p in edited["cells"][cell]["coverage"]["layers"] if p["name"] == "optional-sageattention")
+    sage_part["sha256"] = "0" * 64
+    path.write_text(json.dumps(edited, indent=2, sort_keys=True) + "\n")
+    assert run_cli("check", "-C", str(tmp_path)).code == 1  # stale
+    assert run_cli("all", "-C", str(tmp_path), "--force").code == 0
+    assert json.loads(path.read_text()) == manifest
+    read_again = {p.stem for p in (tmp_path / ".lockgen" / "coverage").glob("*.json")}
+    assert read_again == {layers["optional-sageattention"]["wheels"][0]["sha256"]}
+
+    args = ("detect", "-C", str(tmp_path), "--os", "linux", "--arch", "x86_64", "--cuda", "13.0", "--json")
+    chosen = json.loads(run_cli(*args, "--gpu-query", query(tmp_path, "8.6")).out)
+    assert [layer["name"] for layer in chosen["skipped_layers"]] == ["optional-flash-attn"]
+    assert "optional-flash-attn" not in [layer["name"] for layer in chosen["layers"]]
+    assert (
+        "optional-bitsandbytes: not counted: bitsandbytes 0.50.2: its GPU code is linked against libcudart.so.12"
+        in (" ".join(chosen["coverage"]))
+    )
+    older = json.loads(run_cli(*args, "--gpu-query", query(tmp_path, "7.5")).out)
+    assert [layer["name"] for layer in older["skipped_layers"]] == ["optional-flash-attn", "optional-sageattention"]
+    text = run_cli(*args[:-1], "--gpu-query", query(tmp_path, "7.5"))
+    assert "layer not installed on this machine: optional-sageattention (optional): no code for GPU 0" in text.out
+
+    # install --detect goes on without the optional layers the machine cannot run
+    from lockgen import select as selector
+
+    facts = selector.Facts(os="linux", arch="x86_64", interpreter="x86_64", nvidia=True, cuda="13.0",
+                           gpus=(selector.Gpu("NVIDIA GPU", "24564 MiB", "580.65.06", 7.5),))  # fmt: skip
+    monkeypatch.setattr(selector, "gather", lambda *a, **k: facts)
+    dry = run_cli("install", "--detect", "--dry-run", "-C", str(tmp_path), "--venv", str(tmp_path / "venv"))
+    assert dry.code == 0, dry.err
+    assert "optional-flash-attn: not installed on this machine" in dry.err
+    assert "would run for optional-bitsandbytes" in dry.out and "would run for optional-flash-attn" not in dry.out

@@ -271,7 +271,16 @@ def test_a_lock_that_is_not_the_manifests_is_refused(locked, tmp_path):
         ([LITE, "--python", "./no/python3"], "--python ./no/python3: no such file; give the path of a CPython"),
         ([LITE, "--python", __file__], f"--python {__file__}: it does not run as a Python"),
     ],
-    ids=["no-cell", "unknown-cell", "misspelt-cell", "lockgens-own-venv", "other-python", "python-word", "python-missing", "not-python"],
+    ids=[
+        "no-cell",
+        "unknown-cell",
+        "misspelt-cell",
+        "lockgens-own-venv",
+        "other-python",
+        "python-word",
+        "python-missing",
+        "not-python",
+    ],
 )
 def test_requests_that_are_refused(locked, args, message):
     run = run_cli("install", "-C", str(locked), *args)

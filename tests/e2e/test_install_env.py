@@ -195,8 +195,8 @@ def test_a_cell_for_another_host_arch_is_refused(world, tmp_path):
 
 @pytest.mark.parametrize(
     ("fmt", "message"),
-    [(4, "was written by a newer lockgen (this one reads format 3); use a newer lockgen"),
-     (1, "is older than this lockgen reads (3); run `lockgen all`"), ("2", 'not a lockgen manifest (no integer "format")')],
+    [(5, "was written by a newer lockgen (this one reads format 4); use a newer lockgen"),
+     (3, "is older than this lockgen reads (4); run `lockgen all`"), ("2", 'not a lockgen manifest (no integer "format")')],
     ids=["newer", "older", "not-an-integer"],
 )  # fmt: skip
 def test_a_manifest_of_another_format_says_what_to_do(tmp_path, fmt, message):

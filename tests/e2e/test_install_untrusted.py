@@ -175,9 +175,9 @@ def test_a_hostile_manifest_entry_is_refused_before_anything(project, tmp_path, 
     [
         ("[" * 100_000 + "]" * 100_000, "not a manifest lockgen wrote (nested too deeply)"),
         ('{"format": ' + "9" * 5000 + "}", "not valid JSON"),
-        ('{"format": 3, "cells": []}', "cells: expected an object of cells, got a list"),
+        ('{"format": 4, "cells": []}', "cells: expected an object of cells, got a list"),
         ("\ufeff{}", "not valid JSON"),
-        ('{"format": 3, "cells": {"a/b": {}}}', "cells.a/b: the cell name 'a/b' is not a plain name"),
+        ('{"format": 4, "cells": {"a/b": {}}}', "cells.a/b: the cell name 'a/b' is not a plain name"),
     ],
     ids=["deep-nesting", "huge-integer", "cells-a-list", "byte-order-mark", "cell-name"],
 )

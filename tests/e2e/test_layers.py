@@ -50,21 +50,23 @@ def test_c22_an_overlapping_no_deps_entry_takes_the_main_version(tmp_path, typer
     assert "replaces" not in cell_entry(root)
 
 
-@pytest.mark.parametrize(
-    ("extra", "layer", "package", "main", "other"),
-    [
-        ('no-deps = ["typer==0.29.2"]', "no-deps", "typer", "0.27.1", "0.29.2"),
-        ('optional = ["tool"]', "optional-tool", "torchao", "0.10.0", "0.12.0"),
-    ],
-    ids=["no-deps-pin", "optional-dependency"],
-)
-def test_c22_a_layer_that_would_move_a_main_pin_is_refused(tmp_path, typer_index, extra, layer, package, main, other):
-    root = project(tmp_path / "p", typer_index, "typer==0.27.1\ntorchao==0.10.0\n", extra)
+def test_c22_a_no_deps_layer_that_would_move_a_main_pin_is_refused(tmp_path, typer_index):
+    root = project(tmp_path / "p", typer_index, "typer==0.27.1\ntorchao==0.10.0\n", 'no-deps = ["typer==0.29.2"]')
     run = run_cli("all", "-C", str(root))
     assert run.code == 1
-    assert f"layer {layer} would set {package} to {other} (the main lock has {package}=={main})" in run.err
-    assert f'replace = ["{package}"]' in run.err
+    assert "layer no-deps would set typer to 0.29.2 (the main lock has typer==0.27.1)" in run.err
+    assert 'replace = ["typer"]' in run.err
     assert not (root / "locks" / f"{CELL}.txt").exists()
+
+
+def test_c22_an_optional_layer_that_would_move_a_main_pin_is_unavailable(tmp_path, typer_index):
+    """Optional means optional (issue 17): the cell locks, the layer is unavailable, saying why."""
+    root = project(tmp_path / "p", typer_index, "typer==0.27.1\ntorchao==0.10.0\n", 'optional = ["tool"]')
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 0, run.err
+    (gap,) = cell_entry(root)["unavailable"]
+    assert gap["reason"].startswith("it would set torchao to 0.12.0 (the main lock has torchao==0.10.0)")
+    assert 'replace = ["torchao"]' in gap["reason"]
 
 
 @pytest.mark.slow

@@ -78,7 +78,8 @@ def test_the_gpu_code_of_a_real_pypi_wheel_by_range_reads(tmp_path):
 
     from lockgen.config.model import DEFAULT_BACKENDS
     from lockgen.locks import pylockfile
-    from lockgen.wheels.cells import gpu_wheels, refresh
+    from lockgen.wheels.cells import gpu_wheels
+    from lockgen.wheels.reading import refresh
     from lockgen.wheels.remote import read_remote
 
     repo = Path(__file__).parents[1]
@@ -91,6 +92,6 @@ def test_the_gpu_code_of_a_real_pypi_wheel_by_range_reads(tmp_path):
     assert code.sass == ("sm_80", "sm_86") and fetched < wheel.size
     cuda = next(f for f in DEFAULT_BACKENDS if f.name == "cuda")
     small = [w for w in gpu_wheels(repo, f"locks/{cell}.txt", cuda) if w.name == "torchao"]
-    record, _ = refresh(tmp_path, small, lambda url: url)
+    record, _ = refresh(tmp_path, small)
     recorded = json.loads((repo / "locks" / "manifest.json").read_text())["cells"][cell]["coverage"]["wheels"]
     assert record["wheels"] == [w for w in recorded if w["name"] == "torchao"], record["unread"]

@@ -64,8 +64,17 @@ def _unknown_key(data: dict) -> None:
     _cell(data)["installer_hint"] = "x"
 
 
-def _format_4(data: dict) -> None:
-    data["format"] = 4
+def _format_5(data: dict) -> None:
+    data["format"] = 5
+
+
+def _coverage_of_the_main_layer_as_a_layer(data: dict) -> None:
+    coverage = _cell(data)["coverage"]
+    coverage["layers"] = [{"name": "main", "kind": "main", "sha256": "0" * 64, "wheels": [], "unread": []}]
+
+
+def _coverage_without_runtime_groups(data: dict) -> None:
+    del _cell(data)["coverage"]["wheels"][0]["linked"]
 
 
 def _python_patch(data: dict) -> None:
@@ -91,7 +100,8 @@ def _pip_sync(data: dict) -> None:
     _cell(data)["layers"][0]["commands"]["pip"][1] = "sync"
 
 
-BROKEN = [_drop_layers, _bad_sha, _absolute_lock, _optional_first, _unhashed_requires_hashes, _unknown_key, _format_4,
+BROKEN = [_drop_layers, _bad_sha, _absolute_lock, _optional_first, _unhashed_requires_hashes, _unknown_key, _format_5,
+          _coverage_of_the_main_layer_as_a_layer, _coverage_without_runtime_groups,
           _python_patch, _skipped_without_reason, _alias_without_target, _refuse_alone, _pip_sync]  # fmt: skip
 
 

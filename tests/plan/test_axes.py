@@ -260,5 +260,5 @@ def test_detect_routes_an_extra_axis_by_rules_or_by_hand(tmp_path, monkeypatch):
     )  # fmt: skip
     with pytest.raises(InstallRefused, match=r"differ by profile \(legacy, modern\): pass --axis profile=VALUE"):
         choose(typed, None, True, "3.12", False)
-    entry, _ = choose(typed, None, True, "3.12", False, axes={"profile": "legacy"})
+    entry, _, _ = choose(typed, None, True, "3.12", False, axes={"profile": "legacy"})
     assert entry.name == "linux-x86_64-cu130-py3.12-legacy"

@@ -57,7 +57,7 @@ def plan_for(c, files=None):
 
 def test_compile_argv_targets_the_cell_and_never_the_host():
     c = cell("macos", "aarch64", find_links={"b": ("https://x/b/",), "a": ("wheels",)}, exclude_newer="2026-01-01")
-    files = {"requirements": ("r.j2", ""), "constraints": ("c.j2", ""), "overrides": ("o.j2", "")}
+    files = {"requirements": ("r.j2", ""), "constraints": ("c.j2", "numpy<3\n"), "overrides": ("o.j2", "numpy==2.0\n")}
     argv = compile_argv(plan_for(c, files), "out.txt", Options(upgrade_packages=("numpy",)), python="/py")
     joined = " ".join(argv)
     assert argv[:3] == ["pip", "compile", ".lockgen/macos-aarch64-cpu-py3.12/requirements.in"]

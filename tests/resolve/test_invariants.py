@@ -247,3 +247,90 @@ def test_the_module_docstring_tables_the_defaults():
         assert all(
             pattern.removeprefix("nvidia-").split("-")[0] in doc for pattern in (*family.packages, *family.versioned)
         )
+
+
+# -- issue 17 item 2 and issue 16 item 7: labels read by the grammar, compatibility as data
+
+
+@pytest.mark.parametrize(
+    ("flavor", "packages", "expected"),
+    [
+        # the labels the issue names, each read as its publisher means it
+        ("cu130", [pkg("torch==2.10.0+cu130"), pkg("llamacpp-gguf-cuda==1.0.2+torch210cu13py311")], []),
+        ("cu130", [pkg("torch==2.13.0+cu130"), pkg("sageattention==2.2.0+cu130torch2.9.0andhigher.post4")], []),
+        ("cu130", [pkg("torch==2.8.0+cu130"), pkg("sageattention==2.2.0+cu130torch2.9.0andhigher.post4")], ["sageattention"]),
+        ("cu130", [pkg("torch==2.9.0+cu130"), pkg("torch-scatter==2.1.2+pt29cu130")], []),
+        ("cu130", [pkg("torch==2.13.0+cu130"), pkg("torch-scatter==2.1.2+pt29cu130")], ["torch-scatter"]),
+        ("rocm6.5", [pkg("torch==2.7.0a0+rocm.git3f903c3")], []),  # TheRock: ROCm, version not stated
+        ("cu130", [pkg("torch==2.7.0a0+rocm.git3f903c3")], ["torch"]),  # a ROCm torch in a CUDA cell
+        ("rocm6.5", [pkg("torch==2.7.0a0+gitbfd8155")], []),  # names no backend: a warning, not "a CPU build"
+        ("cu130", [pkg("torch==2.13.0+cu130"), pkg("torchvision==0.28.0+xpu")], ["torchvision"]),
+        # CUDA minor version compatibility: an extension within the major fits, the torch family does not
+        ("cu128", [pkg("torch==2.6.0+cu128"), pkg("flashinfer-python==0.2.2.post1+cu124torch2.6")], []),
+        ("cu128", [pkg("torch==2.6.0+cu128"), pkg("llama-cpp-python==0.3.40+cu124")], []),
+        ("cu128", [pkg("torch==2.6.0+cu128"), pkg("torchvision==0.21.0+cu126")], ["torchvision"]),
+        ("cu128", [pkg("torch==2.6.0+cu128"), pkg("llama-cpp-python==0.3.40+cu131")], ["llama-cpp-python"]),
+        ("rocm6.4", [pkg("torch==2.8.0+rocm6.4"), pkg("xformers==0.0.30+rocm6.3")], ["xformers"]),  # ROCm: exact
+    ],
+    ids=["torch210-is-2.10", "andhigher-floor", "andhigher-below-floor", "pyg-pt29", "pyg-pt29-torch-mismatch",
+         "therock-rocm-git", "rocm-torch-in-cuda", "git-label-torch", "xpu-torchvision", "extension-cu124-in-cu128",
+         "extension-label-cu124-in-cu128", "torchvision-cu126-in-cu128", "extension-newer-major",
+         "rocm-minor-mix"],
+)  # fmt: skip
+def test_labels_as_publishers_write_them(flavor, packages, expected):
+    assert names(problems(flavor, packages, DEFAULT_BACKENDS)) == expected
+
+
+def test_a_config_tightens_the_minor_policy():
+    import dataclasses
+
+    packages = [pkg("torch==2.6.0+cu128"), pkg("flashinfer-python==0.2.2.post1+cu124torch2.6")]
+    exact = tuple(dataclasses.replace(f, minor="exact") if f.name == "cuda" else f for f in DEFAULT_BACKENDS)
+    assert names(problems("cu128", packages, exact)) == ["flashinfer-python"]
+    older = tuple(dataclasses.replace(f, minor="older") if f.name == "cuda" else f for f in DEFAULT_BACKENDS)
+    assert names(problems("cu128", packages, older)) == []
+    assert names(problems("cu124", [pkg("torch==2.6.0+cu124"), pkg("xf==1.0+cu128")], older)) == ["xf"]
+
+
+def test_a_label_only_in_the_file_name_counts():
+    """Release-page wheels whose metadata has the bare version (issue 16, item 3)."""
+    wheel = "flash_attn-2.8.3+cu130torch2.13-cp312-cp312-linux_x86_64.whl"
+    ok = [pkg("torch==2.13.0+cu130"), pkg("flash-attn==2.8.3", wheel)]
+    assert problems("cu130", ok, DEFAULT_BACKENDS) == []
+    found = problems("cu130", [pkg("torch==2.12.0+cu130"), pkg("flash-attn==2.8.3", wheel)], DEFAULT_BACKENDS)
+    assert names(found) == ["flash-attn"]
+    assert f"file {wheel} says torch 2.13 and cuda 13.0" in found[0].evidence
+
+
+def test_what_cannot_be_read_is_a_warning():
+    from lockgen.resolve.invariants import label_warnings
+
+    packages = [
+        pkg("torch==2.7.0a0+gitbfd8155"), pkg("xformers==0.0.33+das.opt1.dtk2604.torch251"), pkg("gradio-client==1.0.2+custom.20"),
+    ]  # fmt: skip
+    found = label_warnings(packages, DEFAULT_BACKENDS)
+    assert len(found) == 2
+    assert found[0].startswith("torch 2.7.0a0+gitbfd8155: its local label names no backend")
+    assert "xformers 0.0.33+das.opt1.dtk2604.torch251: lockgen cannot read the local label" in found[1]
+    assert problems("cu130", packages[1:], DEFAULT_BACKENDS) == []  # unread: not a wrong reading
+
+
+def test_the_minor_policy_is_checked_with_its_key_path(tmp_path):
+    from tests.conftest import run_cli, write_project
+
+    root = write_project(
+        tmp_path / "p",
+        """
+        [tool.lockgen.backends.cuda]
+        minor = "loose"
+        [tool.lockgen.matrix]
+        os = ["linux"]
+        arch = ["x86_64"]
+        backend = ["cu128"]
+        python = ["3.12"]
+        """,
+        {"requirements.in.j2": "torch\n"},
+    )
+    run = run_cli("matrix", "-C", str(root))
+    assert run.code == 2
+    assert "tool.lockgen.backends.cuda.minor: must be one of 'any', 'older', 'exact'" in run.err

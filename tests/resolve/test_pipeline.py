@@ -103,17 +103,24 @@ def test_an_allow_build_package_without_wheels_is_built_on_a_second_try(tmp_path
     files = resolve_cell(run)
     assert "--no-binary" not in runner.argvs[0]
     assert runner.argvs[1][runner.argvs[1].index("--no-binary") + 1] == "sdonly"
-    assert run.builds.names == {"sdonly"}  # the run's other cells build it at once
+    assert run.builds.names == {"sdonly"}  # this cell's (issue 17: cells are independent)
     assert files.main.entries[0].hashes == (f"sha256:{SHA}",)
 
 
 def test_without_allow_build_the_failure_says_what_to_do(tmp_path):
-    run, _ = cell_run(tmp_path, [(1, (DATA / "no-wheels.txt").read_text(), None)])
+    """uv names one package without wheels; lockgen leaves it out (``--excludes``) and asks again
+    for the next (issue 17), then names them all with the allow-build line to copy."""
+    steps = [(1, (DATA / "no-wheels.txt").read_text(), None), (0, "", pylock(APP))]
+    run, runner = cell_run(tmp_path, steps)
     with pytest.raises(
-        CellFailed, match=r"sdonly: no wheel for x86_64-pc-windows-msvc cp312 .* add it to allow-build"
+        CellFailed,
+        match=r'sdonly: no wheel for x86_64-pc-windows-msvc cp312 in any version .* allow-build = \["sdonly"\]',
     ) as error:
         resolve_cell(run)
     assert "--no-build" not in str(error.value)  # uv's hint names an option the user never gave
+    assert "--excludes" not in runner.argvs[0]
+    excluded = runner.argvs[1][runner.argvs[1].index("--excludes") + 1]
+    assert (tmp_path / excluded).read_text() == "sdonly\n"
 
 
 @pytest.mark.parametrize(
@@ -205,10 +212,12 @@ def test_an_optional_entry_without_wheels_and_not_in_allow_build_is_unavailable(
         (0, "", pylock(APP)),
         (0, "", requirements("app==1.0")),
         no_wheels,
-        no_wheels,
-    ]  # (then without main's pins)
+        (0, "", pylock(APP)),  # sdonly left out: nothing else needs building
+    ]
     run, runner = cell_run(tmp_path, steps)
     run = CellRun(run.root, replace(run.plan, optional=("sdonly",)), run.options, run.mirrors, run.runner)
     (gap,) = resolve_cell(run).main.header.unavailable
-    assert gap.requirement == "sdonly" and "has no usable wheels" in gap.reason
+    assert gap.requirement == "sdonly"
+    assert gap.reason.startswith("sdonly: no wheel for x86_64-pc-windows-msvc cp312 in any version")
+    assert 'allow-build = ["sdonly"]' in gap.reason
     assert not any("--no-binary" in argv for argv in runner.argvs)

@@ -64,8 +64,14 @@ def test_no_such_version(name, versions):
 
 @pytest.mark.parametrize(
     ("name", "names"),
-    [("too-new", ["numpy"]), ("no-such-version", []), ("not-found", []), ("conflict", [])],
-    ids=["after-the-cutoff", "no-such-version", "no-project", "conflict"],
+    [
+        ("too-new", ["numpy"]),
+        ("filtered-by-exclude-newer", ["fresh"]),
+        ("no-such-version", []),
+        ("not-found", []),
+        ("conflict", []),
+    ],
+    ids=["after-the-cutoff", "every-version-filtered", "no-such-version", "no-project", "conflict"],
 )
 def test_too_new(name, names):
     assert uvout.too_new(recorded(name)) == names
@@ -127,3 +133,20 @@ def test_warnings_and_explain_drop_chatter():
     text = 'Resolved 2 packages in 56ms\nwarning: `yankme==1.1` is yanked (reason: "broken build")\n'
     assert uvout.warnings(text) == ['`yankme==1.1` is yanked (reason: "broken build")']
     assert uvout.explain(text).startswith("warning:")
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("conflict", "No solution found when resolving dependencies: Because you require app==1.0 and app==2.0, we can conclude that your requirements are unsatisfiable."),
+        ("connection-refused", None),
+    ],
+    ids=["the-whole-chain", "a-network-chain"],
+)  # fmt: skip
+def test_cause_is_the_whole_explanation_on_one_line(name, expected):
+    """An unavailable layer's reason (issue 17): uv's error and every cause, not its first and
+    last line only, joined as uv means them (``error: X`` then ``cause: Y`` is ``X: Y``)."""
+    found = uvout.cause(recorded(name))
+    assert "\n" not in found and "cause:" not in found and not found.startswith("error:")
+    if expected is not None:
+        assert found == expected

@@ -207,8 +207,8 @@ def test_python_choice() -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"format": 4}, "manifest format 4 is not supported"),
-        ({"format": 1}, "manifest format 1 is not supported"),
+        ({"format": 5}, "manifest format 5 is not supported"),
+        ({"format": 3}, "manifest format 3 is not supported"),
         ({"format": "2"}, 'no integer "format"'),
         (
             {"detect": None},
@@ -216,7 +216,7 @@ def test_python_choice() -> None:
         ),
         ({"cells": []}, '"cells" must be an object'),
     ],
-    ids=["format-4", "format-1", "format-string", "no-detect", "cells-list"],
+    ids=["format-5", "format-3", "format-string", "no-detect", "cells-list"],
 )
 def test_bad_manifests(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(select.InputError) as error:
@@ -373,7 +373,7 @@ def test_cli_gpu_query_with_a_header_is_read_right(manifest_file: Path) -> None:
         ([], "{not json", "not a JSON manifest"),
         (
             [],
-            json.dumps({"format": 3, "cells": {}}),
+            json.dumps({"format": 4, "cells": {}}),
             "the manifest has no detect rules; add a [tool.lockgen.detect] table",
         ),
         ([], json.dumps(manifest(detect={"nvidia": [{"backend": "cu130"}]})), "detect.nvidia[0].min-cuda: missing"),

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lockgen import select
-from tests.support.select_corpus import MACHINES, MANIFEST, Machine
+from tests.support.select_corpus import MACHINES, MANIFESTS, Machine
 from tests.support.select_samples import fake_run
 
 
@@ -22,23 +22,27 @@ def kfd_tree(root: Path, versions: tuple[int, ...]) -> str:
 
 
 def decide(machine: Machine, sysfs: str) -> tuple[int, str]:
-    """(0, cell) or (2, the error and its notes), as the CLI prints them."""
+    """(0, cell and the optional layers it goes without) or (2, the error and its notes), as the
+    CLI prints them."""
     flags = list(machine.flags)
     cell = flags[flags.index("--cell") + 1] if "--cell" in flags else None
     facts = select.gather({}, fake_run(machine.outputs), system=machine.system, machine=machine.machine, sysfs=sysfs)
     try:
-        chosen = select.select_cell(facts, MANIFEST, "3.12", "--cpu" in flags, cell=cell)
+        chosen = select.select_cell(facts, MANIFESTS[machine.manifest], "3.12", "--cpu" in flags, cell=cell)
     except select.Refused as exc:
         return 2, "\n".join([exc.message, *exc.notes])
     except select.SelectError as exc:
         return 2, str(exc)
-    return 0, chosen.cell
+    skipped = [layer["name"] for layer in chosen.skipped_layers]
+    assert not {layer["name"] for layer in chosen.layers} & set(skipped)  # what to install leaves them out
+    return 0, " ".join([chosen.cell, *skipped])
 
 
 def test_the_corpus_is_large_and_varied() -> None:
     assert len(MACHINES) >= 30 and len({m.name for m in MACHINES}) == len(MACHINES)
     assert {m.system for m in MACHINES} == {"linux", "win32", "darwin"}
     assert sum(m.expect.startswith("refused:") for m in MACHINES) >= 10
+    assert sum(bool(m.layers_skipped) for m in MACHINES) >= 3 and {m.manifest for m in MACHINES} == set(MANIFESTS)
 
 
 @pytest.mark.parametrize("machine", MACHINES, ids=[m.name for m in MACHINES])
@@ -48,4 +52,4 @@ def test_each_machine_gets_its_cell_or_refusal(machine: Machine, tmp_path: Path)
     if machine.expect.startswith("refused: "):
         assert code == 2 and machine.expect.removeprefix("refused: ") in said, said
     else:
-        assert (code, said) == (0, machine.expect)
+        assert (code, said) == (0, " ".join([machine.expect, *machine.layers_skipped]))

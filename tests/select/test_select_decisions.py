@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -84,18 +85,38 @@ def test_a_refusal_names_the_gpu_its_capability_and_the_list() -> None:
     assert any("has sm_50, sm_60, sm_70" in note for note in refused.value.notes)  # the other cells' lists too
 
 
-def test_an_optional_wheel_warns_instead_of_blocking() -> None:
+def test_code_that_cannot_load_in_the_cell_does_not_count() -> None:
+    """torchao 0.10.0's wheel carries sm_80/sm_86 code linked against libcudart.so.12: in a CUDA 13
+    cell (torch links libcudart.so.13) it cannot load, so it neither covers nor blocks a GPU."""
     data = copy.deepcopy(MANIFEST)
     entry = data["cells"]["linux-x86_64-cu130-py3.12"]
-    entry["coverage"]["wheels"].append(
-        {"name": "torchao", "version": "0.10.0", "sha256": "b" * 64, "sass": ["sm_80"], "ptx": [], "gfx": []}
-    )
-    assert select.select_cell(nvidia(9.0), data, "3.12").cell == "linux-x86_64-cu128-py3.12"  # torchao blocks cu130
-    data["detect"] = {**data["detect"], "coverage": {"optional": ["torchao"]}}
+    code = {"sass": ["sm_80", "sm_86"], "ptx": [], "gfx": []}
+    torchao = {"name": "torchao", "version": "0.10.0", "sha256": "b" * 64, **code,
+               "linked": [{"needs": ["libcudart.so.13"], **code}]}  # fmt: skip
+    entry["coverage"]["wheels"].append(torchao)
+    entry["coverage"]["runtimes"] = ["libcudart.so.13"]
+    assert select.select_cell(nvidia(9.0), data, "3.12").cell == "linux-x86_64-cu128-py3.12"  # it loads: it blocks
+    torchao["linked"][0]["needs"] = ["libcudart.so.12"]
     chosen = select.select_cell(nvidia(9.0), data, "3.12")
-    assert chosen.cell == "linux-x86_64-cu130-py3.12" and "warning" in chosen.coverage[1]
-    data["detect"]["coverage"] = {"drop": ["sm_90"], "min-compute-capability": "8.0"}  # a config may only narrow
+    assert chosen.cell == "linux-x86_64-cu130-py3.12"
+    assert chosen.coverage[0] == (
+        "not counted: torchao 0.10.0: its GPU code is linked against libcudart.so.12, which this cell does not "
+        "install (libcudart.so.13): it cannot load here"
+    )
+    assert chosen.coverage[1] == "GPU 0 GPU 0 (compute capability 9.0): torch sm_90a"
+    entry["coverage"]["runtimes"] = ["cudart64_12.dll", "libcudart.so.12", "libcudart.so.13"]  # a cu12 runtime too
+    assert select.select_cell(nvidia(9.0), data, "3.12").cell == "linux-x86_64-cu128-py3.12"
+    data["detect"]["coverage"] = {"drop": ["sm_90", "sm_90a"], "min-compute-capability": "8.0"}  # only narrows
+    entry["coverage"]["wheels"].pop()
     assert select.select_cell(nvidia(9.0), data, "3.12").cell == "linux-x86_64-cu126-py3.12"  # its PTX
+
+
+def test_a_hand_typed_exemption_is_refused_with_what_to_do() -> None:
+    with pytest.raises(select.RulesError) as error:
+        select.DetectRules.from_dict({"coverage": {"optional": ["torchao"]}})
+    ((path, message),) = error.value.problems
+    assert path == "detect.coverage.optional"
+    assert "a config may only narrow" in message and "optional layer" in message
 
 
 def profiles(rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -193,6 +214,28 @@ def test_windows_video_controllers() -> None:
         select.parse_video_controllers("[1, 2")
 
 
+def test_windows_amd_gpus_by_device_id_and_revision() -> None:
+    """AMD's device table (GPUOpen-Tools/device_info): the gfx target by PCI device ID, where one
+    ID serves two targets by the revision (73FF: RX 6750 GRE 10GB rev DF is gfx1031, RX 6600 gfx1032)."""
+    assert select.amd_gfx("744C", "C8") == "gfx1100" and select.amd_gfx("7550") == "gfx1201"
+    assert select.amd_gfx("73ff", "df") == "gfx1031" and select.amd_gfx("73FF", "C7") == "gfx1032"
+    assert select.amd_gfx("15bf") == "gfx1103" and "gfx1103" in select.AMD_APUS  # Radeon 780M: an APU
+    assert select.amd_gfx("7fff") is None
+    devices = select.parse_video_controllers(
+        '{"Name": "AMD Radeon RX 6750 GRE 10GB", "PNPDeviceID": "PCI\\\\VEN_1002&DEV_73FF&SUBSYS_1&REV_DF\\\\4&1",'
+        ' "ConfigManagerErrorCode": 0, "DriverVersion": "31.0"}'
+    )
+    assert [(d.device, d.revision, d.driver) for d in devices] == [("73ff", "df", "31.0")]
+    agents, unknown, notes = select.amd_from_pci(devices)
+    assert (
+        agents == ("gfx1031",)
+        and unknown == ()
+        and notes == ["pci: AMD Radeon RX 6750 GRE 10GB [1002:73ff] rev df: gfx1031 (AMD's device table)"]
+    )
+    every = [d for ids in select.AMD_GFX_DEVICES.values() for d in ids.split()]
+    assert len(every) == len(set(every)) and all(re.fullmatch(r"[0-9a-f]{4}", d) for d in every)
+
+
 def test_rules_problems_against_the_matrix() -> None:
     rules = select.DetectRules.from_dict({
         "amd": "rocm7.1", "no-gpu": {"linux": "cpu", "windows": "cpu"},
@@ -222,7 +265,7 @@ def test_a_config_whose_rules_do_not_fit_its_matrix_is_an_error(tmp_path: Path) 
 
 
 def test_rules_round_trip_with_the_new_keys() -> None:
-    table = {"amd": "rocm6.4", "amd-targets": ["gfx942"], "coverage": {"drop": ["sm_90a"], "optional": ["torchao"],
+    table = {"amd": "rocm6.4", "amd-targets": ["gfx942"], "coverage": {"drop": ["sm_90a"],
              "min-compute-capability": "7.5"}, "axes": {"profile": [{"value": "modern", "match": {"backend": "cu130"},
              "compute-capability": {"min": "8.9"}, "memory": {"max": 100000}, "gpu-name": ["*"], "gfx": ["gfx1100"]}]}}  # fmt: skip
     rules = select.DetectRules.from_dict(table)
@@ -238,3 +281,21 @@ def test_rules_round_trip_with_the_new_keys() -> None:
         "detect.axes.profile[0].value",
         "detect.axes.profile[0].compute-capability",
     }
+
+
+def test_only_the_code_linked_against_the_cells_runtime_counts() -> None:
+    """bitsandbytes ships one library per CUDA runtime (cuda118, cuda12x, cuda130) and loads the
+    one of torch's: in a CUDA 13 cell only the cuda130 library's code runs."""
+    data = copy.deepcopy(MANIFEST)
+    entry = data["cells"]["linux-x86_64-cu130-py3.12"]
+    groups = [{"needs": ["libcudart.so.11"], "sass": ["sm_50", "sm_90"], "ptx": [], "gfx": []},
+              {"needs": ["libcudart.so.13"], "sass": ["sm_75", "sm_120"], "ptx": [], "gfx": []}]  # fmt: skip
+    entry["coverage"]["wheels"].append({"name": "bitsandbytes", "version": "0.50.2", "sha256": "c" * 64,
+                                        "sass": ["sm_50", "sm_75", "sm_90", "sm_120"], "ptx": [], "gfx": [],
+                                        "linked": groups})  # fmt: skip
+    entry["coverage"]["runtimes"] = ["libcudart.so.13"]
+    chosen = select.select_cell(nvidia(12.0), data, "3.12")
+    assert chosen.cell == "linux-x86_64-cu130-py3.12"
+    assert chosen.coverage == ["GPU 0 GPU 0 (compute capability 12.0): torch sm_120a, bitsandbytes sm_120"]
+    # the H100 needs sm_90: the cuda118 library has it, but it does not load next to CUDA 13
+    assert select.select_cell(nvidia(9.0), data, "3.12").cell == "linux-x86_64-cu128-py3.12"

@@ -64,7 +64,7 @@ def test_the_vendored_copy_runs_as_select_py(version: str, tmp_path: Path) -> No
     )
     assert pretended.returncode == 0, pretended.stderr
     data = json.loads(pretended.stdout)
-    assert data["cell"] == "linux-x86_64-cu130-py3.12" and "torch sm_89" in data["coverage"][0]
+    assert data["cell"] == "linux-x86_64-cu130-py3.12" and any("torch sm_89" in line for line in data["coverage"])
     env = fake_programs(tmp_path / "bin", "banner-cuda-13.0.txt", "query-4090.csv", "cpu-only.txt")
     probed = run("--python", "3.12", "--json", env=env)  # subprocess imports select: the copy must not shadow it
     assert "Traceback" not in probed.stderr
@@ -76,7 +76,7 @@ def test_the_vendored_copy_runs_as_select_py(version: str, tmp_path: Path) -> No
     refused = run("--python", "3.12", "--cpu", env=old)
     assert refused.returncode == 2 and refused.stderr.startswith("error: The NVIDIA driver only supports CUDA 12.4")
     bad = tmp_path / "bad.json"
-    bad.write_text('{"format": 3, "cells": ' + "[" * 3000 + "]" * 3000 + "}")
+    bad.write_text('{"format": 4, "cells": ' + "[" * 3000 + "]" * 3000 + "}")
     hostile = subprocess.run([str(python), "select.py", "--manifest", str(bad), "--cpu"], cwd=tmp_path,
                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert hostile.returncode == 2 and "nested deeper than" in hostile.stderr and "Traceback" not in hostile.stderr

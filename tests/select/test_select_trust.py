@@ -29,10 +29,10 @@ def write(tmp_path: Path, text: str) -> str:
 @pytest.mark.parametrize(
     ("text", "said"),
     [
-        ('{"format": 3, "cells": ' + "[" * 5000 + "]" * 5000 + "}", "cells[0][0]"),
+        ('{"format": 4, "cells": ' + "[" * 5000 + "]" * 5000 + "}", "cells[0][0]"),
         ('{"format": ' + "9" * 5000 + "}", "format: the number 5000 characters is out of range"),
-        ('{"format": 3, "detect": {"nvidia": [{"refuse-compute-capability": 1e999}]}}', "detect.nvidia[0].refuse-compute-capability"),
-        ('{"format": 3, "x": NaN}', "x: the number 'NaN' is out of range"),
+        ('{"format": 4, "detect": {"nvidia": [{"refuse-compute-capability": 1e999}]}}', "detect.nvidia[0].refuse-compute-capability"),
+        ('{"format": 4, "x": NaN}', "x: the number 'NaN' is out of range"),
         ('{"format": -' + "1" * 30 + "}", "format: the number"),
     ],
     ids=["deep-nesting", "5000-digit-integer", "huge-capability", "nan", "long-negative"],

@@ -79,3 +79,43 @@ def local_project(folder: Path, name: str = "sub", version: str = "0.1.0") -> Pa
     )
     (folder / "backend.py").write_text(_BACKEND.format(name=name, version=version))
     return folder
+
+
+def setup_py_project(
+    folder: Path, name: str = "legacy", version: str = "0.1.0", requires: tuple[str, ...] = ()
+) -> Path:
+    """A setuptools project with a ``setup.py`` only (dynamic metadata: uv must run it to lock
+    it, and setuptools writes ``<name>.egg-info`` into ``folder``). Its build needs setuptools
+    from the index: serve :func:`setuptools_wheels`. Returns ``folder``."""
+    module = folder / f"{name.replace('-', '_')}_pkg"
+    module.mkdir(parents=True, exist_ok=True)
+    (module / "__init__.py").write_text(f'WHERE = "{name}"\n')
+    (folder / "pyproject.toml").write_text(  # setuptools alone (the legacy default also needs wheel)
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+    )
+    (folder / "setup.py").write_text(
+        "from setuptools import setup\n"
+        f"setup(name={name!r}, version={version!r}, packages=[{module.name!r}], install_requires={list(requires)!r})\n"
+    )
+    return folder
+
+
+def setuptools_wheels() -> list[Path] | None:
+    """Real setuptools and wheel wheels this machine already has (CPython ships them with
+    ensurepip and its test suite), to serve a setup.py project's build from a fake index
+    (hermetic); None when either is missing (the test skips)."""
+    import sys
+
+    from packaging.version import Version
+
+    versions = Path(sys.base_prefix).parent  # pyenv: the folder of every installed CPython
+    found = []
+    for name in ("setuptools", "wheel"):
+        wheels = sorted(
+            versions.glob(f"*/lib/python3*/**/{name}-[0-9]*-py3-none-any.whl"),
+            key=lambda p: Version(p.name.split("-")[1]),
+        )
+        if not wheels:
+            return None
+        found.append(wheels[-1])
+    return found

@@ -2,7 +2,14 @@
 several CUDA builds (cu126, cu128, cu130 with their torch wheels' real arch lists), ROCm 6.4,
 Apple and CPU cells. Each machine is its probes' outputs: nvidia-smi (banner and query, files of
 tests/data/detect/nvidia-smi or inline), rocminfo, lspci or Windows' video controllers, the
-amdgpu KFD topology, macOS sysctl flags."""
+amdgpu KFD topology, macOS sysctl flags.
+
+Three manifests (``MANIFESTS``): ``default`` (above), ``windows-rocm`` (the same with a Windows
+ROCm cell: AMD GPUs on Windows by their PCI device IDs) and ``layers``: cu130 and cu128 cells
+whose GPU extensions sit in an optional layer (flash-attn, Ampere and newer) and a no-deps layer
+(sageattention), as in examples/ai-toolkit, with torchao's wheel in main linked against CUDA 12's
+runtime (it cannot load in the CUDA 13 cell). A machine's ``layers_skipped`` are the optional
+layers it gets its cell without."""
 
 from __future__ import annotations
 
@@ -26,8 +33,9 @@ ROCM64 = {"gfx": ["gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1101",
 
 
 def _coverage(code: dict[str, list[str]], sha: str) -> dict[str, Any]:
-    wheel = {"name": "torch", "version": "2.13.0", "sha256": sha * 64, "sass": [], "ptx": [], "gfx": [], **code}
-    return {"wheels": [wheel], "unread": []}
+    wheel = {"name": "torch", "version": "2.13.0", "sha256": sha * 64, "sass": [], "ptx": [], "gfx": [], "linked": [],
+             **code}  # fmt: skip
+    return {"wheels": [wheel], "unread": [], "runtimes": [], "layers": []}
 
 
 def _cell(os_: str, arch: str, backend: str, code: dict[str, list[str]] | None = None) -> tuple[str, dict[str, Any]]:
@@ -53,7 +61,7 @@ RULES: dict[str, Any] = {
     ],
 }
 MANIFEST: dict[str, Any] = {
-    "format": 3,
+    "format": 4,
     "generator": "lockgen",
     "detect": RULES,
     "cells": dict([
@@ -97,6 +105,8 @@ class Machine:
     machine: str = "x86_64"
     flags: tuple[str, ...] = ()
     kfd: tuple[int, ...] = ()
+    manifest: str = "default"
+    layers_skipped: tuple[str, ...] = ()
 
 
 def nvidia(banner: str, *rows: str, **more: tuple[int, str, str]) -> dict[tuple[str, ...], tuple[int, str, str]]:
@@ -171,3 +181,98 @@ MACHINES = [
     Machine("windows-snapdragon-no-cell", "refused: the manifest has no cell for windows aarch64 cpu",
             {CIM: file("cim", "snapdragon.json")}, system="win32", machine="ARM64", flags=("--cpu",)),
 ]  # fmt: skip
+
+
+# ---- Windows AMD GPUs, by PCI device ID (AMD's device table) -------------------------------------
+
+WINDOWS_ROCM: dict[str, Any] = {
+    **MANIFEST,
+    "cells": {**MANIFEST["cells"], **dict([_cell("windows", "x86_64", "rocm6.4", ROCM64)])},
+}
+
+
+def cim(name: str) -> dict[tuple[str, ...], tuple[int, str, str]]:
+    return {CIM: file("cim", name)}
+
+
+WINDOWS_AMD = [
+    Machine("windows-rx7900xtx-and-raphael-igpu", "windows-x86_64-rocm6.4-py3.12", cim("rx7900xtx.json"), system="win32",
+            machine="AMD64", manifest="windows-rocm"),
+    Machine("windows-radeon-unknown-device", "refused: cannot tell which gfx target the AMD GPU AMD Radeon RX 9999 XT [1002:7fff] rev c0 has",
+            cim("radeon-unknown-device.json"), system="win32", machine="AMD64", flags=("--cpu",), manifest="windows-rocm"),
+    Machine("windows-ryzen-780m-apu-only", "refused: No supported GPU detected", cim("ryzen-780m-apu.json"), system="win32",
+            machine="AMD64", manifest="windows-rocm"),
+    Machine("windows-ryzen-780m-apu-only-cpu", "windows-x86_64-cpu-py3.12", cim("ryzen-780m-apu.json"), system="win32",
+            machine="AMD64", flags=("--cpu",), manifest="windows-rocm"),
+    Machine("windows-rx6600-gfx1032-unsupported", "refused: not supported by rocm6.4", cim("rx6600.json"), system="win32",
+            machine="AMD64", manifest="windows-rocm"),
+    Machine("windows-radeon-basic-display-adapter", "refused: install AMD's Adrenalin or PRO driver",
+            cim("radeon-basic-display.json"), system="win32", machine="AMD64", flags=("--cpu",), manifest="windows-rocm"),
+    # no Windows ROCm cell: the AMD GPU has no build to use, unknown target or not
+    Machine("windows-rx7900xtx-no-rocm-cell", "refused: No supported GPU detected", cim("rx7900xtx.json"), system="win32",
+            machine="AMD64"),
+    Machine("windows-radeon-unknown-no-rocm-cell-cpu", "windows-x86_64-cpu-py3.12", cim("radeon-unknown-device.json"),
+            system="win32", machine="AMD64", flags=("--cpu",)),
+]  # fmt: skip
+
+
+# ---- GPU extensions in layers ---------------------------------------------------------------------
+
+
+def _wheel(name: str, version: str, sha: str, sass: list[str], ptx: tuple[str, ...] = (),
+           needs: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
+    code = {"sass": sass, "ptx": list(ptx), "gfx": []}
+    return {"name": name, "version": version, "sha256": sha * 64, **code, "linked": [{"needs": list(needs), **code}]}
+
+
+def _layered(backend: str, torch: dict[str, list[str]], runtime: str, flash: list[str],
+             sage: list[str]) -> tuple[str, dict[str, Any]]:  # fmt: skip
+    name, entry = _cell("linux", "x86_64", backend, torch)
+    folder = f"locks/{name}"
+    entry["layers"] += [{"name": "optional-flash-attn", "kind": "optional", "lock": f"{folder}/optional-flash-attn.txt"},
+                        {"name": "no-deps", "kind": "no-deps", "lock": f"{folder}/no-deps.txt"}]  # fmt: skip
+    coverage = entry["coverage"]
+    torch = coverage["wheels"][0]
+    torch["linked"] = [{"needs": [runtime], "sass": torch["sass"], "ptx": torch["ptx"], "gfx": []}]
+    coverage["runtimes"] = [runtime]
+    if backend == "cu130":  # PyPI's torchao 0.10.0: a CUDA 12 build, its code cannot load next to CUDA 13
+        coverage["wheels"].append(_wheel("torchao", "0.10.0", "c", ["sm_80", "sm_86"], needs=("libcudart.so.12",)))
+    coverage["layers"] = [
+        {"name": "optional-flash-attn", "kind": "optional", "sha256": "d" * 64,
+         "wheels": [_wheel("flash-attn", "2.8.3", "e", flash, needs=(runtime,))], "unread": []},
+        {"name": "no-deps", "kind": "no-deps", "sha256": "f" * 64,
+         "wheels": [_wheel("sageattention", "2.2.0", "1", sage)], "unread": []},
+    ]  # fmt: skip
+    return name, entry
+
+
+LAYERS: dict[str, Any] = {
+    "format": 4,
+    "generator": "lockgen",
+    "detect": {"no-gpu": "cpu", "nvidia": [{"min-cuda": "13.0", "backend": "cu130"}, {"min-cuda": "12.8", "backend": "cu128"}]},
+    "cells": dict([
+        _layered("cu130", CU130, "libcudart.so.13", ["sm_80", "sm_90", "sm_100", "sm_120"],
+                 ["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"]),
+        _layered("cu128", CU128, "libcudart.so.12", ["sm_80", "sm_90"],
+                 ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"]),
+        _cell("linux", "x86_64", "cpu"),
+    ]),
+}  # fmt: skip
+RTX2080 = "NVIDIA GeForce RTX 2080, 8192 MiB, 580.65.06, 7.5"
+B200 = "NVIDIA B200, 183359 MiB, 580.65.06, 10.0"
+FLASH = ("optional-flash-attn",)
+
+IN_LAYERS = [
+    Machine("layers-rtx4090-every-layer", "linux-x86_64-cu130-py3.12", nvidia("banner-cuda-13.0.txt", "NVIDIA GeForce RTX 4090, 24564 MiB, 580.65.06, 8.9"), manifest="layers"),
+    Machine("layers-h100-torchao-cannot-load", "linux-x86_64-cu130-py3.12", nvidia("banner-cuda-13.0.txt", "NVIDIA H100 80GB HBM3, 81559 MiB, 580.65.06, 9.0"), manifest="layers"),
+    Machine("layers-rtx2080-no-deps-passes-cu130-over", "linux-x86_64-cu128-py3.12", nvidia("banner-cuda-13.0.txt", RTX2080), manifest="layers", layers_skipped=FLASH),
+    Machine("layers-b200-no-deps-passes-cu130-over", "linux-x86_64-cu128-py3.12", nvidia("banner-cuda-13.0.txt", B200), manifest="layers", layers_skipped=FLASH),
+    Machine("layers-rtx3090-and-2080-every-gpu-counts", "linux-x86_64-cu128-py3.12", nvidia("banner-cuda-13.0.txt", "NVIDIA GeForce RTX 3090, 24576 MiB, 580.65.06, 8.6", RTX2080), manifest="layers", layers_skipped=FLASH),
+    Machine("layers-rtx5090-driver-12.8-without-flash-attn", "linux-x86_64-cu128-py3.12", nvidia("banner-12.8-npu.txt", RTX5090), manifest="layers", layers_skipped=FLASH),
+    Machine("layers-rtx4090-driver-12.8-every-layer", "linux-x86_64-cu128-py3.12", nvidia("banner-12.8-npu.txt", "NVIDIA GeForce RTX 4090, 24564 MiB, 570.1, 8.9"), manifest="layers"),
+    Machine("layers-gtx1080-refused-by-torch", "refused: no cell the detect rules allow has code for every GPU", nvidia("banner-cuda-13.0.txt", GTX1080), manifest="layers"),
+    Machine("layers-v100-refused-naming-torch-and-no-deps", "refused: the no-deps layer no-deps: GPU 0 Tesla V100-SXM2-32GB (compute capability 7.0): sageattention 2.2.0 has sm_75", nvidia("banner-12.8-npu.txt", "Tesla V100-SXM2-32GB, 32768 MiB, 570.1, 7.0"), manifest="layers"),
+]  # fmt: skip
+
+MACHINES += WINDOWS_AMD + IN_LAYERS
+MANIFESTS: dict[str, dict[str, Any]] = {"default": MANIFEST, "windows-rocm": WINDOWS_ROCM, "layers": LAYERS}

@@ -83,7 +83,7 @@ def manifest(**changes: Any) -> dict[str, Any]:
         entry("macos", "aarch64", "mps"), entry("linux", "x86_64", "rocm7.1"),
         entry("linux", "x86_64", "cpu"), entry("windows", "x86_64", "cpu"),
     ])  # fmt: skip
-    return {"format": 3, "generator": "lockgen 0.1.0", "detect": RULES, "cells": cells, **changes}
+    return {"format": 4, "generator": "lockgen 0.1.0", "detect": RULES, "cells": cells, **changes}
 
 
 def nvidia(cuda: str | None, caps: Sequence[float | None] = (8.6,), os_: str = "linux", arch: str = "x86_64",

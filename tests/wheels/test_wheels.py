@@ -15,9 +15,9 @@ from typing import ClassVar
 import httpx
 import pytest
 
-from lockgen.wheels import fatbin, offload
+from lockgen.wheels import binaries, fatbin, offload
 from lockgen.wheels.binaries import gpu_sections
-from lockgen.wheels.coverage import Code, CoverageError, is_shared_object, scan_binary, scan_wheel
+from lockgen.wheels.coverage import Code, CoverageError, Linked, is_shared_object, scan_binary, scan_wheel
 from lockgen.wheels.remote import RangeFile, cached, read_remote, store
 from tests.support.wheels import make_wheel
 
@@ -33,7 +33,8 @@ def binary(name: str) -> bytes:
 def test_each_binary_gives_the_code_it_was_built_for(name: str) -> None:
     """The expected lists come from the -gencode lists and bundle tables of build.py."""
     want = EXPECTED[name]
-    assert scan_binary(binary(name)) == Code.of(want["sass"], want["ptx"], want["gfx"])
+    codes = (want["sass"], want["ptx"], want["gfx"])
+    assert scan_binary(binary(name)) == Code.of(*codes, [Linked(tuple(want["needs"]), *map(tuple, codes))])
 
 
 def test_entries_keep_variants_and_one_container_per_unit() -> None:
@@ -127,6 +128,30 @@ def test_a_wheel_is_the_union_of_its_shared_objects(tmp_path: Path) -> None:
         assert not scan_wheel(file)
 
 
+def test_code_is_grouped_by_the_gpu_runtime_it_is_linked_against(tmp_path: Path) -> None:
+    """A CUDA 12 extension's objects need libcudart.so.12 (ELF DT_NEEDED, PE imports); a wheel
+    that ships the runtime itself needs nothing more (bitsandbytes-like: one object per runtime)."""
+    assert binaries.needed(binary("sm80-sm90-cudart12.so"))[0] == "libcudart.so.12"
+    assert binaries.needed(binary("sm86-ptx90-cudart12.dll")) == ["cudart64_12.dll"]
+    assert binaries.needed(binary("sm86-ptx90.dll")) == [] and binaries.needed(b"not a binary") == []
+    assert binaries.gpu_runtime("libcudart.so.13.0.96") == "libcudart.so.13"
+    assert binaries.gpu_runtime("CUDART64_12.DLL") == "cudart64_12.dll" and binaries.gpu_runtime("libc.so.6") is None
+    wheel = gpu_wheel(tmp_path, "several", {"several/cuda12.so": "sm80-sm90-cudart12.so",
+                                            "several/cuda13.so": "sm120-cudart13.so", "several/plain.so": "sm75-sm86.so"})  # fmt: skip
+    with open(wheel, "rb") as file:
+        code = scan_wheel(file)
+    assert code.sass == ("sm_75", "sm_80", "sm_86", "sm_90", "sm_120") and not code.bundles
+    assert [(g.needs, g.sass) for g in code.linked] == [
+        ((), ("sm_75", "sm_86")), (("libcudart.so.12",), ("sm_80", "sm_90")), (("libcudart.so.13",), ("sm_120",))
+    ]  # fmt: skip
+    shipped = gpu_wheel(tmp_path, "shipped", {"shipped/k.dll": "sm86-ptx90-cudart12.dll",
+                                              "shipped/lib/cudart64_12.dll": "sm86-ptx90.dll"})  # fmt: skip
+    with open(shipped, "rb") as file:
+        code = scan_wheel(file)
+    assert code.bundles == ("cudart64_12.dll",) and [g.needs for g in code.linked] == [()]
+    assert Code.from_dict(code.to_dict()) == code
+
+
 def test_a_broken_member_is_named(tmp_path: Path) -> None:
     bad = bytearray(binary("sm80-ptx90.so"))
     section = gpu_sections(bytes(bad))[0]
@@ -209,3 +234,27 @@ def test_the_cache_is_keyed_by_sha256(tmp_path: Path) -> None:
     assert cached(tmp_path, "b" * 64) is None
     (tmp_path / f"{'c' * 64}.json").write_text(json.dumps({"reader": 0, "sha256": "c" * 64, "sass": []}))
     assert cached(tmp_path, "c" * 64) is None  # another reader version: read again
+
+
+def test_a_layer_artifact_is_found_by_sha256_in_a_local_folder(tmp_path: Path) -> None:
+    """A layer lock lists ``name==version`` and hashes only: the reader finds the file on the
+    layer's find-links (here a project folder), reads a platform wheel, skips a pure one and says
+    when no file has the hash."""
+    import hashlib
+
+    from lockgen.wheels.model import GpuWheel
+    from lockgen.wheels.reading import Reader
+
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    flash = gpu_wheel(folder, "flash-attn", {"flash_attn_2_cuda.so": "sm80-sm90-cudart12.so"})
+    pure = make_wheel(folder, "einops", "1.0")
+    sha = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (flash, pure)}
+    wheels = [GpuWheel(name=name, version="1.0", sha256=digest, url=None, path=None, size=None, find_links=("wheels",))
+              for name, digest in (("flash-attn", sha[flash.name]), ("einops", sha[pure.name]), ("flash-attn", "0" * 64))]  # fmt: skip
+    with Reader(tmp_path) as reader:
+        done = reader(wheels)
+    assert done.codes[sha[flash.name]].sass == ("sm_80", "sm_90")
+    assert done.skipped == {sha[pure.name]}
+    assert done.unread["0" * 64] == "no file of flash-attn 1.0 with this sha256 on wheels"
+    assert (tmp_path / ".lockgen" / "coverage" / f"{sha[flash.name]}.json").is_file()  # read once
