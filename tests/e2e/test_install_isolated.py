@@ -92,7 +92,7 @@ def test_a_venv_it_could_not_complete_is_removed_again(project, tmp_path, monkey
     venv = tmp_path / "venv"
     run = run_cli("install", CELL, "-C", str(project), "--venv", str(venv), "--installer", "pip")
     assert run.code == 2, run.err
-    assert "no pip in it and ensurepip failed: ensurepip: no bundled pip in this Python" in run.err
+    assert "no pip in it and ensurepip failed:\nensurepip: no bundled pip in this Python" in run.err
     assert f"the venv {venv} lockgen had just created was removed again: nothing was installed" in run.err
     assert [p.name for p in venv.iterdir()] == [LOCK_FILE]
     assert not (venv / CREATING).exists()
