@@ -88,7 +88,7 @@ def cause(stderr: str) -> str:
     """uv's whole explanation on one line: every line of its error and cause chain, without
     hints and warnings (``No solution found when resolving dependencies: Because only torch<=2.13.0
     is available and stubborn==1.0 depends on torch<2, …``); callers cut it at a sentence end
-    (:func:`lockgen.runtime.text.cut`). A reason made of the first line and the last cause
+    (:func:`lockgen.runtime.words.cut`). A reason made of the first line and the last cause
     (:func:`reason`) lost the middle, where uv names the package that fought."""
     kept: list[str] = []
     for line in (line.strip(" ╰─▶×│") for line in explain(stderr).splitlines()):

@@ -287,6 +287,10 @@ def _unreachable(
     except Exception:  # a bug in a speed-up must not stop the run: uv then meets the host itself
         log.debug("the host probe failed", exc_info=True)
         reach = Reach()
+    for down in reach.down.values():  # the mirror's URL, which the cells' (committed) reasons leave out
+        said = down.warning()
+        if said is not None:
+            log.warning("%s", said)
     left: list[tuple[Plan, CellState]] = []
     for plan, state in todo:
         why = reach.main_failure(plan)
