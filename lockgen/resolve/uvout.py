@@ -20,6 +20,7 @@ __all__ = [
     "depends_on",
     "explain",
     "mentioned",
+    "missed_offline",
     "needs_wheels",
     "not_found",
     "only_available",
@@ -112,6 +113,20 @@ def unreachable_hosts(stderr: str) -> list[str]:
         if host not in hosts:
             hosts.append(host)
     return hosts
+
+
+#: uv ``--offline`` found something it needed missing from its cache (a page, a wheel's
+#: metadata): the failure says nothing of what an online run would resolve (uv 0.13's wording).
+_OFFLINE_MISS = re.compile(
+    r"because the network was disabled|needs to be downloaded from a registry|not found in the cache"
+    r"|[Nn]etwork connectivity is disabled"
+)
+
+
+def missed_offline(stderr: str) -> bool:
+    """Whether an ``--offline`` uv run lacked something in its cache (then its failure is no
+    answer: issue 24, the wheel-only check of a hinted build)."""
+    return _OFFLINE_MISS.search(stderr) is not None
 
 
 _WHEELS_REQUIRED = re.compile(r"Wheels are required for `([^`]+)` because building from source is disabled")
