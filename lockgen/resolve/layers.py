@@ -44,7 +44,7 @@ from lockgen.resolve.hints import NeedsBuilding, in_config_terms
 from lockgen.resolve.inputs import Inputs, layer_index, url_constraints, url_pins
 from lockgen.resolve.invariants import Problem
 from lockgen.runtime.errors import CellFailed
-from lockgen.runtime.text import cut
+from lockgen.runtime.words import cut
 
 __all__ = [
     "REASON_CHARS", "Built", "Job", "Layer", "LayerKilled", "LayerUnavailable", "Main", "Untrusted", "broken_stack", "failed",
@@ -221,7 +221,7 @@ def job_inputs(run: CellRun, job: Job, mains: Mapping[str, str]) -> tuple[Inputs
     return Inputs(source, job.constraints, find_links=tuple(dict.fromkeys(job.links)), extra=extra), output
 
 
-#: How long an unavailable reason may be (cut at a sentence end: :func:`lockgen.runtime.text.cut`).
+#: How long an unavailable reason may be (cut at a sentence end: :func:`lockgen.runtime.words.cut`).
 REASON_CHARS = 300
 
 
