@@ -200,7 +200,7 @@ def jobs(run: CellRun, main: Main) -> Iterator[tuple[str | None, Job | LayerUnav
         constraints = (main.pins,) if name in main.url_names else (main.pins, *main.url_pins)
         torch = main.mains.get("torch")
         found = builds.read(run.root, plan, run.mirrors, plan.layer_find_links(name), Version(torch) if torch else None)
-        why = found.none_fits(name)
+        why = found.none_fits(canonicalize_name(name))
         if why:
             yield entry, LayerUnavailable(why)
             continue
