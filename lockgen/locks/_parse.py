@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from lockgen.runtime.errors import LockFormatError
@@ -41,6 +41,8 @@ class Parser:
     text: str
     where: str
     fields: dict[str, list[str]] = field(default_factory=dict)
+    #: Each entry's first requirement line in the text read (1-based), filled by :meth:`entries`.
+    starts: dict[NormalizedName, int] = field(default_factory=dict)
 
     def fail(self, number: int, message: str) -> LockFormatError:
         return LockFormatError(f"{self.where}:{number}: {message}")
@@ -62,8 +64,9 @@ class Parser:
                 self.fields.setdefault(key, []).append(value)
         if "kind" not in self.fields:  # format 1 (before layers): no kind, an --index-url line
             raise self.fail(
-                1, "written by an older lockgen (lock format 1, before layers: its header has no 'kind'); "
-                "re-lock the cell with this lockgen (lockgen all)"
+                1,
+                "written by an older lockgen (lock format 1, before layers: its header has no 'kind'); "
+                "re-lock the cell with this lockgen (lockgen all)",
             )
         return self.header(), tuple(self.entries(body, head.count("\n") + 3))
 
@@ -120,6 +123,7 @@ class Parser:
                 if current is not None:
                     yield _entry(current)
                 current = found
+                self.starts.setdefault(found["name"], number)
             elif current is None:
                 raise self.fail(number, "an indented line before any requirement")
             elif stripped.startswith("--hash="):

@@ -57,7 +57,7 @@ import codecs
 import hashlib
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.utils import NormalizedName, canonicalize_name
@@ -93,6 +93,9 @@ class Lock:
 
     header: Header
     entries: tuple[Entry, ...] = ()
+    #: Where each entry starts in the file it was read from (:meth:`parse`); None for a lock built
+    #: in memory. No part of comparing locks.
+    read_lines: Mapping[NormalizedName, int] | None = field(default=None, compare=False, repr=False)
 
     def versions(self) -> dict[NormalizedName, Version | None]:
         return {e.name: e.version for e in self.entries}
@@ -102,8 +105,13 @@ class Lock:
         return next((e for e in self.entries if e.name == key), None)
 
     def entry_lines(self) -> dict[NormalizedName, int]:
-        """The 1-based line of each entry's requirement line in :meth:`render`, which is the file
-        itself for an intact lock: where a report points at a package (SARIF regions)."""
+        """The 1-based line of each entry's first requirement line in the file as read (the
+        parser's count, whatever writer made the file: an older lock without the plain-name line
+        of an extras entry, a hand edit, comments): where a report points at a package (SARIF
+        regions, ``lock:line``). For a lock built in memory (no entry was read), the lines of
+        :meth:`render`, which is the file lockgen writes."""
+        if self.read_lines is not None:
+            return {e.name: self.read_lines.get(e.name, 1) for e in self.entries}
         head = self.render().partition("\n\n")[0]
         line = head.count("\n") + 3  # the header's lines, the blank line, then the first entry
         where: dict[NormalizedName, int] = {}
@@ -135,14 +143,15 @@ class Lock:
     def with_hashes(self, hashes: Mapping[NormalizedName, Sequence[str]]) -> Lock:
         """A copy whose entries carry ``hashes[name]`` (sorted) instead of their own."""
         entries = tuple(replace(e, hashes=tuple(sorted(hashes.get(e.name, e.hashes)))) for e in self.entries)
-        return replace(self, entries=entries)
+        return replace(self, entries=entries, read_lines=None)
 
     @classmethod
     def parse(cls, text: str, where: str) -> Lock:
         """Parse a lock's text. Raises :class:`LockFormatError` naming ``where`` and the line
         when it is not a lock lockgen wrote (no header, an unknown kind, a bad requirement)."""
-        header, entries = Parser(normalized(text), where).lock()
-        return cls(header=header, entries=entries)
+        parser = Parser(normalized(text), where)
+        header, entries = parser.lock()
+        return cls(header=header, entries=entries, read_lines=dict(parser.starts))
 
     @classmethod
     def read(cls, path: Path, where: str | None = None) -> Lock | None:
@@ -190,18 +199,20 @@ def decode(data: bytes, where: str) -> str:
         ) from None
 
 
-def parse_entries(text: str, where: str) -> tuple[Entry, ...]:
+def parse_entries(text: str, where: str, first: int = 1) -> tuple[Entry, ...]:
     """The entries of a requirements body without a lockgen header: uv's own requirements output
-    (``uv pip compile --no-header``), which has the same layout. Option lines are skipped."""
-    body = "\n".join(line for line in normalized(text).split("\n") if not line.startswith("--"))
-    return tuple(Parser(body, where).entries(body, 1))
+    (``uv pip compile --no-header``), which has the same layout. Option lines are skipped, still counted:
+    an error names the line of ``text``, whose first line is line ``first``."""
+    body = "\n".join("" if line.startswith("--") else line for line in normalized(text).split("\n"))
+    return tuple(Parser(body, where).entries(body, first))
 
 
 def body_entries(text: str, where: str) -> tuple[Entry, ...]:
     """The entries of a lock of any lockgen format, its header skipped (everything up to the first
     blank line): what an older lockgen locked, when :meth:`Lock.parse` refuses its header. Raises
     :class:`LockFormatError` for a body that is not requirements."""
-    return parse_entries(normalized(text).partition("\n\n")[2], where)
+    head, _, body = normalized(text).partition("\n\n")
+    return parse_entries(body, where, head.count("\n") + 3)
 
 
 def older_lock(text: str) -> bool:

@@ -139,6 +139,41 @@ def test_sarif_points_at_the_lock_line(world, osv):
         assert result["ruleId"] in rules and result["level"] in ("error", "warning")
 
 
+def test_every_format_points_at_the_line_of_the_file_as_read(world, osv, tmp_path):
+    """Lines come from the lock's own text (issue 22): a lock with an extras line and no plain
+    line (an older writer's; today's adds the plain line for pip 23.2.1), a plain+extras pair,
+    hashes over several lines and comments, before the packages with advisories."""
+    import shutil
+
+    root = tmp_path / "p"
+    shutil.copytree(world.root, root)
+    path = root / "locks" / f"{NEW}.txt"
+    head, _, body = path.read_text().partition("\n\n")
+    extra = (
+        "# a reviewer's comment\n"
+        "aaa-cuda[cublas,cudart]==1.0 \\\n    --hash=sha256:aa \\\n    --hash=sha256:bb\n    # via x\n"
+        "aab-pair==1.0 \\\n    --hash=sha256:cc\n# a comment inside the pair\n"
+        "aab-pair[http]==1.0 \\\n    --hash=sha256:cc\n    # via\n    #   x\n    #   y\n"
+    )
+    path.write_text(f"{head}\n\n{extra}{body}")
+    lines = path.read_text().splitlines()
+    mirror = ("--mirror", f"https://api.osv.dev={osv.url}")
+    sarif = json.loads(run_cli("audit", "-C", str(root), *mirror, "--format", "sarif").out)
+    found = 0
+    for result in sarif["runs"][0]["results"]:
+        location = result["locations"][0]["physicalLocation"]
+        if location["artifactLocation"]["uri"] == f"locks/{NEW}.txt":
+            package = result["message"]["text"].split()[0]
+            assert lines[location["region"]["startLine"] - 1].startswith(f"{package}=="), result["message"]
+            found += 1
+    assert found >= 2  # jinja2 and pillow
+    data = json.loads(run_cli("audit", "-C", str(root), *mirror, "--format", "json").out)
+    for finding in data["findings"]:
+        for loc in finding["locations"]:
+            if loc["lock"] == f"locks/{NEW}.txt":
+                assert lines[loc["line"] - 1].startswith(f"{finding['package']}=="), loc
+
+
 def test_markdown_is_a_table_for_a_pull_request(world, osv):
     out = audit(world, osv, "--format", "markdown").out
     assert out.startswith("## Vulnerability audit")
