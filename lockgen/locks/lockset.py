@@ -245,7 +245,9 @@ class _Builder:
             lock = Lock.parse(text, self.show(rel))
         except LockFormatError as exc:
             message = str(exc)
-            if older_lock(text) and "older lockgen" not in message:  # lockgen wrote it: another layout, not a broken file
+            if (
+                older_lock(text) and "older lockgen" not in message
+            ):  # lockgen wrote it: another layout, not a broken file
                 message = (
                     f"{self.show(rel)}: written by an older lockgen, in a lock format this one does not read "
                     f"({message.removeprefix(self.show(rel)).lstrip(':0123456789 ')}); re-lock it with lockgen all"

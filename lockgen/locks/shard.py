@@ -58,9 +58,13 @@ class Project(Protocol):
         self, failed: dict[str, str] | None = None, root: Path | None = None, coverage: Mapping[str, Any] | None = None
     ) -> str: ...
     def coverage(
-        self, read: Any = None, previous: Mapping[str, Any] | None = None, names: Sequence[str] | None = None,
+        self,
+        read: Any = None,
+        previous: Mapping[str, Any] | None = None,
+        names: Sequence[str] | None = None,
         root: Path | None = None,
     ) -> dict[str, Any]: ...
+
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -266,7 +270,9 @@ def _verify(part: _Part, cell: str, files: Mapping[str, str], locks: str) -> lis
         listed = {layer.lock: layer.sha256 for layer in entry.layers}
         actual = {f"{locks}/{rel}": text_sha256(files[rel]) for rel in known if rel.endswith(".txt") and rel in files}
         if listed != actual:
-            problems.append(f"{folder}/{manifest.MANIFEST_NAME}: cell {cell}'s layers are not the files in {folder} (their sha256)")
+            problems.append(
+                f"{folder}/{manifest.MANIFEST_NAME}: cell {cell}'s layers are not the files in {folder} (their sha256)"
+            )
     return problems
 
 
@@ -294,7 +300,9 @@ def _owners(project: Project, parts: Sequence[_Part]) -> dict[str, tuple[_Part, 
                 )
             owners.setdefault(cell, (part, files))
     if problems:
-        raise InputError(*problems, Problem(message="nothing was merged; re-run those shards (lockgen all --shard I/N)"))
+        raise InputError(
+            *problems, Problem(message="nothing was merged; re-run those shards (lockgen all --shard I/N)")
+        )
     missing = [name for name in wanted if name not in owners]
     if missing:
         raise UsageError(
@@ -333,7 +341,11 @@ def _check_inputs(project: Project, owners: Mapping[str, tuple[_Part, Mapping[st
 
 
 def _merged_manifest(
-    project: Project, texts: Mapping[str, str], removals: Sequence[str], failed: dict[str, str], shards: Mapping[str, Any]
+    project: Project,
+    texts: Mapping[str, str],
+    removals: Sequence[str],
+    failed: dict[str, str],
+    shards: Mapping[str, Any],
 ) -> str:
     """The manifest the project's locks folder gives once ``texts`` are written and ``removals``
     removed (with ``failed`` cells and the shards' GPU coverage records), built on a scratch copy

@@ -25,7 +25,9 @@ def _hidden(text: str, where: str, sep: str) -> str:
     if where == "header":
         return text.replace("# uv: 0.13.9", f"# uv: 0.13.9{sep}-r /home/u/.netrc")
     if where == "body-comment":
-        return text.replace("cov[toml]==7.3.1", f"# reviewed{sep}evil @ http://h/evil-1.0-py3-none-any.whl\ncov[toml]==7.3.1")
+        return text.replace(
+            "cov[toml]==7.3.1", f"# reviewed{sep}evil @ http://h/evil-1.0-py3-none-any.whl\ncov[toml]==7.3.1"
+        )
     return text.replace("    # via pcov", f"    # via pcov{sep}setuptools==99.0")
 
 
@@ -82,3 +84,52 @@ def test_a_crlf_checkout_still_reads_c17():
 def test_a_lone_cr_before_a_crlf_is_refused():
     text = LOCK.render().replace("\n", "\r\n").replace("# uv: 0.13.9\r\n", "# uv: 0.13.9\r-r x\r\n")
     assert unsafe_text(text) is not None
+
+
+# ---- the unhashed layer holds the project's own folders and VCS checkouts only ----------------
+
+from dataclasses import replace  # noqa: E402
+
+from lockgen.locks.lock import Entry, Header, LayerKind  # noqa: E402
+
+UNHASHED = Header(
+    cell="linux-x86_64-cpu-py3.11", kind=LayerKind.UNHASHED, path="locks/linux-x86_64-cpu-py3.11/unhashed.txt",
+    target="x86_64-manylinux_2_28, Python 3.11, backend cpu", uv="0.13.9", input_hash="sha256:ab",
+    layer_of="locks/linux-x86_64-cpu-py3.11.txt",
+)  # fmt: skip
+OWN = Entry(name="mine", url="./sub", editable=True)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "-e file:./sub#egg=mine", "file:./sub#egg=mine", "./wheels/mine-1.0-py3-none-any.whl",
+        "-e git+https://example.com/x.git@0123456789abcdef0123456789abcdef01234567#egg=mine",
+        "mine @ git+ssh://git@example.com/x.git@0123456789abcdef0123456789abcdef01234567",
+        "mine @ git+file:///srv/mirror/x@0123456789abcdef0123456789abcdef01234567",
+    ],
+    ids=["editable", "folder", "local-archive", "vcs-editable", "vcs", "vcs-local-mirror"],
+)  # fmt: skip
+def test_the_unhashed_layer_reads_what_the_docs_promise(line):
+    text = replace(LOCK, header=UNHASHED, entries=(OWN,)).render().replace("-e file:./sub#egg=mine", line)
+    assert len(Lock.parse(text, "locks/u.txt").entries) == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("-e file:../../outside#egg=x", "leads out of the project"), ("-e file:./sub/../../x#egg=x", "leads out"),
+        ("-e /abs/path", "absolute path"), ("file:///abs/x#egg=x", "URL"), ("-e file:///abs/x#egg=x", "URL"),
+        ("evil @ http://h/evil-1.0-py3-none-any.whl", "URL"), ("evil @ https://h/evil-1.0.tar.gz", "URL"),
+        ("evil==1.0", "registry requirement"), ("-e git+https://h/x.git@main#egg=x", "not pinned at a commit"),
+        ("x @ git+/tmp/repo", "no scheme"),
+    ],
+    ids=["dotdot", "dotdot-inside", "abs", "file-url", "file-url-editable", "http", "https-sdist", "registry",
+         "vcs-branch", "vcs-path"],
+)  # fmt: skip
+def test_the_unhashed_layer_refuses_anything_else_naming_the_line(line, why):
+    text = replace(LOCK, header=UNHASHED, entries=(OWN,)).render().replace("-e file:./sub#egg=mine", line)
+    number = text.split("\n").index(line) + 1
+    with pytest.raises(LockFormatError, match=why) as info:
+        Lock.parse(text, "locks/u.txt")
+    assert str(info.value).startswith(f"locks/u.txt:{number}: ")
