@@ -94,6 +94,7 @@ __all__ = [
     "amd_gfx",
     "arches",
     "backend_candidates",
+    "bounded_problem",
     "build_parser",
     "check_cuda",
     "choose_backend",
@@ -727,23 +728,36 @@ def loads_bounded(text: str, where: str, what: str = "JSON") -> Any:
     (``cells.x.layers[0]``) of the first offending value, or the JSON error's line and column.
     The nesting is measured before parsing (Python's parser would overflow its stack on deep
     nesting; issue 15)."""
+    data, path, problem = bounded_problem(text)
+    if problem is not None:
+        if path is None:  # a syntax error
+            raise InputError(f"{where}: not {what} ({problem[len('not JSON (') :]}")
+        raise InputError(f"{where}: {path or '(top level)'}: {problem}")
+    return data
+
+
+def bounded_problem(text: str) -> tuple[Any, str | None, str | None]:
+    """``(value, key path, message)`` of ``text`` read as bounded JSON (see :func:`loads_bounded`):
+    ``(value, None, None)`` when it is fine; else the value is None and the message says why
+    (``nested deeper than …``, ``the number … is out of range``, ``not JSON (…)``), the key path
+    where (None for a syntax error). For lockgen's own reader of JSON from elsewhere."""
     depth_path = _too_deep(text)
     if depth_path is not None:
-        raise InputError(f"{where}: {depth_path or '(top level)'}: nested deeper than {MAX_DEPTH} levels")
+        return None, depth_path, f"nested deeper than {MAX_DEPTH} levels"
     try:
         data = json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float,
                           parse_constant=_Oversized)  # fmt: skip
     except RecursionError:  # pragma: no cover - _too_deep measured it
-        raise InputError(f"{where}: nested too deeply") from None
+        return None, "", "nested too deeply"
     except ValueError as exc:
-        raise InputError(f"{where}: not {what} ({exc})") from None
+        return None, None, f"not JSON ({exc})"
     found = _find_oversized(data, "")
     if found is not None:
         path, value = found
         what = f"{len(value.text)} characters" if len(value.text) > 40 else repr(value.text)
-        raise InputError(f"{where}: {path or '(top level)'}: the number {what} is out of range "
-                         f"(integers up to {MAX_DIGITS} digits, finite numbers only)")  # fmt: skip
-    return data
+        return None, path, (f"the number {what} is out of range (integers up to {MAX_DIGITS} digits, "
+                            "finite numbers only)")  # fmt: skip
+    return data, None, None
 
 
 def _too_deep(text: str) -> str | None:

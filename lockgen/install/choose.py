@@ -21,6 +21,7 @@ from lockgen.locks.lock import LayerKind, Lock, decode, text_sha256
 from lockgen.locks.manifest import manifest_path
 from lockgen.locks.manifestfile import CellEntry, LayerEntry, Manifest
 from lockgen.locks.paths import confine
+from lockgen.runtime.bounded import read_file
 from lockgen.runtime.errors import InputError, InstallRefused, LockFormatError, Problem, UsageError
 
 __all__ = ["choose", "direct_problem", "load_layers", "read_manifest", "refuse_host"]
@@ -33,7 +34,7 @@ def read_manifest(root: Path, locks: str) -> Manifest:
     (docs/manifest.md: readers refuse any format they do not know)."""
     where = manifest_path(locks)
     try:
-        data = confine(root, locks, where, "manifest", where).read_bytes()
+        data = read_file(confine(root, locks, where, "manifest", where), where)
     except FileNotFoundError:
         raise UsageError(f"{where}: no manifest; run `lockgen all` first") from None
     except OSError as exc:
@@ -123,7 +124,7 @@ def load_layers(
         field = f"cells.{entry.name}.layers[{i}]"
         path = confine(root, locks, data.lock, f"{field}.lock", where)
         try:
-            raw = path.read_bytes()
+            raw = read_file(path, data.lock)
         except OSError as exc:
             raise InstallRefused(
                 f"{data.lock}: cannot read it ({exc.strerror or exc}); the cell {entry.name} is not installable from "
@@ -149,9 +150,9 @@ def load_layers(
                     f"{data.lock}:{lines.get(item.name, 1)}: {item.name}: {problem}; nothing was installed"
                 )
         sources = _sources(data, lock, field, where)
-        for source in [sources[0], *sources[1]] if bundle else ():
-            relative = source if source is None or source.startswith(".") else f"./{source}"
-            if source is not None and (":" in source or source.startswith("/") or direct_problem(root, relative, True)):
+        for source in [s for s in (sources[0], *sources[1]) if s is not None] if bundle else ():
+            relative = source if source.startswith(".") else f"./{source}"
+            if ":" in source or source.startswith("/") or direct_problem(root, relative, True):
                 raise InstallRefused(
                     f"{data.lock}: its index or find-links {source!r} is not a folder of the bundle: a bundle installs "
                     "only its own files; nothing was installed"

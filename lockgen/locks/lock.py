@@ -150,12 +150,17 @@ class Lock:
     def read(cls, path: Path, where: str | None = None) -> Lock | None:
         """The lock at ``path``; None when the file does not exist. Raises
         :class:`LockFormatError` when it exists but is not a lock lockgen can read."""
+        from lockgen.runtime.bounded import read_file
+        from lockgen.runtime.errors import InputError
+
         try:
-            data = path.read_bytes()
+            data = read_file(path, where or str(path))
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise LockFormatError(f"{where or path}: cannot read it ({exc.strerror})") from None
+        except InputError as exc:  # over the size limit, not a regular file: refused unread
+            raise LockFormatError(exc.problems[0].text() if exc.problems else str(exc)) from None
         return cls.from_bytes(data, where or str(path))
 
     @classmethod
