@@ -129,7 +129,7 @@ OPTIONS = (
         False, ("all", "lock", "bump", "install", "init"),
     ),
     _Option(("--cpu",), {"action": "store_true", "help": "accept the CPU cell when no GPU is found"}, False, ("detect", "install")),
-    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's; init: the matrix's, comma-separated)"}, None, ("detect", "install", "init")),
+    _Option(("--python",), {"metavar": "X.Y", "help": "target Python (default: the cell's only Python in the matrix, else this interpreter's; install: or the path of the interpreter to create the venv from; init: the matrix's, comma-separated)"}, None, ("detect", "install", "init")),
     _Option(("--os",), {"choices": ["linux", "windows", "macos"], "help": "pretend: operating system"}, None, ("detect",)),
     _Option(("--arch",), {"choices": ["x86_64", "aarch64"], "help": "pretend: host arch"}, None, ("detect",)),
     _Option(("--interpreter",), {"choices": ["x86_64", "aarch64"], "help": "pretend: interpreter arch"}, None, ("detect",)),
@@ -209,7 +209,7 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
     if command == "lock":
         p.add_argument("cells", nargs="+", metavar="CELL")
     elif command == "check":
-        p.add_argument("cells", nargs="*", metavar="CELL")
+        p.add_argument("cells", nargs="*", default=[], metavar="CELL")
         p.add_argument(
             "--resolve", action="store_true",
             help="resolve every cell again into .lockgen/reproduce/ (the recorded uv and cutoff) and explain any drift",
@@ -249,7 +249,9 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
     elif command == "merge":
         p.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
     elif command in ("audit", "sbom", "licenses"):
-        p.add_argument("cells", nargs="*", metavar="CELL", help="cells to read (default: every cell with a lock)")
+        p.add_argument(
+            "cells", nargs="*", default=[], metavar="CELL", help="cells to read (default: every cell with a lock)"
+        )
         if command == "audit":
             p.add_argument(
                 "--format", choices=AUDIT_FORMATS, default="text", help="text (default), markdown, json or sarif"
@@ -297,6 +299,7 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "files",
             nargs="*",
+            default=[],
             metavar="FILE",
             help="requirement files (default: requirements*.txt, requirements/); FILE:os=linux,arch=aarch64 says "
             "its platform (keys os, arch, backend)",
@@ -322,7 +325,9 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")
     elif command == "why":
         p.add_argument("package", metavar="NAME", help="the package to explain")
-        p.add_argument("cells", nargs="*", metavar="CELL", help="the cells to look at (default: every locked cell)")
+        p.add_argument(
+            "cells", nargs="*", default=[], metavar="CELL", help="the cells to look at (default: every locked cell)"
+        )
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

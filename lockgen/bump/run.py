@@ -81,7 +81,9 @@ class PinLine:
         if self.state == "already":
             return f"{what}already {self.old}" + (f" ({self.note})" if self.note else "")
         if self.state == "allows":
-            return f"{self.place}: {self.old} allows {self.new}: left as it is"
+            return f"{self.place}: {self.old} allows {self.new}: left as it is" + (
+                f" ({self.note})" if self.note else ""
+            )
         return f"{self.place}: {self.old}: {self.state} ({self.note})"
 
     def to_dict(self) -> dict[str, str]:
@@ -203,9 +205,10 @@ def _bump(
     for name, one in wanted.items():
         mine = [s for s in sites if s.name == name]
         marked = _marked(project, one) if one.marker is not None else None
-        decided, problems = bump_lines.decide(name, one, mine, marked, fits.callback(name, one.version))
+        locked = _locked(project, name)
+        decided, problems = bump_lines.decide(name, one, mine, marked, fits.callback(name, one.version), locked)
         moves += decided
-        refused += problems
+        refused += problems or _moves_no_lock(name, one, decided, config_plan, locked)
     _refuse_nowhere(config_path, config, config_plan, sites, moves, wanted, refused)
     if refused:
         raise UsageError("cannot bump:\n" + "\n".join(f"  - {p}" for p in refused) + "\nnothing was written")
@@ -351,6 +354,58 @@ def _with_cells(project: Project, plans: Sequence[Plan], sites: list[LineSite]) 
                 if other.requirement.body == line.body:
                     cells[other.place].add(plan.cell.name)
     return [replace(s, cells=frozenset(cells[s.place])) for s in sites]
+
+
+def _locked(project: Project, name: NormalizedName) -> dict[str, Version]:
+    """``{cell: version}`` of ``name`` in the resolved cells' current main locks (public version;
+    a cell without a lock, or whose lock cannot be read or lacks the package, is left out)."""
+    from lockgen.locks.lock import Lock
+    from lockgen.runtime.errors import LockgenError
+
+    found = {}
+    for cell in project.cells:
+        if not cell.resolves:
+            continue
+        rel = cell.lock_path(project.config)
+        try:
+            lock = Lock.read(project.root / rel, rel)
+        except LockgenError:
+            continue
+        version = lock.versions().get(name) if lock is not None else None
+        if version is not None:
+            found[cell.name] = Version(version.public)
+    return found
+
+
+def _moves_no_lock(
+    name: NormalizedName,
+    wanted: Wanted,
+    moves: Sequence[LineMove],
+    config_plan: ConfigPlan,
+    locked: Mapping[str, Version],
+) -> list[str]:
+    """A refusal when nothing pins ``name`` to move and the lines that name it are ranges that
+    already allow the version asked, while their cells lock another: the bump would change no
+    lock (the mistake of a "bump" whose locks do not move, issue 18), so say what the locks hold
+    and how to get the version."""
+    if any(m.state in (State.MOVE, State.CURRENT) for m in moves) or any(e.name == name for e in config_plan.edits):
+        return []
+    if config_plan.current and any(c.name == name for c in config_plan.current):
+        return []
+    allows = [m for m in moves if m.state is State.ALLOWS]
+    if not any(m.site.floor for m in allows):
+        return []  # no floor: the package is pinned nowhere, which _refuse_nowhere says
+    cells = {c for m in allows for c in m.site.cells}
+    held = sorted({locked[c] for c in cells if c in locked})
+    if not allows or held == [wanted.version]:
+        return []
+    lines = "; ".join(f"{m.site.place} {m.site.requirement.body!r}" for m in allows)
+    holds = f"its cells lock {', '.join(map(str, held))}" if held else "no cell has a lock of it yet"
+    return [
+        f"{name}: no pin of it moves: {lines} {'is a range' if len(allows) == 1 else 'are ranges'} that "
+        f"{'allows' if len(allows) == 1 else 'allow'} {wanted.version}, and {holds}, so no lock would change; to lock "
+        f"exactly {wanted.version}, write {name}=={wanted.version} there (bump then moves it)"
+    ]
 
 
 def _marked(project: Project, wanted: Wanted) -> frozenset[str]:
@@ -510,8 +565,15 @@ def _pin_lines(
                 )
             )
         elif move.state is State.ALLOWS:
-            found.append(PinLine(name=site.name, place=site.place, old=site.requirement.body, new=new, state="allows"))
+            found.append(
+                PinLine(
+                    name=site.name, place=site.place, old=site.requirement.body, new=new, state="allows",
+                    note=move.reason,
+                )
+            )  # fmt: skip
         else:
+            if site.floor:  # a range: say the operator
+                old, new = f">={old}", f">={new}"
             found.append(
                 PinLine(
                     name=site.name,

@@ -10,6 +10,7 @@ import sys
 
 from lockgen.commands import common
 from lockgen.run.check import check
+from lockgen.runtime.states import CellState
 
 __all__ = ["run"]
 
@@ -25,8 +26,13 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), indent=2))
         return result.exit_code
     for cell in result.cells:
-        if cell.state.bad or (cell.reasons and cell.state.value == "up to date"):
+        if cell.state.bad or (cell.reasons and cell.state is CellState.UP_TO_DATE):
             print(f"{cell.name}: {cell.state}" + "".join(f"\n  {r}" for r in cell.reasons))
+        elif cell.state in (CellState.SKIPPED, CellState.ALIAS):  # not locked, by the config's word: one line each
+            print(
+                f"{cell.name}: {cell.state}"
+                + (f" ({' '.join(' '.join(cell.reasons).split())})" if cell.reasons else "")
+            )
     if result.manifest:
         print(f"manifest: {result.manifest}")
     print("some locks are out of date; run `lockgen all`" if result.exit_code else "all locks are up to date")

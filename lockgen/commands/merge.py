@@ -9,6 +9,7 @@ from pathlib import Path
 
 from lockgen.commands import common
 from lockgen.locks.shard import merge
+from lockgen.runtime.words import counted
 
 __all__ = ["run"]
 
@@ -22,5 +23,8 @@ def run(args: argparse.Namespace) -> int:
     for path in result.removed:
         print(f"{path}: removed (its cell is not resolved by the matrix any more)", file=sys.stderr)
     changed = sum(state == "changed" for state in result.cells.values())
-    print(f"merged {len(result.cells)} cells from {len(args.dirs)} shard folders: {changed} changed", file=sys.stderr)
+    print(
+        f"merged {counted(len(result.cells), 'cell')} from {counted(len(args.dirs), 'shard folder')}: {changed} changed",
+        file=sys.stderr,
+    )
     return result.exit_code

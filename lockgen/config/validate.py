@@ -34,9 +34,9 @@ from lockgen.config.model import (
 )
 from lockgen.config.settings import SETTING_KEYS, SettingsChecks
 from lockgen.config.sources import SourceChecks
-from lockgen.runtime.errors import ConfigError
+from lockgen.runtime.errors import ConfigError, UsageError
 
-__all__ = ["KeyPath", "Validator"]
+__all__ = ["KeyPath", "Validator", "check_option", "is_python"]
 
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
 #: Keys only the top level has; it takes every setting too.
@@ -47,7 +47,7 @@ _TOP_KEYS = _TOP_ONLY | SETTING_KEYS
 _MATRIX_KEYS = ("include", "exclude")
 
 
-def _is_python(value: str) -> bool:
+def is_python(value: str) -> bool:
     """A target Python written major.minor, 3.x (``packaging`` parses it)."""
     from packaging.version import InvalidVersion, Version
 
@@ -149,7 +149,7 @@ class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks, Dos
             self.problem(path, f"unknown arch {value!r}; use one of {', '.join(ARCHES)}")
         elif axis == "backend" and not _LABEL.match(value):
             self.problem(path, f"bad backend label {value!r}; use lower-case letters, digits, '.' or '_'")
-        elif axis == "python" and not _is_python(value):
+        elif axis == "python" and not is_python(value):
             self.problem(path, f'bad python version {value!r}; write major.minor such as "3.12"')
         elif axis not in AXES and not _LABEL.match(value):
             self.problem(
@@ -264,3 +264,24 @@ class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks, Dos
 def _listed(names: Sequence[str]) -> str:
     """``os, arch, backend and/or python`` (every axis, for messages)."""
     return f"{', '.join(names[:-1])} and/or {names[-1]}"
+
+
+def check_option(option: str, key: str, value: Any) -> None:
+    """Check the value of a command-line ``option`` that stands for the config key ``key``
+    (``exclude-newer``, ``index-url``, or an axis value ``matrix.python``, ``matrix.os``, …) with
+    the validator the config's own value gets, so a command that writes a config (``lockgen init``)
+    or reads such a value (``lockgen install --python``) never takes what the config would refuse.
+    Raises :class:`~lockgen.runtime.errors.UsageError` naming the option and what to write."""
+    checks = Validator("", "")
+    path: KeyPath = tuple(key.split("."))
+    if key == "exclude-newer":
+        checks.timestamp(value, path)
+    elif key == "index-url":
+        checks.url(value, path)
+    elif key.startswith("matrix."):
+        checks.axis_value(key.removeprefix("matrix."), value, path)
+    else:  # pragma: no cover - a caller's mistake
+        raise ValueError(f"no check for the config key {key!r}")
+    if checks.problems:
+        said = checks.problems[0].removeprefix(f"{key}: ")
+        raise UsageError(f"{option} {value}: {said}")

@@ -17,6 +17,7 @@ from lockgen import __version__
 from lockgen.dossier.audit import AuditReport, Finding, fails
 from lockgen.dossier.osv import Severity
 from lockgen.locks.diffformat import COMMENT_LIMIT, MARGIN
+from lockgen.runtime.words import counted
 
 __all__ = ["FORMATS", "render_json", "render_markdown", "render_sarif", "render_text"]
 
@@ -29,7 +30,7 @@ _BAND = {Severity.CRITICAL: "9.5", Severity.HIGH: "8.0", Severity.MEDIUM: "5.5",
 def headline(f: Finding, total: int) -> str:
     """``GHSA-… in jinja2 3.1.4: 9 of 12 cells; fixed in 3.1.5``."""
     fix = f"fixed in {f.fixed[0]}" if f.fixed else "no fixed version published"
-    return f"{f.id} in {f.package} {f.version}: {len(f.cells)} of {total} cells; {fix}"
+    return f"{f.id} in {f.package} {f.version}: {len(f.cells)} of {counted(total, 'cell')}; {fix}"
 
 
 def _severity(f: Finding) -> str:
@@ -59,7 +60,7 @@ def _cells(cells: list[str], shown: int = 4) -> str:
 
 def render_text(report: AuditReport) -> str:
     total = len(report.cells)
-    lines = [f"audited {total} cells ({report.queried} package versions) against {report.source}"]
+    lines = [f"audited {counted(total, 'cell')} ({counted(report.queried, 'package version')}) against {report.source}"]
     for f in report.findings:
         mark = "!" if fails(f.severity, report.fail_on) else "-"
         aliases = f" ({', '.join(f.aliases)})" if f.aliases else ""
@@ -82,7 +83,7 @@ def render_text(report: AuditReport) -> str:
         lines.append("no known vulnerabilities")
     else:
         lines.append(
-            f"{_n(len(report.findings), 'finding')}, {failing} at or above --fail-on {report.fail_on}"
+            f"{counted(len(report.findings), 'finding')}, {failing} at or above --fail-on {report.fail_on}"
             + ("" if failing else ": exit 0")
         )
     return "\n".join(lines) + "\n"
@@ -94,10 +95,12 @@ def render_markdown(report: AuditReport, limit: int = COMMENT_LIMIT - MARGIN) ->
     total = len(report.cells)
     lines = ["## Vulnerability audit", ""]
     if not report.findings:
-        lines.append(f"No known vulnerabilities in {total} cells ({report.queried} package versions, {report.source}).")
+        lines.append(
+            f"No known vulnerabilities in {counted(total, 'cell')} ({counted(report.queried, 'package version')}, {report.source})."
+        )
     else:
         lines += [
-            f"**{_n(len(report.findings), 'finding')} in {total} cells; {len(report.failing)} at or above "
+            f"**{counted(len(report.findings), 'finding')} in {counted(total, 'cell')}; {len(report.failing)} at or above "
             f"`--fail-on {report.fail_on}`.**",
             "",
             "| severity | advisory | package | cells | fixed in |",
@@ -183,7 +186,7 @@ def render_sarif(report: AuditReport) -> str:
             results.append({
                 "ruleId": f.id,
                 "level": "error" if fails(f.severity, report.fail_on) else "warning",
-                "message": {"text": f"{f.package} {versions} is affected by {f.id} ({len(f.cells)} of {total} cells){fix}"},
+                "message": {"text": f"{f.package} {versions} is affected by {f.id} ({len(f.cells)} of {counted(total, 'cell')}){fix}"},
                 "locations": [{"physicalLocation": {"artifactLocation": {"uri": lock}, "region": {"startLine": line}}}],
                 "partialFingerprints": {"lockgenFinding/v1": f"{f.id}:{f.package}:{f.version}:{lock}"},
             })  # fmt: skip
@@ -210,10 +213,6 @@ def _security_severity(f: Finding) -> str:
     if f.score is not None:
         return str(f.score)
     return _BAND.get(f.severity, "5.5")
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 FORMATS: dict[str, Callable[[AuditReport], str]] = {

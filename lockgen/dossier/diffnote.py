@@ -15,6 +15,7 @@ from pathlib import Path
 from lockgen.dossier.audit import AuditReport, Finding, audit
 from lockgen.locks.lockset import LockSet
 from lockgen.project import Project
+from lockgen.runtime.words import counted
 
 __all__ = ["advisories_note", "compare"]
 
@@ -48,7 +49,7 @@ def advisories_note(project: Project, old: str | None, new: str | None, osv: str
         return "\n".join(lines) + "\n"
     total = len(sides[1].cells) or len(sides[0].cells)
     lines += [
-        f"This change fixes {_n(len(fixed), 'advisory')} and introduces {len(introduced)} ({source.where}).",
+        f"This change fixes {counted(len(fixed), 'advisory')} and introduces {len(introduced)} ({source.where}).",
         "",
         "| | advisory | package | cells |",
         "|---|---|---|---|",
@@ -71,7 +72,3 @@ def _side(project: Project, arg: str | None, default: str | None) -> LockSet:
                 folder = candidate / locks if (candidate / locks).is_dir() else candidate
                 return LockSet.from_folder(folder, locks, label=arg, pylocks=False)
     return LockSet.from_git(project.root, arg or str(default), locks)
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word if count == 1 else word.replace('y', 'ies')}"

@@ -37,6 +37,7 @@ from lockgen.dossier.audit import AuditReport, Finding, audit
 from lockgen.dossier.osv import Source
 from lockgen.project import Project
 from lockgen.run.values import Reporter, RunOptions, RunResult
+from lockgen.runtime.words import counted
 
 if TYPE_CHECKING:
     from lockgen.plan.plan import Plan
@@ -130,7 +131,7 @@ def plan_fixes(project: Project, report: AuditReport, source: Source) -> FixPlan
         if fixed_cells:
             how = "move its pin (as lockgen bump)" if movable else f"re-lock with --upgrade-package {name}=={target}"
             ids = ", ".join(sorted({f.id for f in findings}))
-            plan.moves.append(f"{name} {version} -> {target} ({ids}; {len(fixed_cells)} cells): {how}")
+            plan.moves.append(f"{name} {version} -> {target} ({ids}; {counted(len(fixed_cells), 'cell')}): {how}")
     return plan
 
 
@@ -224,7 +225,7 @@ def fix_command(
     out += [f"still affected: {headline(f, total)}" for f in left]
     fixed = {(f.id, f.package) for f in before.findings} - {(f.id, f.package) for f in after.findings}
     out.append(
-        f"{len(fixed)} of {len(before.findings)} findings fixed; {len(left)} at or above --fail-on {threshold} left"
+        f"{len(fixed)} of {counted(len(before.findings), 'finding')} fixed; {len(left)} at or above --fail-on {threshold} left"
     )
     print("\n".join(out))
     return 1 if left else 0

@@ -9,7 +9,6 @@ a layer (layer locks have no pylock). Versions with a local label (``2.13.0+cu13
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from lockgen.locks import pylockfile
 from lockgen.locks.lock import Entry
 from lockgen.locks.lockset import MAIN, CellLocks, LockSet
 from lockgen.runtime.errors import LockFormatError, UsageError
+from lockgen.runtime.words import did_you_mean
 
 __all__ = ["Artifact", "Inventory", "Locked", "from_lockset", "read"]
 
@@ -111,10 +111,7 @@ def from_lockset(lockset: LockSet, cells: Sequence[str] = (), locks: str = "lock
             why = lockset.statuses.get(name)
             if why is not None:
                 raise UsageError(f"cell {name} has no lock of its own ({why.text()})")
-            close = difflib.get_close_matches(name, known, n=3)
-            hint = (
-                f"; did you mean {', '.join(close)}?" if close else f"; cells with locks: {', '.join(known) or 'none'}"
-            )
+            hint = did_you_mean(name, known) or f"; cells with locks: {', '.join(known) or 'none'}"
             raise UsageError(f"no lock for cell {name} in {locks}/{hint}")
     chosen = tuple(sorted(set(cells))) if cells else tuple(known)
     problems = [p for p in lockset.problems if p.cell is None or p.cell in chosen or not cells]

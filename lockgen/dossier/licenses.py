@@ -30,6 +30,7 @@ from packaging.version import Version
 from lockgen.config.model import LicensePolicy
 from lockgen.dossier.inventory import Inventory
 from lockgen.dossier.metadata import Fetched, MetadataCache
+from lockgen.runtime.words import counted
 
 __all__ = ["CLASSIFIERS", "License", "LicenseReport", "Violation", "check", "license_of", "render_json", "render_text"]
 
@@ -266,9 +267,9 @@ def _evaluate(text: str, allow: set[str], deny: set[str]) -> tuple[bool, set[str
 def render_text(report: LicenseReport) -> str:
     total = len(report.cells)
     width = max((len(f"{r.package} {r.version}") for r in report.rows), default=10) + 2
-    lines = [f"licenses of {len(report.rows)} package versions in {total} cells"]
+    lines = [f"licenses of {counted(len(report.rows), 'package version')} in {counted(total, 'cell')}"]
     for r in report.rows:
-        cells = "" if len(r.cells) == total else f"  [{len(r.cells)} of {total} cells]"
+        cells = "" if len(r.cells) == total else f"  [{len(r.cells)} of {counted(total, 'cell')}]"
         layers = "" if r.layers == ("main",) else f"  (layer {', '.join(x for x in r.layers if x != 'main')})"
         note = f"  exception: {r.exception}" if r.exception else ""
         proprietary = "  redistribution needs the vendor's terms" if r.license.proprietary else ""
@@ -279,7 +280,7 @@ def render_text(report: LicenseReport) -> str:
                      if any(v.startswith("nvidia-") for v in vendors) else f"proprietary: {', '.join(vendors)}")  # fmt: skip
     if report.policy.configured:
         if report.violations:
-            lines.append(f"{len(report.violations)} license problems:")
+            lines.append(f"{counted(len(report.violations), 'license problem')}:")
             lines += [f"  {v.text()}" for v in report.violations]
         else:
             lines.append("every license meets [licenses]")

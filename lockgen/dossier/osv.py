@@ -42,6 +42,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from lockgen.plan.mirror import Mirrors
+from lockgen.runtime import credentials
 from lockgen.runtime.errors import LockgenError
 
 __all__ = [
@@ -456,7 +457,9 @@ def _names(raw: bytes) -> set[str]:
 
 @dataclass
 class Api:
-    """The OSV API at ``url`` (``https://api.osv.dev``), fetched through ``mirrors``."""
+    """The OSV API at ``url`` (``https://api.osv.dev``), fetched through ``mirrors``. A login in
+    ``url`` (``https://user:token@osv.example``) is sent, never shown: :attr:`where` and every
+    message name the URL without it (issue 15's rule for every URL lockgen prints)."""
 
     url: str
     mirrors: Mirrors
@@ -465,7 +468,8 @@ class Api:
 
     def __post_init__(self) -> None:
         self.url = self.url.rstrip("/")
-        self.where = self.where or self.url
+        self.where = credentials.redact(self.where) if self.where else credentials.split(self.url)[0]
+        self._shown = credentials.split(self.url)[0]
         self._records: dict[str, Advisory] = {}
 
     def advisories(self, keys: Sequence[Key]) -> dict[Key, list[Advisory]]:
@@ -531,7 +535,7 @@ class Api:
         import httpx
 
         url = self.mirrors.fetch_url(self.url + path)
-        shown = self.url + path
+        shown = self._shown + path
         try:
             response = client.request(method, url, json=body) if body is not None else client.request(method, url)
             response.raise_for_status()
@@ -539,7 +543,9 @@ class Api:
         except httpx.HTTPStatusError as exc:
             raise AuditFailed(f"{shown}: HTTP {exc.response.status_code}; the audit did not complete") from None
         except httpx.HTTPError as exc:
-            reason = self.mirrors.scrub(str(exc))
+            reason = credentials.redact(
+                self.mirrors.scrub(str(exc)), secrets=[i for i in [credentials.split(self.url)[1]] if i]
+            )
             raise AuditFailed(
                 f"{shown}: cannot reach the OSV API ({type(exc).__name__}: {reason}); give a mirror "
                 "(--mirror), or an OSV export on disk with --osv PATH (see docs/supply-chain.md)"

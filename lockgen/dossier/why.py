@@ -28,6 +28,7 @@ from lockgen.plan.plan import Plan
 from lockgen.plan.render import LineMap
 from lockgen.project import Project
 from lockgen.runtime.errors import UsageError
+from lockgen.runtime.words import counted
 
 __all__ = ["MAX_CHAINS", "Answer", "Chain", "Start", "Why", "render_text", "why"]
 
@@ -138,12 +139,12 @@ def why(project: Project, name: str, cells: Sequence[str] = ()) -> Why:
 
 def _cells(project: Project, cells: Sequence[str]) -> list[str]:
     """The selected cells that resolve (an alias stands for its cell); unknown names refused."""
+    from lockgen.plan.matrix import select
+
     resolved = {c.name: c for c in project.cells}
     if not cells:
         return [c.name for c in project.cells if c.resolves]
-    unknown = [c for c in cells if c not in resolved]
-    if unknown:
-        raise UsageError(f"no cell {', '.join(unknown)} in the matrix; lockgen matrix lists the cells")
+    select(project.cells, cells)  # an unknown name: refused as every command refuses it, with close names
     chosen = []
     for name in cells:
         cell = resolved[name]
@@ -154,14 +155,12 @@ def _cells(project: Project, cells: Sequence[str]) -> list[str]:
 
 
 def _unknown(key: str, cells: Iterable[CellLocks], any_locked: bool) -> None:
-    import difflib
+    from lockgen.runtime.words import did_you_mean
 
     if not any_locked:
         raise UsageError("no selected cell has a lock; run lockgen all first")
     known = sorted({e.name for c in cells for lock in (c.main, *c.layers.values()) for e in lock.entries})
-    close = difflib.get_close_matches(key, known, n=3)
-    hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    raise UsageError(f"{key}: in no selected cell's lock{hint}")
+    raise UsageError(f"{key}: in no selected cell's lock{did_you_mean(key, known)}")
 
 
 def _explain(
@@ -290,10 +289,10 @@ def render_text(answer: Why) -> str:
     for g in answer.groups:
         layer = "" if g.layer == MAIN else f" [layer {g.layer}]"
         names = ", ".join(g.cells[:4]) + (f", +{len(g.cells) - 4} more" if len(g.cells) > 4 else "")
-        out.append(f"{answer.package} {g.version}{layer} in {len(g.cells)} of {total} cells: {names}")
+        out.append(f"{answer.package} {g.version}{layer} in {len(g.cells)} of {counted(total, 'cell')}: {names}")
         out += [f"  {c.text()}" for c in g.chains] or ["  (no # via data in the lock)"]
-        out += [f"  … {g.more} more chains"] if g.more else []
+        out += [f"  … {counted(g.more, 'more chain')}"] if g.more else []
     if answer.absent:
-        out.append(f"not in the lock of {len(answer.absent)} cells: {', '.join(answer.absent)}")
+        out.append(f"not in the lock of {counted(len(answer.absent), 'cell')}: {', '.join(answer.absent)}")
     out += [f"{cell}: {reason}" for cell, reason in answer.unlocked.items()]
     return "\n".join(out) + "\n"

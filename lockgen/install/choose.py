@@ -23,6 +23,7 @@ from lockgen.locks.manifestfile import CellEntry, LayerEntry, Manifest
 from lockgen.locks.paths import confine
 from lockgen.runtime.bounded import read_file
 from lockgen.runtime.errors import InputError, InstallRefused, LockFormatError, Problem, UsageError
+from lockgen.runtime.words import did_you_mean
 
 __all__ = ["choose", "direct_problem", "load_layers", "read_manifest", "refuse_host"]
 
@@ -67,7 +68,9 @@ def choose(
         name, said, left_out = _detect(manifest, python, cpu, present, axes or {})
     elif cell:
         if cell not in manifest.cells:
-            raise UsageError(f"no cell {cell!r} in the manifest; `lockgen matrix` lists the cells")
+            raise UsageError(
+                f"no cell {cell!r} in the manifest{did_you_mean(cell, manifest.cells)}; `lockgen matrix` lists the cells"
+            )
         name, said = cell, [f"cell {cell}"]
     else:
         raise UsageError("name the CELL to install, or pass --detect to pick this machine's")

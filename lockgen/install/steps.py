@@ -57,7 +57,7 @@ class Options:
     detect: bool = False
     venv: str | None = None
     cpu: bool = False
-    python: str | None = None
+    python: str | None = None  # --python: X.Y, or the path of the interpreter to create the venv from
     dry_run: bool = False
     installer: str = "uv"
     mirrors: tuple[str, ...] = ()
@@ -82,6 +82,7 @@ class _Run:
     warn: Say
     env: dict[str, str] = field(default_factory=dict)
     pip: list[str] = field(default_factory=list)
+    given: Interpreter | None = None  # --python PATH: the interpreter a new venv is made from
 
     @property
     def cell(self) -> str:
@@ -212,11 +213,12 @@ def _install(
             "(nothing was installed)"
         )
     manifest = read_manifest(root, locks)
+    python, given = _python_option(options.python, root)
     venv = Venv(venv_path.absolute())
     _refuse_venv(venv)
     present = venv.inspect(root) if venv.exists() else None
     entry, said, left_out = choose(
-        manifest, options.cell, options.detect, options.python, options.cpu,
+        manifest, options.cell, options.detect, python, options.cpu,
         (venv.path, present) if present is not None else None, dict(options.axes),
     )  # fmt: skip
     for line in said:
@@ -231,7 +233,7 @@ def _install(
     for gap in main_lock.header.unavailable if main_lock is not None else ():  # before anything runs (issue 17)
         say(f"not available for {entry.name}: optional {gap.requirement} ({gap.reason})")
     mirrors = mirrors_of()
-    job = _Run(root, locks, entry, layers, venv, options, mirrors, say, warn)
+    job = _Run(root, locks, entry, layers, venv, options, mirrors, say, warn, given=given)
     interpreter = _interpreter(job, present)  # found before anything is written
     if options.dry_run:
         return _prepare(job) or _dry_run(job, interpreter)
@@ -244,14 +246,19 @@ def _install(
         done = _prepare(job)
         if done is not None:
             return done
-        if not venv.exists():
-            venv.create(_uv(), interpreter.executable, root)
+        if not venv.exists():  # with pip for --installer pip: a venv lockgen cannot complete is removed again
+            venv.create(_uv(), interpreter.executable, root, lambda: _pip(job))
             say(f"venv {venv.path}: created from {interpreter.describe()}")
         else:
             say(f"venv {venv.path}: {interpreter.describe()}")
-        if options.installer == "pip":
-            job.pip = venv.pip(root)
+            _pip(job)
         return _install_layers(job)
+
+
+def _pip(job: _Run) -> None:
+    """For ``--installer pip``: how pip runs for the venv (:meth:`Venv.pip`)."""
+    if job.options.installer == "pip":
+        job.pip = job.venv.pip()
 
 
 def _prepare(job: _Run) -> int | None:
@@ -290,13 +297,43 @@ def _refuse_venv(venv: Venv) -> None:
         )
 
 
+def _python_option(value: str | None, cwd: Path) -> tuple[str | None, Interpreter | None]:
+    """``--python``: ``(the Python minor, the interpreter named)``. ``X.Y`` (checked as the
+    config's ``matrix.python`` values are) is the cell's Python: ``--detect`` picks by it, a named
+    cell must have it. A path (it holds a ``/`` or names a file) is an interpreter to create the
+    venv from, as uv's own ``--python`` takes one; it is run once, and its minor counts as the
+    Python. Raises :class:`UsageError` for a value that is neither, :class:`InstallRefused` for a
+    path that does not run."""
+    from lockgen.config.validate import is_python
+
+    if value is None:
+        return None, None
+    if is_python(value):
+        return value, None
+    path = Path(value).expanduser()
+    if "/" in value or os.sep in value or path.is_file():
+        if not path.is_file():
+            raise UsageError(
+                f"--python {value}: no such file; give the path of a CPython interpreter (/usr/bin/python3.12) or a "
+                "Python version X.Y (nothing was installed)"
+            )
+        found = probe_python(str(path.absolute()), cwd, f"--python {value}: it does not run as a Python")
+        return found.minor, found
+    raise UsageError(
+        f"--python {value}: give a Python version X.Y such as 3.12, or the path of an interpreter such as "
+        "/usr/bin/python3.12 (nothing was installed)"
+    )
+
+
 def _interpreter(job: _Run, present: Interpreter | None) -> Interpreter:
-    """The venv's interpreter (``present``, checked: Python minor, arch, CPython), or the one uv
-    finds for a new venv. Raises :class:`InstallRefused`."""
+    """The venv's interpreter (``present``, checked: Python minor, arch, CPython), or for a new
+    venv the one ``--python PATH`` names or else the one uv finds. Raises :class:`InstallRefused`."""
     python, arch = job.entry.python, job.entry.requires.interpreter
     venv = job.venv
     if present is not None:
         found, where = present, f"the venv {venv.path} has"
+    elif job.given is not None:
+        found, where = job.given, f"--python {job.given.executable} is"
     else:
         found, where = probe_python(find_python(_uv(), python, job.entry.os, arch, job.root), job.root), "uv found"
     wrong = []
@@ -307,7 +344,10 @@ def _interpreter(job: _Run, present: Interpreter | None) -> Interpreter:
     if found.implementation != "cpython":
         wrong.append(f"{found.implementation}, and the locks are for CPython")
     if wrong:
-        fix = "remove it or pass another --venv" if present is not None else "install the right Python"
+        fix = (
+            "remove it or pass another --venv" if present is not None
+            else "pass another --python" if job.given is not None else "install the right Python, or pass --python PATH"
+        )  # fmt: skip
         raise InstallRefused(f"{where} {'; '.join(wrong)} ({found.describe()}): nothing was installed; {fix}")
     return found
 

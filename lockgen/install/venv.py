@@ -3,7 +3,11 @@
 One place runs the install processes (the installers the manifest names, ``uv python find``,
 ``uv venv``, the venv's Python for what it holds), each with ``shell=False``, an explicit
 environment and working directory, and logged with ``-v``. Resolution never comes here: it runs
-through :mod:`lockgen.resolve.uv`.
+through :mod:`lockgen.resolve.uv`. Every Python lockgen starts here (the venv's for its probe,
+``ensurepip`` and pip, lockgen's own for pip) runs in isolated mode (``-I``, :data:`ISOLATED`):
+neither the working folder (the project or bundle root, where a ``select.py`` or ``json.py``
+would hide the stdlib module of that name) nor ``PYTHONPATH`` nor the user's site-packages is on
+its ``sys.path``; uv runs the interpreters it queries isolated itself.
 
 * :func:`find_python` asks the pinned uv's discovery for a CPython of an exact minor and arch
   (``uv python find --system cpython-3.12-windows-x86_64`` with ``UV_PYTHON_DOWNLOADS=never``):
@@ -29,7 +33,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,12 +43,13 @@ from packaging.utils import NormalizedName
 
 from lockgen.install.record import Installed, by_name, versions
 from lockgen.runtime.credentials import command_line, redact
-from lockgen.runtime.errors import InstallRefused
+from lockgen.runtime.errors import InstallRefused, LockgenError
 from lockgen.runtime.uvbin import WIDE
 
 __all__ = [
-    "CREATING", "DROPPED", "LOCK_FILE", "PIP_OPTIONS", "Done", "Interpreter", "Venv", "base_env", "find_python",
-    "install_env", "pip_network_options", "probe", "probe_python", "run",
+    "CREATING", "DROPPED", "ISOLATED", "LOCK_FILE", "PIP_OPTIONS", "Done", "Interpreter", "Venv", "base_env",
+    "discovery_failure", "find_python",
+    "install_env", "lockgen_has_pip", "pip_network_options", "probe", "probe_python", "run",
 ]  # fmt: skip
 
 log = logging.getLogger("lockgen.install")
@@ -59,6 +64,11 @@ _KEEP_UV = {
 #: every ``PIP_*``: Python path settings, the target's variables (set from the manifest) and
 #: another active environment.
 DROPPED = ("PYTHONPATH", "PYTHONHOME", "MACOSX_DEPLOYMENT_TARGET", "VIRTUAL_ENV", "CONDA_PREFIX")
+#: The interpreter option of every Python lockgen starts (``python -I``): isolated mode, so the
+#: working folder, ``PYTHONPATH`` and the user's site-packages are not on ``sys.path``. Without
+#: it ``python -m ensurepip`` run in a bundle (whose ``select.py`` is the selector) failed with
+#: "module 'select' has no attribute 'select'"; ``ensurepip`` passes it on to the pip it runs.
+ISOLATED = "-I"
 #: pip's general options for every pip command: ignore ``PIP_*`` variables and the user's
 #: configuration (``--isolated``), no version check against PyPI, never prompt.
 PIP_OPTIONS = ("--isolated", "--disable-pip-version-check", "--no-input")
@@ -218,18 +228,39 @@ class Interpreter:
 def find_python(uv: str, python: str, os_name: str, arch: str, cwd: Path) -> str:
     """The executable of a CPython ``python`` (``X.Y``) for ``arch`` that uv's discovery finds
     (``uv python find --system``: interpreters on PATH and uv-managed ones, not virtual
-    environments; never a download). Raises :class:`InstallRefused` saying what was asked and uv's
-    answer."""
+    environments; never a download). Raises :class:`InstallRefused` saying what was asked, what
+    was searched, uv's answer on one line (:func:`discovery_failure`) and how to name one."""
     request = f"cpython-{python}-{os_name}-{arch}"
     done = run([uv, "python", "find", "--system", "--no-config", request], base_env(os.environ), cwd)
     found = done.output.strip().splitlines()
     if done.returncode != 0 or not found:
         raise InstallRefused(
-            f"no CPython {python} ({arch}) interpreter found: {done.tail(3) or 'uv found none'}; install "
-            f"Python {python} for {arch} (e.g. `uv python install cpython-{python}-{os_name}-{arch}`) "
-            "or pass --venv with a venv made from one"
+            f"no CPython {python} ({arch}) interpreter found: {discovery_failure(done.output) or 'uv found none'} "
+            f"(searched: the interpreters on PATH and uv-managed ones, `uv python find --system {request}`); pass "
+            f"--python PATH with a CPython {python} for {arch}, install one (`uv python install {request}`), or pass "
+            "--venv with a venv made from one"
         )
     return found[-1].strip()
+
+
+def discovery_failure(output: str) -> str:
+    """uv's answer to ``uv python find`` on one line: its ``error:`` and ``cause:`` lines, without
+    what the interpreter it tried printed (the ``[stderr]`` block: a pyenv shim's "command not
+    found … See 'pyenv help global'"). Pure; "" when there is nothing to say."""
+    kept: list[str] = []
+    quoting = False
+    for line in output.splitlines():
+        text = line.strip()
+        if text in ("[stderr]", "[stdout]"):
+            quoting = True
+            continue
+        head, sep, rest = text.partition(":")
+        if sep and head in ("error", "cause", "Caused by"):
+            quoting = False
+            kept.append(rest.strip().replace("exit status exit status:", "exit status"))
+        elif text and not quoting and not kept:
+            kept.append(text)
+    return "; ".join(kept)
 
 
 def probe(python: str, cwd: Path, failure: str = "", venv: Path | None = None) -> dict[str, Any]:
@@ -238,7 +269,7 @@ def probe(python: str, cwd: Path, failure: str = "", venv: Path | None = None) -
     ``venv``, else the interpreter's prefix). Raises :class:`InstallRefused` (``failure``, and
     the output) when it does not run."""
     done = run(
-        [python, "-I", "-S", "-c", _PROBE, *([str(venv)] if venv is not None else [])], base_env(os.environ), cwd
+        [python, ISOLATED, "-S", "-c", _PROBE, *([str(venv)] if venv is not None else [])], base_env(os.environ), cwd
     )
     try:
         data = json.loads(done.output.strip().splitlines()[-1]) if done.returncode == 0 else None
@@ -249,9 +280,9 @@ def probe(python: str, cwd: Path, failure: str = "", venv: Path | None = None) -
     return data
 
 
-def probe_python(executable: str, cwd: Path) -> Interpreter:
-    """The interpreter at ``executable`` (run once)."""
-    return _interpreter(executable, probe(executable, cwd))
+def probe_python(executable: str, cwd: Path, failure: str = "") -> Interpreter:
+    """The interpreter at ``executable`` (run once; ``failure``: see :func:`probe`)."""
+    return _interpreter(executable, probe(executable, cwd, failure))
 
 
 def _interpreter(executable: str, data: Mapping[str, Any]) -> Interpreter:
@@ -412,35 +443,56 @@ class Venv:
         (more than one version means a broken install)."""
         return versions(self.installed(cwd))
 
-    def create(self, uv: str, interpreter: str, cwd: Path) -> None:
+    def create(self, uv: str, interpreter: str, cwd: Path, complete: Callable[[], object] = lambda: None) -> None:
         """Create the venv with ``uv venv`` from ``interpreter`` (no pip in it: uv and lockgen's
-        own pip install into it from outside), inside the folder :meth:`held` made. The
-        :data:`CREATING` marker stays until uv is done, so a create cut short is recognised
-        (:meth:`half_made`). Raises :class:`InstallRefused` when uv cannot."""
+        own pip install into it from outside), inside the folder :meth:`held` made, then call
+        ``complete`` (what else the install needs of a new venv: pip, for ``--installer pip``).
+        The :data:`CREATING` marker stays until both are done, so a create cut short (Ctrl-C, a
+        kill) is recognised (:meth:`half_made`) and made again by the next install. When uv or
+        ``complete`` refuses, what was created is removed (:meth:`clear`: the folder keeps only
+        its lock file), so a refusal, exit 2, never leaves a venv lockgen could not complete.
+        Raises :class:`InstallRefused`."""
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / CREATING).write_text(f"pid {os.getpid()}: lockgen install is creating this venv\n")
-        done = run(
-            [uv, "venv", "--no-config", "--quiet", "--allow-existing", "--python", interpreter, str(self.path)],
-            base_env(os.environ), cwd,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise InstallRefused(f"cannot create the venv {self.path}: {done.tail(5)}")
+        try:
+            done = run(
+                [uv, "venv", "--no-config", "--quiet", "--allow-existing", "--python", interpreter, str(self.path)],
+                base_env(os.environ), cwd,
+            )  # fmt: skip
+            if done.returncode != 0:
+                raise InstallRefused(f"cannot create the venv {self.path}: {done.tail(5)}")
+            complete()
+        except LockgenError as exc:
+            self.clear()
+            raise InstallRefused(
+                f"{exc}\nthe venv {self.path} lockgen had just created was removed again: nothing was installed"
+            ) from None
         (self.path / CREATING).unlink()
 
-    def pip(self, cwd: Path) -> list[str]:
-        """How to run pip for this venv, with :data:`PIP_OPTIONS` and the user's network settings
-        (:func:`pip_network_options`): its own (``python -m pip``);
-        else this interpreter's pip with ``--python`` (pip >= 22.3 installs into another
-        environment so); else the venv gets pip from ``ensurepip`` (offline)."""
-        options = [*PIP_OPTIONS, *pip_network_options(os.environ)]
-        own = [str(self.python), "-m", "pip", *options]
+    def has_pip(self) -> bool:
+        """Whether pip is installed in the venv (its ``site-packages``, POSIX or Windows layout)."""
         if (self.path / "lib").is_dir() and any(self.path.glob("lib/python*/site-packages/pip/__init__.py")):
+            return True
+        return (self.path / "Lib" / "site-packages" / "pip" / "__init__.py").is_file()
+
+    def pip(self) -> list[str]:
+        """How to run pip for this venv, with :data:`PIP_OPTIONS` and the user's network settings
+        (:func:`pip_network_options`), its Python isolated (:data:`ISOLATED`): its own
+        (``python -I -m pip``); else this interpreter's pip with ``--python`` (pip >= 22.3 installs
+        into another environment so); else the venv gets pip from ``ensurepip`` (offline, run in
+        the venv's folder). Raises :class:`InstallRefused` when ensurepip fails."""
+        options = [*PIP_OPTIONS, *pip_network_options(os.environ)]
+        own = [str(self.python), ISOLATED, "-m", "pip", *options]
+        if self.has_pip():
             return own
-        if (self.path / "Lib" / "site-packages" / "pip" / "__init__.py").is_file():
-            return own
-        if importlib.util.find_spec("pip") is not None:
-            return [sys.executable, "-m", "pip", "--python", str(self.python), *options]
-        done = run([str(self.python), "-m", "ensurepip", "--default-pip"], base_env(os.environ), cwd)
+        if lockgen_has_pip():
+            return [sys.executable, ISOLATED, "-m", "pip", "--python", str(self.python), *options]
+        done = run([str(self.python), ISOLATED, "-m", "ensurepip", "--default-pip"], base_env(os.environ), self.path)
         if done.returncode != 0:
             raise InstallRefused(f"{self.path}: no pip in it and ensurepip failed:\n{done.cause()}")
         return own
+
+
+def lockgen_has_pip() -> bool:
+    """Whether the environment lockgen runs in has pip (``pipx`` and ``uv tool`` installs may not)."""
+    return importlib.util.find_spec("pip") is not None

@@ -194,7 +194,7 @@ class _Cell:
             self.compare(before, after)
         elif before is not None and MAIN not in broken:
             status = self.new.statuses.get(self.name)
-            self.add(None, Kind.CELL_REMOVED, "", status.text() if status else "")
+            self.add(None, Kind.CELL_REMOVED, "", status.short() if status else "")
         elif after is not None and MAIN not in broken:
             status = self.old.statuses.get(self.name)
             # the old status only: a reason the cell no longer has is not repeated (issue 17)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from lockgen.locks.diff import Group, Kind
 from lockgen.locks.lockset import MAIN
-from lockgen.runtime.text import cut
+from lockgen.runtime.words import counted, cut
 
 __all__ = ["COMMENT_LIMIT", "headline", "render_json", "render_markdown", "render_text", "summary", "text_lines"]
 
@@ -71,7 +71,7 @@ def headline(g: Group) -> str:
 
 def cells_note(g: Group, names: int = 3) -> str:
     """``12 of 12 cells``; with the names when few (always for cells added or removed)."""
-    note = f"{g.count} of {g.total} {'cell' if g.total == 1 else 'cells'}"
+    note = f"{g.count} of {counted(g.total, 'cell')}"
     shown = 5 if g.kind in _CELL_LEVEL else (names if g.count < g.total else 0)
     if shown and g.count:
         more = f", +{g.count - shown} more" if g.count > shown else ""
@@ -84,7 +84,7 @@ def summary(groups: Sequence[Group]) -> str:
     packages = len({g.package for g in groups if g.package is not None})
     cells = len({c for g in groups for c in g.cells})
     flagged = sum(1 for g in groups if g.flagged)
-    return f"{_n(packages, 'package')} changed in {_n(cells, 'cell')}; {flagged} flagged"
+    return f"{counted(packages, 'package')} changed in {counted(cells, 'cell')}; {flagged} flagged"
 
 
 def text_lines(groups: Sequence[Group]) -> list[str]:
@@ -135,7 +135,7 @@ def render_markdown(groups: Sequence[Group], title: str = "Lock changes", limit:
     taken = out.take([block for block, _ in blocks])
     if taken < len(blocks):
         left = sum(len(cells) for _, cells in blocks[taken:])
-        return out.close(f"… details of {_n(left, 'more cell')} not shown; see `lockgen diff` locally.")
+        return out.close(f"… details of {counted(left, 'more cell')} not shown; see `lockgen diff` locally.")
     return out.close(None)
 
 
@@ -198,7 +198,7 @@ def _cell_blocks(groups: Sequence[Group]) -> list[tuple[str, list[str]]]:
         shared.setdefault(tuple(lines), []).append(cell)
     blocks = []
     for same, cells in shared.items():
-        changes = _n(len(same), "change") + (" each" if len(cells) > 1 else "")
+        changes = counted(len(same), "change") + (" each" if len(cells) > 1 else "")
         names = _md(", ".join(cells)) if len(cells) == 1 else f"{len(cells)} cells: {_md(', '.join(cells))}"
         text = "\n".join([f"<details><summary>{names} ({changes})</summary>", "", *same, "", "</details>", ""])
         blocks.append((text, cells))
@@ -217,6 +217,3 @@ def _file(layer: str) -> str:
 def _short(commit: str) -> str:
     return commit[:12] if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit) else commit
 
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"

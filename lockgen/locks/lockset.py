@@ -76,6 +76,13 @@ class CellStatus:
         """``failed: no wheel for …`` (``status: reason``), or just the status."""
         return f"{self.status}: {self.reason}" if self.reason else self.status
 
+    def short(self) -> str:
+        """:meth:`text` with the reason cut to its first sentence (a change report repeats it
+        in ``cell added (was failed: …)``; the whole reason is in the manifest)."""
+        from lockgen.runtime.words import first_sentence
+
+        return f"{self.status}: {first_sentence(self.reason)}" if self.reason else self.status
+
 
 @dataclass(frozen=True, kw_only=True)
 class Unreadable:

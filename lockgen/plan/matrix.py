@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from lockgen.config import AXES, Config, Settings, selector_matches
-from lockgen.runtime.errors import ConfigError, UsageError
+from lockgen.runtime.errors import ConfigError, Problem, UsageError
 
 __all__ = [
     "Cell", "Expansion", "Selectable", "expand", "expand_matrix", "parse_selectors", "select", "with_alias_sources",
@@ -105,7 +105,10 @@ def expand_matrix(config: Config) -> Expansion:
         if combos and not any(rule.matches(c) for c in combos)
     ]
     cells = _cells(config, combos, extra_vars)
-    problems = _cell_problems(cells) + _unversioned_pins(config, cells.values(), prefix)
+    problems: list[Problem | str] = [
+        *_cell_problems(config, cells, prefix),
+        *_unversioned_pins(config, cells.values(), prefix),
+    ]
     if not cells:
         problems.append(
             f"{prefix}matrix: has no cells; list values for os, arch, backend and python, or add include entries"
@@ -186,22 +189,32 @@ def _unversioned_pins(config: Config, cells: Iterable[Cell], prefix: str) -> lis
     ]
 
 
-def _cell_problems(cells: Mapping[str, Cell]) -> list[str]:
-    """What is wrong with the cells' merged settings: an alias naming no cell, a skipped cell or
-    another alias, or a cell of another Python."""
-    problems = []
+def _cell_problems(config: Config, cells: Mapping[str, Cell], prefix: str) -> list[Problem]:
+    """What is wrong with the cells' merged settings: an alias naming no cell (with the closest
+    names), a skipped cell or another alias, or a cell of another Python. Each problem names the
+    key path that sets the alias (the last matching rule's ``rules[3].alias``, else the top
+    level's) and the cells it is wrong for."""
+    from lockgen.runtime.words import did_you_mean
+
+    found: dict[tuple[str, str], list[str]] = {}
     for cell in cells.values():
         alias, settings = cell.settings.alias, cell.settings
         target = cells.get(alias) if alias else None
-        if alias and target is None:
-            problems.append(f"cell {cell.name}: alias {alias!r} names no cell of the matrix")
-        elif alias and target is not None and (target.settings.alias or target.settings.skip or settings.skip):
-            problems.append(
-                f"cell {cell.name}: alias {alias!r}: an alias and its cell must be resolved (not skipped, not aliases)"
-            )
-        elif alias and target is not None and target.python != cell.python:
-            problems.append(f"cell {cell.name}: alias {alias!r} is for Python {target.python}, not {cell.python}")
-    return problems
+        if not alias:
+            continue
+        if target is None:
+            others = [name for name in cells if name != cell.name]
+            message = f"alias {alias!r} names no cell of the matrix{did_you_mean(alias, others)}"
+        elif target.settings.alias or target.settings.skip or settings.skip:
+            message = f"alias {alias!r}: an alias and its cell must be resolved (not skipped, not aliases)"
+        elif target.python != cell.python:
+            message = f"alias {alias!r} is for Python {target.python}, not {cell.python}"
+        else:
+            continue
+        setters = [i for i, rule in enumerate(config.rules) if rule.settings.alias and rule.matches(cell.values)]
+        key = f"{prefix}rules[{setters[-1]}].alias" if setters else f"{prefix}alias"
+        found.setdefault((key, message), []).append(cell.name)
+    return [Problem(key=key, message=message, cells=tuple(names)) for (key, message), names in found.items()]
 
 
 def parse_selectors(selectors: Iterable[str], extra: Sequence[str] = ()) -> dict[str, set[str]]:
@@ -249,15 +262,12 @@ def select(cells: Sequence[_C], names: Sequence[str] = (), only: Iterable[str] =
     value that no cell has (listing the values of that key; issue "Trust", item 8), or when the
     selectors together match nothing.
     """
-    import difflib
+    from lockgen.runtime.words import did_you_mean
 
     by_name = {c.name: c for c in cells}
     unknown = [n for n in names if n not in by_name]
     if unknown:
-        hints = []
-        for name in unknown:
-            close = difflib.get_close_matches(name, list(by_name), n=3)
-            hints.append(f"{name}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        hints = [name + did_you_mean(name, by_name) for name in unknown]
         raise UsageError(f"unknown cell(s): {'; '.join(hints)}. `lockgen matrix` lists the cells")
     chosen = [by_name[n] for n in dict.fromkeys(names)] if names else list(cells)
     selectors = parse_selectors(only, list(dict.fromkeys(axis for c in cells for axis in c.extra)))
@@ -267,9 +277,9 @@ def select(cells: Sequence[_C], names: Sequence[str] = (), only: Iterable[str] =
             if value in have:
                 continue
             if key == "name":
-                close = difflib.get_close_matches(value, have, n=3)
-                hint = f"did you mean {', '.join(close)}? " if close else ""
-                raise UsageError(f"--only name={value}: no such cell; {hint}`lockgen matrix` lists the cells")
+                raise UsageError(
+                    f"--only name={value}: no such cell{did_you_mean(value, have)}; `lockgen matrix` lists the cells"
+                )
             raise UsageError(f"--only {key}={value}: {value!r} is not a value of the {key} axis ({', '.join(have)})")
     chosen = [c for c in chosen if all(_value(c, k) in v for k, v in selectors.items())]
     if not chosen:

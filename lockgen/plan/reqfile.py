@@ -39,7 +39,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["ALLOWED", "Refused", "logical_lines", "option", "refused"]
+__all__ = ["ALLOWED", "REQUIREMENT_FIX", "Refused", "logical_lines", "malformed", "option", "refused"]
 
 _SOURCES = "declare a source in [tool.lockgen.sources] and `use` it"
 #: pip's requirements-file options (long name -> why refused and the fix; None: allowed).
@@ -133,29 +133,41 @@ def refused(text: str) -> list[Refused]:
 _ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tar")
 
 
-def _malformed(tokens: list[tuple[int, str]], lines: list[str]) -> list[Refused]:
-    """The requirement a logical line starts with, when it is meant as PEP 508 (a name first)
-    and ``packaging`` cannot parse it."""
+#: How to write a requirement, for a line :func:`malformed` refuses.
+REQUIREMENT_FIX = "write name[extras] specifier ; marker, such as beta>=1.0 ; python_version < '3.13'"
+
+
+def malformed(requirement: str) -> str | None:
+    """Why ``requirement`` (the words of a line before its options) is no requirement, when it
+    is meant as PEP 508 (it starts with a name) and ``packaging`` cannot parse it
+    (``not a requirement (Expected end or semicolon …)``); None when it parses, or when it is a
+    path, URL or archive file name, which uv reads in more forms than PEP 508. ``lockgen init``
+    reads requirement files by the same rule, so a line it copies renders."""
     from packaging.requirements import InvalidRequirement, Requirement
 
+    if not requirement or any(c in requirement for c in "/\\") or requirement.lower().endswith(_ARCHIVES):
+        return None
+    if not requirement[0].isalnum():
+        return None
+    try:
+        Requirement(requirement)
+    except InvalidRequirement as exc:
+        return f"not a requirement ({str(exc).splitlines()[0]})"
+    return None
+
+
+def _malformed(tokens: list[tuple[int, str]], lines: list[str]) -> list[Refused]:
+    """The requirement a logical line starts with, when :func:`malformed` refuses it."""
     words = []
     for _, token in tokens:
         if token.startswith("-"):
             break
         words.append(token)
-    requirement = " ".join(words)
-    if not requirement or any(c in requirement for c in "/\\") or requirement.lower().endswith(_ARCHIVES):
+    why = malformed(" ".join(words))
+    if why is None:
         return []
-    if not requirement[0].isalnum():
-        return []
-    try:
-        Requirement(requirement)
-    except InvalidRequirement as exc:
-        number = tokens[0][0]
-        why = f"not a requirement ({str(exc).splitlines()[0]})"
-        fix = "write name[extras] specifier ; marker, such as beta>=1.0 ; python_version < '3.13'"
-        return [Refused(line=number, text=lines[number - 1], option="", name="", why=why, fix=fix)]
-    return []
+    number = tokens[0][0]
+    return [Refused(line=number, text=lines[number - 1], option="", name="", why=why, fix=REQUIREMENT_FIX)]
 
 
 def logical_lines(text: str) -> Iterator[list[tuple[int, str]]]:

@@ -33,7 +33,7 @@ from lockgen.runtime.errors import LockgenError
 if TYPE_CHECKING:
     from lockgen.resolve.provenance import Provenance
 
-__all__ = ["Builds", "CellRun", "committed", "install_links"]
+__all__ = ["Builds", "CellRun", "committed", "install_links", "read_committed"]
 
 
 @dataclass
@@ -100,6 +100,9 @@ class CellRun:
     verified: Verified = field(default_factory=Verified)  # file hashes computed in this run (and kept)
     locked: Mapping[str, str] | None = None  # name -> version of the committed pylock.toml, if read already
     provenance: Provenance | None = None  # the run's publisher lookups (PEP 740); None: none made
+    #: the ``allow-build`` packages the committed lock built from source: only the order of the
+    #: first online resolution's uv runs (lockgen.resolve.pipeline._hinted), never what it resolves to
+    hint: frozenset[str] = frozenset()
 
     @property
     def stop(self) -> threading.Event | None:
@@ -139,12 +142,20 @@ def install_links(plan: Plan, links: Iterable[str], packages: Iterable[Package])
 
 
 def committed(root: Path, plans: Sequence[Plan]) -> dict[str, dict[str, str]]:
+    """:func:`read_committed`'s versions alone."""
+    return read_committed(root, plans)[0]
+
+
+def read_committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[str, str]], dict[str, frozenset[str]]]:
     """Each cell's committed ``pylock.toml``, read once: ``{cell: {name: version}}`` (uv's
     preferences, the pages to prefetch). Only these small tables are kept (memory flat in
     cells). What a committed lock was built from is not carried into the run: each cell learns
     its own builds (issue 17: a build learned in one cell or an earlier run made another cell
-    lock an sdist, so a full, a forced and a lone run differed)."""
+    lock an sdist, so a full, a forced and a lone run differed); the second mapping, ``{cell:
+    allow-build packages its lock built}``, is only a hint of the order in which the cell's first
+    resolution runs uv (:attr:`CellRun.hint`), checked by the cell itself."""
     locked: dict[str, dict[str, str]] = {}
+    built: dict[str, frozenset[str]] = {}
     for plan in plans:
         path = root / pylockfile.pylock_path(plan.lock)
         try:
@@ -152,4 +163,7 @@ def committed(root: Path, plans: Sequence[Plan]) -> dict[str, dict[str, str]]:
         except (OSError, LockgenError):
             continue
         locked[plan.cell.name] = {sys.intern(p.name): sys.intern(str(p.version)) for p in pylock.packages if p.version}
-    return locked
+        hint = frozenset(p.name for p in pylock.packages if p.name in plan.allow_build and _built(p))
+        if hint:
+            built[plan.cell.name] = hint
+    return locked, built

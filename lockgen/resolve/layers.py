@@ -37,14 +37,14 @@ from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replaceme
 from lockgen.plan.direct import SDISTS, EntryRefused, read_optional
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import index_pages
-from lockgen.resolve import choose, fetch, inputs, uvout
+from lockgen.resolve import builds, choose, fetch, inputs, uvout
 from lockgen.resolve.cellrun import CellRun, install_links
 from lockgen.resolve.describe import Resolved
 from lockgen.resolve.hints import NeedsBuilding, in_config_terms
-from lockgen.resolve.inputs import Inputs, layer_index, url_constraints, url_pins
+from lockgen.resolve.inputs import BUILD_PINS, Inputs, layer_index, url_constraints, url_pins
 from lockgen.resolve.invariants import Problem
 from lockgen.runtime.errors import CellFailed
-from lockgen.runtime.text import cut
+from lockgen.runtime.words import cut
 
 __all__ = [
     "REASON_CHARS", "Built", "Job", "Layer", "LayerKilled", "LayerUnavailable", "Main", "Untrusted", "broken_stack", "failed",
@@ -198,6 +198,17 @@ def jobs(run: CellRun, main: Main) -> Iterator[tuple[str | None, Job | LayerUnav
             continue
         links = (*plan.layer_find_links(name), *main.pages)
         constraints = (main.pins,) if name in main.url_names else (main.pins, *main.url_pins)
+        torch = main.mains.get("torch")
+        found = builds.read(run.root, plan, run.mirrors, plan.layer_find_links(name), Version(torch) if torch else None)
+        why = found.none_fits(canonicalize_name(name))
+        if why:
+            yield entry, LayerUnavailable(why)
+            continue
+        excluded = found.constraints()
+        if excluded:
+            path = f"{plan.work}/optional-{name}-{BUILD_PINS}"
+            run.write(path, excluded)
+            constraints += (path,)
         yield (
             entry,
             Job(LayerKind.OPTIONAL, f"optional-{name}", line, constraints, links, entry=entry, notes=tuple(notes)),
@@ -221,7 +232,7 @@ def job_inputs(run: CellRun, job: Job, mains: Mapping[str, str]) -> tuple[Inputs
     return Inputs(source, job.constraints, find_links=tuple(dict.fromkeys(job.links)), extra=extra), output
 
 
-#: How long an unavailable reason may be (cut at a sentence end: :func:`lockgen.runtime.text.cut`).
+#: How long an unavailable reason may be (cut at a sentence end: :func:`lockgen.runtime.words.cut`).
 REASON_CHARS = 300
 
 

@@ -44,6 +44,7 @@ from urllib.parse import urljoin, urlsplit
 
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve.pageserver import UNREACHABLE, Page, Server, serve, stop_all
+from lockgen.runtime import trace
 
 if TYPE_CHECKING:
     import httpx
@@ -278,6 +279,8 @@ class PageCache:
         key = (url, "simple" if "vnd.pypi.simple" in accept else "html")
         with self._lock:
             flight = self._flights.setdefault(key, threading.Lock())
+            ready = key in self._pages
+        waited = 0.0 if ready or not serving or not trace.enabled() else trace.now()
         with flight:
             with self._lock:
                 found = self._pages.get(key)
@@ -286,6 +289,8 @@ class PageCache:
                 if UNREACHABLE < found.status < 500:
                     with self._lock:
                         self._pages[key] = found
+        if waited:  # uv asked for a page the prefetch had not brought yet
+            trace.note("page wait", waited, url=url)
         if serving:
             with self._lock:
                 if UNREACHABLE < found.status < 500:
@@ -317,7 +322,8 @@ class PageCache:
         import httpx
 
         try:
-            response = self.client(origin_of(url) or "").request(method, url, headers=dict(headers))
+            with trace.span("upstream read", method=method, url=url, range=headers.get("range", "")):
+                response = self.client(origin_of(url) or "").request(method, url, headers=dict(headers))
         except (httpx.HTTPError, RuntimeError):
             return Page(UNREACHABLE, [], b"", "")
         return Page(response.status_code, list(response.headers.items()), response.content, "")
@@ -327,7 +333,8 @@ class PageCache:
 
         origin = origin_of(url) or ""
         try:
-            response = self.client(origin).get(url, headers=dict(headers))
+            with trace.span("upstream page", url=url):
+                response = self.client(origin).get(url, headers=dict(headers))
         except (httpx.HTTPError, RuntimeError) as exc:  # RuntimeError: a client closed by close()
             log.debug("page cache: %s: %s: %s", url, type(exc).__name__, exc)
             return Page(UNREACHABLE, [], b"", "")

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Protocol
 
+from lockgen.runtime import trace
+
 if TYPE_CHECKING:
     import httpx
 
@@ -133,17 +135,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         accept = self.headers.get("Accept", "")
-        if "Range" not in self.headers and ("html" in accept or "vnd.pypi.simple" in accept):
-            self._page(accept)
-        else:
-            self._file("GET")
+        with trace.span("serve", method="GET"):
+            if "Range" not in self.headers and ("html" in accept or "vnd.pypi.simple" in accept):
+                self._page(accept)
+            else:
+                self._file("GET")
 
     def do_HEAD(self) -> None:
-        self._file("HEAD")
+        with trace.span("serve", method="HEAD"):
+            self._file("HEAD")
 
     def _forwarded(self) -> dict[str, str]:
+        """The request headers passed upstream, names lower-cased: uv sends ``Range``
+        capitalised, and a byte-range read is told apart (and shared) by ``range``."""
         names = ("accept", "user-agent", "authorization", "range")
-        return {k: v for k, v in self.headers.items() if k.lower() in names}
+        return {k.lower(): v for k, v in self.headers.items() if k.lower() in names}
 
     def _page(self, accept: str) -> None:
         page = self.pages.page(self.upstream + self.path, accept, self._forwarded())
@@ -186,7 +192,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._write(read.body)
             return
         try:
-            with self.pages.client(self.upstream).stream("GET", url, headers=headers) as response:
+            with (
+                trace.span("upstream file", url=url),
+                self.pages.client(self.upstream).stream("GET", url, headers=headers) as response,
+            ):
                 length = response.headers.get("content-length")
                 kept = self._kept(url, response.status_code, list(response.headers.items()), etag)
                 self._head(response.status_code, kept, int(length) if length else None)

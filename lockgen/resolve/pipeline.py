@@ -39,13 +39,14 @@ from packaging.pylock import Pylock
 from lockgen.locks import pylockfile
 from lockgen.plan.plan import Plan, explicit_indexes
 from lockgen.resolve import describe, hashcheck, hints, inputs, invariants, layers, newer, offers, uv, uvout, verify
-from lockgen.resolve.cellrun import CellRun
+from lockgen.resolve.cellrun import Builds, CellRun
 from lockgen.resolve.describe import Resolved
 from lockgen.resolve.files import CellFiles, cell_files
 from lockgen.resolve.freshness import OFFLINE, ONLINE, Freshness
 from lockgen.resolve.inputs import Inputs
 from lockgen.resolve.layers import Built, Job, LayerUnavailable
 from lockgen.resolve.parse import read_pylock, read_wheels
+from lockgen.runtime import trace
 from lockgen.runtime.errors import CellFailed
 
 __all__ = ["CellFiles", "CellRun", "Resolution", "ask", "resolve_cell", "resolve_layers"]
@@ -85,19 +86,29 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
 
 def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     plan = run.plan
-    given = inputs.write_main(run.root, plan, run.mirrors, refresh=run.options.refresh, stop=run.stop)  # 1
-    main = _main(run, given, fresh, prefer)  # 2-4
-    pylock = _with_newer_wheels(run, main.pylock, given, "main")
-    resolved = _described(run, given, pylock, "main")
-    checked = _verified(run, resolved, main=True)  # 5
-    built = resolve_layers(run, resolved)  # 6
-    notes = _invariants(run, pylock, built)  # 7
+    with trace.span("inputs"):
+        given = inputs.write_main(run.root, plan, run.mirrors, refresh=run.options.refresh, stop=run.stop)  # 1
+    with trace.span("main") as detail:
+        main = _main(run, given, fresh, prefer)  # 2-4
+        detail["mode"] = main.mode
+    with trace.span("newer"):
+        pylock = _with_newer_wheels(run, main.pylock, given, "main")
+    with trace.span("describe"):
+        resolved = _described(run, given, pylock, "main")
+    with trace.span("verify"):
+        checked = _verified(run, resolved, main=True)  # 5
+    with trace.span("layers"):
+        built = resolve_layers(run, resolved)  # 6
+    with trace.span("invariants"):
+        notes = _invariants(run, pylock, built)  # 7
     if run.provenance is not None:  # 7b: who published each main file (PEP 740), where the index says
         indexes = [plan.index_url, *explicit_indexes(plan).values()]
-        resolved = replace(resolved, pylock=run.provenance.attach(resolved.pylock, indexes))
-    return cell_files(  # 8
-        run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer, notes=notes
-    )
+        with trace.span("provenance"):
+            resolved = replace(resolved, pylock=run.provenance.attach(resolved.pylock, indexes))
+    with trace.span("files"):
+        return cell_files(  # 8
+            run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer, notes=notes
+        )
 
 
 # -- step 7: the backend invariants
@@ -172,7 +183,9 @@ def _learning(run: CellRun, output: str, given: Inputs, *, offline: bool = False
     A package without wheels that ``allow-build`` does not name is left out (uv ``--excludes``)
     and uv runs again, until it names no other: then :class:`NeedsBuilding` names them all, with
     the ``allow-build`` line to copy (issue 17: a project with 8 needed 7 runs). Offline, the
-    failure is returned (the online run looks). Main and layer resolutions go through here."""
+    failure is returned (the online run looks), and nothing is learned from a failure in which uv
+    missed something in its cache (a newer version's wheel it could not read offline may be the
+    one wheels-first picks: issue 24). Main and layer resolutions go through here."""
     left_out: list[str] = []
     first: uv.Result | None = None
     while True:
@@ -182,6 +195,8 @@ def _learning(run: CellRun, output: str, given: Inputs, *, offline: bool = False
             return result
         needs = uvout.needs_wheels(result.stderr)
         wanted = {n for n in needs if n in run.plan.allow_build}
+        if offline and uvout.missed_offline(result.stderr):
+            break  # a version uv could not read offline may have the wheel: the online run learns
         if not wanted <= run.builds.names:
             run.builds.add(wanted)
             continue
@@ -224,8 +239,10 @@ def _main(run: CellRun, given: Inputs, fresh: Freshness | None, prefer: bool) ->
                 fresh.tried(True)
                 return Resolution(pylock, OFFLINE, _warnings(run, result))
         fresh.tried(False)
-    inputs.write_preferences(run.root, plan, output, run.locked, prefer)
-    result = _learning(run, output, given)
+    hinted = _hinted(run, output, given, fresh, prefer)
+    if hinted is None:
+        inputs.write_preferences(run.root, plan, output, run.locked, prefer)
+    result = hinted if hinted is not None else _learning(run, output, given)
     yanks = [y for y in uvout.yanked(result.stderr) if y.name not in plan.pinned]
     if result.returncode == 0 and yanks:
         names = (*run.options.upgrade_packages, *(y.name for y in yanks))
@@ -234,6 +251,42 @@ def _main(run: CellRun, given: Inputs, fresh: Freshness | None, prefer: bool) ->
         offered = offers.offers(plan, run.mirrors, hints.to_ask(plan, result.stderr))  # what the sources do have
         raise CellFailed(hints.explain(run, result.stderr, offered))
     return Resolution(read_pylock(run, output), ONLINE, _warnings(run, result))
+
+
+def _hinted(run: CellRun, output: str, given: Inputs, fresh: Freshness | None, prefer: bool) -> uv.Result | None:
+    """The online :func:`_learning` of the main resolution, its two uv runs in the other order,
+    when the committed lock says which ``allow-build`` packages the cell builds (``run.hint``);
+    None when that does not apply or does not hold (then :func:`_learning` runs as always).
+
+    :func:`_learning` first runs uv wheels-only, which fails (``lycoris-lora`` has no wheel), then
+    again with those packages built: the first run costs as much as the second online (~40 % of a
+    cold cell, issue 24) and decides one thing, that a wheel-only resolution does not exist.
+    Here the second run (the same command :func:`_learning` would run second) goes first, online;
+    then the wheel-only run, offline, on what it just brought into uv's cache (this run's pages,
+    served by the page cache, and immutable wheel metadata), to its own output file seeded with
+    the same preferences. Its result is kept only if the wheel-only run fails naming exactly the
+    hinted packages as needing a build, as the first online run would: every other outcome (it
+    succeeds, it misses something in the cache, it names other packages) falls back to the usual
+    order, from scratch. The lock is what :func:`_learning` gives, byte for byte."""
+    plan = run.plan
+    hint = run.hint & plan.allow_build
+    if not hint or run.builds.names or fresh is None or not prefer:
+        return None
+    inputs.write_preferences(run.root, plan, output, run.locked, prefer)
+    built = replace(run, builds=Builds())
+    built.builds.add(hint)
+    second = _uv(built, output, given)
+    if second.returncode != 0 or not fresh.covers(plan, hint):
+        return None
+    probe = f"{plan.work}/wheels-only/{pylockfile.PYLOCK_NAME}"
+    inputs.write_preferences(run.root, plan, probe, run.locked, prefer)
+    first = _uv(run, probe, given, offline=True)
+    wanted = {n for n in uvout.needs_wheels(first.stderr) if n in plan.allow_build}
+    if first.returncode == 0 or wanted != hint or uvout.missed_offline(first.stderr):
+        log.debug("cell %s: the wheel-only run offline named %s, not %s: usual order", plan.cell.name, wanted, hint)
+        return None
+    run.builds.add(hint)
+    return second
 
 
 def _warnings(run: CellRun, result: uv.Result) -> tuple[str, ...]:

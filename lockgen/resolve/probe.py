@@ -13,7 +13,8 @@ layers cannot be had (a host only that layer needs is down: the layer is unavail
 retry reason, as if uv had failed to reach it, without running uv).
 
 Messages name the canonical host only (no mirror address, no credentials): they end up in the
-manifest's failure reasons and in lock headers, which hold no host detail.
+manifest's failure reasons and in lock headers, which hold no host detail. The mirror's URL
+(credentials removed) is said once per run instead, as a warning (:meth:`Down.warning`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from lockgen.plan import reqline
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan, index_pins
 from lockgen.resolve.inputs import url_pins
+from lockgen.runtime.credentials import redact
 
 __all__ = ["TIMEOUT", "Down", "Reach", "host_of", "layer_urls", "main_urls", "probe"]
 
@@ -95,11 +97,19 @@ def layer_urls(plan: Plan, entry: str) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class Down:
     """A host the run could not connect to: its canonical ``host``, whether it was fetched
-    through a ``mirror`` and ``why`` (``connection refused``, ``its name does not resolve``)."""
+    through a ``mirror`` and ``why`` (``connection refused``, ``its name does not resolve``);
+    ``via``: the mirror URL that was fetched, credentials removed ("" without a mirror)."""
 
     host: str
     why: str
     mirror: bool = False
+    via: str = ""
+
+    def warning(self) -> str | None:
+        """The line that names the mirror (not committed, unlike :meth:`message`), or None."""
+        if not self.mirror:
+            return None
+        return f"the mirror for {self.host} does not answer: {self.via or 'its URL'} ({self.why})"
 
     def message(self) -> str:
         """One line, the same for every cell it hits (the summary groups them)."""
@@ -157,7 +167,8 @@ def probe(plans: Sequence[Plan], mirrors: Mirrors, timeout: float = TIMEOUT) -> 
     for _ in wanted:
         host, why = results.get()
         if why is not None:
-            down[host] = Down(host=host, why=why, mirror=host_of(wanted[host]) != host)
+            mirrored = host_of(wanted[host]) != host
+            down[host] = Down(host=host, why=why, mirror=mirrored, via=redact(wanted[host]) if mirrored else "")
             log.debug("probe: %s is down (%s)", wanted[host], why)
     return Reach(down=dict(sorted(down.items())))
 

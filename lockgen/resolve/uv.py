@@ -13,6 +13,7 @@ read from that package's metadata, so a no-op run starts no process.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
+from lockgen.runtime import trace
 from lockgen.runtime.credentials import command_line
 from lockgen.runtime.errors import Interrupted
 
@@ -238,6 +240,16 @@ def killed_by(number: int) -> str:
     return f"uv was killed by {name}" + (f" ({cause})" if cause else "")
 
 
+def _traced(argv: Sequence[str]) -> dict[str, str]:
+    """What a trace says of a uv command: the output it writes (its folder and name name the
+    step: ``main``, ``main-newer``, ``main.requirements.txt``, a layer), offline or not."""
+    output = ""
+    for flag, value in itertools.pairwise(argv):
+        if flag == "--output-file":
+            output = "/".join(value.split("/")[-2:])
+    return {"what": output, "mode": "offline" if "--offline" in argv else "online"}
+
+
 @dataclass
 class Runner:
     """Runs uv and keeps track of the running processes, so :meth:`stop` can end them all
@@ -249,6 +261,12 @@ class Runner:
 
     def run(self, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Result:
         binary = uv_binary()
+        with trace.span("uv", **(_traced(argv) if trace.enabled() else {})) as detail:
+            result = self._run(binary, argv, env, cwd)
+            detail["exit"] = result.returncode
+        return result
+
+    def _run(self, binary: str, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Result:
         with self._lock:
             if self.stopped.is_set():
                 raise Interrupted("interrupted before uv started")

@@ -20,6 +20,7 @@ __all__ = [
     "depends_on",
     "explain",
     "mentioned",
+    "missed_offline",
     "needs_wheels",
     "not_found",
     "only_available",
@@ -87,7 +88,7 @@ def cause(stderr: str) -> str:
     """uv's whole explanation on one line: every line of its error and cause chain, without
     hints and warnings (``No solution found when resolving dependencies: Because only torch<=2.13.0
     is available and stubborn==1.0 depends on torch<2, …``); callers cut it at a sentence end
-    (:func:`lockgen.runtime.text.cut`). A reason made of the first line and the last cause
+    (:func:`lockgen.runtime.words.cut`). A reason made of the first line and the last cause
     (:func:`reason`) lost the middle, where uv names the package that fought."""
     kept: list[str] = []
     for line in (line.strip(" ╰─▶×│") for line in explain(stderr).splitlines()):
@@ -112,6 +113,20 @@ def unreachable_hosts(stderr: str) -> list[str]:
         if host not in hosts:
             hosts.append(host)
     return hosts
+
+
+#: uv ``--offline`` found something it needed missing from its cache (a page, a wheel's
+#: metadata): the failure says nothing of what an online run would resolve (uv 0.13's wording).
+_OFFLINE_MISS = re.compile(
+    r"because the network was disabled|needs to be downloaded from a registry|not found in the cache"
+    r"|[Nn]etwork connectivity is disabled"
+)
+
+
+def missed_offline(stderr: str) -> bool:
+    """Whether an ``--offline`` uv run lacked something in its cache (then its failure is no
+    answer: issue 24, the wheel-only check of a hinted build)."""
+    return _OFFLINE_MISS.search(stderr) is not None
 
 
 _WHEELS_REQUIRED = re.compile(r"Wheels are required for `([^`]+)` because building from source is disabled")

@@ -473,7 +473,7 @@ def install_script(data: Mapping[str, Any]) -> str:
         lines = [f"  {name})", f'    want="{entry["python"]}"']
         for layer in entry.get("layers") or []:
             argv = " ".join(_sh(a) for a in layer["commands"]["pip"][1:])
-            run = f'"$py" -m pip --isolated --disable-pip-version-check --no-input {argv}'
+            run = f'"$py" -I -m pip --isolated --disable-pip-version-check --no-input {argv}'
             if layer.get("optional"):
                 run += f' || echo "warning: optional layer {layer["name"]} failed; the install goes on without it" >&2'
             lines.append(f'    set -- "$@" {_sh(run)}')
@@ -499,7 +499,7 @@ bundle=$(cd "$(dirname "$0")" && pwd)
 python=${PYTHON:-python3}
 venv=${VENV:-.venv}
 case "${1:-}" in
-  ""|-*) cell=$("$python" "$bundle/select.py" --manifest "$bundle/locks/manifest.json" "$@" | head -n 1 | cut -d: -f1) ;;
+  ""|-*) cell=$("$python" -I "$bundle/select.py" --manifest "$bundle/locks/manifest.json" "$@" | head -n 1 | cut -d: -f1) ;;
   *) cell=$1 ;;
 esac
 set --
@@ -507,12 +507,12 @@ case "$cell" in
 CASES
   *) echo "error: no cell $cell in this bundle (see locks/manifest.json)" >&2; exit 2 ;;
 esac
-have=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+have=$("$python" -I -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 if [ "$have" != "$want" ]; then
   echo "error: cell $cell is for Python $want; $python is Python $have (set PYTHON)" >&2; exit 2
 fi
 case "$venv" in /*) ;; *) venv="$PWD/$venv" ;; esac
-if [ ! -e "$venv" ]; then "$python" -m venv "$venv"; fi
+if [ ! -e "$venv" ]; then "$python" -I -m venv "$venv"; fi
 py="$venv/bin/python"
 export PIP_CONFIG_FILE=/dev/null
 cd "$bundle"

@@ -43,6 +43,7 @@ from lockgen.plan.mirror import Mirrors
 from lockgen.resolve.simplepages import PageFile, PageReader, netrc_auth
 from lockgen.rot.findings import _ORDER, Finding, Kind
 from lockgen.rot.locate import Located, LockedFile, locate
+from lockgen.runtime.words import counted
 
 __all__ = ["Finding", "Kind", "OnlineReport", "check_online"]
 
@@ -88,8 +89,9 @@ class OnlineReport:
             out.append(f"  locked in {_cells(f.where)}")
         failing = sum(f.kind.fails for f in self.findings)
         summary = (
-            f"checked {self.files} locked files ({self.urls} URLs, {self.pages} pages) of {len(self.cells)} cells"
-            + (f", {self.attestations} attestations" if self.attestations else "")
+            f"checked {counted(self.files, 'locked file')} ({counted(self.urls, 'URL')}, {counted(self.pages, 'page')}) "
+            f"of {counted(len(self.cells), 'cell')}"
+            + (f", {counted(self.attestations, 'attestation')}" if self.attestations else "")
         )
         out.append(
             f"{summary}: {failing} problem{'s' if failing != 1 else ''}"

@@ -46,6 +46,7 @@ from lockgen.resolve.simplepages import PageFile, PageReader
 from lockgen.rot.locate import pages_for
 from lockgen.run.values import SILENT, Reporter, RunOptions
 from lockgen.runtime.states import CellState
+from lockgen.runtime.words import counted
 
 __all__ = ["SCRATCH", "CellDrift", "Explained", "ReproReport", "reproduce"]
 
@@ -103,7 +104,7 @@ class ReproReport:
                 out.append(f"  {item.change}{where}: {item.why}")
         same = sum(c.state == "reproducible" for c in self.cells)
         out.append(
-            f"{same} of {len(self.cells)} cells resolve today to their committed locks (fresh locks in {self.folder}/)"
+            f"{same} of {counted(len(self.cells), 'cell')} resolve{'s' if same == 1 else ''} today to their committed locks (fresh locks in {self.folder}/)"
         )
         return out
 

@@ -32,6 +32,7 @@ from lockgen.resolve import uv
 from lockgen.run.check import current_locks, state_of
 from lockgen.run.noop import up_to_date
 from lockgen.run.values import SILENT, CellResult, Reporter, RunOptions, RunResult, Silent, default_jobs
+from lockgen.runtime import trace
 from lockgen.runtime.credentials import redact
 from lockgen.runtime.errors import Interrupted, LockgenError, UsageError
 from lockgen.runtime.states import CellState
@@ -102,7 +103,8 @@ def _run(
     root = project.root
     out = stage.out if stage is not None else root  # where lock files are written
     mirrors = project.mirrors(options.mirrors)
-    plans = _plan_all(project, chosen, stamp_it=stage is None)
+    with trace.span("plan", cells=len(chosen)):
+        plans = _plan_all(project, chosen, stamp_it=stage is None)
     mirrors.refuse_shadowed(_configured_urls(plans))
     locks = project.config.locks
     # every lock is read up front only for an upgrade (its names are checked, its outcome
@@ -112,36 +114,41 @@ def _run(
         check_upgrade_names(before, plans, options.uv.upgrade_packages)
     run = RunResult()
     reporter.start([c.name for c in chosen])
-    todo = _stale(project, chosen, plans, options, run, reporter)
-    todo, failed, reach = _unreachable(todo, mirrors, run, reporter)
+    with trace.span("stale"):
+        todo = _stale(project, chosen, plans, options, run, reporter)
+    with trace.span("probe"):
+        todo, failed, reach = _unreachable(todo, mirrors, run, reporter)
     if todo:
         verified = Verified(root, fresh=options.refresh)
         touched = [p.cell.name for p, _ in todo]
         with tempfile.TemporaryDirectory(prefix="lockgen-run-") as tmp:
             old = Path(tmp, "old")
-            copied = copy_cells(root / locks, touched, old)  # the touched cells' files before the run
+            with trace.span("copy old"):
+                copied = copy_cells(root / locks, touched, old)  # the touched cells' files before the run
             left = _egg_info(root, [p for p, _ in todo])
             try:
                 failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out))
             finally:
                 _remove_new(root, left, [p for p, _ in todo])
             held = _holders(project, [p for p, _ in todo], mirrors) if options.uv.upgrade_packages else None
-            run.report, run.changes = run_report(
-                out / locks,
-                locks,
-                before,
-                old if copied else None,
-                touched,
-                options.uv.upgrade_packages,
-                None if run.interrupted else held,
-            )
+            with trace.span("report"):
+                run.report, run.changes = run_report(
+                    out / locks,
+                    locks,
+                    before,
+                    old if copied else None,
+                    touched,
+                    options.uv.upgrade_packages,
+                    None if run.interrupted else held,
+                )
         for prefix in mirrors.never_used() if not run.interrupted else ():
             log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
     order = {c.name: i for i, c in enumerate(chosen)}
     run.results.sort(key=lambda r: order.get(r.name, len(order)))
     if not names and not only and options.shard is None and not run.interrupted:
         _remove_orphans(project, run, reporter, out)
-    _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], out, mirrors, plans)
+    with trace.span("manifest"):
+        _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], out, mirrors, plans)
     reporter.finish(run)
     return run
 
@@ -280,6 +287,10 @@ def _unreachable(
     except Exception:  # a bug in a speed-up must not stop the run: uv then meets the host itself
         log.debug("the host probe failed", exc_info=True)
         reach = Reach()
+    for down in reach.down.values():  # the mirror's URL, which the cells' (committed) reasons leave out
+        said = down.warning()
+        if said is not None:
+            log.warning("%s", said)
     left: list[tuple[Plan, CellState]] = []
     for plan, state in todo:
         why = reach.main_failure(plan)
@@ -307,7 +318,7 @@ def _resolve_all(
     cells resolve offline where this run's pages cover them (:mod:`lockgen.resolve.freshness`);
     no cell waits for another."""
     from lockgen.resolve import freshness
-    from lockgen.resolve.cellrun import CellRun, committed
+    from lockgen.resolve.cellrun import CellRun, read_committed
     from lockgen.resolve.provenance import Provenance
 
     failed: dict[str, str] = {}
@@ -317,8 +328,10 @@ def _resolve_all(
     runner = uv.Runner()
     uv_options = replace_refresh(options)
     plans = [p for p, _ in todo]
-    locked = committed(project.root, plans)
-    fresh = None if options.online else freshness.start(plans, mirrors, locked)
+    with trace.span("committed"):
+        locked, built = read_committed(project.root, plans)
+    with trace.span("page cache"):
+        fresh = None if options.online else freshness.start(plans, mirrors, locked)
     states = {p.cell.name: s for p, s in todo}
     provenance = Provenance(project.root, mirrors)  # publishers (PEP 740): shared by the cells
 
@@ -328,6 +341,7 @@ def _resolve_all(
         cell_run = CellRun(  # what a cell learns (its builds) is its own: cells are independent (issue 17)
             project.root, plan, uv_options, mirrors, runner, project.config.source,
             locked=locked.get(plan.cell.name), reach=reach, verified=verified, provenance=provenance,
+            hint=built.get(plan.cell.name, frozenset()),
         )  # fmt: skip
         return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter, out)
 
@@ -412,11 +426,14 @@ def _resolve_one(
     plan = cell_run.plan
     reporter.update(CellResult(plan.cell.name, CellState.RESOLVING))
     start = time.monotonic()
+    trace.cell(plan.cell.name)
     try:
-        files = resolve_cell(cell_run, fresh, prefer=found is not CellState.EDITED)
+        with trace.span("cell"):
+            files = resolve_cell(cell_run, fresh, prefer=found is not CellState.EDITED)
         if cell_run.stop is not None and cell_run.stop.is_set():  # finished after Ctrl-C: not written
             return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)
-        changed = store.replace_files(out, plan.cell.name, files.texts(), _stale_layers(out, plan, files))
+        with trace.span("write"):
+            changed = store.replace_files(out, plan.cell.name, files.texts(), _stale_layers(out, plan, files))
     except Interrupted:
         return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)
     except LockgenError as exc:
@@ -425,6 +442,8 @@ def _resolve_one(
         log.debug("cell %s crashed", plan.cell.name, exc_info=True)
         message = f"cell {plan.cell.name}: {type(exc).__name__}: {exc} (-v shows the traceback)"
         return CellResult(plan.cell.name, CellState.FAILED, time.monotonic() - start, message)
+    finally:
+        trace.cell("")
     state = CellState.LOCKED if changed else CellState.UNCHANGED
     log.debug("cell %s: main resolution %s", plan.cell.name, files.mode)
     return CellResult(plan.cell.name, state, time.monotonic() - start, "; ".join(files.notes))
@@ -530,7 +549,8 @@ def _coverage(
                     )
             return done
 
-        records = project.coverage(read, names=names, root=root)
+        with trace.span("coverage"):
+            records = project.coverage(read, names=names, root=root)
     if reader.fetched:
         log.info("read the GPU code of the cells' wheels: %.0f MB", reader.fetched / 1e6)
     _warn_unloadable(records)

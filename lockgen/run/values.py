@@ -14,7 +14,7 @@ from typing import Protocol
 from lockgen.locks.shard import Shard
 from lockgen.resolve import uv
 from lockgen.runtime.states import CellState
-from lockgen.runtime.text import cut
+from lockgen.runtime.words import cut
 
 __all__ = ["REASON_CHARS", "SILENT", "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs"]
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import datetime
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from lockgen.plan.reqfile import REQUIREMENT_FIX
 from lockgen.runtime.errors import UsageError
 from lockgen.scaffold.compose import Draft, compose
 from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, Facts, Given, infer, parse_given
 from lockgen.scaffold.pyproject import PyProject, read_pyproject
-from lockgen.scaffold.reading import IndexLine, ReqFile, read_requirements, requirement_line
+from lockgen.scaffold.reading import IndexLine, Line, ReqFile, read_requirements, requirement_line
 from lockgen.scaffold.variants import compose_variants
 
 __all__ = ["Draft", "Options", "scaffold", "write"]
@@ -54,8 +55,19 @@ def discover(root: Path) -> list[str]:
 
 def scaffold(root: Path, options: Options) -> Draft:
     """The :class:`Draft` for the project at ``root``. Raises :class:`~lockgen.runtime.errors.UsageError`
-    when there is nothing to start from, a named file is missing, or a lockgen config exists."""
+    when an option's value is one the config would refuse (``--python 3.x``, ``--exclude-newer
+    tomorrow``, ``--index pypi.org/simple``: checked by the config's own validators), when there is
+    nothing to start from, a named file is missing, a requirement line is malformed (naming every
+    ``file:line``), or a lockgen config exists."""
     from lockgen.config.load import parse_toml
+    from lockgen.config.validate import check_option
+
+    for python in options.pythons:
+        check_option("--python", "matrix.python", python)
+    if options.exclude_newer is not None:
+        check_option("--exclude-newer", "exclude-newer", options.exclude_newer)
+    for url in options.indexes:
+        check_option("--index", "index-url", url)
 
     if (root / "lockgen.toml").exists():
         raise UsageError("lockgen.toml: a lockgen config exists already; lockgen init writes nothing over it")
@@ -123,6 +135,7 @@ def scaffold(root: Path, options: Options) -> Draft:
     parts = [(f, infer(f, pythons, options.indexes, given.get(f.path)), given.get(f.path)) for f in files]
     if scripts:
         parts = _with_commands(parts, scripts, read, pythons, options.indexes, notes)
+    _refuse_malformed([line for f, _, _ in parts for line in (*f.lines, *f.constraints, *f.rendered)])
     top: dict[str, object] = {}
     if project is not None and project.overrides:
         top = {"overrides": "overrides.txt.j2", "overrides_text": "{# [tool.uv] override-dependencies of "
@@ -135,6 +148,22 @@ def scaffold(root: Path, options: Options) -> Draft:
                     inputs=inputs, top=top)  # fmt: skip
     notes += [d for f in files for d in f.dropped]
     return _checked(root, Draft(files=draft.files, explanation=(*draft.explanation, *notes), cells=draft.cells))
+
+
+def _refuse_malformed(lines: Sequence[Line]) -> None:
+    """Refuse (exit 2, every line at once, nothing written) the requirement lines pip and uv
+    would refuse, each by its ``file:line``. Copied into a template, each would fail every cell at
+    ``lockgen all`` instead, naming the template; ``pip-compile`` and ``uv pip compile`` stop at
+    such a line of the file they read, and so does init."""
+    bad = list({line.origin: line for line in lines if line.problem is not None}.values())
+    if not bad:
+        return
+    count = f"{len(bad)} requirement line{'s' if len(bad) != 1 else ''}"
+    listed = "\n".join(f"  {line.origin}: {line.text!r}: {line.problem}" for line in bad)
+    raise UsageError(
+        f"{count} that pip and uv would refuse:\n{listed}\n{REQUIREMENT_FIX[0].upper()}{REQUIREMENT_FIX[1:]}, then run "
+        "lockgen init again (nothing was written)"
+    )
 
 
 def _checked(root: Path, draft: Draft) -> Draft:

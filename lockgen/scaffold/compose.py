@@ -26,6 +26,7 @@ import tomlkit
 import tomlkit.items
 from packaging.utils import NormalizedName
 
+from lockgen.runtime.words import counted
 from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, TORCH_FAMILY, Facts, backend_label, is_gpu
 from lockgen.scaffold.layout import Cell, as_list, axes_of, inline, matches, matrix_table
 from lockgen.scaffold.reading import Line, ReqFile
@@ -261,12 +262,12 @@ def _templates(
     text += "".join(line + "\n" for line in common)
     text += "{% for part in parts %}\n{% include part %}\n{% endfor %}\n"
     why.append(
-        f"templates/requirements.in.j2: the {len(common)} lines every file has"
+        f"templates/requirements.in.j2: the {counted(len(common), 'line')} every file has"
         + (" and [project].dependencies" if project_dependencies else "")
     )
     for holders_, name in names.items():
         why.append(
-            f"templates/{name}: the {len(blocks[holders_])} lines only {', '.join(sorted(holders_, key=paths.index))} "
+            f"templates/{name}: the {counted(len(blocks[holders_]), 'line')} only {', '.join(sorted(holders_, key=paths.index))} "
             f"{'has' if len(holders_) == 1 else 'have'}"
         )
     return templates, parts, pins, text

@@ -20,7 +20,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from lockgen.plan.reqfile import logical_lines, option
+from lockgen.plan.reqfile import logical_lines, malformed, option
 from lockgen.runtime.errors import UsageError
 
 __all__ = ["IndexLine", "Line", "ReqFile", "read_requirements", "requirement_line"]
@@ -39,6 +39,8 @@ class Line:
     marker: Marker | None = None
     wheel_platforms: frozenset[str] = frozenset()
     origin: str
+    #: why pip and uv would refuse the line (:func:`lockgen.plan.reqfile.malformed`), else None
+    problem: str | None = None
 
     @property
     def key(self) -> str:
@@ -158,7 +160,12 @@ def read_requirements(path: str, read: Callable[[str], str]) -> ReqFile:
 
 def requirement_line(text: str, where: str) -> Line:
     """A requirement line: PEP 508 (``packaging``), else a bare URL or path with an optional
-    ``; marker`` (a wheel's name, version and platforms from its file name)."""
+    ``; marker`` (a wheel's name, version and platforms from its file name). A line meant as
+    PEP 508 that does not parse (``requests==``, ``numpy>=1 <2``) carries the reason in
+    :attr:`Line.problem` (the rule templates are checked by: :func:`lockgen.plan.reqfile.malformed`)."""
+    problem = malformed(text)
+    if problem is not None:
+        return Line(text=text, name=None, origin=where, problem=problem)
     try:
         requirement = Requirement(text)
     except InvalidRequirement:

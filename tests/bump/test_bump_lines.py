@@ -99,3 +99,31 @@ def test_a_line_without_a_movable_pin(text, refused):
 def test_already_at_the_version():
     moves, _refused = decide(NUMPY, Wanted(version=Version("2.1")), [site("numpy==2.1.0", 1, NEW)], None, never)
     assert [m.state for m in moves] == [State.CURRENT]
+
+
+LOCKED_246 = {cell: Version("2.4.6") for cell in OLD}
+
+
+@pytest.mark.parametrize(
+    ("asked", "locked", "state", "reason"),
+    [("2.5.0", LOCKED_246, State.MOVE, "a floor: the re-lock takes at least 2.5.0; locked now 2.4.6"),
+     ("2.5.0", {}, State.MOVE, "a floor: the re-lock takes at least 2.5.0"),
+     ("2.1.0", LOCKED_246, State.ALLOWS, "its cells lock 2.4.6, which it allows: no lock moves for it"),
+     ("2.4.6", LOCKED_246, State.ALLOWS, "its cells lock 2.4.6, which it allows: no lock moves for it"),
+     ("1.26", {}, State.CURRENT, ""),
+     ("2.1.0", {OLD[0]: Version("2.4.6")}, State.MOVE, "a floor: the re-lock takes at least 2.1.0; locked now 2.4.6")],
+    ids=["above-the-lock", "no-lock-yet", "below-the-lock", "at-the-lock", "the-floor-itself", "one-cell-unlocked"],
+)  # fmt: skip
+def test_a_floor_moves_only_when_that_moves_a_lock(asked, locked, state, reason):
+    """``numpy>=1.26`` is a range: bump raises it only to make the re-lock take the new version."""
+    moves, refused = decide(NUMPY, Wanted(version=Version(asked)), [site("numpy>=1.26", 1, OLD)], None, never, locked)
+    assert refused == []
+    assert [(m.state, m.reason) for m in moves] == [(state, reason)]
+
+
+def test_a_floor_above_the_version_asked_is_refused():
+    moves, refused = decide(NUMPY, Wanted(version=Version("1.0")), [site("numpy>=1.26", 1, OLD)], None, never, {})
+    assert moves == [] and refused == [
+        "templates/r.j2:1: 'numpy>=1.26' is a floor above 1.0: moving it down would lock nothing lower (the resolution "
+        "takes the newest version it allows); to lock 1.0, write numpy==1.0 there by hand"
+    ]

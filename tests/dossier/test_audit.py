@@ -288,3 +288,18 @@ def test_the_cli_names_the_formats_and_thresholds_the_core_has():
     from lockgen.dossier.auditformat import FORMATS
 
     assert tuple(FORMATS) == cli.AUDIT_FORMATS and cli.FAIL_ON == SEVERITIES
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "markdown"])
+def test_a_login_in_the_osv_url_is_sent_never_shown(world, osv, fmt):
+    """``--osv https://user:token@host`` (issue 15's rule for every URL lockgen prints): the
+    report names the API without the login, in every format, and so does a failure to reach it."""
+    host = osv.url.split("://", 1)[1]
+    run = run_cli("audit", "-C", str(world.root), "--osv", f"http://bob:s3cr3t@{host}", "--format", fmt)
+    assert run.code == 1, run.err
+    assert "s3cr3t" not in run.out + run.err and "bob:" not in run.out + run.err
+    if fmt in ("text", "json"):  # the formats that name the source
+        assert f"http://{host}" in run.out
+    down = run_cli("audit", "-C", str(world.root), "--osv", "http://bob:s3cr3t@127.0.0.1:9", "--format", fmt)
+    assert down.code == 1 and "http://127.0.0.1:9/v1/querybatch: cannot reach" in down.err, down.err
+    assert "s3cr3t" not in down.out + down.err

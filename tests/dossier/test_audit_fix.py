@@ -85,9 +85,9 @@ def test_fix_moves_each_package_to_its_smallest_fixed_version_and_names_what_blo
     assert "pillow==10.0.1" in (project / "templates" / "requirements.in.j2").read_text()
     out = run.out
     assert (
-        "fix: jinja2 3.1.4 -> 3.1.5 (GHSA-h5c8-rqwp-cp95; 1 cells): re-lock with --upgrade-package jinja2==3.1.5" in out
+        "fix: jinja2 3.1.4 -> 3.1.5 (GHSA-h5c8-rqwp-cp95; 1 cell): re-lock with --upgrade-package jinja2==3.1.5" in out
     )
-    assert "fix: numpy 2.0.0 -> 2.0.1 (GHSA-2x4m-9vq8-fj2c; 1 cells): move its pin (as lockgen bump)" in out
+    assert "fix: numpy 2.0.0 -> 2.0.1 (GHSA-2x4m-9vq8-fj2c; 1 cell): move its pin (as lockgen bump)" in out
     assert (
         f"cannot fix GHSA-hvqx-g3r7-4mmw in markupsafe 2.1.5 ({CELL}): templates/constraints.txt.j2 renders "
         "'markupsafe<2.2' (constraints), which excludes 2.2.0"

@@ -68,14 +68,14 @@ def test_a_direct_requirement_from_the_project_dependencies(world):
 def test_an_optional_layer_names_the_config_entry(world):
     run = run_ok("why", "epsilon", LINUX, "-C", str(world))
     assert run.out == (
-        f"epsilon 1.0 [layer optional-epsilon] in 1 of 1 cells: {LINUX}\n"
+        f"epsilon 1.0 [layer optional-epsilon] in 1 of 1 cell: {LINUX}\n"
         "  pyproject.toml: tool.lockgen.optional `epsilon` → epsilon\n"
     )
 
 
 def test_a_package_absent_from_some_cells(world):
     run = run_ok("why", "Gamma", "-C", str(world))
-    assert run.out.endswith(f"not in the lock of 1 cells: {WINDOWS}\n")
+    assert run.out.endswith(f"not in the lock of 1 cell: {WINDOWS}\n")
     assert run.out.startswith(f"gamma 1.0 in 1 of 2 cells: {LINUX}\n  templates/requirements.in.j2:2 `gamma` → gamma\n")
 
 
@@ -96,4 +96,12 @@ def test_unknown_package_and_cell(world):
     run = run_cli("why", "gama", "-C", str(world))
     assert run.code == 2 and "gama: in no selected cell's lock (did you mean gamma?)" in run.err
     run = run_cli("why", "beta", "nope", "-C", str(world))
-    assert run.code == 2 and "no cell nope in the matrix" in run.err
+    assert run.code == 2 and "unknown cell(s): nope. `lockgen matrix` lists the cells" in run.err
+    run = run_cli("why", "beta", "linux-x86_64-cpu-py312", "-C", str(world))  # as every command says it
+    assert run.code == 2 and f"unknown cell(s): linux-x86_64-cpu-py312 (did you mean {LINUX}" in run.err
+
+
+def test_without_arguments_only_the_name_is_required(world):
+    run = run_cli("why", "-C", str(world))
+    assert run.code == 2
+    assert "the following arguments are required: NAME\n" in run.err and "CELL" not in run.err.splitlines()[-1]

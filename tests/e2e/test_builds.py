@@ -113,3 +113,72 @@ def test_builds_leave_no_egg_info_in_the_project(tmp_path, pypi):
         "pyproject.toml",
         "setup.py",
     ]
+
+
+def _runs(monkeypatch) -> list[tuple[str, str]]:
+    """Record each uv run of the cells: (wheels-only or building, online or offline)."""
+    from lockgen.resolve import pipeline
+
+    seen: list[tuple[str, str]] = []
+    real = pipeline._uv
+
+    def spy(run, output, given, **kw):
+        if kw.get("fmt") is None and not kw.get("no_deps"):
+            build = "building" if run.builds.names & run.plan.allow_build else "wheels-only"
+            seen.append((build, "offline" if kw.get("offline") else "online"))
+        return real(run, output, given, **kw)
+
+    monkeypatch.setattr(pipeline, "_uv", spy)
+    return seen
+
+
+@pytest.mark.parametrize("change", ["none", "a wheel appears"])
+def test_a_build_the_committed_lock_names_gives_the_bytes_of_the_usual_order(tmp_path, index, monkeypatch, change):
+    """Issue 24: a cell whose committed lock built a package runs the building resolution first
+    online and checks offline that wheels alone cannot resolve; its lock is the usual order's
+    byte for byte, also when a wheel of a newer version appeared meanwhile (then the offline
+    check cannot tell, and the usual order runs)."""
+    from lockgen.resolve import pipeline
+
+    files = [index.sdist("files", "ext", "2.0"), index.wheel("files", "dep", "1.0")]
+    url = index.index_page("simple", files)
+    root = write_project(tmp_path / "p", config(url, 'allow-build = ["ext"]'), {"requirements.in.j2": "ext\ndep\n"})
+    run_ok("lock", CELLS[0], "-C", str(root))
+    assert b"ext==2.0" in (root / "locks" / f"{CELLS[0]}.txt").read_bytes()
+    if change != "none":
+        files.append(index.wheel("files", "ext", "2.1"))
+        index.index_page("simple", files)
+    usual = tmp_path / "usual"
+    shutil.copytree(root, usual)
+    seen = _runs(monkeypatch)
+    run_ok("lock", CELLS[0], "-C", str(root), "--force")
+    hinted = seen[:]
+    seen.clear()
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "_hinted", lambda *a: None)
+        run_ok("lock", CELLS[0], "-C", str(usual), "--force")
+    assert lock_files(root) == lock_files(usual)
+    if change == "none":
+        assert hinted[:2] == [("building", "online"), ("wheels-only", "offline")]
+        assert ("wheels-only", "online") not in hinted
+    else:
+        assert b"ext==2.1" in (root / "locks" / f"{CELLS[0]}.txt").read_bytes()
+        assert ("wheels-only", "online") in hinted
+
+
+def test_an_offline_try_learns_no_build_from_what_it_could_not_read(tmp_path, index):
+    """The whole kind of the case above: a build learned from an offline wheel-only failure in
+    which uv missed something in its cache is not learned (``uvout.missed_offline``); every cell
+    takes the new ext 2.1 wheel, online or offline (wheels first, C26)."""
+    files = [index.sdist("files", "ext", "2.0"), index.wheel("files", "dep", "1.0")]
+    url = index.index_page("simple", files)
+    root = write_project(tmp_path / "p", config(url, 'allow-build = ["ext"]'), {"requirements.in.j2": "ext\n"})
+    run_ok("all", "-C", str(root))
+    files.append(index.wheel("files", "ext", "2.1"))
+    index.index_page("simple", files)
+    (root / "templates" / "requirements.in.j2").write_text("ext\ndep\n")
+    run_ok("all", "-C", str(root), "-j", "1")  # the second cell tries offline on the first's pages
+    for cell in CELLS:
+        text = (root / "locks" / f"{cell}.txt").read_bytes()
+        assert b"ext==2.1" in text, cell
+        assert b"dep==1.0" in text

@@ -187,3 +187,73 @@ def test_bump_json(locked):
     data = json.loads(run.out)
     assert data["written"][:1] == ["pyproject.toml"] and "locks/linux-x86_64-cpu-py3.12.txt" in data["written"]
     assert data["run"]["exit_code"] == 0
+
+
+FLOOR = """
+    index-url = "{index}"
+    [tool.lockgen.matrix]
+    os = ["linux"]
+    arch = ["x86_64"]
+    backend = ["cpu"]
+    python = ["3.12"]
+"""
+LINUX = "linux-x86_64-cpu-py3.12"
+
+
+@pytest.fixture
+def floored(tmp_path, index) -> Path:
+    """numpy asked for as a floor, ``numpy>=1.26``, locked at the newest: 2.4.6."""
+    for version in ("1.26.0", "2.1.0", "2.4.6"):
+        index.add("numpy", version)
+    index.publish()
+    root = write_project(
+        tmp_path / "proj", FLOOR.format(index=index.index_url()), {"requirements.in.j2": "numpy>=1.26\n"}
+    )
+    assert run_cli("all", "-C", str(root)).code == 0
+    return root
+
+
+def test_a_floor_the_locks_already_satisfy_is_not_moved_and_bump_says_why(floored):
+    """``bump numpy==2.1.0`` on ``numpy>=1.26`` locked at 2.4.6: moving the floor would lock
+    nothing else; bump refuses (exit 2), saying what the lock holds and how to lock 2.1.0."""
+    template = floored / "templates" / "requirements.in.j2"
+    before = files(floored)
+    run = run_cli("bump", "numpy==2.1.0", "-C", str(floored))
+    assert run.code == 2
+    assert (
+        "numpy: no pin of it moves: templates/requirements.in.j2:1 'numpy>=1.26' is a range that allows 2.1.0, and its "
+        "cells lock 2.4.6, so no lock would change; to lock exactly 2.1.0, write numpy==2.1.0 there (bump then moves it)"
+    ) in run.err
+    assert "nothing was written" in run.err
+    assert template.read_text() == "numpy>=1.26\n" and files(floored) == before
+    template.write_text("numpy==2.4.6\n")  # as the refusal says: a pin, which bump moves
+    run_cli("all", "-C", str(floored))
+    run = run_cli("bump", "numpy==2.1.0", "-C", str(floored))
+    assert run.code == 0, run.err
+    assert "numpy 2.4.6 → 2.1.0 (downgrade) (1 of 1 cell)" in run.err
+
+
+def test_a_floor_below_a_newer_version_moves_up_and_the_lock_with_it(floored, index):
+    index.add("numpy", "2.5.0")
+    index.publish()
+    run = run_cli("bump", "numpy==2.5.0", "-C", str(floored))
+    assert run.code == 0, run.err
+    assert (floored / "templates" / "requirements.in.j2").read_text() == "numpy>=2.5.0\n"
+    assert (
+        "templates/requirements.in.j2:1: numpy >=1.26 -> >=2.5.0 (a floor: the re-lock takes at least 2.5.0; locked "
+        "now 2.4.6)"
+    ) in run.err
+    assert "numpy 2.4.6 → 2.5.0 (1 of 1 cell)" in run.err
+    assert "numpy==2.5.0" in (floored / "locks" / f"{LINUX}.txt").read_text()
+
+
+def test_a_floor_at_or_above_the_version_is_refused(floored):
+    run = run_cli("bump", "numpy==1.26.0", "-C", str(floored))  # the floor itself: the lock holds 2.4.6 still
+    assert run.code == 2
+    assert "'numpy>=1.26' is a range that allows 1.26.0, and its cells lock 2.4.6, so no lock would change" in run.err
+    run = run_cli("bump", "numpy==1.0", "-C", str(floored))
+    assert run.code == 2
+    assert (
+        "templates/requirements.in.j2:1: 'numpy>=1.26' is a floor above 1.0: moving it down would lock nothing lower "
+        "(the resolution takes the newest version it allows); to lock 1.0, write numpy==1.0 there by hand"
+    ) in run.err

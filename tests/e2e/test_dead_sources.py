@@ -38,6 +38,28 @@ def test_a_dead_backend_index_fails_every_cell_at_once_in_one_line(tmp_path, pyp
     assert {entry["status"] for entry in manifest(root).values()} == {"failed"}
 
 
+def test_a_dead_mirror_is_named_once_with_its_url_but_never_in_the_manifest(tmp_path, pypi, monkeypatch, caplog):
+    """The cells' reasons (committed in the manifest) name the canonical host only; the run says
+    which mirror URL did not answer, once, without its login."""
+    index = publish(pypi, ("app", "1.0", ("torch",)))
+    no_uv(monkeypatch)
+    with refusing_url() as down:
+        root = project(tmp_path / "p", index, "app\ntorch\n", extra=BACKEND.format(down=down))
+        mirror = down.replace("http://", "http://user:s3cret@") + "/pytorch"
+        with caplog.at_level("WARNING", logger="lockgen"):
+            run = run_cli("all", "-C", str(root), "--mirror", f"https://download.example={mirror}")
+    assert run.code == 1
+    port = down.rsplit(":", 1)[1]
+    said = [r.getMessage() for r in caplog.records if "does not answer" in r.getMessage()]
+    assert said == [
+        f"the mirror for https://download.example does not answer: http://127.0.0.1:{port}/pytorch/whl/cpu "
+        "(connection refused)"
+    ]
+    assert "s3cret" not in run.err + run.out + caplog.text
+    text = (root / "locks" / "manifest.json").read_text()
+    assert "127.0.0.1" not in text and "unreachable through its mirror" in text
+
+
 def test_a_dead_index_of_an_optional_entry_makes_only_that_layer_unavailable(tmp_path, pypi, monkeypatch):
     index = publish(pypi, "app==1.0")
     extra = BACKEND + 'optional = ["torch"]\n'

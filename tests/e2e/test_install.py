@@ -264,15 +264,92 @@ def test_a_lock_that_is_not_the_manifests_is_refused(locked, tmp_path):
     [
         ([], "name the CELL to install, or pass --detect"),
         (["no-such-cell"], "no cell 'no-such-cell' in the manifest"),
+        ([LITE.replace("-lite-", "-lit-")], f"in the manifest (did you mean {LITE}"),
         ([LITE, "--venv", sys.prefix], "is the environment lockgen runs in"),
         ([LITE, "--python", "3.9"], f"cell {LITE} is for Python {HOST}, not 3.9"),
+        ([LITE, "--python", "3.x"], "--python 3.x: give a Python version X.Y such as 3.12, or the path of an"),
+        ([LITE, "--python", "./no/python3"], "--python ./no/python3: no such file; give the path of a CPython"),
+        ([LITE, "--python", __file__], f"--python {__file__}: it does not run as a Python"),
     ],
-    ids=["no-cell", "unknown-cell", "lockgens-own-venv", "other-python"],
+    ids=[
+        "no-cell",
+        "unknown-cell",
+        "misspelt-cell",
+        "lockgens-own-venv",
+        "other-python",
+        "python-word",
+        "python-missing",
+        "not-python",
+    ],
 )
 def test_requests_that_are_refused(locked, args, message):
     run = run_cli("install", "-C", str(locked), *args)
     assert run.code == 2
     assert message in run.err
+
+
+def test_python_path_names_the_interpreter_of_a_new_venv(locked, tmp_path, monkeypatch):
+    """``--python PATH`` (as uv's ``--python``): the venv is made from it, not from what uv's
+    discovery finds (here: nothing, PATH holds no Python); its minor is the cell's Python."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    run = run_cli("install", LITE, "-C", str(locked), "--venv", str(tmp_path / "v"), "--python", base, "--dry-run")
+    assert run.code == 0, run.err
+    assert f"would create the venv {tmp_path / 'v'} (cpython {platform.python_version()} x86_64 ({base}))" in run.out
+    run = run_cli("install", "--detect", "--cpu", "-C", str(locked), "--venv", str(tmp_path / "v"), "--python", base,
+                  "--dry-run")  # fmt: skip
+    assert run.code == 0, run.err
+    assert f"cell {FULL} (detected)" in run.out
+
+
+def test_no_interpreter_found_says_why_on_one_line(locked, tmp_path, monkeypatch):
+    """A pyenv shim of a version that is not active is first on PATH: uv's discovery stops at
+    it; the refusal keeps uv's error and cause, not the shim's advice, and names --python PATH."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    shim = shims / f"python{HOST}"
+    shim.write_text(
+        f"#!/bin/sh\necho 'pyenv: python{HOST}: command not found' >&2\necho \"Note: See 'pyenv help global'\" >&2\n"
+        "exit 127\n"
+    )
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", str(shims))
+    run = run_cli("install", LITE, "-C", str(locked), "--venv", str(tmp_path / "v"), "--dry-run")
+    assert run.code == 2
+    (line,) = run.err.splitlines()
+    assert line.startswith(f"error: no CPython {HOST} (x86_64) interpreter found: ")
+    assert str(shim) in line and "127" in line
+    assert "pyenv help global" not in line and "command not found" not in line
+    assert "(searched: the interpreters on PATH and uv-managed ones" in line
+    assert f"pass --python PATH with a CPython {HOST} for x86_64" in line
+    assert not (tmp_path / "v").exists()
+
+
+@pytest.mark.parametrize(
+    ("output", "said"),
+    [
+        (
+            "error: Failed to inspect Python interpreter from first executable in the search path at `/s/python3.12`\n"
+            "  cause: Querying Python at `/s/python3.12` failed with exit status exit status: 127\n\n"
+            "         [stderr]\n         pyenv: python3.12: command not found\n\n"
+            "         The `python3.12' command exists in these Python versions:\n           3.12.1\n\n"
+            "         Note: See 'pyenv help global' for tips on allowing multiple\n"
+            "               Python versions to be found at the same time.\n",
+            "Failed to inspect Python interpreter from first executable in the search path at `/s/python3.12`; "
+            "Querying Python at `/s/python3.12` failed with exit status 127",
+        ),
+        (
+            "error: No interpreter found for cpython-3.14-linux-x86_64-any in managed installations or search path\n",
+            "No interpreter found for cpython-3.14-linux-x86_64-any in managed installations or search path",
+        ),
+        ("", ""),
+    ],
+    ids=["pyenv-shim", "none", "silent"],
+)
+def test_discovery_failure_is_uvs_error_and_cause(output, said):
+    from lockgen.install.venv import discovery_failure
+
+    assert discovery_failure(output) == said
 
 
 @pytest.mark.slow

@@ -82,7 +82,7 @@ def test_the_gpu_code_of_a_real_pypi_wheel_by_range_reads(tmp_path):
     from lockgen.wheels.reading import refresh
     from lockgen.wheels.remote import read_remote
 
-    repo = Path(__file__).parents[1]
+    repo = Path(__file__).parents[2]
     cell = "linux-x86_64-cu130-py3.12"
     pylock = pylockfile.loads((repo / "locks" / cell / "pylock.toml").read_text(), "pylock")
     (wheel,) = [w for p in pylock.packages if p.name == "torchao" for w in p.wheels or () if "manylinux" in w.url]

@@ -556,3 +556,25 @@ def test_a_release_folder_named_after_the_version_moves_with_it(tmp_path: Path) 
         Pin("2.4.6", where=releases.format(version="2.4.6")),
     )
     assert _moved(tmp_path, old, new) == {("numpy", "upgrade", "2.4.5", "2.4.6", "main", False, 3, 3)}
+
+
+def test_a_changed_cell_repeats_no_old_reason_and_only_the_first_sentence_of_a_new_one(tmp_path: Path) -> None:
+    """The manifest keeps the whole reason. A cell added after a failure says only ``(was
+    failed)``: a reason the cell no longer has is not repeated (issue 17); a cell removed names the
+    first sentence of its new reason (a fresh-eyes review: a whole uv failure was repeated there)."""
+    from dataclasses import replace
+
+    from lockgen.locks.diffformat import describe
+    from lockgen.locks.lockset import CellStatus
+
+    reason = (
+        "alpha==9.9 has no file for this target. uv said: because there is no version of alpha==9.9 and you "
+        "require alpha==9.9, we can conclude that your requirements are unsatisfiable.\nhint: check the index"
+    )
+    old = LockSet.from_folder(write_locks(tmp_path / "old", base_cells((A, B))))
+    old = replace(old, statuses={C: CellStatus(status="failed", reason=reason)})
+    new = LockSet.from_folder(write_locks(tmp_path / "new", base_cells()))
+    (added,) = group(diff(old, new))
+    assert describe(added) == "cell added (was failed)"
+    removed = group(diff(new, replace(old, statuses={C: CellStatus(status="skipped", reason="no CUDA index. Later")})))
+    assert [describe(g) for g in removed] == ["cell removed (now skipped: no CUDA index)"]

@@ -66,12 +66,23 @@ def test_skip_and_unskip_a_cell(tmp_path, fake_host):
     run_ok("all", "-C", str(root), *mirrors)
     assert not lock.exists()  # a full run drops a skipped cell's locks
     assert states(root)["linux-x86_64-cu130-py3.12"] == "skipped"
-    assert run_cli("check", "-C", str(root)).code == 0
+    check = run_cli("check", "-C", str(root))
+    assert check.code == 0  # "lockgen check reports the cells as skipped", in its text too: one line each
+    assert check.out == "linux-x86_64-cu130-py3.12: skipped (the CUDA index is down)\nall locks are up to date\n"
     project(tmp_path)  # un-skip: the rule is gone
     assert run_cli("check", "-C", str(root)).code == 1
     run_ok("all", "-C", str(root), "--only", "backend=cu130", *mirrors)
     assert "torch==2.13.0+cu130" in lock.read_text()
     assert run_cli("check", "-C", str(root)).code == 0
+
+
+def test_check_lists_an_alias_cell_on_one_line(tmp_path, fake_host):
+    mirrors = hosts(fake_host)
+    root = project(tmp_path, rules='[[rules]]\nmatch = { backend = "cpu" }\nalias = "linux-x86_64-cu130-py3.12"\n')
+    run_ok("all", "-C", str(root), *mirrors)
+    check = run_cli("check", "-C", str(root))
+    assert check.code == 0
+    assert check.out == "linux-x86_64-cpu-py3.12: alias (reuses linux-x86_64-cu130-py3.12)\nall locks are up to date\n"
 
 
 def test_only_locks_the_others_while_an_index_is_blocked(tmp_path, fake_host):

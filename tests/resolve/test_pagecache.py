@@ -105,6 +105,22 @@ def test_a_page_is_fetched_once_and_revalidated_with_304(index):
         assert cache.stats.files_not_modified == 1
 
 
+@pytest.mark.parametrize("name", ["Range", "range", "RANGE"])
+def test_a_byte_range_read_is_shared_whatever_the_header_case(index, name):
+    """uv sends ``Range`` capitalised; HTTP header names are case-insensitive (RFC 9110 5.1): the
+    second read of the same range is answered from the run's first (issue 24: it was streamed
+    upstream again for every cell)."""
+    index.add("alpha", "1.0")
+    index.publish()
+    with PageCache([origin_of(index.url)]) as cache:
+        local = cache.mirrors(Mirrors()).fetch_url(index.index_url()) + "/alpha/"
+        page = httpx.get(local, headers={"Accept": SIMPLE_ACCEPT})
+        link = httpx.URL(local).join(page.text.split('href="', 1)[1].split('"', 1)[0].split("#", 1)[0])
+        reads = [httpx.get(link, headers={name: "bytes=0-15"}) for _ in range(2)]
+        assert reads[0].content == reads[1].content
+        assert cache.stats.shared_reads == 1
+
+
 def test_an_unreachable_upstream_resets_the_connection():
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))

@@ -150,3 +150,14 @@ def test_cause_is_the_whole_explanation_on_one_line(name, expected):
     assert "\n" not in found and "cause:" not in found and not found.startswith("error:")
     if expected is not None:
         assert found == expected
+
+
+def test_an_offline_miss_is_told_apart_from_a_needed_build():
+    missed = (
+        "  cause: Because ext==2.0 has no usable wheels and only ext==2.0 and ext==2.1 are available\n"
+        "         And because ext==2.1 needs to be downloaded from a registry and you require ext, ...\n"
+        "hint: Packages were unavailable because the network was disabled. When the network is disabled, ...\n"
+    )
+    assert uvout.missed_offline(missed)
+    assert uvout.needs_wheels(missed) == ["ext"]
+    assert not uvout.missed_offline("  cause: Because ext==2.0 has no usable wheels and you require ext, ...\n")

@@ -152,7 +152,7 @@ def test_a_bundle_installs_with_no_network_with_uv_and_pip(world, pypi, tmp_path
     # the manifest's commands, run by hand from the bundle (docs/locks-over-time.md)
     env = {**os.environ, **OFFLINE, "PIP_CONFIG_FILE": os.devnull, "UV_NO_CONFIG": "1"}
     subprocess.run([python, "-m", "venv", str(tmp_path / "by-hand")], check=True)
-    pip = [str(tmp_path / "by-hand" / "bin" / "python"), "-m", "pip", "--isolated", "--disable-pip-version-check"]
+    pip = [str(tmp_path / "by-hand" / "bin" / "python"), "-I", "-m", "pip", "--isolated", "--disable-pip-version-check"]
     manifest = json.loads((out / "locks" / "manifest.json").read_text())
     for layer in manifest["cells"][CELL]["layers"]:
         subprocess.run([*pip, *layer["commands"]["pip"][1:]], cwd=out, env=env, check=True, capture_output=True)
@@ -174,3 +174,35 @@ def test_a_bundle_installs_with_no_network_with_uv_and_pip(world, pypi, tmp_path
                          env={**env, "PYTHON": python, "VENV": "script-venv"})  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
     assert _installed(tmp_path / "script-venv") == wanted
+
+
+@pytest.mark.slow
+def test_a_bundle_installs_with_ensurepips_pip_and_its_script_runs_beside_a_select_py(
+    world, pypi, tmp_path, monkeypatch
+):
+    """The bundle holds ``select.py`` (the selector), which hid the stdlib ``select`` from the
+    ``ensurepip`` lockgen ran in the bundle for a lockgen without pip (pipx, ``uv tool``): "no pip
+    in it and ensurepip failed: … module 'select' has no attribute 'select'". Every Python runs
+    isolated now (``-I``), lockgen's and the script's, so a folder's own ``select.py`` or
+    ``json.py`` (here: the one the script runs in) hides nothing."""
+    from lockgen.install import venv as venv_module
+
+    out = tmp_path / "bundle"
+    run_ok("bundle", CELL, "-o", str(out))
+    pypi.stop()
+    for key, value in OFFLINE.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(venv_module, "lockgen_has_pip", lambda: False)
+    monkeypatch.chdir(tmp_path)
+    wanted = {"alpha": "1.0", "beta": "2.0", "gamma": "3.0"}
+    done = run_cli("install", "--from", str(out), CELL, "--venv", str(tmp_path / "pip-venv"), "--installer", "pip")
+    assert done.code == 0, done.err + done.out
+    assert _installed(tmp_path / "pip-venv") == wanted
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("select", "json"):
+        (work / f"{name}.py").write_text(f"raise SystemExit('{name}.py of the working folder was imported')\n")
+    env = {**os.environ, **OFFLINE, "PIP_CONFIG_FILE": os.devnull, "PYTHON": _python311(), "VENV": "script-venv"}
+    run = subprocess.run(["sh", str(out / "install.sh"), CELL], cwd=work, capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert _installed(work / "script-venv") == wanted

@@ -58,7 +58,7 @@ def test_an_unchanged_index_reproduces_the_locks(project):
     done = run_cli("check", "--resolve")
     assert done.code == 0, done.out + done.err
     assert f"{CELL}: reproducible" in done.out
-    assert "1 of 1 cells resolve today to their committed locks (fresh locks in .lockgen/reproduce/locks/)" in done.out
+    assert "1 of 1 cell resolves today to their committed locks (fresh locks in .lockgen/reproduce/locks/)" in done.out
     assert lock_files(project) == before and (project / STAMP).read_bytes() == stamp
     assert (project / ".lockgen/reproduce/locks" / f"{CELL}.txt").is_file()
     assert run_ok("all").code == 0 and lock_files(project) == before  # still a no-op

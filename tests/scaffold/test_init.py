@@ -274,3 +274,42 @@ def test_constraints_files_become_the_constraints_template(tmp_path):
     assert cpu["constraints"][1].split() == ["numpy<2", "urllib3!=2.0.0", "torch<2.8"]
     assert cuda["constraints"][1].split() == ["numpy<2", "urllib3!=2.0.0"]
     assert "numpy" not in cpu["requirements"][1]
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [(["--python", "3.x"], "--python 3.x: bad python version '3.x'; write major.minor such as \"3.12\""),
+     (["--python", "3.12,3"], "--python 3: bad python version '3'"),
+     (["--exclude-newer", "tomorrow"], "--exclude-newer tomorrow: 'tomorrow' is not a date or RFC 3339 timestamp"),
+     (["--exclude-newer", "2026-11-25T00:00:00"], "--exclude-newer 2026-11-25T00:00:00: '2026-11-25T00:00:00' needs a time zone"),
+     (["--index", "download.pytorch.org/whl/cu128"], "--index download.pytorch.org/whl/cu128: 'download.pytorch.org/whl/cu128' is not a URL")],
+    ids=["python-word", "python-major", "exclude-newer-word", "exclude-newer-no-zone", "index-no-scheme"],
+)  # fmt: skip
+def test_option_values_the_config_would_refuse_are_refused_by_option(tmp_path, args, error):
+    """The config's own validators judge init's options: a value `lockgen matrix` would refuse
+    is never written (exit 2, naming the option)."""
+    (tmp_path / "requirements.txt").write_text("numpy\n")
+    run = run_cli("init", "-C", str(tmp_path), *args)
+    assert run.code == 2 and error in run.err, run.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["requirements.txt"]
+
+
+def test_malformed_requirement_lines_are_refused_by_file_and_line(tmp_path):
+    """pip-compile and uv pip compile stop at a line they cannot read, naming it; init does too,
+    every such line at once (its includes and constraints files too), and writes nothing: copied
+    into a template, the lines would fail every cell at lockgen all, naming the template."""
+    (tmp_path / "requirements.txt").write_text("requests==\nnumpy>=1 <2  # two clauses, no comma\ntorch\n-r more.txt\n")
+    (tmp_path / "more.txt").write_text("pillow>=10\nsafetensors ==\n./local/pkg\n")
+    run = run_cli("init", "-C", str(tmp_path))
+    assert run.code == 2
+    assert "error: 3 requirement lines that pip and uv would refuse:\n" in run.err
+    assert "  requirements.txt:1: 'requests==': not a requirement (" in run.err
+    assert "  requirements.txt:2: 'numpy>=1 <2': not a requirement (Expected comma" in run.err
+    assert "  more.txt:2: 'safetensors ==': not a requirement (" in run.err
+    assert "./local/pkg" not in run.err  # a path is uv's to read, as in templates
+    assert "(nothing was written)" in run.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["more.txt", "requirements.txt"]
+    (tmp_path / "requirements.txt").write_text("requests==2.32.3\nnumpy>=1,<2\ntorch\n-r more.txt\n")
+    (tmp_path / "more.txt").write_text("pillow>=10\nsafetensors\n")
+    assert run_cli("init", "-C", str(tmp_path)).code == 0
+    run_ok("matrix", "-C", str(tmp_path))

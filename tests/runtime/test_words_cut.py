@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lockgen.runtime.text import cut
+from lockgen.runtime.words import cut
 
 UV = (
     "No solution found when resolving dependencies: Because only torch<=2.9.0 is available and vllm==0.11.0 "
