@@ -303,3 +303,36 @@ def test_a_login_in_the_osv_url_is_sent_never_shown(world, osv, fmt):
     down = run_cli("audit", "-C", str(world.root), "--osv", "http://bob:s3cr3t@127.0.0.1:9", "--format", fmt)
     assert down.code == 1 and "http://127.0.0.1:9/v1/querybatch: cannot reach" in down.err, down.err
     assert "s3cr3t" not in down.out + down.err
+
+
+def test_a_folder_export_is_walked_once_per_audit_and_read_in_any_depth(tmp_path, monkeypatch):
+    """Issue 24 (item 4): the folder's identity and its records come from one walk (it was two
+    walks and a pathlib ``rglob``: 2.4 s at 20,000 records); nested folders are read, other
+    files are not, and the index it caches answers the next run."""
+    import os as _os
+
+    from lockgen.dossier import osv as osv_module
+
+    folder = tmp_path / "osv"
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / "a" / "b" / "GHSA-1.json").write_text(json.dumps(_bench_record("GHSA-1", "alpha", "1.0")))
+    (folder / "PYSEC-2.json").write_text(json.dumps(_bench_record("PYSEC-2", "beta", "2.0")))
+    (folder / "README.txt").write_text("not a record")
+    walks = []
+    real = _os.scandir
+    monkeypatch.setattr(osv_module.os, "scandir", lambda p: walks.append(p) or real(p))
+    export = osv_module.Export(folder, "osv", cache=tmp_path / "cache")
+    keys = [(canonicalize_name("alpha"), Version("1.0")), (canonicalize_name("beta"), Version("2.0"))]
+    found = export.advisories(keys)
+    assert sorted(a.id for v in found.values() for a in v) == ["GHSA-1", "PYSEC-2"]
+    assert len([w for w in walks if str(w).startswith(str(folder))]) == 3  # the folder, its two sub-folders: once
+    again = osv_module.Export(folder, "osv", cache=tmp_path / "cache").advisories(keys)
+    assert {k: [a.id for a in v] for k, v in again.items()} == {k: [a.id for a in v] for k, v in found.items()}
+
+
+def _bench_record(ident: str, name: str, version: str) -> dict[str, object]:
+    return {
+        "id": ident,
+        "modified": "2026-10-01T00:00:00Z",
+        "affected": [{"package": {"ecosystem": "PyPI", "name": name}, "versions": [version]}],
+    }
