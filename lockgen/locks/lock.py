@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -81,7 +82,7 @@ from lockgen.locks.header import (
 
 __all__ = [
     "UNREACHABLE", "Entry", "FileRef", "Header", "LayerKind", "LayerRef", "Lock", "Replacement", "Unavailable",
-    "body_entries", "decode", "install_commands", "intact", "is_local", "is_lock_file", "normalized", "older_lock", "parse_entries", "text_sha256",
+    "body_entries", "decode", "install_commands", "intact", "refuse_unsafe", "unsafe_text", "is_local", "is_lock_file", "normalized", "older_lock", "parse_entries", "text_sha256",
 ]  # fmt: skip
 
 _FIRST = FIRST_PREFIX + " from {config}; do not edit it by hand."
@@ -149,6 +150,7 @@ class Lock:
     def parse(cls, text: str, where: str) -> Lock:
         """Parse a lock's text. Raises :class:`LockFormatError` naming ``where`` and the line
         when it is not a lock lockgen wrote (no header, an unknown kind, a bad requirement)."""
+        refuse_unsafe(text, where)
         parser = Parser(normalized(text), where)
         header, entries = parser.lock()
         return cls(header=header, entries=entries, read_lines=dict(parser.starts))
@@ -157,12 +159,17 @@ class Lock:
     def read(cls, path: Path, where: str | None = None) -> Lock | None:
         """The lock at ``path``; None when the file does not exist. Raises
         :class:`LockFormatError` when it exists but is not a lock lockgen can read."""
+        from lockgen.runtime.bounded import read_file
+        from lockgen.runtime.errors import InputError
+
         try:
-            data = path.read_bytes()
+            data = read_file(path, where or str(path))
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise LockFormatError(f"{where or path}: cannot read it ({exc.strerror})") from None
+        except InputError as exc:  # over the size limit, not a regular file: refused unread
+            raise LockFormatError(exc.problems[0].text() if exc.problems else str(exc)) from None
         return cls.from_bytes(data, where or str(path))
 
     @classmethod
@@ -191,18 +198,64 @@ def decode(data: bytes, where: str) -> str:
                 "restore the file (git checkout) or re-lock the cell"
             )
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LockFormatError(
             f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
             "restore the file (git checkout) or re-lock the cell"
         ) from None
+    refuse_unsafe(text, where)
+    return text
+
+
+#: Every character besides ``\n`` that an installer takes as a line break: pip splits a
+#: requirements file with ``str.splitlines()`` (``\r``, ``\x0b``, ``\x0c``, ``\x1c``-``\x1e``,
+#: ``\x85``, ``\u2028``, ``\u2029``), uv on ``\r`` too. A ``\r`` is allowed only before ``\n``
+#: (a CRLF checkout, C17). lockgen writes none of them.
+_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+#: What pip and uv expand in a requirements file: ``${NAME}``, from the environment.
+_EXPANDED = "${"
+
+
+def unsafe_text(text: str) -> tuple[int, str] | None:
+    """``(1-based line, why)`` of the first place in a lock's ``text`` where an installer would
+    read something else than lockgen's parser (None: there is none): a line break that only
+    pip or uv honour (:data:`_BREAKS`), which hides a line behind a comment or joins two lines
+    that lockgen reads as one; or a ``${`` in a line that is not a comment, which pip and uv
+    replace with an environment variable's value (a URL ``?leak=${TOKEN}`` would send a secret
+    to any host). Comment lines (``#`` first) are skipped whole by both installers before they
+    expand anything, so a header field may quote ``${VAR}``. lockgen writes neither (issue 15)."""
+    found = _BREAKS.search(text)
+    if found is not None:
+        char = found.group()
+        return text.count("\n", 0, found.start()) + 1, (
+            f"holds the character {char!r} (U+{ord(char):04X}), which pip or uv read as a line break and lockgen "
+            "does not (a line hidden from review)"
+        )
+    if _EXPANDED in text:
+        for number, line in enumerate(text.split("\n"), 1):
+            if _EXPANDED in line and not line.lstrip().startswith("#"):
+                return number, "holds '${', which pip and uv replace with an environment variable's value"
+    return None
+
+
+def refuse_unsafe(text: str, where: str) -> None:
+    """Raise :class:`LockFormatError` ``<where>:<line>: …`` when :func:`unsafe_text` finds
+    anything: every reader of lock text (locks, layers, shards, bundles) comes through
+    :func:`decode` or :meth:`Lock.parse`, which call this."""
+    found = unsafe_text(text)
+    if found is not None:
+        line, why = found
+        raise LockFormatError(
+            f"{where}:{line}: {why}; lockgen never writes it: restore the file (git checkout) or re-lock the cell"
+        )
 
 
 def parse_entries(text: str, where: str, first: int = 1) -> tuple[Entry, ...]:
     """The entries of a requirements body without a lockgen header: uv's own requirements output
     (``uv pip compile --no-header``), which has the same layout. Option lines are skipped, still counted:
     an error names the line of ``text``, whose first line is line ``first``."""
+    refuse_unsafe(text, where)
     body = "\n".join("" if line.startswith("--") else line for line in normalized(text).split("\n"))
     return tuple(Parser(body, where).entries(body, first))
 
@@ -211,6 +264,7 @@ def body_entries(text: str, where: str) -> tuple[Entry, ...]:
     """The entries of a lock of any lockgen format, its header skipped (everything up to the first
     blank line): what an older lockgen locked, when :meth:`Lock.parse` refuses its header. Raises
     :class:`LockFormatError` for a body that is not requirements."""
+    refuse_unsafe(text, where)
     head, _, body = normalized(text).partition("\n\n")
     return parse_entries(body, where, head.count("\n") + 3)
 

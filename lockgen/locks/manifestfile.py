@@ -165,18 +165,9 @@ def load(data: bytes, where: str, locks: str) -> Manifest:
     """Parse a manifest's bytes (read from ``where``, the project-relative path shown in
     errors; ``locks``: the project's locks folder). Raises :class:`InputError` (exit 2) naming
     ``where`` and each bad field, or the format when it is not this lockgen's."""
-    if len(data) > MAX_BYTES:
-        raise InputError(Problem(file=where, message=f"{len(data)} bytes: larger than any manifest lockgen writes"))
-    try:
-        text = data.decode("utf-8")
-        value = json.loads(text)
-    except UnicodeDecodeError as exc:
-        raise InputError(Problem(file=where, message=f"not UTF-8 text (byte offset {exc.start})")) from None
-    except RecursionError:
-        raise InputError(Problem(file=where, message="not a manifest lockgen wrote (nested too deeply)")) from None
-    except ValueError as exc:  # json.JSONDecodeError, and integers too long to convert
-        raise InputError(Problem(file=where, message=f"not valid JSON ({exc})")) from None
-    return parse(value, where, locks)
+    from lockgen.locks.jsonfile import load_json
+
+    return parse(load_json(data, where, "a manifest"), where, locks)
 
 
 def parse(value: object, where: str, locks: str) -> Manifest:
