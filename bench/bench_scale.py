@@ -12,9 +12,17 @@ on loopback by this process), then times, each as a user runs it (the console sc
 
 The same ``lockgen all`` at N/5 cells gives the memory growth (flat: the ratio stays near 1).
 
+``--sizes 500,1000,2500,5000`` (issue 24, item 3) measures instead, per size, what a user runs on
+a project whose locks are all present and up to date: ``lockgen matrix``, ``lockgen check`` and a
+no-op ``lockgen all``, each in a child Python reporting its wall time and peak RSS (medians of
+``--repeat`` interleaved rounds). The locks are made once per size by one ``lockgen all`` (its
+wall time is printed, not a target). Peak memory is compared with the smallest size's: at most
+linear growth is the target.
+
 Usage (from the repo root)::
 
     python bench/bench_scale.py [--cells 500] [--json FILE]
+    python bench/bench_scale.py --sizes 500,1000,2500,5000 [--repeat 3] [--json FILE]
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -139,11 +148,110 @@ def scale(cells: int, tmp: Path) -> dict[str, float]:
         index.stop()
 
 
+#: The commands item 3 of issue 24 times on a project whose locks are present and up to date.
+STATIC = {"matrix": ["matrix"], "check": ["check"], "no-op all": ["all"]}
+TARGET_S = 2.0  # issue 24: at most 2 s each at 5,000 cells
+
+
+def subset(big: Path, into: Path, cells: int) -> Path:
+    """A copy of project ``big`` with the first ``cells`` cells (fewer backend labels) and their
+    locks; ``lockgen all`` then resolves nothing and writes the smaller manifest."""
+    backends = cells // (len(PYTHONS) * len(ARCHES))
+    kept = {f"b{i:03d}" for i in range(backends)}
+    into.mkdir(parents=True)
+    shutil.copytree(big / "templates", into / "templates")
+    text = (big / "pyproject.toml").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("backend = "))
+    (into / "pyproject.toml").write_text(text.replace(line, f"backend = {json.dumps(sorted(kept))}"))
+    (into / "locks").mkdir()
+    for entry in (big / "locks").iterdir():
+        parts = entry.name.split("-")
+        if len(parts) > 2 and parts[2].startswith("b") and parts[2] not in kept:
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, into / "locks" / entry.name)
+        else:
+            shutil.copy2(entry, into / "locks" / entry.name)
+    return into
+
+
+def static(sizes: Sequence[int], repeat: int, tmp: Path) -> dict[int, dict[str, list[dict[str, float]]]]:
+    """Per size: the samples (wall s, CPU s, peak RSS KB, exit code) of each :data:`STATIC`
+    command. The largest size's locks are made by one ``lockgen all``; each smaller project is a
+    subset of it (see :func:`subset`), whose ``lockgen all`` must resolve nothing."""
+    index = make_index(tmp / "index-static")
+    out: dict[int, dict[str, list[dict[str, float]]]] = {}
+    try:
+        cache = tmp / "uv-cache"
+        roots = {}
+        largest = max(sizes)
+        for cells in sorted(sizes, reverse=True):
+            if cells == largest:
+                root = make_project(tmp / f"project-{cells}", index, cells)
+            else:
+                root = subset(roots[largest], tmp / f"project-{cells}", cells)
+            made = measured(root, ["all"], cache)
+            print(
+                f"{cells} cells: locks made by one lockgen all in {made['wall']:.1f} s (exit {int(made['code'])})",
+                flush=True,
+            )
+            roots[cells] = root
+            out[cells] = {name: [] for name in STATIC}
+        for _round in range(repeat):  # interleaved: every size and command once per round
+            for cells in sizes:
+                for name, args in STATIC.items():
+                    out[cells][name].append(measured(roots[cells], args, cache))
+        return out
+    finally:
+        index.stop()
+
+
+def report_static(results: dict[int, dict[str, list[dict[str, float]]]]) -> None:
+    """Print each median beside its target, and peak memory against linear growth."""
+    import statistics
+
+    sizes = sorted(results)
+    base = sizes[0]
+    load = os.getloadavg()
+    print(f"\nload average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; medians of {len(results[base]['matrix'])} rounds")
+    print(
+        f"{'cells':>6}  {'command':10} {'wall':>7}  {'target':>7}  {'met':4} {'peak RSS':>9}  {'x smallest':>10}  {'linear':>6}"
+    )
+    for cells in sizes:
+        for name in STATIC:
+            runs = results[cells][name]
+            wall = statistics.median(r["wall"] for r in runs)
+            rss = statistics.median(r["maxrss_kb"] for r in runs) / 1024
+            rss0 = statistics.median(r["maxrss_kb"] for r in results[base][name]) / 1024
+            codes = {int(r["code"]) for r in runs}
+            met = "yes" if wall <= TARGET_S and codes == {0} else "NO"
+            print(
+                f"{cells:>6}  {name:10} {wall:6.2f}s  {TARGET_S:6.2f}s  {met:4} {rss:7.1f}MB  {rss / rss0:9.2f}x  {cells / base:5.1f}x"
+                + (f"  exit {sorted(codes)}" if codes != {0} else "")
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--cells", type=int, default=500, help="cells of the big matrix (a multiple of 10)")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
+    parser.add_argument(
+        "--sizes", default=None, help="comma-separated cell counts: time matrix/check/no-op all with locks present"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of --sizes (medians)")
+    parser.add_argument("--keep", default=None, help="with --sizes: make the projects in this new folder and keep them")
     args = parser.parse_args(argv)
+    if args.sizes:
+        sizes = [int(x) for x in args.sizes.split(",")]
+        if args.keep:  # the projects stay for profiling (their index is gone after the run)
+            results = static(sizes, args.repeat, Path(args.keep))
+        else:
+            with tempfile.TemporaryDirectory(prefix="lockgen-scale-") as tmp_name:
+                results = static(sizes, args.repeat, Path(tmp_name))
+        report_static(results)
+        if args.json:
+            Path(args.json).write_text(json.dumps({str(k): v for k, v in results.items()}, indent=1))
+        return 0
     with tempfile.TemporaryDirectory(prefix="lockgen-scale-") as tmp_name:
         tmp = Path(tmp_name)
         small = scale(max(10, args.cells // 5), tmp)

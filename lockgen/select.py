@@ -94,6 +94,7 @@ __all__ = [
     "amd_gfx",
     "arches",
     "backend_candidates",
+    "bounded_problem",
     "build_parser",
     "check_cuda",
     "choose_backend",
@@ -696,7 +697,11 @@ def _first_line(text: str, containing: str = "") -> str:
 
 # ---- bounded JSON ----------------------------------------------------------------------------
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]', re.DOTALL)
+#: A string (to its closing quote, or to the end of an unterminated one: every quote starts at
+#: most one match, and the match cannot fail, so no quote is scanned twice: linear time; a
+#: pattern that needs the closing quote rescans from every quote inside an unterminated string,
+#: quadratic) or one structural character.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.|\\\Z)*(?:"|\Z)|[\[\]{},:]', re.DOTALL)
 
 
 class _Oversized:
@@ -723,23 +728,36 @@ def loads_bounded(text: str, where: str, what: str = "JSON") -> Any:
     (``cells.x.layers[0]``) of the first offending value, or the JSON error's line and column.
     The nesting is measured before parsing (Python's parser would overflow its stack on deep
     nesting; issue 15)."""
+    data, path, problem = bounded_problem(text)
+    if problem is not None:
+        if path is None:  # a syntax error
+            raise InputError(f"{where}: not {what} ({problem[len('not JSON (') :]}")
+        raise InputError(f"{where}: {path or '(top level)'}: {problem}")
+    return data
+
+
+def bounded_problem(text: str) -> tuple[Any, str | None, str | None]:
+    """``(value, key path, message)`` of ``text`` read as bounded JSON (see :func:`loads_bounded`):
+    ``(value, None, None)`` when it is fine; else the value is None and the message says why
+    (``nested deeper than …``, ``the number … is out of range``, ``not JSON (…)``), the key path
+    where (None for a syntax error). For lockgen's own reader of JSON from elsewhere."""
     depth_path = _too_deep(text)
     if depth_path is not None:
-        raise InputError(f"{where}: {depth_path or '(top level)'}: nested deeper than {MAX_DEPTH} levels")
+        return None, depth_path, f"nested deeper than {MAX_DEPTH} levels"
     try:
         data = json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float,
                           parse_constant=_Oversized)  # fmt: skip
     except RecursionError:  # pragma: no cover - _too_deep measured it
-        raise InputError(f"{where}: nested too deeply") from None
+        return None, "", "nested too deeply"
     except ValueError as exc:
-        raise InputError(f"{where}: not {what} ({exc})") from None
+        return None, None, f"not JSON ({exc})"
     found = _find_oversized(data, "")
     if found is not None:
         path, value = found
         what = f"{len(value.text)} characters" if len(value.text) > 40 else repr(value.text)
-        raise InputError(f"{where}: {path or '(top level)'}: the number {what} is out of range "
-                         f"(integers up to {MAX_DIGITS} digits, finite numbers only)")  # fmt: skip
-    return data
+        return None, path, (f"the number {what} is out of range (integers up to {MAX_DIGITS} digits, "
+                            "finite numbers only)")  # fmt: skip
+    return data, None, None
 
 
 def _too_deep(text: str) -> str | None:
@@ -2403,30 +2421,46 @@ def _selection(facts: Facts, name: str, entry: Mapping[str, Any], reasons: list[
 
 def _lock_and_layers(name: str, entry: Mapping[str, Any], manifest_dir: str | None) -> tuple[str, list[dict[str, Any]]]:
     """The entry's main lock and layers, their paths confined (issue 15): relative, plain names
-    only (no ``..``, no absolute or drive path, no backslash), ``<folder>/<cell>.txt`` and
-    ``<folder>/<cell>/<layer>.txt`` in one locks folder, and (``manifest_dir`` given) resolving
-    inside the manifest's folder after symlinks."""
+    only (no ``..``, no absolute or drive path, no backslash), where the manifest format puts
+    them: the main lock ``<folder>/<cell>.txt`` (the aliased cell's for an alias), the first
+    layer that same file, every other layer ``<folder>/<cell>/<layer>.txt``, no file named by two
+    layers; and (``manifest_dir`` given) ``<folder>`` must be the manifest's own folder, and
+    every path must resolve inside it after symlinks."""
     lock, layers = entry.get("lock"), entry.get("layers")
     if not isinstance(lock, str) or not lock:
         raise InputError(f"cells.{name}.lock: must be the project-relative path of the lock")
     if not isinstance(layers, list) or len(layers) > 256:
         raise InputError(f"cells.{name}.layers: must be a list of objects with name, kind, lock")
+    alias = entry.get("alias_of")
+    owner = alias if isinstance(alias, str) and _PLAIN.fullmatch(alias) else name
     folder = _confined(lock, f"cells.{name}.lock", None, manifest_dir)
+    if lock != f"{folder}/{owner}.txt":
+        raise InputError(f"cells.{name}.lock: {_show(lock)} is not the cell's lock {folder}/{owner}.txt")
+    seen: set[str] = set()
     for index, layer in enumerate(layers):
         if not isinstance(layer, Mapping) or not all(
             isinstance(layer.get(key), str) for key in ("name", "kind", "lock")
         ):
             raise InputError(f"cells.{name}.layers[{index}]: must be an object with the strings name, kind, lock")
-        if not _PLAIN.fullmatch(layer["name"]):
+        if not _PLAIN.fullmatch(layer["name"]) or ".." in layer["name"]:
             raise InputError(f"cells.{name}.layers[{index}].name: {_show(layer['name'])} is not a plain name")
-        _confined(layer["lock"], f"cells.{name}.layers[{index}].lock", folder, manifest_dir)
+        where = f"cells.{name}.layers[{index}].lock"
+        _confined(layer["lock"], where, folder, manifest_dir)
+        expected = lock if index == 0 else f"{folder}/{owner}/{layer['name']}.txt"
+        if layer["lock"] != expected:
+            raise InputError(f"{where}: {_show(layer['lock'])} is not where the manifest format puts it ({expected})")
+        if layer["lock"] in seen:
+            raise InputError(f"{where}: {_show(layer['lock'])} is named by another layer too")
+        seen.add(layer["lock"])
     if entry.get("requires") is not None and not isinstance(entry["requires"], Mapping):
         raise InputError(f"cells.{name}.requires: must be an object")
     return lock, [dict(layer) for layer in layers]
 
 
 def _confined(path: str, where: str, folder: str | None, manifest_dir: str | None) -> str:
-    """The locks folder of ``path`` (its first components), after checking the path's shape."""
+    """The locks folder of ``path`` (its first components), after checking the path's shape;
+    with ``manifest_dir``, that folder must be the manifest's (its last components) and the
+    path must resolve inside it after symlinks, whatever the folder is called."""
     parts = path.split("/")
     bad = (len(path) > 1000 or "\\" in path or ":" in path or path.startswith("/") or len(parts) < 2
            or not all(_PLAIN.fullmatch(part) and part not in (".", "..") for part in parts) or not path.endswith(".txt"))  # fmt: skip
@@ -2438,16 +2472,19 @@ def _confined(path: str, where: str, folder: str | None, manifest_dir: str | Non
     elif not path.startswith(folder + "/"):
         raise InputError(f"{where}: {_show(path)} is outside the cell's locks folder {folder}")
     if manifest_dir is not None:
+        given = os.path.abspath(manifest_dir).replace("\\", "/").rstrip("/")
+        depth = folder.count("/") + 1
+        tail = given.split("/")[-depth:]
+        if tail != folder.split("/"):
+            raise InputError(f"{where}: {_show(path)} is not in the folder of the manifest ({given})")
         here = os.path.realpath(manifest_dir)
-        if here.replace("\\", "/").endswith("/" + folder) or os.path.basename(here) == folder:
-            root = here[: len(here) - len(folder)]
-            real = os.path.realpath(os.path.join(root, *parts))
-            try:
-                inside = os.path.commonpath([real, here]) == here
-            except ValueError:  # another drive
-                inside = False
-            if not inside:
-                raise InputError(f"{where}: {_show(path)} resolves outside the locks folder {here} (a symlink?)")
+        real = os.path.realpath(os.path.join(here, *parts[depth:]))
+        try:
+            inside = os.path.commonpath([real, here]) == here and real != here
+        except ValueError:  # another drive
+            inside = False
+        if not inside:
+            raise InputError(f"{where}: {_show(path)} resolves outside the locks folder {here} (a symlink?)")
     return folder
 
 

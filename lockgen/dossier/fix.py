@@ -40,7 +40,9 @@ from lockgen.run.values import Reporter, RunOptions, RunResult
 from lockgen.runtime.words import counted
 
 if TYPE_CHECKING:
+    from lockgen.dossier.inventory import Inventory
     from lockgen.plan.plan import Plan
+    from lockgen.resolve.simplepages import PageReader
 
 __all__ = ["Blocked", "FixPlan", "fix_command", "plan_fixes"]
 
@@ -85,11 +87,14 @@ def _fixes(finding: Finding, others: Sequence[Finding], candidate: Version) -> b
     return all(not f.advisory.affects(finding.package, candidate) for f in [finding, *others])
 
 
-def plan_fixes(project: Project, report: AuditReport, source: Source) -> FixPlan:
-    """Decide every fix (see the module docstring); pure but for asking ``source`` about candidates."""
+def plan_fixes(project: Project, report: AuditReport, source: Source, reader: PageReader | None = None) -> FixPlan:
+    """Decide every fix (see the module docstring); pure but for asking ``source`` about
+    candidates and, with ``reader``, each cell's index for the fix's upload time (a fix uploaded
+    after the cell's ``exclude-newer`` cutoff is blocked by it: :mod:`lockgen.dossier.cutoff`)."""
     from lockgen.bump.pins import plan_bumps
     from lockgen.bump.templates import find
     from lockgen.config import find_config
+    from lockgen.dossier.cutoff import late
 
     config = project.config
     path = find_config(config.root, config.source)
@@ -121,6 +126,9 @@ def plan_fixes(project: Project, report: AuditReport, source: Source) -> FixPlan
         for cell in hit_cells:
             cell_plan = plans.get(cell)
             why = _blocker(cell_plan, name, target, movable) if cell_plan is not None else None
+            if why is None and cell_plan is not None and reader is not None:
+                after = late(reader, cell_plan, name, target)
+                why = after.why(name, target) if after is not None else None
             if why is not None:
                 plan.blocked += [Blocked(finding=f, cells=(cell,), why=why) for f in findings if cell in f.cells]
             elif movable:
@@ -194,9 +202,12 @@ def fix_command(
     source = open_source(value, project.root, project.mirrors(options.mirrors))
     settings = project.config.audit
     threshold = fail_on or settings.fail_on
-    before = audit(inventory.read(project.root, project.config.locks, cells, artifacts=False), source,
-                   settings.ignore, threshold, today)  # fmt: skip
-    fixes = plan_fixes(project, before, source)
+    from lockgen.resolve.simplepages import PageReader
+
+    old = inventory.read(project.root, project.config.locks, cells, artifacts=False)
+    before = audit(old, source, settings.ignore, threshold, today)
+    with PageReader(project.mirrors(options.mirrors)) as reader:
+        fixes = plan_fixes(project, before, source, reader)
     out = [f"fix: {line}" for line in fixes.moves]
     failed: dict[str, str] = {}
     if fixes.bumps:
@@ -213,8 +224,8 @@ def fix_command(
         failed.update(_failures(pipeline.lock(project, names, (), upgraded, reporter)))
     if fixes.bumps:
         failed.update(_failures(pipeline.lock(project, (), (), options, reporter)))
-    after = audit(inventory.read(project.root, project.config.locks, cells, artifacts=False), source,
-                  settings.ignore, threshold, today)  # fmt: skip
+    new = inventory.read(project.root, project.config.locks, cells, artifacts=False)
+    after = audit(new, source, settings.ignore, threshold, today)
     total = len(after.cells)
     for blocked in fixes.blocked:
         out.append(f"cannot fix {blocked.finding.id} in {blocked.finding.package} {blocked.finding.version} "
@@ -223,12 +234,37 @@ def fix_command(
         out.append(f"cannot fix in {cell}: re-locking failed, its old lock is kept: {why}")
     left = after.failing
     out += [f"still affected: {headline(f, total)}" for f in left]
-    fixed = {(f.id, f.package) for f in before.findings} - {(f.id, f.package) for f in after.findings}
+    out += _collateral(old, new)
+    fixed = [f for f in before.findings if _verified(f, new)]
     out.append(
         f"{len(fixed)} of {counted(len(before.findings), 'finding')} fixed; {len(left)} at or above --fail-on {threshold} left"
     )
     print("\n".join(out))
     return 1 if left else 0
+
+
+def _verified(finding: Finding, new: Inventory) -> bool:
+    """Whether the new locks hold, in every lock that had the finding's package, a version the
+    advisory does not affect (checked, never assumed: a re-lock may drop the package instead)."""
+    for hit in finding.hits:
+        now = [p for p in new.packages if (p.cell, p.layer, p.name) == (hit.cell, hit.layer, finding.package)]
+        if not now or any(p.public is None or finding.advisory.affects(finding.package, p.public) for p in now):
+            return False
+    return True
+
+
+def _collateral(old: Inventory, new: Inventory) -> list[str]:
+    """What the re-locks did besides the fixes: packages removed from a lock, or downgraded."""
+    then = {(p.cell, p.layer, p.name): p.version for p in old.packages}
+    now = {(p.cell, p.layer, p.name): p.version for p in new.packages}
+    out = []
+    for (cell, layer, name), version in sorted(then.items()):
+        where = cell if layer == "main" else f"{cell} (layer {layer})"
+        if (cell, layer, name) not in now:
+            out.append(f"warning: the re-lock removed {name} {version} from {where}")
+        elif version is not None and (moved := now[(cell, layer, name)]) is not None and moved < version:
+            out.append(f"warning: the re-lock downgraded {name} {version} -> {moved} in {where}")
+    return out
 
 
 def _failures(run: RunResult) -> Mapping[str, str]:

@@ -42,6 +42,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from lockgen.plan.mirror import Mirrors
+from lockgen.runtime import credentials
 from lockgen.runtime.errors import LockgenError
 
 __all__ = [
@@ -371,17 +372,42 @@ class Export:
         return [(m, text.encode()) for m, text in sorted(records.items())]
 
     def _identity(self) -> str:
+        """The export's identity, computed once per :class:`Export` (it stats every file of a
+        folder; the load and the save of its index would otherwise walk the folder twice)."""
+        known: str | None = getattr(self, "_known_identity", None)
+        if known is not None:
+            return known
         digest = hashlib.sha256(str(self.path.resolve()).encode())
         if self.path.is_dir():
-            entries = []
-            for folder, _, files in os.walk(self.path):  # os.walk and os.stat: pathlib costs 3x here
-                entries += [(folder, f, os.stat(os.path.join(folder, f))) for f in files if f.endswith(".json")]
-            for folder, name, stat in sorted(entries, key=lambda e: (e[0], e[1])):
-                digest.update(f"\0{folder}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+            for rel, stat in self._files():
+                digest.update(f"\0{rel}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
         else:
             stat = self.path.stat()
             digest.update(f"\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
-        return digest.hexdigest()[:32]
+        self._known_identity = digest.hexdigest()[:32]
+        return self._known_identity
+
+    def _files(self) -> list[tuple[str, os.stat_result]]:
+        """``(posix path relative to the folder, stat)`` of every ``*.json`` record file under the
+        export folder, sorted by path; one walk per :class:`Export` (os.scandir: pathlib's
+        ``rglob``, ``relative_to`` and sorting of paths cost several times more at 20,000 files)."""
+        found: list[tuple[str, os.stat_result]] | None = getattr(self, "_known_files", None)
+        if found is not None:
+            return found
+        found = []
+        pending = [""]
+        while pending:
+            rel = pending.pop()
+            with os.scandir(os.path.join(self.path, rel) if rel else self.path) as entries:
+                for entry in entries:
+                    path = f"{rel}/{entry.name}" if rel else entry.name
+                    if entry.is_dir(follow_symlinks=False):  # a linked folder could loop
+                        pending.append(path)
+                    elif entry.name.endswith(".json") and entry.is_file():
+                        found.append((path, entry.stat()))
+        found.sort(key=lambda item: item[0])
+        self._known_files = found
+        return found
 
     def _cache_file(self) -> Path | None:
         try:
@@ -431,8 +457,9 @@ class Export:
     def _records(self) -> Iterator[tuple[str, bytes]]:
         try:
             if self.path.is_dir():
-                for file in sorted(self.path.rglob("*.json")):
-                    yield file.relative_to(self.path).as_posix(), file.read_bytes()
+                for rel, _ in self._files():
+                    with open(os.path.join(self.path, rel), "rb") as handle:
+                        yield rel, handle.read()
                 return
             with zipfile.ZipFile(self.path) as archive:
                 for info in archive.infolist():
@@ -456,7 +483,9 @@ def _names(raw: bytes) -> set[str]:
 
 @dataclass
 class Api:
-    """The OSV API at ``url`` (``https://api.osv.dev``), fetched through ``mirrors``."""
+    """The OSV API at ``url`` (``https://api.osv.dev``), fetched through ``mirrors``. A login in
+    ``url`` (``https://user:token@osv.example``) is sent, never shown: :attr:`where` and every
+    message name the URL without it (issue 15's rule for every URL lockgen prints)."""
 
     url: str
     mirrors: Mirrors
@@ -465,7 +494,8 @@ class Api:
 
     def __post_init__(self) -> None:
         self.url = self.url.rstrip("/")
-        self.where = self.where or self.url
+        self.where = credentials.redact(self.where) if self.where else credentials.split(self.url)[0]
+        self._shown = credentials.split(self.url)[0]
         self._records: dict[str, Advisory] = {}
 
     def advisories(self, keys: Sequence[Key]) -> dict[Key, list[Advisory]]:
@@ -531,7 +561,7 @@ class Api:
         import httpx
 
         url = self.mirrors.fetch_url(self.url + path)
-        shown = self.url + path
+        shown = self._shown + path
         try:
             response = client.request(method, url, json=body) if body is not None else client.request(method, url)
             response.raise_for_status()
@@ -539,7 +569,9 @@ class Api:
         except httpx.HTTPStatusError as exc:
             raise AuditFailed(f"{shown}: HTTP {exc.response.status_code}; the audit did not complete") from None
         except httpx.HTTPError as exc:
-            reason = self.mirrors.scrub(str(exc))
+            reason = credentials.redact(
+                self.mirrors.scrub(str(exc)), secrets=[i for i in [credentials.split(self.url)[1]] if i]
+            )
             raise AuditFailed(
                 f"{shown}: cannot reach the OSV API ({type(exc).__name__}: {reason}); give a mirror "
                 "(--mirror), or an OSV export on disk with --osv PATH (see docs/supply-chain.md)"

@@ -187,9 +187,24 @@ def installed_problems(
 def _same(have: str, want: str, url: bool = False) -> bool:
     """Whether installed ``have`` is the locked ``want``. A direct URL's wheel may have a local
     label only in its file name, its metadata the bare version (flash-attn's release-page builds,
-    ``flash_attn-2.8.3+cu130torch2.13-…whl`` installs as 2.8.3; issue 16): that is the same."""
+    ``flash_attn-2.8.3+cu130torch2.13-…whl`` installs as 2.8.3; issue 16): that is the same, and so
+    for a hashed build from a find-links page or index whose label names a torch (only extension
+    builds carry one; ``torch 2.13.0`` for a locked ``2.13.0+cu130`` stays a difference)."""
     try:
         installed, locked = Version(have), Version(want)
     except InvalidVersion:
         return have == want
-    return installed == locked or (url and installed.local is None and installed == Version(locked.public))
+    if installed == locked:
+        return True
+    if installed.local is not None or installed != Version(locked.public):
+        return False
+    # a URL pins the file; so does the hash of a build whose label names its torch (an extension's
+    # release-page build from a find-links page or index: the label is in its file name only)
+    return url or _names_torch(locked.local or "")
+
+
+def _names_torch(local: str) -> bool:
+    from lockgen.resolve import labels
+
+    label = labels.read(local)
+    return isinstance(label, labels.Label) and label.torch is not None

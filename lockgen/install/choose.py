@@ -21,10 +21,11 @@ from lockgen.locks.lock import LayerKind, Lock, decode, text_sha256
 from lockgen.locks.manifest import manifest_path
 from lockgen.locks.manifestfile import CellEntry, LayerEntry, Manifest
 from lockgen.locks.paths import confine
+from lockgen.runtime.bounded import read_file
 from lockgen.runtime.errors import InputError, InstallRefused, LockFormatError, Problem, UsageError
 from lockgen.runtime.words import did_you_mean
 
-__all__ = ["choose", "load_layers", "read_manifest", "refuse_host"]
+__all__ = ["choose", "direct_problem", "load_layers", "read_manifest", "refuse_host"]
 
 
 def read_manifest(root: Path, locks: str) -> Manifest:
@@ -34,7 +35,7 @@ def read_manifest(root: Path, locks: str) -> Manifest:
     (docs/manifest.md: readers refuse any format they do not know)."""
     where = manifest_path(locks)
     try:
-        data = confine(root, locks, where, "manifest", where).read_bytes()
+        data = read_file(confine(root, locks, where, "manifest", where), where)
     except FileNotFoundError:
         raise UsageError(f"{where}: no manifest; run `lockgen all` first") from None
     except OSError as exc:
@@ -111,19 +112,22 @@ def _detect(
     return selection.cell, said, {layer["name"]: layer["reason"] for layer in selection.skipped_layers}
 
 
-def load_layers(root: Path, locks: str, entry: CellEntry, where: str = "locks/manifest.json") -> list[Layer]:
+def load_layers(
+    root: Path, locks: str, entry: CellEntry, where: str = "locks/manifest.json", bundle: bool = False
+) -> list[Layer]:
     """The entry's layers in install order, each file read once (confined to ``locks`` after
     symlinks), checked against the manifest's sha256 and parsed with the lock model; its header
     must be the layer's (kind, path, index URL, find-links) and the recorded commands what
     lockgen builds from those fields. Raises :class:`InstallRefused` for a missing, edited or
     unreadable file and :class:`~lockgen.runtime.errors.InputError` naming the manifest field that
-    disagrees."""
+    disagrees. Every local path a lock line names must resolve inside ``root`` (after symlinks);
+    a ``bundle`` installs only its own files: no URL at all (:func:`direct_problem`)."""
     layers = []
     for i, data in enumerate(entry.layers):
         field = f"cells.{entry.name}.layers[{i}]"
         path = confine(root, locks, data.lock, f"{field}.lock", where)
         try:
-            raw = path.read_bytes()
+            raw = read_file(path, data.lock)
         except OSError as exc:
             raise InstallRefused(
                 f"{data.lock}: cannot read it ({exc.strerror or exc}); the cell {entry.name} is not installable from "
@@ -141,10 +145,49 @@ def load_layers(root: Path, locks: str, entry: CellEntry, where: str = "locks/ma
             lock = Lock.parse(text, data.lock)
         except LockFormatError as exc:
             raise InstallRefused(str(exc)) from None
-        layers.append(Layer(data, lock, text, _sources(data, lock, field, where)))
+        lines = lock.entry_lines()
+        for item in lock.entries:
+            problem = direct_problem(root, item.url, bundle) if item.url is not None else None
+            if problem:
+                raise InstallRefused(
+                    f"{data.lock}:{lines.get(item.name, 1)}: {item.name}: {problem}; nothing was installed"
+                )
+        sources = _sources(data, lock, field, where)
+        for source in [s for s in (sources[0], *sources[1]) if s is not None] if bundle else ():
+            relative = source if source.startswith(".") else f"./{source}"
+            if ":" in source or source.startswith("/") or direct_problem(root, relative, True):
+                raise InstallRefused(
+                    f"{data.lock}: its index or find-links {source!r} is not a folder of the bundle: a bundle installs "
+                    "only its own files; nothing was installed"
+                )
+        layers.append(Layer(data, lock, text, sources))
     if not layers or layers[0].kind is not LayerKind.MAIN:
         raise InstallRefused(f"cell {entry.name}: the manifest lists no main layer")
     return layers
+
+
+def direct_problem(root: Path, url: str, bundle: bool) -> str | None:
+    """Why the direct reference ``url`` of a lock line may not be installed from ``root`` (None:
+    it may): a local path must be project-relative (``./…``, no ``..``) and resolve inside
+    ``root`` after symlinks (a committed ``sub -> /home/u`` is refused like ``../../x``); an
+    absolute path is refused. In a ``bundle`` (``install --from``: nothing is fetched, the docs
+    promise) every line must name a file inside the bundle: any URL (``http``, ``file://``,
+    ``git+``) is refused too."""
+    from lockgen.locks.lock import is_local
+    from lockgen.locks.paths import resolved_inside
+
+    where = "the bundle" if bundle else "the project"
+    if is_local(url):
+        if any(part == ".." for part in url.split("/")) or "\\" in url:
+            return f"the path {url!r} leads out of {where}"
+        if not resolved_inside(root / url, root):
+            return f"the path {url!r} leads out of {where} (a symlink)"
+        return None
+    if "://" not in url:
+        return f"the path {url!r} is not relative to {where}'s root"
+    if bundle:
+        return f"the URL {url!r}: a bundle installs only its own files, it fetches nothing"
+    return None
 
 
 def _sources(data: LayerEntry, lock: Lock, field: str, where: str) -> tuple[str | None, tuple[str, ...]]:

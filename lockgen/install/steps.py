@@ -196,12 +196,12 @@ def install_bundle(folder: Path, options: Options, say: Say = print, warn: Say |
     if options.mirrors or options.index_url:
         raise UsageError("--mirror and --index-url do not apply to a bundle: it installs from its own files")
     venv = Path(options.venv) if options.venv else Path.cwd() / ".venv"
-    return _install(folder.absolute(), "locks", Mirrors, venv, options, say, warn)
+    return _install(folder.absolute(), "locks", Mirrors, venv, options, say, warn, bundle=True)
 
 
 def _install(
     root: Path, locks: str, mirrors_of: Callable[[], Mirrors], venv_path: Path, options: Options, say: Say,
-    warn: Say | None,
+    warn: Say | None, bundle: bool = False,
 ) -> int:  # fmt: skip
     say = _redacting(say)
     warn = _redacting(warn or (lambda text: print(f"warning: {text}", file=sys.stderr, flush=True)))
@@ -223,7 +223,7 @@ def _install(
     )  # fmt: skip
     for line in said:
         say(line)
-    layers = load_layers(root, locks, entry)
+    layers = load_layers(root, locks, entry, bundle=bundle)
     for layer in [layer for layer in layers if layer.name in left_out and layer.kind is LayerKind.OPTIONAL]:
         warn(f"{layer.name}: not installed on this machine, its kernels do not run here "
              f"({left_out[layer.name]}); an optional layer: the install goes on without it")  # fmt: skip

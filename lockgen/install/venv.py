@@ -28,6 +28,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -90,21 +91,28 @@ def pip_network_options(environ: Mapping[str, str]) -> list[str]:
     return [part for option, value in options.items() for part in (option, value)]
 
 
-#: Run inside the venv (``python -I``): its interpreter, and the distributions under its prefix.
+#: Run by the venv's interpreter with ``-I -S`` (no ``site``: no ``.pth`` file of the venv runs,
+#: no user or environment setting applies): its interpreter, and the distributions under the venv
+#: (``sys.argv[1]``; without it, the interpreter's own prefix) read as metadata files only.
 _PROBE = """
-import importlib.metadata as m, json, os, platform, sys
-prefix = os.path.realpath(sys.prefix)
+import importlib.metadata as m, json, os, platform, sys, sysconfig
+venv = sys.argv[1] if len(sys.argv) > 1 else sys.prefix
+prefix = os.path.realpath(venv)
+paths = sysconfig.get_paths(vars={"base": venv, "platbase": venv, "installed_base": venv, "installed_platbase": venv})
+where = sorted({paths["purelib"], paths["platlib"]})
 def inside(dist):
     try:
         return os.path.realpath(str(dist.locate_file(""))).startswith(prefix)
     except Exception:
         return False
 dists = sorted({(d.metadata["Name"] or "", d.version or "", str(getattr(d, "_path", "") or ""))
-                for d in m.distributions() if inside(d)})
+                for d in m.distributions(path=where) if inside(d)})
 print(json.dumps({"version": list(sys.version_info[:3]), "implementation": sys.implementation.name,
-                  "machine": platform.machine(), "prefix": sys.prefix, "base_prefix": sys.base_prefix,
+                  "machine": platform.machine(), "prefix": venv, "base_prefix": sys.base_prefix,
                   "distributions": dists}))
 """
+#: What an interpreter a venv links to is called (``python3.12``, ``python``, ``pypy3.10``).
+_INTERPRETER_NAME = re.compile(r"(python|pypy)[0-9.]*(\.exe)?")
 
 
 #: Exit codes of a process stopped by Ctrl-C besides a negative one (POSIX): a shell's 130, and
@@ -255,11 +263,14 @@ def discovery_failure(output: str) -> str:
     return "; ".join(kept)
 
 
-def probe(python: str, cwd: Path, failure: str = "") -> dict[str, Any]:
-    """What :data:`_PROBE` reports when ``python -I`` runs it: ``version`` ([3, 12, 4]),
-    ``implementation``, ``machine``, ``prefix``, ``distributions`` ([[name, version], …] under the
-    prefix). Raises :class:`InstallRefused` (``failure``, and the output) when it does not run."""
-    done = run([python, ISOLATED, "-c", _PROBE], base_env(os.environ), cwd)
+def probe(python: str, cwd: Path, failure: str = "", venv: Path | None = None) -> dict[str, Any]:
+    """What :data:`_PROBE` reports when ``python -I -S`` runs it: ``version`` ([3, 12, 4]),
+    ``implementation``, ``machine``, ``prefix``, ``distributions`` ([[name, version], …] under
+    ``venv``, else the interpreter's prefix). Raises :class:`InstallRefused` (``failure``, and
+    the output) when it does not run."""
+    done = run(
+        [python, ISOLATED, "-S", "-c", _PROBE, *([str(venv)] if venv is not None else [])], base_env(os.environ), cwd
+    )
     try:
         data = json.loads(done.output.strip().splitlines()[-1]) if done.returncode == 0 else None
     except (ValueError, IndexError):
@@ -355,21 +366,67 @@ class Venv:
         """Whether the venv sees its base interpreter's site-packages (``pyvenv.cfg``:
         ``include-system-site-packages = true``, as ``python -m venv --system-site-packages``
         writes it)."""
+        return (self._config("include-system-site-packages") or "").lower() == "true"
+
+    def base_interpreter(self, cwd: Path) -> Path:
+        """The installed interpreter this venv was made from, which lockgen runs to inspect it.
+        A venv found in a checkout may have been committed with a ``bin/python`` that is a
+        script (issue 15), so lockgen runs no file of the venv: on POSIX ``bin/python`` must be
+        a symlink (what ``uv venv`` and ``python -m venv`` make) to an interpreter (``python3.12``,
+        …) outside the venv and outside the project (``cwd``); on Windows, where a venv holds a
+        copied launcher, lockgen runs ``python.exe`` of ``pyvenv.cfg``'s ``home`` instead. The
+        ``home`` must lie outside the project too. Raises :class:`InstallRefused` saying what to
+        do (docs/untrusted-input.md)."""
+        fix = "recreate it (lockgen install makes one when the folder is absent) or pass another --venv"
+        home = self._config("home")
+        if home is None:
+            raise self._refused(f"{self.path / 'pyvenv.cfg'} has no home (the Python the venv was made from): {fix}")
+        outside = [self.path.resolve(), cwd.resolve()]
+        home_path = Path(home).resolve()
+        if any(home_path == place or place in home_path.parents for place in outside):
+            raise self._refused(
+                f"{self.path / 'pyvenv.cfg'}: its home {home} lies inside the venv or the project: {fix}"
+            )
+        python = home_path / "python.exe" if sys.platform == "win32" else self.python
+        if sys.platform != "win32" and not python.is_symlink():
+            raise self._refused(
+                f"{python} is not a link to an installed Python (a file committed with the checkout?): {fix}"
+            )
         try:
-            text = (self.path / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
+            real = python.resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise self._refused(f"{python} leads nowhere (a broken link): {fix}") from None
+        if any(real == place or place in real.parents for place in outside):
+            raise self._refused(
+                f"{python} leads to {real}, inside the venv or the project, not to an installed Python: {fix}"
+            )
+        if not _INTERPRETER_NAME.fullmatch(real.name) or not real.is_file() or not os.access(real, os.X_OK):
+            raise self._refused(f"{python} leads to {real}, which is not a Python interpreter: {fix}")
+        return real
+
+    def _refused(self, why: str) -> InstallRefused:
+        return InstallRefused(f"the venv {self.path}: {why}; nothing was run or installed")
+
+    def _config(self, key: str) -> str | None:
+        """The value of ``key`` in the venv's ``pyvenv.cfg`` (``key = value`` lines), or None."""
+        try:
+            text = (self.path / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")[:65536]
         except OSError:
-            return False
+            return None
         for line in text.splitlines():
-            key, sep, value = line.partition("=")
-            if sep and key.strip().lower() == "include-system-site-packages":
-                return value.strip().lower() == "true"
-        return False
+            name, sep, value = line.partition("=")
+            if sep and name.strip().lower() == key:
+                return value.strip()
+        return None
 
     def probe(self, cwd: Path) -> dict[str, Any]:
-        """What :data:`_PROBE` reports from inside the venv (see :func:`probe`)."""
+        """What :data:`_PROBE` reports about the venv (see :func:`probe`), run by the venv's
+        :meth:`base_interpreter` (``-I -S``: nothing of the venv runs). Raises
+        :class:`InstallRefused`."""
         return probe(
-            str(self.python), cwd, f"{self.path}: its Python does not run; remove the venv or pass another --venv"
-        )
+            str(self.base_interpreter(cwd)), cwd, f"{self.path}: its Python does not run; remove the venv or pass another --venv",
+            self.path,
+        )  # fmt: skip
 
     def inspect(self, cwd: Path) -> Interpreter:
         """The venv's interpreter."""

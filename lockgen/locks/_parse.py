@@ -7,13 +7,14 @@ Private to :mod:`lockgen.locks.lock`: every other module reads a lock through
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from lockgen.runtime.errors import LockFormatError
@@ -30,7 +31,37 @@ from lockgen.locks.header import (
     Unavailable,
 )
 
-__all__ = ["Parser"]
+__all__ = ["VCS", "Parser", "unhashed_problem"]
+
+#: The VCS schemes of a ``git+…@<commit>`` requirement (pip's and uv's), with their transports.
+VCS = ("git+", "hg+", "svn+", "bzr+")
+#: A git URL's revision is the commit uv resolved its branch or tag to (7 to 64 hex digits).
+_AT_COMMIT = re.compile(r"@[0-9a-f]{7,64}$")
+
+
+def unhashed_problem(url: str | None, editable: bool) -> str | None:
+    """Why a requirement may not stand in the ``unhashed`` layer (None: it may). The layer holds
+    what has no archive hash (docs/layers-labels-builds.md): the project's own folders (editable
+    or not) and local archives by a project-relative path (``./sub``, never ``..``, never
+    absolute), and VCS checkouts (a git one at its commit, ``git+https://…@<commit>``). A registry name, an
+    ``http(s)`` or ``file://`` archive URL, an absolute path or a path out of the project would
+    install something no hash checks and nobody reviewed as the project's own (issue 15)."""
+    if url is None:
+        return "a registry requirement in the unhashed layer (installed without a hash); it belongs in a hashed layer"
+    if url.startswith(VCS):
+        transport = url.split("+", 1)[1]
+        if "://" not in transport:
+            return f"the VCS URL {url!r} has no scheme (git+https://…, git+file://…)"
+        if url.startswith("git+") and not _AT_COMMIT.search(url.split("#", 1)[0]):
+            return f"the VCS URL {url!r} is not pinned at a commit (lockgen locks a branch or tag at its commit)"
+        return None
+    if "://" in url:
+        return f"the URL {url!r} in the unhashed layer: an archive URL has a hash and belongs in a hashed layer"
+    if url.startswith("/") or (len(url) > 1 and url[1] == ":"):
+        return f"the absolute path {url!r}: the unhashed layer names the project's own folders, relative to its root"
+    if not is_local(url) or any(part == ".." for part in url.split("/")) or "\\" in url:
+        return f"the path {url!r} leads out of the project root: the unhashed layer names the project's own folders"
+    return None
 
 
 @dataclass
@@ -41,6 +72,8 @@ class Parser:
     text: str
     where: str
     fields: dict[str, list[str]] = field(default_factory=dict)
+    #: Each entry's first requirement line in the text read (1-based), filled by :meth:`entries`.
+    starts: dict[NormalizedName, int] = field(default_factory=dict)
 
     def fail(self, number: int, message: str) -> LockFormatError:
         return LockFormatError(f"{self.where}:{number}: {message}")
@@ -62,10 +95,12 @@ class Parser:
                 self.fields.setdefault(key, []).append(value)
         if "kind" not in self.fields:  # format 1 (before layers): no kind, an --index-url line
             raise self.fail(
-                1, "written by an older lockgen (lock format 1, before layers: its header has no 'kind'); "
-                "re-lock the cell with this lockgen (lockgen all)"
+                1,
+                "written by an older lockgen (lock format 1, before layers: its header has no 'kind'); "
+                "re-lock the cell with this lockgen (lockgen all)",
             )
-        return self.header(), tuple(self.entries(body, head.count("\n") + 3))
+        header = self.header()
+        return header, tuple(self.entries(body, head.count("\n") + 3, header.kind))
 
     def one(self, key: str, default: str | None = None) -> str:
         values = self.fields.get(key)
@@ -106,7 +141,9 @@ class Parser:
         except ValueError as exc:
             raise self.fail(1, f"bad header field: {exc}") from None
 
-    def entries(self, body: str, first: int) -> Iterator[Entry]:
+    def entries(self, body: str, first: int, kind: LayerKind | None = None) -> Iterator[Entry]:
+        """The entries of ``body`` (its first line is line ``first`` of the file). In a layer of
+        ``kind`` unhashed, each must be one :func:`unhashed_problem` allows."""
         current: dict[str, Any] | None = None
         for number, line in enumerate(body.split("\n"), first):
             stripped = line.strip()
@@ -114,12 +151,17 @@ class Parser:
                 continue  # a comment outside an entry (uv writes none; a hand edit may)
             if not line.startswith(" "):
                 found = self.requirement(line.removesuffix("\\").strip(), number)
+                if kind is LayerKind.UNHASHED:
+                    problem = unhashed_problem(found["url"], found["editable"])
+                    if problem:
+                        raise self.fail(number, f"{found['name']}: {problem}")
                 if current is not None and _same_package(current, found):  # one line per set of extras
                     current["extras"] = tuple(sorted({*current["extras"], *found["extras"]}))
                     continue
                 if current is not None:
                     yield _entry(current)
                 current = found
+                self.starts.setdefault(found["name"], number)
             elif current is None:
                 raise self.fail(number, "an indented line before any requirement")
             elif stripped.startswith("--hash="):

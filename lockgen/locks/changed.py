@@ -58,7 +58,11 @@ def copy_cells(folder: Path, names: Sequence[str], into: Path) -> bool:
 def changed_cells(old: Path, folder: Path, names: Sequence[str]) -> set[str]:
     """The cells among ``names`` whose files differ between ``old`` (a :func:`copy_cells` copy)
     and the locks ``folder``: one added, removed or changed file is enough."""
-    return {_cell_of(rel) for rel in set(files_of(old, names)) | set(files_of(folder, names)) if not _same(old / rel, folder / rel)}
+    return {
+        _cell_of(rel)
+        for rel in set(files_of(old, names)) | set(files_of(folder, names))
+        if not _same(old / rel, folder / rel)
+    }
 
 
 def lockset_of(folder: Path, locks: str, names: Collection[str]) -> LockSet:

@@ -337,7 +337,14 @@ def _moved(a: _Side, b: _Side, versions: tuple[Version, Version] | None = None) 
 def _same_lines(a: Entry, b: Entry) -> bool:
     """Whether two entries are written as the same lines (``# via`` aside: who asks for a
     package is no change of the package)."""
-    return (a.name, a.version, a.extras, a.url, a.editable, a.hashes) == (b.name, b.version, b.extras, b.url, b.editable, b.hashes)
+    return (a.name, a.version, a.extras, a.url, a.editable, a.hashes) == (
+        b.name,
+        b.version,
+        b.extras,
+        b.url,
+        b.editable,
+        b.hashes,
+    )
 
 
 def _problems(problems: Sequence[Unreadable], cell: str) -> dict[str, Unreadable]:

@@ -82,9 +82,7 @@ def _side(root: Path, locks: str, arg: str | None, default: str | None) -> tuple
 def _from_folder(folder: Path, locks: str, label: str) -> LockSet:
     """:meth:`LockSet.from_folder`, refusing a folder with neither a lock lockgen wrote nor a
     manifest (:class:`UsageError` naming it)."""
-    found = folder.is_dir() and (
-        (folder / MANIFEST_NAME).is_file() or any(map(is_lock_file, folder.glob("*.txt")))
-    )
+    found = folder.is_dir() and ((folder / MANIFEST_NAME).is_file() or any(map(is_lock_file, folder.glob("*.txt"))))
     if not found:
         what = "does not exist" if not folder.exists() else "holds no locks (no lock lockgen wrote, no manifest.json)"
         shown = label if folder.name == Path(label).name else str(folder)  # a project folder stands for <locks>/

@@ -216,4 +216,3 @@ def _file(layer: str) -> str:
 
 def _short(commit: str) -> str:
     return commit[:12] if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit) else commit
-

@@ -12,7 +12,8 @@ import posixpath
 import re
 from pathlib import Path
 
-from lockgen.runtime.errors import LockFormatError
+from lockgen.runtime.bounded import read_file
+from lockgen.runtime.errors import InputError, LockFormatError
 from lockgen.locks.lock import LayerKind, Lock, decode, intact, text_sha256
 from lockgen.locks.paths import confine_file, refs_problem
 
@@ -28,8 +29,8 @@ def edited(root: Path, path: str, main: Lock) -> str | None:
 
     def text_of(rel: str) -> str | None:
         try:
-            return decode(confine_file(root, locks, rel, LockFormatError).read_bytes(), rel)
-        except (OSError, LockFormatError):
+            return decode(read_file(confine_file(root, locks, rel, LockFormatError), rel), rel)
+        except (OSError, LockFormatError, InputError):
             return None
 
     text = text_of(path)

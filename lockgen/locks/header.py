@@ -223,4 +223,13 @@ SINGLE_FIELDS = {
     "pylock",
     DIGEST,
 }
-MULTI_FIELDS = {"find-links", "local-file", "layer", "unavailable", "replaces", "skipped-url", "no-upload-time", "unverified-hashes"}
+MULTI_FIELDS = {
+    "find-links",
+    "local-file",
+    "layer",
+    "unavailable",
+    "replaces",
+    "skipped-url",
+    "no-upload-time",
+    "unverified-hashes",
+}

@@ -55,9 +55,10 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.utils import NormalizedName, canonicalize_name
@@ -81,7 +82,7 @@ from lockgen.locks.header import (
 
 __all__ = [
     "UNREACHABLE", "Entry", "FileRef", "Header", "LayerKind", "LayerRef", "Lock", "Replacement", "Unavailable",
-    "body_entries", "decode", "install_commands", "intact", "is_local", "is_lock_file", "normalized", "older_lock", "parse_entries", "text_sha256",
+    "body_entries", "decode", "install_commands", "intact", "refuse_unsafe", "unsafe_text", "is_local", "is_lock_file", "normalized", "older_lock", "parse_entries", "text_sha256",
 ]  # fmt: skip
 
 _FIRST = FIRST_PREFIX + " from {config}; do not edit it by hand."
@@ -93,6 +94,9 @@ class Lock:
 
     header: Header
     entries: tuple[Entry, ...] = ()
+    #: Where each entry starts in the file it was read from (:meth:`parse`); None for a lock built
+    #: in memory. No part of comparing locks.
+    read_lines: Mapping[NormalizedName, int] | None = field(default=None, compare=False, repr=False)
 
     def versions(self) -> dict[NormalizedName, Version | None]:
         return {e.name: e.version for e in self.entries}
@@ -102,8 +106,13 @@ class Lock:
         return next((e for e in self.entries if e.name == key), None)
 
     def entry_lines(self) -> dict[NormalizedName, int]:
-        """The 1-based line of each entry's requirement line in :meth:`render`, which is the file
-        itself for an intact lock: where a report points at a package (SARIF regions)."""
+        """The 1-based line of each entry's first requirement line in the file as read (the
+        parser's count, whatever writer made the file: an older lock without the plain-name line
+        of an extras entry, a hand edit, comments): where a report points at a package (SARIF
+        regions, ``lock:line``). For a lock built in memory (no entry was read), the lines of
+        :meth:`render`, which is the file lockgen writes."""
+        if self.read_lines is not None:
+            return {e.name: self.read_lines.get(e.name, 1) for e in self.entries}
         head = self.render().partition("\n\n")[0]
         line = head.count("\n") + 3  # the header's lines, the blank line, then the first entry
         where: dict[NormalizedName, int] = {}
@@ -135,25 +144,32 @@ class Lock:
     def with_hashes(self, hashes: Mapping[NormalizedName, Sequence[str]]) -> Lock:
         """A copy whose entries carry ``hashes[name]`` (sorted) instead of their own."""
         entries = tuple(replace(e, hashes=tuple(sorted(hashes.get(e.name, e.hashes)))) for e in self.entries)
-        return replace(self, entries=entries)
+        return replace(self, entries=entries, read_lines=None)
 
     @classmethod
     def parse(cls, text: str, where: str) -> Lock:
         """Parse a lock's text. Raises :class:`LockFormatError` naming ``where`` and the line
         when it is not a lock lockgen wrote (no header, an unknown kind, a bad requirement)."""
-        header, entries = Parser(normalized(text), where).lock()
-        return cls(header=header, entries=entries)
+        refuse_unsafe(text, where)
+        parser = Parser(normalized(text), where)
+        header, entries = parser.lock()
+        return cls(header=header, entries=entries, read_lines=dict(parser.starts))
 
     @classmethod
     def read(cls, path: Path, where: str | None = None) -> Lock | None:
         """The lock at ``path``; None when the file does not exist. Raises
         :class:`LockFormatError` when it exists but is not a lock lockgen can read."""
+        from lockgen.runtime.bounded import read_file
+        from lockgen.runtime.errors import InputError
+
         try:
-            data = path.read_bytes()
+            data = read_file(path, where or str(path))
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise LockFormatError(f"{where or path}: cannot read it ({exc.strerror})") from None
+        except InputError as exc:  # over the size limit, not a regular file: refused unread
+            raise LockFormatError(exc.problems[0].text() if exc.problems else str(exc)) from None
         return cls.from_bytes(data, where or str(path))
 
     @classmethod
@@ -182,26 +198,75 @@ def decode(data: bytes, where: str) -> str:
                 "restore the file (git checkout) or re-lock the cell"
             )
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LockFormatError(
             f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
             "restore the file (git checkout) or re-lock the cell"
         ) from None
+    refuse_unsafe(text, where)
+    return text
 
 
-def parse_entries(text: str, where: str) -> tuple[Entry, ...]:
+#: Every character besides ``\n`` that an installer takes as a line break: pip splits a
+#: requirements file with ``str.splitlines()`` (``\r``, ``\x0b``, ``\x0c``, ``\x1c``-``\x1e``,
+#: ``\x85``, ``\u2028``, ``\u2029``), uv on ``\r`` too. A ``\r`` is allowed only before ``\n``
+#: (a CRLF checkout, C17). lockgen writes none of them.
+_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+#: What pip and uv expand in a requirements file: ``${NAME}``, from the environment.
+_EXPANDED = "${"
+
+
+def unsafe_text(text: str) -> tuple[int, str] | None:
+    """``(1-based line, why)`` of the first place in a lock's ``text`` where an installer would
+    read something else than lockgen's parser (None: there is none): a line break that only
+    pip or uv honour (:data:`_BREAKS`), which hides a line behind a comment or joins two lines
+    that lockgen reads as one; or a ``${`` in a line that is not a comment, which pip and uv
+    replace with an environment variable's value (a URL ``?leak=${TOKEN}`` would send a secret
+    to any host). Comment lines (``#`` first) are skipped whole by both installers before they
+    expand anything, so a header field may quote ``${VAR}``. lockgen writes neither (issue 15)."""
+    found = _BREAKS.search(text)
+    if found is not None:
+        char = found.group()
+        return text.count("\n", 0, found.start()) + 1, (
+            f"holds the character {char!r} (U+{ord(char):04X}), which pip or uv read as a line break and lockgen "
+            "does not (a line hidden from review)"
+        )
+    if _EXPANDED in text:
+        for number, line in enumerate(text.split("\n"), 1):
+            if _EXPANDED in line and not line.lstrip().startswith("#"):
+                return number, "holds '${', which pip and uv replace with an environment variable's value"
+    return None
+
+
+def refuse_unsafe(text: str, where: str) -> None:
+    """Raise :class:`LockFormatError` ``<where>:<line>: …`` when :func:`unsafe_text` finds
+    anything: every reader of lock text (locks, layers, shards, bundles) comes through
+    :func:`decode` or :meth:`Lock.parse`, which call this."""
+    found = unsafe_text(text)
+    if found is not None:
+        line, why = found
+        raise LockFormatError(
+            f"{where}:{line}: {why}; lockgen never writes it: restore the file (git checkout) or re-lock the cell"
+        )
+
+
+def parse_entries(text: str, where: str, first: int = 1) -> tuple[Entry, ...]:
     """The entries of a requirements body without a lockgen header: uv's own requirements output
-    (``uv pip compile --no-header``), which has the same layout. Option lines are skipped."""
-    body = "\n".join(line for line in normalized(text).split("\n") if not line.startswith("--"))
-    return tuple(Parser(body, where).entries(body, 1))
+    (``uv pip compile --no-header``), which has the same layout. Option lines are skipped, still counted:
+    an error names the line of ``text``, whose first line is line ``first``."""
+    refuse_unsafe(text, where)
+    body = "\n".join("" if line.startswith("--") else line for line in normalized(text).split("\n"))
+    return tuple(Parser(body, where).entries(body, first))
 
 
 def body_entries(text: str, where: str) -> tuple[Entry, ...]:
     """The entries of a lock of any lockgen format, its header skipped (everything up to the first
     blank line): what an older lockgen locked, when :meth:`Lock.parse` refuses its header. Raises
     :class:`LockFormatError` for a body that is not requirements."""
-    return parse_entries(normalized(text).partition("\n\n")[2], where)
+    refuse_unsafe(text, where)
+    head, _, body = normalized(text).partition("\n\n")
+    return parse_entries(body, where, head.count("\n") + 3)
 
 
 def older_lock(text: str) -> bool:

@@ -35,6 +35,7 @@ from packaging.pylock import Pylock
 
 from lockgen.runtime.errors import LockFormatError, UsageError
 from lockgen.locks import pylockfile
+from lockgen.runtime.bounded import read_file
 from lockgen.locks.lock import LayerKind, Lock, decode, older_lock
 from lockgen.locks.paths import folder_problem, refs_problem, resolved_inside
 
@@ -147,7 +148,7 @@ class LockSet:
             if folder_problem(rel) or not resolved_inside(folder / rel, folder):
                 raise OSError(f"{rel!r} leads outside the locks folder; refused")
             try:
-                return (folder / rel).read_bytes()
+                return read_file(folder / rel, f"{label if label is not None else folder}/{rel}")
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 return None
 
@@ -252,7 +253,9 @@ class _Builder:
             lock = Lock.parse(text, self.show(rel))
         except LockFormatError as exc:
             message = str(exc)
-            if older_lock(text) and "older lockgen" not in message:  # lockgen wrote it: another layout, not a broken file
+            if (
+                older_lock(text) and "older lockgen" not in message
+            ):  # lockgen wrote it: another layout, not a broken file
                 message = (
                     f"{self.show(rel)}: written by an older lockgen, in a lock format this one does not read "
                     f"({message.removeprefix(self.show(rel)).lstrip(':0123456789 ')}); re-lock it with lockgen all"
@@ -277,11 +280,18 @@ class _Builder:
         text = self.text(MANIFEST, None, MANIFEST)
         if text is None:
             return {}
+        from lockgen.locks.jsonfile import load_json
+        from lockgen.runtime.errors import InputError
+
+        where = self.show(MANIFEST)
         try:
-            cells = json.loads(text).get("cells", {})
+            cells = load_json(text, where, "a manifest").get("cells", {})
             return {str(name): _status(entry) for name, entry in cells.items() if isinstance(entry, dict)}
+        except InputError as exc:
+            why = exc.problems[0].message if exc.problems else str(exc)
+            self.problem(where, None, MANIFEST, f"{where}: not a manifest lockgen can read ({why})", text.encode())
+            return {}
         except (ValueError, AttributeError) as exc:
-            where = self.show(MANIFEST)
             self.problem(where, None, MANIFEST, f"{where}: not a manifest lockgen can read ({exc})", text.encode())
             return {}
 

@@ -191,7 +191,9 @@ def _bytes(root: Path, path: str, locks: str) -> bytes | None:
     from lockgen.locks.paths import confine_file
 
     try:
-        return confine_file(root, locks, path, LockFormatError).read_bytes()
+        from lockgen.runtime.bounded import read_file
+
+        return read_file(confine_file(root, locks, path, LockFormatError), path)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
     except OSError as exc:
@@ -252,7 +254,7 @@ def failures(text: str | None) -> dict[str, str]:
     """``{cell: reason}`` of the cells a manifest records as failed (what :func:`build` was
     given), so ``check`` can rebuild the same manifest without running anything."""
     try:
-        cells = json.loads(text or "{}").get("cells", {})
+        cells = _cells(text)
         return {name: entry["reason"] for name, entry in cells.items() if entry.get("status") == "failed"}
     except (ValueError, AttributeError, TypeError, KeyError):
         return {}
@@ -262,7 +264,7 @@ def recorded_coverage(text: str | None) -> dict[str, Any]:
     """``{cell: coverage}`` of the locked cells of a manifest's text (what :func:`build` was
     given), so a run that changed no lock writes the same records again."""
     try:
-        cells = json.loads(text or "{}").get("cells", {})
+        cells = _cells(text)
         return {name: e["coverage"] for name, e in cells.items() if e.get("status") == "locked" and "coverage" in e}
     except (ValueError, AttributeError, TypeError, KeyError):
         return {}
@@ -301,11 +303,25 @@ def recorded_pylock_sha(text: str | None, cell: str) -> str | None:
 
 def _pylocks(text: str | None) -> dict[str, tuple[str, str]]:
     try:
-        cells = json.loads(text or "{}").get("cells", {})
+        cells = _cells(text)
         found = {name: e.get("pylock") for name, e in cells.items() if e.get("status") == "locked"}
         return {name: (str(p["path"]), str(p["sha256"])) for name, p in found.items() if isinstance(p, dict)}
     except (ValueError, AttributeError, TypeError, KeyError):
         return {}
+
+
+def _cells(text: str | None) -> Any:
+    """The ``cells`` of a committed manifest's text (bounded JSON, :mod:`lockgen.runtime.bounded`).
+    Text that is not JSON counts as no record (the run writes the manifest again); JSON beyond
+    the bounds (too deep, a number out of range) raises :class:`~lockgen.runtime.errors.InputError`
+    naming the file (exit 2): it was not written by lockgen."""
+    from lockgen.locks.jsonfile import NotJson, load_json
+
+    try:
+        value = load_json(text or "{}", "locks/manifest.json", "a manifest")
+    except NotJson:
+        return {}
+    return value.get("cells", {}) if isinstance(value, dict) else {}
 
 
 def dumps(manifest: Mapping[str, Any]) -> str:
@@ -314,8 +330,17 @@ def dumps(manifest: Mapping[str, Any]) -> str:
 
 
 def read(path: Path) -> str | None:
-    """The manifest's text (LF line endings), or None when there is none."""
+    """The manifest's text (LF line endings), or None when there is none, it cannot be read, or
+    it is not a regular file (a folder or a FIFO where the manifest goes: unread; the writer
+    names it). Raises :class:`~lockgen.runtime.errors.InputError` (exit 2) for one over the size
+    limit, refused unread (:func:`lockgen.runtime.bounded.read_file`)."""
+    from lockgen.runtime.bounded import NotRegular, read_file
+
     try:
-        return path.read_bytes().decode("utf-8").replace("\r\n", "\n")
-    except (OSError, UnicodeDecodeError):
+        data = read_file(path, f"{path.parent.name}/{path.name}")
+    except (OSError, NotRegular):
+        return None
+    try:
+        return data.decode("utf-8").replace("\r\n", "\n")
+    except UnicodeDecodeError:
         return None

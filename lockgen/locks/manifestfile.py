@@ -165,18 +165,9 @@ def load(data: bytes, where: str, locks: str) -> Manifest:
     """Parse a manifest's bytes (read from ``where``, the project-relative path shown in
     errors; ``locks``: the project's locks folder). Raises :class:`InputError` (exit 2) naming
     ``where`` and each bad field, or the format when it is not this lockgen's."""
-    if len(data) > MAX_BYTES:
-        raise InputError(Problem(file=where, message=f"{len(data)} bytes: larger than any manifest lockgen writes"))
-    try:
-        text = data.decode("utf-8")
-        value = json.loads(text)
-    except UnicodeDecodeError as exc:
-        raise InputError(Problem(file=where, message=f"not UTF-8 text (byte offset {exc.start})")) from None
-    except RecursionError:
-        raise InputError(Problem(file=where, message="not a manifest lockgen wrote (nested too deeply)")) from None
-    except ValueError as exc:  # json.JSONDecodeError, and integers too long to convert
-        raise InputError(Problem(file=where, message=f"not valid JSON ({exc})")) from None
-    return parse(value, where, locks)
+    from lockgen.locks.jsonfile import load_json
+
+    return parse(load_json(data, where, "a manifest"), where, locks)
 
 
 def parse(value: object, where: str, locks: str) -> Manifest:
@@ -201,7 +192,7 @@ def parse(value: object, where: str, locks: str) -> Manifest:
     cells: dict[str, CellEntry] = {}
     raw_cells = value.get("cells")
     if not isinstance(raw_cells, dict):
-        reader.problem("cells", f'expected an object of cells, got {_kind(raw_cells)} (not a format {fmt} manifest)')
+        reader.problem("cells", f"expected an object of cells, got {_kind(raw_cells)} (not a format {fmt} manifest)")
     else:
         reader.names = frozenset(str(name) for name in raw_cells)
         for name, entry in raw_cells.items():
@@ -247,7 +238,9 @@ class _Reader:
         if value is None and not required and key not in data:
             return None
         if not isinstance(value, str) or not value:
-            self.problem(f"{path}.{key}", f"expected a non-empty string, got {'an empty one' if value == '' else _kind(value)}")
+            self.problem(
+                f"{path}.{key}", f"expected a non-empty string, got {'an empty one' if value == '' else _kind(value)}"
+            )
             return None
         return value
 
@@ -419,7 +412,9 @@ class _Reader:
         kind_text = self.choice(data, "kind", path, [str(k) for k in LayerKind])
         kind = LayerKind(kind_text) if kind_text else None
         if kind is not None and first != (kind is LayerKind.MAIN):
-            self.problem(f"{path}.kind", "the first layer, and only it, is main" if first else "only the first layer is main")
+            self.problem(
+                f"{path}.kind", "the first layer, and only it, is main" if first else "only the first layer is main"
+            )
         if kind is LayerKind.MAIN and name != "main":
             self.problem(f"{path}.name", f"the main layer is named 'main', not {name!r}")
         expected = main if first else f"{main.removesuffix('.txt')}/{name}.txt"
@@ -428,7 +423,9 @@ class _Reader:
         if kind is not None:
             for flag, want in flags(kind).items():
                 if data.get(flag) is not want:
-                    self.problem(f"{path}.{flag}", f"a {kind} layer has {flag} {str(want).lower()}, not {data.get(flag)!r}")
+                    self.problem(
+                        f"{path}.{flag}", f"a {kind} layer has {flag} {str(want).lower()}, not {data.get(flag)!r}"
+                    )
         commands = self.commands(data.get("commands"), f"{path}.commands")
         index_url = self.url(data, "index_url", path)
         find_links = self.links(data, "find_links", path)
@@ -473,6 +470,11 @@ def _kind(value: object) -> str:
     """How a JSON value is named in messages."""
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "an object"}.get(
-        type(value), type(value).__name__
-    )
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)

@@ -44,12 +44,24 @@ def pylock_path(lock: str) -> str:
     return f"{lock.removesuffix('.txt')}/{PYLOCK_NAME}"
 
 
-def loads(text: str, where: str, rewrite: Callable[[str], str] = lambda url: url) -> Pylock:
+def _same(url: str) -> str:
+    return url
+
+
+def loads(text: str, where: str, rewrite: Callable[[str], str] = _same) -> Pylock:
     """Parse pylock ``text`` (uv's or lockgen's) with every URL passed through ``rewrite``
     (mirror -> canonical). Raises :class:`LockFormatError` naming ``where`` when it is not valid
-    PEP 751 (packaging's own validation, with the key path)."""
+    PEP 751 (packaging's own validation, with the key path).
+
+    Without ``rewrite``, each ``[[packages]]`` entry is parsed and validated once per process
+    and shared (:func:`_by_package`): the cells of a matrix, and the two sides of a diff, mostly
+    hold the same entries byte for byte, and parsing them was most of ``lockgen diff``'s time."""
     from lockgen.config import parse_toml
 
+    if rewrite is _same:
+        shared = _by_package(text)
+        if shared is not None:
+            return shared
     try:
         data = parse_toml(text)
         return Pylock.from_dict(_rewrite(data, rewrite))
@@ -57,6 +69,50 @@ def loads(text: str, where: str, rewrite: Callable[[str], str] = lambda url: url
         raise LockFormatError(f"{where}: not a valid pylock.toml: {exc}") from None
     except Exception as exc:  # TOML syntax
         raise LockFormatError(f"{where}: cannot read it as TOML: {exc}") from None
+
+
+#: A line that opens a package entry, as uv and :func:`dumps` write it.
+_PACKAGE = "\n[[packages]]\n"
+#: Package entries parsed so far in this process, by their exact text (bounded: cleared when full).
+_PACKAGES: dict[str, Package] = {}
+_PACKAGES_MAX = 20_000
+_MULTILINE = ("'" * 3, '"' * 3, "\r")
+
+
+def _by_package(text: str) -> Pylock | None:
+    """The :class:`Pylock` of ``text`` from its top-level keys and each package entry parsed
+    apart (each entry looked up in :data:`_PACKAGES` first), or None when the text is not laid out
+    so that this is sure to equal parsing it whole; then :func:`loads` parses it whole (and
+    reports any error). Sure means: no multi-line string (so a ``[[packages]]`` line is a table
+    header), no carriage return, no ``packages`` key before the first entry, and each entry's
+    text holds exactly one package and nothing else (no table after the packages)."""
+    from lockgen.config import parse_toml
+
+    if any(mark in text for mark in _MULTILINE):
+        return None
+    head, *entries = text.split(_PACKAGE)
+    if not entries:
+        return None
+    try:
+        top = parse_toml(head)
+        if "packages" in top:
+            return None
+        shell = Pylock.from_dict({**top, "packages": []})
+        packages = []
+        for entry in entries:
+            package = _PACKAGES.get(entry)
+            if package is None:
+                data = parse_toml("[[packages]]\n" + entry)
+                if list(data) != ["packages"] or len(data["packages"]) != 1:
+                    return None
+                package = Pylock.from_dict({"lock-version": "1.0", "created-by": "-", **data}).packages[0]
+                if len(_PACKAGES) >= _PACKAGES_MAX:
+                    _PACKAGES.clear()
+                _PACKAGES[entry] = package
+            packages.append(package)
+    except Exception:  # TOML syntax or PEP 751 validation: parsed whole, for the error message
+        return None
+    return dataclasses.replace(shell, packages=packages)
 
 
 def _rewrite(value: Any, rewrite: Callable[[str], str]) -> Any:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lockgen.config import WORK
 from lockgen.runtime.errors import InputError, LockFormatError, Problem, UsageError
+from lockgen.runtime.bounded import read_file
 from lockgen.locks import manifest, manifestfile, store
 from lockgen.locks.lock import LayerKind, Lock, decode, intact, normalized, text_sha256
 from lockgen.locks.manifestfile import CellEntry
@@ -58,9 +59,13 @@ class Project(Protocol):
         self, failed: dict[str, str] | None = None, root: Path | None = None, coverage: Mapping[str, Any] | None = None
     ) -> str: ...
     def coverage(
-        self, read: Any = None, previous: Mapping[str, Any] | None = None, names: Sequence[str] | None = None,
+        self,
+        read: Any = None,
+        previous: Mapping[str, Any] | None = None,
+        names: Sequence[str] | None = None,
         root: Path | None = None,
     ) -> dict[str, Any]: ...
+
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -175,7 +180,7 @@ def _part(folder: Path, locks: str) -> _Part:
         raise UsageError(
             f"{folder}: no {manifest.MANIFEST_NAME}; pass the locks folder a `lockgen all --shard I/N` run wrote"
         )
-    read = manifestfile.load(path.read_bytes(), str(path), locks)
+    read = manifestfile.load(read_file(path, str(path)), str(path), locks)
     if read.shard is None:
         raise UsageError(
             f'{path}: not the manifest of a shard run (no "shard"); write the shards with `lockgen all --shard I/N`'
@@ -209,9 +214,20 @@ def _cell_files(part: _Part, cell: str, locks: str) -> dict[str, str]:
             if _TEMPORARY.fullmatch(path.name):
                 continue
             try:
-                files[rel] = normalized(decode(path.read_bytes(), str(path)))
+                files[rel] = normalized(decode(read_file(path, str(path)), str(path)))
             except LockFormatError as exc:
                 problems.append(str(exc))
+            except InputError as exc:  # over the size limit, or replaced by a FIFO meanwhile
+                problems += [p.text() for p in exc.problems]
+            except OSError as exc:
+                problems.append(f"{path}: cannot read it ({exc.strerror or exc})")
+        elif path.exists():
+            problems.append(f"{path}: not a regular file (a FIFO or a device); a shard holds plain files only")
+    entry = part.entries.get(cell)
+    if f"{cell}.txt" not in files and entry is not None and entry.installable and not any(
+        p.startswith(f"{main}:") for p in problems
+    ):
+        problems.append(f"{main}: missing, but {folder / manifest.MANIFEST_NAME} lists cell {cell} as {entry.status}")
     if sub.is_symlink():
         problems.append(f"{sub}: a symlink; a shard holds plain files only")
     if not problems and f"{cell}.txt" in files:
@@ -266,7 +282,9 @@ def _verify(part: _Part, cell: str, files: Mapping[str, str], locks: str) -> lis
         listed = {layer.lock: layer.sha256 for layer in entry.layers}
         actual = {f"{locks}/{rel}": text_sha256(files[rel]) for rel in known if rel.endswith(".txt") and rel in files}
         if listed != actual:
-            problems.append(f"{folder}/{manifest.MANIFEST_NAME}: cell {cell}'s layers are not the files in {folder} (their sha256)")
+            problems.append(
+                f"{folder}/{manifest.MANIFEST_NAME}: cell {cell}'s layers are not the files in {folder} (their sha256)"
+            )
     return problems
 
 
@@ -294,7 +312,9 @@ def _owners(project: Project, parts: Sequence[_Part]) -> dict[str, tuple[_Part, 
                 )
             owners.setdefault(cell, (part, files))
     if problems:
-        raise InputError(*problems, Problem(message="nothing was merged; re-run those shards (lockgen all --shard I/N)"))
+        raise InputError(
+            *problems, Problem(message="nothing was merged; re-run those shards (lockgen all --shard I/N)")
+        )
     missing = [name for name in wanted if name not in owners]
     if missing:
         raise UsageError(
@@ -304,24 +324,27 @@ def _owners(project: Project, parts: Sequence[_Part]) -> dict[str, tuple[_Part, 
     return owners
 
 
-def _check_inputs(project: Project, owners: Mapping[str, tuple[_Part, Mapping[str, str]]]) -> None:
+def _check_inputs(project: Project, owners: Mapping[str, tuple[_Part, Mapping[str, str]]]) -> set[str]:
     """Refuse cells whose shard lock was made from other inputs than the project's: a main lock
     whose input hash is not its plan's (a shard run on an older commit, or with another config or
     templates) would be merged as current and ``check`` would then call it stale. A cell its shard
-    recorded as failed, or holding no main lock, keeps the project's files and is not checked.
+    recorded as failed is not refused but returned when its main lock is of other inputs: such a
+    lock (the one the failed run kept, or one a shard made up) never replaces the project's files;
+    one of the current inputs does. A cell holding no main lock keeps the project's files.
     Runs after :func:`_owners` verified every file, so a truncated lock is named as such, not as
     one of other inputs. Raises :class:`UsageError` naming each folder and its cells; renders
     templates (the plans), runs nothing."""
-    locked = {
-        cell: (part, files[f"{cell}.txt"])
-        for cell, (part, files) in owners.items()
-        if cell not in part.failed and f"{cell}.txt" in files
-    }
+    locked = {cell: (part, files[f"{cell}.txt"]) for cell, (part, files) in owners.items() if f"{cell}.txt" in files}
     plans = {p.cell.name: p for p in project.plans([c for c in project.cells if c.name in locked])}
     other: dict[Path, list[str]] = {}
+    kept: set[str] = set()
     for cell, (part, text) in sorted(locked.items()):
         input_hash = Lock.parse(text, f"{part.folder}/{cell}.txt").header.input_hash
-        if input_hash != plans[cell].input_hash:
+        if input_hash == plans[cell].input_hash:
+            continue
+        if cell in part.failed:
+            kept.add(cell)
+        else:
             other.setdefault(part.folder, []).append(cell)
     if other:
         raise UsageError(*(
@@ -330,10 +353,15 @@ def _check_inputs(project: Project, owners: Mapping[str, tuple[_Part, Mapping[st
             "templates); re-run that shard (lockgen all --shard I/N) on this commit, then merge again"
             for folder, cells in other.items()
         ))  # fmt: skip
+    return kept
 
 
 def _merged_manifest(
-    project: Project, texts: Mapping[str, str], removals: Sequence[str], failed: dict[str, str], shards: Mapping[str, Any]
+    project: Project,
+    texts: Mapping[str, str],
+    removals: Sequence[str],
+    failed: dict[str, str],
+    shards: Mapping[str, Any],
 ) -> str:
     """The manifest the project's locks folder gives once ``texts`` are written and ``removals``
     removed (with ``failed`` cells and the shards' GPU coverage records), built on a scratch copy
@@ -360,7 +388,8 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
     """``lockgen merge DIR…``: write every resolved cell's files from the shard folder that holds
     it into the project's locks folder, remove locks of cells the matrix no longer resolves, and
     write the manifest (the bytes a single ``lockgen all`` writes). Holds the project's run lock.
-    A cell whose shard recorded it as failed and holds no main lock keeps the project's files.
+    A cell whose shard recorded it as failed and holds no main lock, or one of other inputs than
+    the project's, keeps the project's files.
 
     Every shard file is verified before anything is written (:func:`_owners`, :func:`_check_inputs`);
     then all of it (every cell's files, the removals, the manifest) is **one** journaled write
@@ -379,7 +408,9 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
     if not parts:
         raise UsageError("lockgen merge needs at least one shard folder")
     owners = _owners(project, parts)
-    _check_inputs(project, owners)
+    for cell in _check_inputs(project, owners):  # failed, with a lock of other inputs: keep the project's
+        part, files = owners[cell]
+        owners[cell] = (part, {})
     root = project.root
     result = MergeResult()
     with store.ProjectLock(root, wait=wait):

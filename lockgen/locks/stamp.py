@@ -68,8 +68,12 @@ def key(
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
     digest.update((root / config_name).read_bytes() + b"\0")
     templates_folder = root / templates
+    from lockgen.runtime.bounded import confined_problem as template_problem
+
     for path in sorted(p for p in templates_folder.rglob("*") if p.is_file()) if templates_folder.is_dir() else []:
-        digest.update(path.relative_to(templates_folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        rel = path.relative_to(templates_folder).as_posix()
+        confined = template_problem(templates_folder, rel) is None  # a link out is not read (the run refuses it)
+        digest.update(rel.encode() + b"\0" + (path.read_bytes() if confined else b"refused") + b"\0")
     return digest.hexdigest()
 
 

@@ -314,7 +314,9 @@ def _journal_problem(root: Path, staged: list[tuple[str, str]], gone: list[str])
                 return f"it names {one!r}, not a file inside the project"
         parent, _, name = path.rpartition("/")
         tmp_parent, _, tmp_name = tmp.rpartition("/")
-        if tmp_parent != parent or not re.fullmatch(re.escape(f".{name}.") + r"[0-9a-f]{8}" + re.escape(_TMP_SUFFIX), tmp_name):
+        if tmp_parent != parent or not re.fullmatch(
+            re.escape(f".{name}.") + r"[0-9a-f]{8}" + re.escape(_TMP_SUFFIX), tmp_name
+        ):
             return f"it renames {tmp!r}, which is not a temporary of {path!r}"
     return None
 

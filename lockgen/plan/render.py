@@ -11,6 +11,7 @@ can take the dependency list from where the project keeps it instead of a copy t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import traceback
@@ -23,6 +24,7 @@ from lockgen.config import Config
 from lockgen.plan.matrix import Cell
 from lockgen.plan.reqfile import Refused, refused
 from lockgen.plan.target import Target
+from lockgen.runtime.bounded import confined_problem as template_problem
 from lockgen.runtime.errors import Problem, TemplateError, TemplateLinesError
 
 if TYPE_CHECKING:
@@ -45,28 +47,37 @@ def environment(config: Config, overlay: Mapping[str, str] | None = None) -> jin
     """One sandboxed ``jinja2`` environment per run, loading from ``<root>/<templates>``;
     ``overlay`` maps template names (relative to that folder) to texts read instead of the files
     (``lockgen bump`` renders its edits before it writes them; error lines still name the file)."""
-    import jinja2
     from jinja2.sandbox import SandboxedEnvironment
 
     folder = config.root / config.templates
     return SandboxedEnvironment(
         # a byte-order mark (Notepad) is not part of a template's first line
-        loader=_OverlayLoader(folder, overlay) if overlay else jinja2.FileSystemLoader(folder, encoding="utf-8-sig"),
+        loader=_OverlayLoader(folder, overlay or {}, config.templates),
         undefined=_undefined(),
         keep_trailing_newline=True,
         autoescape=False,
     )
 
 
-def _OverlayLoader(folder: Path, overlay: Mapping[str, str]) -> jinja2.BaseLoader:  # noqa: N802 - a class factory
-    """A file system loader that serves ``overlay`` texts for the names it holds, with the real
-    file name (tracebacks map to template lines as for the file itself)."""
+def _OverlayLoader(folder: Path, overlay: Mapping[str, str], templates: str) -> jinja2.BaseLoader:  # noqa: N802 - a class factory
+    """A file system loader confined to the templates ``folder`` (``templates``: its
+    project-relative name, for errors) that serves ``overlay`` texts for the names it holds,
+    with the real file name (tracebacks map to template lines as for the file itself). A
+    template that is a symlink leading outside the folder, or not a regular file (a FIFO,
+    ``/dev/zero``), is refused unread: its content never reaches an error message (a
+    ``templates/extra.j2 -> ~/.netrc`` would otherwise be quoted line by line; issue 15)."""
     import jinja2
 
     class Loader(jinja2.FileSystemLoader):
         def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
             if template in overlay:
                 return overlay[template].removeprefix("\ufeff"), str(folder / template), lambda: False
+            problem = template_problem(folder, template)
+            if problem is not None:
+                raise TemplateError(Problem(
+                    file=f"{templates}/{template}", message=f"{problem}; refused unread",
+                    hint="make it a file inside the templates folder",
+                ))  # fmt: skip
             return super().get_source(environment, template)
 
     return Loader(folder, encoding="utf-8-sig")
@@ -173,6 +184,8 @@ def _render_one(env: jinja2.Environment, config: Config, name: str, context: dic
         raise TemplateError(
             Problem(file=missing, message="template not found", cells=(cell.name,), hint=hint)
         ) from None
+    except TemplateError as exc:  # a template refused unread: name the cell
+        raise TemplateError(*(dataclasses.replace(p, cells=(cell.name,)) for p in exc.problems)) from None
     except jinja2.TemplateSyntaxError as exc:
         file = f"{config.templates}/{exc.name or name}"
         raise TemplateError(

@@ -1,6 +1,7 @@
 """Choosing among a release page's builds of one package by their labels (issue 16, item 3). Pure.
 
-A release page (a ``urls`` source, or an optional entry's URLs) often lists one build per torch
+A release page (a ``urls`` source, an optional entry's URLs, a find-links page or folder, an
+index source's project page: :mod:`lockgen.resolve.builds` reads those) often lists one build per torch
 and CUDA version of the same release (``flash_attn-2.8.3+cu130torch2.12-…``, ``…+cu130torch2.13-…``,
 ``…+cu128torch2.13-…``), the label often only in the file name. Of the URLs whose wheel tags fit
 the target (:func:`lockgen.resolve.fetch.fitting`), :func:`by_label` keeps those whose label (read
@@ -30,12 +31,13 @@ __all__ = ["Choice", "by_label"]
 @dataclass(frozen=True)
 class Choice:
     """What :func:`by_label` made of a list of builds: those whose label fits (``fitting``),
-    those whose label says nothing the checks can use (``unknown``) and a note for each one
-    passed over (its file and why)."""
+    those whose label says nothing the checks can use (``unknown``), those passed over
+    (``passed``) and a note for each one passed over (its file and why)."""
 
     fitting: tuple[str, ...]
     unknown: tuple[str, ...]
     notes: tuple[str, ...]
+    passed: tuple[str, ...] = ()
 
     @property
     def kept(self) -> list[str]:
@@ -60,7 +62,7 @@ class Choice:
 def by_label(urls: Sequence[str], plan: Plan, torch: Version | None) -> Choice:
     """Sort wheel ``urls`` (fitting the target already) by whether their label fits the cell of
     ``plan`` with ``torch`` locked (None: not known yet, the backend alone decides)."""
-    fitting, unknown, notes = [], [], []
+    fitting, unknown, notes, passed = [], [], [], []
     for url in urls:
         filename = fetch.wheel_name(url)
         try:
@@ -74,9 +76,10 @@ def by_label(urls: Sequence[str], plan: Plan, torch: Version | None) -> Choice:
         why = _passed_over(project, label, plan, torch)
         if why:
             notes.append(f"{filename}: {why}")
+            passed.append(url)
         else:
             fitting.append(url)
-    return Choice(tuple(fitting), tuple(unknown), tuple(notes))
+    return Choice(tuple(fitting), tuple(unknown), tuple(notes), tuple(passed))
 
 
 def _passed_over(project: str, label: labels.Label, plan: Plan, torch: Version | None) -> str:

@@ -87,6 +87,7 @@ def _input_line(lines: LineMap, plan: Plan, name: str) -> str:
 def _ask_uv(root: Path, plan: Plan, name: str, locked: Version, mirrors: Mirrors, runner: uv.RunnerLike) -> str:
     """Resolve the cell's inputs with ``name>locked`` added and read why uv cannot."""
     from lockgen.resolve.cellrun import CellRun
+    from lockgen.resolve.hints import in_config_terms
     from lockgen.resolve.pipeline import ask
 
     files = dict(plan.rendered.files)
@@ -104,13 +105,15 @@ def _ask_uv(root: Path, plan: Plan, name: str, locked: Version, mirrors: Mirrors
         return ""
     if result.returncode == 0:
         return ""
-    stderr = result.stderr
+    # uv's words in the config's terms first (issue 16): the probe's own `NAME>LOCKED` may sit in
+    # the generated index-pins project, which must read as "you require", never as a holder.
+    stderr = in_config_terms(run, result.stderr)
     if name in uvout.too_new(stderr) and plan.exclude_newer:
         return f"the exclude-newer cutoff {plan.exclude_newer}: newer versions were published after it"
     for dependent, requirement in uvout.depends_on(stderr, name):
         who = dependent if "==" in dependent else f"every version of {dependent}"
         return f"{who}, which requires {requirement}"
-    if uvout.only_available(stderr, name):
+    if uvout.only_available(stderr, name) or canonicalize_name(name) in uvout.no_version_of(stderr):
         return "nothing newer on the index" + (
             f" before the exclude-newer cutoff {plan.exclude_newer}" if plan.exclude_newer else ""
         )

@@ -37,11 +37,11 @@ from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replaceme
 from lockgen.plan.direct import SDISTS, EntryRefused, read_optional
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import index_pages
-from lockgen.resolve import choose, fetch, inputs, uvout
+from lockgen.resolve import builds, choose, fetch, inputs, uvout
 from lockgen.resolve.cellrun import CellRun, install_links
 from lockgen.resolve.describe import Resolved
 from lockgen.resolve.hints import NeedsBuilding, in_config_terms
-from lockgen.resolve.inputs import Inputs, layer_index, url_constraints, url_pins
+from lockgen.resolve.inputs import BUILD_PINS, Inputs, layer_index, url_constraints, url_pins
 from lockgen.resolve.invariants import Problem
 from lockgen.runtime.errors import CellFailed
 from lockgen.runtime.words import cut
@@ -198,6 +198,17 @@ def jobs(run: CellRun, main: Main) -> Iterator[tuple[str | None, Job | LayerUnav
             continue
         links = (*plan.layer_find_links(name), *main.pages)
         constraints = (main.pins,) if name in main.url_names else (main.pins, *main.url_pins)
+        torch = main.mains.get("torch")
+        found = builds.read(run.root, plan, run.mirrors, plan.layer_find_links(name), Version(torch) if torch else None)
+        why = found.none_fits(canonicalize_name(name))
+        if why:
+            yield entry, LayerUnavailable(why)
+            continue
+        excluded = found.constraints()
+        if excluded:
+            path = f"{plan.work}/optional-{name}-{BUILD_PINS}"
+            run.write(path, excluded)
+            constraints += (path,)
         yield (
             entry,
             Job(LayerKind.OPTIONAL, f"optional-{name}", line, constraints, links, entry=entry, notes=tuple(notes)),

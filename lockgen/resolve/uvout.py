@@ -209,6 +209,12 @@ def no_such_version(stderr: str) -> dict[NormalizedName, str]:
     return found
 
 
+def no_version_of(stderr: str) -> set[NormalizedName]:
+    """Names uv found no version of for what was asked, whatever the specifier (``Because there
+    is no version of urllib3>2.3.0 and you require urllib3>2.3.0``)."""
+    return {canonicalize_name(req.name) for req in _requirements(_NO_SUCH_VERSION, stderr)}
+
+
 #: uv's hint when every version was filtered out by the cutoff (``hint: `fresh` was filtered by
 #: `exclude-newer` to only include packages uploaded before …``).
 _FILTERED = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)` was filtered by `exclude-newer`")

@@ -77,9 +77,12 @@ class BundleError(LockgenError):
 
 def is_bundle(folder: Path) -> bool:
     """Whether ``folder`` holds a bundle lockgen wrote (its ``bundle.json``)."""
+    from lockgen.locks.jsonfile import load_json
+    from lockgen.runtime.bounded import read_file
+
     try:
-        data = json.loads((folder / BUNDLE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_json(read_file(folder / BUNDLE_FILE, f"{folder}/{BUNDLE_FILE}"), BUNDLE_FILE)
+    except (OSError, LockgenError):
         return False
     return isinstance(data, dict) and data.get("generator") == "lockgen"
 

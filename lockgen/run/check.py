@@ -22,7 +22,8 @@ from lockgen.locks.paths import confine_file
 from lockgen.plan.matrix import select
 from lockgen.plan.plan import PART_NAMES, Plan
 from lockgen.project import Project
-from lockgen.runtime.errors import LockFormatError
+from lockgen.runtime.bounded import read_file
+from lockgen.runtime.errors import InputError, LockFormatError
 from lockgen.runtime.states import CellState
 
 __all__ = ["CellCheck", "CheckResult", "check", "current_locks", "state_of"]
@@ -78,8 +79,8 @@ def state_of(root: Path, plan: Plan) -> CellCheck:
 def _older_format(path: Path) -> bool:
     """A lock an older lockgen wrote, untouched since (its digest holds, its layout is not ours)."""
     try:
-        text = decode(path.read_bytes(), str(path))
-    except (OSError, LockFormatError):
+        text = decode(read_file(path, str(path)), str(path))
+    except (OSError, LockFormatError, InputError):
         return False
     return older_lock(text)
 

@@ -139,6 +139,41 @@ def test_sarif_points_at_the_lock_line(world, osv):
         assert result["ruleId"] in rules and result["level"] in ("error", "warning")
 
 
+def test_every_format_points_at_the_line_of_the_file_as_read(world, osv, tmp_path):
+    """Lines come from the lock's own text (issue 22): a lock with an extras line and no plain
+    line (an older writer's; today's adds the plain line for pip 23.2.1), a plain+extras pair,
+    hashes over several lines and comments, before the packages with advisories."""
+    import shutil
+
+    root = tmp_path / "p"
+    shutil.copytree(world.root, root)
+    path = root / "locks" / f"{NEW}.txt"
+    head, _, body = path.read_text().partition("\n\n")
+    extra = (
+        "# a reviewer's comment\n"
+        "aaa-cuda[cublas,cudart]==1.0 \\\n    --hash=sha256:aa \\\n    --hash=sha256:bb\n    # via x\n"
+        "aab-pair==1.0 \\\n    --hash=sha256:cc\n# a comment inside the pair\n"
+        "aab-pair[http]==1.0 \\\n    --hash=sha256:cc\n    # via\n    #   x\n    #   y\n"
+    )
+    path.write_text(f"{head}\n\n{extra}{body}")
+    lines = path.read_text().splitlines()
+    mirror = ("--mirror", f"https://api.osv.dev={osv.url}")
+    sarif = json.loads(run_cli("audit", "-C", str(root), *mirror, "--format", "sarif").out)
+    found = 0
+    for result in sarif["runs"][0]["results"]:
+        location = result["locations"][0]["physicalLocation"]
+        if location["artifactLocation"]["uri"] == f"locks/{NEW}.txt":
+            package = result["message"]["text"].split()[0]
+            assert lines[location["region"]["startLine"] - 1].startswith(f"{package}=="), result["message"]
+            found += 1
+    assert found >= 2  # jinja2 and pillow
+    data = json.loads(run_cli("audit", "-C", str(root), *mirror, "--format", "json").out)
+    for finding in data["findings"]:
+        for loc in finding["locations"]:
+            if loc["lock"] == f"locks/{NEW}.txt":
+                assert lines[loc["line"] - 1].startswith(f"{finding['package']}=="), loc
+
+
 def test_markdown_is_a_table_for_a_pull_request(world, osv):
     out = audit(world, osv, "--format", "markdown").out
     assert out.startswith("## Vulnerability audit")
@@ -288,3 +323,51 @@ def test_the_cli_names_the_formats_and_thresholds_the_core_has():
     from lockgen.dossier.auditformat import FORMATS
 
     assert tuple(FORMATS) == cli.AUDIT_FORMATS and cli.FAIL_ON == SEVERITIES
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "markdown"])
+def test_a_login_in_the_osv_url_is_sent_never_shown(world, osv, fmt):
+    """``--osv https://user:token@host`` (issue 15's rule for every URL lockgen prints): the
+    report names the API without the login, in every format, and so does a failure to reach it."""
+    host = osv.url.split("://", 1)[1]
+    run = run_cli("audit", "-C", str(world.root), "--osv", f"http://bob:s3cr3t@{host}", "--format", fmt)
+    assert run.code == 1, run.err
+    assert "s3cr3t" not in run.out + run.err and "bob:" not in run.out + run.err
+    if fmt in ("text", "json"):  # the formats that name the source
+        assert f"http://{host}" in run.out
+    down = run_cli("audit", "-C", str(world.root), "--osv", "http://bob:s3cr3t@127.0.0.1:9", "--format", fmt)
+    assert down.code == 1 and "http://127.0.0.1:9/v1/querybatch: cannot reach" in down.err, down.err
+    assert "s3cr3t" not in down.out + down.err
+
+
+def test_a_folder_export_is_walked_once_per_audit_and_read_in_any_depth(tmp_path, monkeypatch):
+    """Issue 24 (item 4): the folder's identity and its records come from one walk (it was two
+    walks and a pathlib ``rglob``: 2.4 s at 20,000 records); nested folders are read, other
+    files are not, and the index it caches answers the next run."""
+    import os as _os
+
+    from lockgen.dossier import osv as osv_module
+
+    folder = tmp_path / "osv"
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / "a" / "b" / "GHSA-1.json").write_text(json.dumps(_bench_record("GHSA-1", "alpha", "1.0")))
+    (folder / "PYSEC-2.json").write_text(json.dumps(_bench_record("PYSEC-2", "beta", "2.0")))
+    (folder / "README.txt").write_text("not a record")
+    walks = []
+    real = _os.scandir
+    monkeypatch.setattr(osv_module.os, "scandir", lambda p: walks.append(p) or real(p))
+    export = osv_module.Export(folder, "osv", cache=tmp_path / "cache")
+    keys = [(canonicalize_name("alpha"), Version("1.0")), (canonicalize_name("beta"), Version("2.0"))]
+    found = export.advisories(keys)
+    assert sorted(a.id for v in found.values() for a in v) == ["GHSA-1", "PYSEC-2"]
+    assert len([w for w in walks if str(w).startswith(str(folder))]) == 3  # the folder, its two sub-folders: once
+    again = osv_module.Export(folder, "osv", cache=tmp_path / "cache").advisories(keys)
+    assert {k: [a.id for a in v] for k, v in again.items()} == {k: [a.id for a in v] for k, v in found.items()}
+
+
+def _bench_record(ident: str, name: str, version: str) -> dict[str, object]:
+    return {
+        "id": ident,
+        "modified": "2026-10-01T00:00:00Z",
+        "affected": [{"package": {"ecosystem": "PyPI", "name": name}, "versions": [version]}],
+    }

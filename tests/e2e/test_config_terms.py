@@ -124,3 +124,25 @@ def test_one_broken_invariant_in_many_packages_is_one_line():
     assert len(line) < 600
     (alone,) = render_mix(found[:1])
     assert alone == found[0].message and '"nvidia-lib00-cu12" = "why"' in alone
+
+
+@pytest.mark.uv
+def test_a_hold_back_in_a_cell_with_an_index_source_names_no_internal_project(tmp_path, pypi: FaultHost):
+    """``--upgrade-package`` on a package already at its newest, in a cell whose torch comes from an
+    index source (lockgen pins it through a generated project): the hold-back says nothing newer
+    is on the index, never that ``lockgen-index-pins`` holds it (a fresh-eyes review)."""
+    default = pypi.index(
+        "default/simple",
+        [pypi.wheel("default-files", "app", "1.0", requires=("torch", "urllib3")),
+         pypi.wheel("default-files", "urllib3", "2.3.0")],
+    )  # fmt: skip
+    backend = pypi.index("whl/rocm6.2", [pypi.wheel("torch-files", "torch", "2.13.0+rocm6.2")])
+    config = ROCM.replace('"3.11", "3.12", "3.13"', '"3.12"')
+    root = write_project(
+        tmp_path / "p", config.format(default=default, backend=backend), {"requirements.in.j2": "app\n"}
+    )
+    assert run_cli("all", "-C", str(root)).code == 0
+    run = run_cli("all", "-C", str(root), "--upgrade-package", "urllib3")
+    assert run.code == 0, run.err
+    assert "lockgen-index-pins" not in run.out + run.err and ".lockgen/" not in run.out + run.err
+    assert "urllib3: kept at 2.3.0 in 1 cell, held by nothing newer on the index" in run.err

@@ -147,15 +147,17 @@ def test_a_mirror_that_maps_nothing_is_warned_about(world, tmp_path, prefix, war
 
 
 def fake_venv(path: Path, minor: str) -> Path:
-    """A venv whose python reports CPython ``minor`` on x86_64 (lockgen probes it; nothing runs it
-    otherwise under --dry-run with uv)."""
+    """A venv of CPython ``minor`` as ``python -m venv`` lays it out (``bin/python`` a link to the
+    installed interpreter, ``home`` its folder; lockgen runs no file of a venv, only the Python it
+    links to), without pip; skipped when that minor is not installed (pyenv ``versions/X.Y.*``)."""
+    root = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
+    found = sorted(Path(root, "versions").glob(f"{minor}.*/bin/python{minor}"))
+    if not found:
+        pytest.skip(f"CPython {minor} is not installed here (pyenv versions/{minor}.*)")
     (path / "bin").mkdir(parents=True)
-    (path / "pyvenv.cfg").write_text(f"home = /usr/bin\nversion = {minor}.1\n")
-    data = {"version": [*map(int, minor.split(".")), 1], "implementation": "cpython", "machine": "x86_64",
-            "prefix": str(path), "base_prefix": "/usr", "distributions": []}  # fmt: skip
-    python = path / "bin" / "python"
-    python.write_text(f"#!/bin/sh\necho '{json.dumps(data)}'\n")
-    python.chmod(0o755)
+    (path / "lib" / f"python{minor}" / "site-packages").mkdir(parents=True)
+    (path / "pyvenv.cfg").write_text(f"home = {found[-1].parent}\nversion = {minor}.1\n")
+    (path / "bin" / "python").symlink_to(found[-1])
     return path
 
 

@@ -173,8 +173,11 @@ def test_a_hostile_manifest_entry_is_refused_before_anything(project, tmp_path, 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[" * 100_000 + "]" * 100_000, "not a manifest lockgen wrote (nested too deeply)"),
-        ('{"format": ' + "9" * 5000 + "}", "not valid JSON"),
+        ("[" * 100_000 + "]" * 100_000, "not a manifest lockgen wrote: nested deeper than 32 levels"),
+        (
+            '{"format": ' + "9" * 5000 + "}",
+            "format: not a manifest lockgen wrote: the number 5000 characters is out of range",
+        ),
         ('{"format": 4, "cells": []}', "cells: expected an object of cells, got a list"),
         ("\ufeff{}", "not valid JSON"),
         ('{"format": 4, "cells": {"a/b": {}}}', "cells.a/b: the cell name 'a/b' is not a plain name"),

@@ -11,6 +11,7 @@ the pip of a fresh venv and passes ``lockgen install``'s checks.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -147,8 +148,8 @@ def test_when_no_build_fits_a_main_requirement_the_cell_says_why(tmp_path, hosts
 
 
 def test_a_backend_mix_in_an_optional_layer_makes_it_unavailable_not_the_cell_failed(tmp_path, hosts):
-    """An optional extension from a find-links page built for another torch: the layer resolves,
-    the backend checks refuse it, the layer is unavailable with the reason, and the cell locks."""
+    """An optional extension from a find-links page built for another torch only: the layer is
+    unavailable, naming the page, each build and why it was passed over, and the cell locks."""
     pypi, github, backend = hosts
     torch_world(pypi, backend)
     page = github.flat_page(
@@ -160,10 +161,8 @@ def test_a_backend_mix_in_an_optional_layer_makes_it_unavailable_not_the_cell_fa
     run = run_ok("all", "-C", str(root), *mirrors(*hosts))
     (gap,) = cell_entry(root)["unavailable"]
     assert gap["requirement"] == "natten"
-    assert gap["reason"].startswith(
-        "it would install a broken cu130 stack (backend invariants, C27): natten 0.21.0+torch2120cu130"
-    )
-    assert "but the lock has torch 2.13.0+cu130 in a cu130 cell" in gap["reason"]
+    assert gap["reason"].startswith("no build of natten on https://github.com/natten/whl/ fits this cell")
+    assert "natten-0.21.0+torch2120cu130" in gap["reason"] and "the cell locks torch 2.13.0" in gap["reason"]
     assert 'allow-mix = { "natten" = "why" }' in gap["reason"]
     assert not (root / "locks" / CELL / "optional-natten.txt").exists()
     assert "unavailable: natten" in run.err
@@ -206,3 +205,76 @@ def test_a_file_name_label_installs_with_uv_and_fresh_pip_and_passes_the_checks(
     )  # fmt: skip
     assert version.stdout.strip() == "2.8.3"
     assert uv.uv_binary()
+
+
+def _shaped(tmp_path: Path, hosts: list[FakeHost], shape: str) -> tuple[Path, str]:
+    """A project whose flash-attn builds (:data:`LABELS`) come from a source of ``shape``; the text
+    the chosen build's lock line starts with."""
+    pypi, github, backend = hosts
+    torch_world(pypi, backend)
+    urls = release_builds(github)
+    files = [github.root / REL / url.rsplit("/", 1)[1] for url in urls]
+    if shape == "urls":
+        return project(tmp_path / "p", urls, "torch\nflash-attn\n", ""), "flash-attn @ "
+    pinned = "flash-attn==2.8.3+cu130torch2.13"
+    if shape == "index":
+        (backend.root / "whl/flash/files").mkdir(parents=True)
+        files = [Path(shutil.copy(f, backend.root / "whl/flash/files")) for f in files]
+        backend.index_page("whl/flash", files)
+        source = 'index = "https://download.pytorch.org/whl/flash"'
+    else:
+        page = github.flat_page(REL, files).replace(github.url, "https://github.com")
+        source = f'find-links = "{page}"'
+    config = f"""
+        use = ["pytorch"{', "flash"' if shape != "setting" else ""}]
+        pinned = ["torch"]
+        pins = {{ torch = "2.13.0" }}
+        {f'find-links = {{ flash = "{page}" }}' if shape == "setting" else ""}
+        [tool.lockgen.sources.pytorch]
+        index = "https://download.pytorch.org/whl/{{flavor}}"
+        packages = ["torch"]
+        {"" if shape == "setting" else "[tool.lockgen.sources.flash]"}
+        {"" if shape == "setting" else source}
+        {"" if shape == "setting" else 'packages = ["flash-attn"]'}
+        [tool.lockgen.matrix]
+        os = ["linux"]
+        arch = ["x86_64"]
+        backend = ["cu130"]
+        python = ["{PY}"]
+    """
+    return write_project(tmp_path / "p", config, {"requirements.in.j2": "torch\nflash-attn\n"}), pinned
+
+
+@pytest.mark.parametrize("shape", ["urls", "find-links", "setting", "index"])
+def test_every_source_shape_chooses_the_build_of_the_locked_torch(tmp_path, hosts, shape):
+    """Issue 16 item 3, the kind: a ``urls`` source, a find-links source, the ``find-links``
+    setting and an index source listing one build per torch and CUDA all lock the build whose
+    label fits torch 2.13.0 and cu130 (not uv's highest label, ``+cu130torch2.14``)."""
+    root, line = _shaped(tmp_path, hosts, shape)
+    run = run_cli("all", "-C", str(root), *mirrors(*hosts))
+    assert run.code == 0, run.err
+    text = lock_text(root)
+    assert line in text and "cu130torch2.13" in text
+    assert "cu130torch2.14" not in text and "cu128" not in text and "cu130torch2.12" not in text
+
+
+@pytest.mark.parametrize("shape", ["find-links", "setting", "index"])
+def test_when_no_page_build_fits_the_cell_lists_each_build_and_why(tmp_path, hosts, shape):
+    root, _ = _shaped(tmp_path, hosts, shape)
+    _, github, backend = hosts
+    folder = backend.root / "whl/flash/files" if shape == "index" else github.root / REL
+    (folder / f"flash_attn-2.8.3+cu130torch2.12-{TAG}-{TAG}-linux_x86_64.whl").unlink()
+    files = sorted(p for p in folder.iterdir() if p.name.endswith(".whl"))
+    if shape == "index":
+        backend.index_page("whl/flash", files)
+    else:
+        github.flat_page(REL, files)
+    config = root / "pyproject.toml"
+    config.write_text(config.read_text().replace('torch = "2.13.0"', 'torch = "2.12.0"'))
+    run = run_cli("all", "-C", str(root), *mirrors(*hosts))
+    assert run.code == 1
+    said = " ".join(run.err.split())
+    assert "no build of flash-attn on" in said and "fits this cell" in said
+    for label in ("cu130torch2.13", "cu130torch2.14"):
+        assert f"flash_attn-2.8.3+{label}-{TAG}-{TAG}-linux_x86_64.whl: built for torch" in said
+    assert "flash_attn-2.8.3+cu128torch2.13" in said

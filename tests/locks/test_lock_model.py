@@ -113,3 +113,61 @@ def test_dumps_is_stable_and_valid(tmp_path: Path):
     again = pylockfile.loads(text, "pylock.toml")
     again.validate()
     assert pylockfile.dumps(again) == text
+
+
+def _first_lines(text: str) -> dict[str, int]:
+    """Each package's first requirement line in ``text``, found by reading the text itself."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found: dict[str, int] = {}
+    for number, line in enumerate(text.split("\n"), 1):
+        if line and not line.startswith((" ", "#")) and ("==" in line or " @ " in line):
+            found.setdefault(canonicalize_name(Requirement(line.rstrip(" \\")).name), number)
+    return found
+
+
+def test_entry_lines_are_the_lines_of_the_file_as_read_issue_22():
+    # a lock as an older writer or a hand edit leaves it: an extras line without its plain-name
+    # line (the writer now adds one, for pip 23.2.1), a plain+extras pair, hashes over several
+    # lines, comments between entries and a multi-line via
+    head, _, _ = LOCK.render().partition("\n\n")
+    body = """\
+# a comment a reviewer added
+cuda-toolkit[cublas,cudart]==13.0.3.0 \\
+    --hash=sha256:aa \\
+    --hash=sha256:bb \\
+    --hash=sha256:cc
+    # via torch
+
+# another comment
+fsspec==2025.3.0 \\
+    --hash=sha256:dd
+    # via datasets
+fsspec[http]==2025.3.0 \\
+    --hash=sha256:dd
+    # via
+    #   datasets
+    #   torch
+jinja2==3.1.6 \\
+    --hash=sha256:ee \\
+    --hash=sha256:ff
+    # via torch
+torch==2.13.0+cu130 \\
+    --hash=sha256:cc
+"""
+    text = head + "\n\n" + body
+    lock = Lock.parse(text, HEADER.path)
+    assert lock.render() != text  # the writer's text is not this file: lines come from the file
+    assert lock.entry_lines() == _first_lines(text)
+    assert lock.entry_lines()["jinja2"] == head.count("\n") + 19
+    # a lock built in memory points at the lines it renders
+    assert LOCK.entry_lines() == _first_lines(LOCK.render())
+
+
+def test_a_bad_body_line_of_an_older_lock_is_named_by_its_line_in_the_file():
+    from lockgen.locks.lock import body_entries
+
+    text = "# an older lockgen header\n# kind-less\n\n--index-url https://x\nsix==1.0\nbad line here\n"
+    with pytest.raises(LockFormatError, match=r"old\.txt:6: "):
+        body_entries(text, "old.txt")

@@ -179,7 +179,7 @@ def _manifest_layer_path(folder: Path) -> str:
 
 def _manifest_not_json(folder: Path) -> str:
     (folder / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
-    return "manifest.json: not a manifest lockgen wrote (nested too deeply)"
+    return "not a manifest lockgen wrote: nested deeper than 32 levels"
 
 
 def _manifest_wrong_type(folder: Path) -> str:
@@ -196,7 +196,47 @@ def _manifest_symlink(folder: Path) -> str:
     return "no manifest.json"
 
 
+def _failed_from_other_inputs(folder: Path) -> str:
+    """The cell marked failed, with an intact main lock of other inputs (attacker review 1, 10)."""
+    lock = Lock.parse((folder / f"{A}.txt").read_text(), A)
+    text = dataclasses.replace(lock, header=dataclasses.replace(lock.header, input_hash="sha256:" + "0" * 64)).render()
+    (folder / f"{A}.txt").write_text(text)
+    data = json.loads((folder / "manifest.json").read_text())
+    entry = data["cells"][A]
+    entry.update(status="failed", reason="it failed", sha256=text_sha256(text))
+    entry["layers"][0]["sha256"] = text_sha256(text)
+    (folder / "manifest.json").write_text(json.dumps(data))
+    return "it failed"
+
+
+def _locked_without_main(folder: Path) -> str:
+    (folder / f"{A}.txt").unlink()
+    return f"{A}.txt: missing, but"
+
+
+def _main_is_a_fifo(folder: Path) -> str:
+    (folder / f"{A}.txt").unlink()
+    os.mkfifo(folder / f"{A}.txt")
+    return f"{A}.txt: not a regular file"
+
+
+def _main_too_large(folder: Path) -> str:
+    with (folder / f"{A}.txt").open("r+b") as fh:
+        fh.truncate(3 * 1024**3)  # sparse: nothing is written
+    return f"{A}.txt: 3221225472 bytes: larger than any file lockgen writes"
+
+
+def _manifest_too_large(folder: Path) -> str:
+    with (folder / "manifest.json").open("r+b") as fh:
+        fh.truncate(3 * 1024**3)
+    return "manifest.json: 3221225472 bytes: larger than any file lockgen writes"
+
+
 SHAPES: dict[str, Callable[[Path], str]] = {
+    "locked-without-main-lock": _locked_without_main,
+    "main-lock-is-a-fifo": _main_is_a_fifo,
+    "main-lock-3-gib-sparse": _main_too_large,
+    "manifest-3-gib-sparse": _manifest_too_large,
     "edited-hash": _edit_hash,
     "hash-edited-and-digest-remade": _rendered_with_another_hash,
     "truncated-lock": _truncated,
@@ -277,3 +317,19 @@ def test_good_shards_merge_in_one_journal_and_leave_the_work_folder_ignored(tmp_
     assert text_sha256((project / "locks" / f"{A}.txt").read_text()) == text_sha256(
         (shards[0] / f"{A}.txt").read_text()
     )
+
+
+def test_a_shard_marking_a_cell_failed_does_not_replace_its_lock_with_one_of_other_inputs(tmp_path, world):
+    """A failed cell's main lock of another input hash (made up: 000…) keeps the project's lock."""
+    root, shards = world
+    project = tmp_path / "proj"
+    shutil.copytree(root, project)
+    bad = tmp_path / "shard-1" / "locks"
+    shutil.copytree(shards[0], bad)
+    reason = _failed_from_other_inputs(bad)
+    before = (project / "locks" / f"{A}.txt").read_bytes()
+    run = run_cli("merge", str(bad), str(shards[1]), "-C", str(project))
+    assert run.code == 1, run.err
+    assert f"{A}: failed in its shard" in run.err and reason in run.err
+    assert (project / "locks" / f"{A}.txt").read_bytes() == before
+    assert "0" * 64 not in (project / "locks" / "manifest.json").read_text()

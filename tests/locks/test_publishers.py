@@ -18,7 +18,16 @@ from lockgen.locks.publishers import Identity, changes, of_package, with_identit
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve.provenance import Provenance, identities_of
 from tests.conftest import run_cli, run_ok
-from tests.support.rotworld import CELLS, GITHUB, RECORDED, RECORDED_FILE, RotHost, json_pages, locked_world, provenance_object
+from tests.support.rotworld import (
+    CELLS,
+    GITHUB,
+    RECORDED,
+    RECORDED_FILE,
+    RotHost,
+    json_pages,
+    locked_world,
+    provenance_object,
+)
 
 GITLAB = {"kind": "GitLab", "repository": "example/beta", "workflow_filepath": ".gitlab-ci.yml"}
 

@@ -52,7 +52,8 @@ from tests.support.select_samples import (
 
 @pytest.fixture
 def manifest_file(tmp_path: Path) -> Path:
-    path = tmp_path / "manifest.json"
+    path = tmp_path / "locks" / "manifest.json"  # beside the locks it names (select.py confines them there)
+    path.parent.mkdir()
     path.write_text(json.dumps(manifest()))
     return path
 

@@ -64,7 +64,8 @@ def test_the_next_cell_the_rules_allow_and_what_json_shows(tmp_path: Path) -> No
         "cell linux-x86_64-cu130-py3.12",
         "cell linux-x86_64-cu128-py3.12",
     ]
-    path = tmp_path / "m.json"
+    path = tmp_path / "locks" / "manifest.json"
+    path.parent.mkdir()
     path.write_text(json.dumps(MANIFEST))
     query = tmp_path / "q.csv"
     query.write_text("NVIDIA GeForce GTX 1080, 8192 MiB, 580.65.06, 6.1\n")

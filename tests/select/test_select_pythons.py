@@ -80,3 +80,40 @@ def test_the_vendored_copy_runs_as_select_py(version: str, tmp_path: Path) -> No
     hostile = subprocess.run([str(python), "select.py", "--manifest", str(bad), "--cpu"], cwd=tmp_path,
                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert hostile.returncode == 2 and "nested deeper than" in hostile.stderr and "Traceback" not in hostile.stderr
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_vendored_copy_confines_lock_paths_and_scans_linearly(version: str, tmp_path: Path) -> None:
+    """On every CPython it promises: lock paths where the manifest format puts them, beside the
+    manifest, after symlinks; a 1 MB unterminated string refused at once (the generous timeout
+    only stops a hang; the old quadratic scan needed hours for 1 MB)."""
+    python = interpreter(version)
+    if python is None:
+        pytest.skip(f"CPython {version} is not installed here (pyenv versions/{version}.*)")
+    shutil.copy(MODULE, tmp_path / "select.py")
+    locks = tmp_path / "proj" / "locks"
+    locks.mkdir(parents=True)
+    (tmp_path / "passwd").write_text("root:x:0:0\n")
+    good = json.loads((REPO / "locks" / "manifest.json").read_text())
+    cell = "linux-x86_64-cu130-py3.12"
+
+    def run(data: object | str) -> subprocess.CompletedProcess[str]:
+        (locks / "manifest.json").write_text(data if isinstance(data, str) else json.dumps(data))
+        return subprocess.run(
+            [str(python), "select.py", "--manifest", str(locks / "manifest.json"), "--os", "linux", "--arch", "x86_64",
+             "--cuda", "13.0", "--python", "3.12"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+
+    assert run(good).returncode == 0
+    hostile = json.loads(json.dumps(good))
+    layers = hostile["cells"][cell]["layers"]
+    layers += [{**layers[0], "name": "optional-x", "kind": "optional", "lock": f"locks/{cell}/optional-x.txt"}] * 2
+    done = run(hostile)
+    assert done.returncode == 2 and "is named by another layer too" in done.stderr, done.stderr
+    (locks / f"{cell}.txt").symlink_to(tmp_path / "passwd")
+    done = run(good)
+    assert done.returncode == 2 and "resolves outside the locks folder" in done.stderr and "root:x" not in done.stdout
+    (locks / f"{cell}.txt").unlink()
+    done = run('{"format": 4, "cells": "' + '\\"' * 500_000)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr

@@ -131,3 +131,78 @@ def test_an_unexpected_exception_is_still_an_error_line(monkeypatch: pytest.Monk
     monkeypatch.setattr(select, "select_cell", broken)
     code, _, err = cli("--manifest", write(tmp_path, json.dumps(manifest())), *LINUX)
     assert code == 2 and err.startswith("error: unexpected ZeroDivisionError in select.py: a bug")
+
+
+# ---- lock paths: where the manifest format puts them, beside the manifest (attacker review 1) --
+
+CELL = "linux-x86_64-cu130-py3.12"
+
+
+def _symlinked(folder: Path, rel: str, target: Path) -> None:
+    (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+    (folder / rel).symlink_to(target)
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks here")
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda e, f, t: e.update(lock="evil/main.txt"), "is not in the folder of the manifest"),
+        (lambda e, f, t: (e.update(lock="locks/main.txt"), e["layers"][0].update(lock="locks/main.txt")),
+         "is not the cell's lock locks/linux-x86_64-cu130-py3.12.txt"),
+        (lambda e, f, t: e["layers"][1].update(lock="locks/linux-x86_64-cu130-py3.12/sub/x.txt"),
+         "is not where the manifest format puts it"),
+        (lambda e, f, t: e["layers"][1].update(lock=e["lock"]), "is not where the manifest format puts it"),
+        (lambda e, f, t: (e["layers"].append(dict(e["layers"][1])),), "is named by another layer too"),
+        (lambda e, f, t: _symlinked(f, f"{CELL}.txt", t), "resolves outside the locks folder"),
+        (lambda e, f, t: _symlinked(f, f"{CELL}/{e['layers'][1]['name']}.txt", t), "resolves outside the locks folder"),
+        (lambda e, f, t: _symlinked(f, CELL, t.parent), "resolves outside the locks folder"),
+        (lambda e, f, t: [e.update(lock=f"deps/{CELL}.txt")] + [layer.update(lock="deps/" + layer["lock"].split("/", 1)[1]) for layer in e["layers"]],
+         "is not in the folder of the manifest"),
+    ],
+    ids=["main-elsewhere", "main-not-the-cells", "layer-in-a-subfolder", "layer-is-the-main-lock", "two-layers-one-file",
+         "main-symlink-out", "layer-symlink-out", "cell-folder-symlink-out", "another-folder-name"],
+)  # fmt: skip
+def test_lock_paths_are_where_the_format_puts_them_beside_the_manifest(tmp_path: Path, edit: Any, said: str) -> None:
+    data = manifest()
+    entry = data["cells"][CELL]
+    secret = tmp_path / "outside" / "passwd"
+    secret.parent.mkdir()
+    secret.write_text("root:x:0:0\n")
+    path = Path(write(tmp_path, "{}"))
+    edit(entry, path.parent, secret)
+    path.write_text(json.dumps(data))
+    code, out, err = cli("--manifest", str(path), *LINUX)
+    assert code == 2 and out == "" and said in err and "Traceback" not in err, err
+    assert "root:x" not in err
+
+
+def test_the_locks_folder_may_have_another_name(tmp_path: Path) -> None:
+    data = manifest()
+    for entry in data["cells"].values():
+        for holder in [entry, *entry.get("layers", [])]:
+            if isinstance(holder.get("lock"), str):
+                holder["lock"] = "deps/locks/" + holder["lock"].split("/", 1)[1]
+    path = tmp_path / "deps" / "locks" / "manifest.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    code, out, err = cli("--manifest", str(path), *LINUX)
+    assert code == 0 and out.startswith(f"{CELL}: deps/locks/{CELL}.txt"), err
+
+
+# ---- the depth pre-scan is one pass: a quote is never scanned twice --------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"' + '\\"' * 500_000, '"' + "\\" * 1_000_001, '["' + '\\"' * 500_000, '{"a": "' + "x\\" * 500_000],
+    ids=["escaped-quotes", "backslashes", "in-a-list", "trailing-backslash"],
+)
+def test_the_depth_prescan_of_a_1_mb_unterminated_string_is_one_token(text: str) -> None:
+    """An unterminated string is one token to the end of the text, never rescanned from each
+    quote inside it (which made the old scan quadratic: 69 s for 80 KB)."""
+    tokens = list(select._TOKEN.finditer(text))
+    assert len(text) >= 1_000_000 and max(t.end() - t.start() for t in tokens) >= len(text) - 10
+    assert tokens[-1].end() == len(text)
+    with pytest.raises(select.InputError, match="not JSON"):
+        select.loads_bounded(text, "m.json")
