@@ -244,6 +244,7 @@ def test_pin_bump_changes_only_what_it_must(tmp_path, index):
     assert "beta==1.1" in pins((root / "locks" / "linux-x86_64-cpu-py3.12.txt").read_text())
 
 
+@pytest.mark.slow  # installs with pip and uv, as test_layers.py and test_extras_installers.py (slow) do for every layer kind
 def test_installers_accept_the_lock(tmp_path, index):
     index.add("alpha", "1.0", requires=("beta",))
     index.add("beta", "1.0")
