@@ -2285,12 +2285,17 @@ def _find_cells(cells: Mapping[str, Mapping[str, Any]], candidate: Candidate, py
         python, why = _major_minor(python), "Python {} (--python)"
     elif len(pythons) == 1:
         python, why = pythons[0], "Python {}: the only one the matrix has for " + where
-    else:
+    elif "{}.{}".format(*sys.version_info[:2]) in pythons:
         python, why = "{}.{}".format(*sys.version_info[:2]), "Python {}: the running interpreter's"
+    else:  # an installer's system Python (3.8 on Ubuntu 20.04) only runs the selector: the venv gets another
+        running = "{}.{}".format(*sys.version_info[:2])
+        python = pythons[-1]
+        why = (f"Python {{}}: the newest the matrix has for {where} (this selector runs on {running}, which "
+               "has no cell; the install needs a Python {} interpreter, or pass --python)")  # fmt: skip
     names = [name for name, entry in found.items() if entry["python"] == python]
     if not names:
         raise NoCell(f"the matrix has no {where} cell for Python {python}; it has {', '.join(pythons)}: pass --python")
-    reasons = [why.format(python)]
+    reasons = [why.format(python, python)]
     all_axes = sorted({axis for name in names for axis in (cells[name].get("axes") or {})})
     for axis in axes:
         if axis not in all_axes:

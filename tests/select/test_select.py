@@ -442,3 +442,22 @@ def test_runs_as_a_module(manifest_file: Path) -> None:
     assert done.returncode == 0 and done.stdout.startswith(
         "macos-aarch64-mps-py3.12: locks/macos-aarch64-mps-py3.12.txt"
     )
+
+
+def test_a_running_python_without_a_cell_gets_the_newest_the_matrix_has(monkeypatch) -> None:
+    """An installer's system Python (3.8 on Ubuntu 20.04, 3.10 on 22.04) only runs the selector;
+    the venv it makes has the cell's Python. With no --python and no cell for the running minor,
+    the newest Python of the target is chosen and said; an explicit --python still must match."""
+    import lockgen.select as select
+
+    monkeypatch.setattr(select.sys, "version_info", (3, 8, 10, "final", 0))
+    data = manifest()
+    _, newer = entry("linux", "x86_64", "cu130", python="3.13")
+    lock = "locks/linux-x86_64-cu130-py3.13.txt"
+    newer["layers"] = [dict(newer["layers"][0], lock=lock)]
+    data["cells"]["linux-x86_64-cu130-py3.13"] = newer | {"lock": lock}
+    chosen = select_cell(nvidia("13.0"), data)
+    assert chosen.cell == "linux-x86_64-cu130-py3.13" and chosen.python == "3.13"
+    assert any("the newest the matrix has" in r and "runs on 3.8" in r for r in chosen.reasons)
+    with pytest.raises(NoCell, match=r"pass --python"):
+        select_cell(nvidia("13.0"), data, python="3.8")
