@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lockgen.plan",),  # what to resolve: cells, targets, rendered inputs, input hashes
     ("lockgen.locks",),  # the lock model and the files of the locks folder
     ("lockgen.resolve",),  # one cell, top to bottom
+    ("lockgen.osv",),  # OSV advisories: the record model and its sources (audit; the lock-time gate's source)
     ("lockgen.wheels",),  # readers of the locked wheels (GPU kernel coverage)
     ("lockgen.project",),  # a loaded project
     ("lockgen.run", "lockgen.scaffold"),  # the run over the cells (all, lock, check, matrix); init

@@ -25,7 +25,7 @@ from packaging.version import Version
 
 from lockgen.config.model import SEVERITIES, AuditIgnore
 from lockgen.dossier.inventory import Inventory, Locked
-from lockgen.dossier.osv import Advisory, Severity, Source, merged_ids
+from lockgen.osv import Advisory, Severity, Source, merged_ids
 
 __all__ = ["AuditReport", "Finding", "Hit", "Withdrawn", "audit", "fails"]
 
@@ -143,7 +143,7 @@ def audit(
 ) -> AuditReport:
     """Audit ``inventory`` against ``source``: one question per ``(name, public version)`` for the
     whole matrix. ``today`` decides which ignores have expired (default: the local date).
-    Raises :class:`~lockgen.dossier.osv.AuditFailed` when the source cannot be read."""
+    Raises :class:`~lockgen.osv.AuditFailed` when the source cannot be read."""
     if fail_on not in SEVERITIES:
         raise ValueError(f"fail_on {fail_on!r}")
     day = today or datetime.date.today()

@@ -15,8 +15,8 @@ from typing import Any
 
 from lockgen import __version__
 from lockgen.dossier.audit import AuditReport, Finding, fails
-from lockgen.dossier.osv import Severity
 from lockgen.locks.diffformat import COMMENT_LIMIT, MARGIN
+from lockgen.osv import Severity
 from lockgen.runtime.words import counted
 
 __all__ = ["FORMATS", "render_json", "render_markdown", "render_sarif", "render_text"]

@@ -3,7 +3,7 @@
 Optional and offline-capable: the CLI adds the note only when an OSV source is configured
 (``[audit] osv``) or given (``lockgen diff --osv SOURCE``); an export on disk needs no network.
 Both sets of locks are audited against the one source (each package version asked once,
-:class:`~lockgen.dossier.osv.Cached`), ignores applying as in ``lockgen audit``; an advisory
+:class:`~lockgen.osv.Cached`), ignores applying as in ``lockgen audit``; an advisory
 (by id and package) present only before is *fixed*, present only after *introduced*.
 """
 
@@ -32,8 +32,8 @@ def advisories_note(project: Project, old: str | None, new: str | None, osv: str
     are read as ``lockgen diff`` reads them: a folder of locks, else a git revision (OLD's
     default ``HEAD``), else (NEW) the work tree."""
     from lockgen.dossier import inventory
-    from lockgen.dossier.osv import open_source
     from lockgen.dossier.run import osv_source
+    from lockgen.osv import open_source
 
     value, _ = osv_source(project, osv, mirrors)
     source = open_source(value, project.root, project.mirrors(mirrors))

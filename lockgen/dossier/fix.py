@@ -34,7 +34,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from lockgen.dossier.audit import AuditReport, Finding, audit
-from lockgen.dossier.osv import Source
+from lockgen.osv import Source
 from lockgen.project import Project
 from lockgen.run.values import Reporter, RunOptions, RunResult
 from lockgen.runtime.words import counted
@@ -194,8 +194,8 @@ def fix_command(
     from lockgen.bump.run import BumpOptions, bump
     from lockgen.dossier import inventory
     from lockgen.dossier.auditformat import headline
-    from lockgen.dossier.osv import open_source
     from lockgen.dossier.run import osv_source
+    from lockgen.osv import open_source
     from lockgen.run import lock as pipeline
 
     value, _ = osv_source(project, osv, options.mirrors)

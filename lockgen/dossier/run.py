@@ -36,11 +36,11 @@ def audit_command(
 ) -> tuple[str, int]:
     """``lockgen audit [CELL…]``: the report in ``fmt`` and the exit code (1 at or above
     ``fail_on``, default ``[audit] fail-on``). Raises :class:`UsageError` for an unknown format or
-    cell, :class:`~lockgen.dossier.osv.AuditFailed` when the source cannot be read."""
+    cell, :class:`~lockgen.osv.AuditFailed` when the source cannot be read."""
     from lockgen.dossier import inventory
     from lockgen.dossier.audit import audit
     from lockgen.dossier.auditformat import FORMATS
-    from lockgen.dossier.osv import open_source
+    from lockgen.osv import open_source
 
     render = FORMATS.get(fmt)
     if render is None:

@@ -31,6 +31,7 @@ from lockgen.resolve.probe import Reach
 from lockgen.runtime.errors import LockgenError
 
 if TYPE_CHECKING:
+    from lockgen.resolve.gate import Gate
     from lockgen.resolve.provenance import Provenance
 
 __all__ = ["Builds", "CellRun", "committed", "install_links", "read_committed"]
@@ -100,6 +101,7 @@ class CellRun:
     verified: Verified = field(default_factory=Verified)  # file hashes computed in this run (and kept)
     locked: Mapping[str, str] | None = None  # name -> version of the committed pylock.toml, if read already
     provenance: Provenance | None = None  # the run's publisher lookups (PEP 740); None: none made
+    gate: Gate | None = None  # the run's lock-time gate (malicious entries, PEP 792 status); None: none
     #: the ``allow-build`` packages the committed lock built from source: only the order of the
     #: first online resolution's uv runs (lockgen.resolve.pipeline._hinted), never what it resolves to
     hint: frozenset[str] = frozenset()

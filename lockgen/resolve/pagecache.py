@@ -44,6 +44,7 @@ from urllib.parse import urljoin, urlsplit
 
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve.pageserver import UNREACHABLE, Page, Server, serve, stop_all
+from lockgen.resolve.simplepages import Status, status_of
 from lockgen.runtime import trace
 
 if TYPE_CHECKING:
@@ -139,6 +140,7 @@ class PageCache:
         self._served: set[str] = set()
         self._hashes: dict[str, str] = {}  # upstream file URL -> sha256, from this run's pages
         self._unread: list[tuple[str, str, bytes]] = []  # pages not searched for hashes yet
+        self._statuses: dict[str, Status] = {}  # upstream page URL -> its PEP 792 status
         self._reads: dict[tuple[str, str, str], Page] = {}  # small file reads of this run
         self._servers: dict[str, Server] = {}
         self._unroutable: set[str] = set()
@@ -226,6 +228,12 @@ class PageCache:
         """Whether the page at ``url`` (an upstream URL) was served to uv in this run."""
         with self._lock:
             return url.rstrip("/") in self._served
+
+    def status(self, url: str) -> Status | None:
+        """The PEP 792 status of the page at ``url`` (an upstream URL) as fetched in this run;
+        None when this run did not fetch it."""
+        with self._lock:
+            return self._statuses.get(url.rstrip("/"))
 
     def proxies(self, url: str) -> bool:
         """Whether uv fetches ``url`` (an upstream URL) through this cache."""
@@ -350,8 +358,10 @@ class PageCache:
             return Page(response.status_code, kept, body, "")
         linked = {m.decode() for m in _LINKED_ORIGIN.findall(body)}
         body = self._pointed(body, {o for o in linked if origin_of(o) == o})
+        status = status_of(body, content_type)
         with self._lock:
             self._unread.append((url, content_type, body))
+            self._statuses[url.rstrip("/")] = status
         return Page(200, kept, body, f'"{hashlib.sha256(body).hexdigest()[:40]}"')
 
     def _pointed(self, body: bytes, origins: set[str]) -> bytes:

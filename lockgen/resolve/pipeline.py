@@ -13,6 +13,8 @@
     6 layers      layers.jobs(Resolved) -> each job through steps 1-5 -> Built
     7 invariants  invariants.problems(main + layer packages)        -> the cell fails on a mix (C27)
     7b publishers provenance.attach(Pylock)                         -> Pylock with attestation-identities
+    7c gate       gate.check(main + layer packages)                 -> the cell fails on a malicious or
+                  quarantined release; archived/deprecated projects are notes
     8 files       files.cell_files(Resolved, Checked, Built)        -> CellFiles (written by lockgen.locks.store)
 
 Per cell, one resolution: ``uv pip compile --format pylock.toml`` (the committed
@@ -37,6 +39,7 @@ from pathlib import PurePosixPath
 from packaging.pylock import Pylock
 
 from lockgen.locks import pylockfile
+from lockgen.locks.lock import Unavailable
 from lockgen.plan.plan import Plan, explicit_indexes
 from lockgen.resolve import describe, hashcheck, hints, inputs, invariants, layers, newer, offers, uv, uvout, verify
 from lockgen.resolve.cellrun import Builds, CellRun
@@ -47,7 +50,8 @@ from lockgen.resolve.inputs import Inputs
 from lockgen.resolve.layers import Built, Job, LayerUnavailable
 from lockgen.resolve.parse import read_pylock, read_wheels
 from lockgen.runtime import trace
-from lockgen.runtime.errors import CellFailed
+from lockgen.runtime.errors import CellFailed, LockgenError
+from lockgen.runtime.words import cut
 
 __all__ = ["CellFiles", "CellRun", "Resolution", "ask", "resolve_cell", "resolve_layers"]
 
@@ -101,6 +105,9 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
         built = resolve_layers(run, resolved)  # 6
     with trace.span("invariants"):
         notes = _invariants(run, pylock, built)  # 7
+    if run.gate is not None:  # 7c
+        with trace.span("gate"):
+            notes = (*notes, *_gated(run, pylock, built))
     if run.provenance is not None:  # 7b: who published each main file (PEP 740), where the index says
         indexes = [plan.index_url, *explicit_indexes(plan).values()]
         with trace.span("provenance"):
@@ -109,6 +116,45 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
         return cell_files(  # 8
             run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer, notes=notes
         )
+
+
+# -- step 7c: the lock-time gate
+
+
+def _gated(run: CellRun, pylock: Pylock, built: Built) -> tuple[str, ...]:
+    """Fail the cell when the gate refuses a package that main or a required layer would install
+    (a malicious-package entry, a quarantined project); an optional layer that would install one
+    is taken out as unavailable (optional never fails the cell). Returns the warnings (archived,
+    deprecated, exempted) for the summary."""
+    assert run.gate is not None
+    plan = run.plan
+    try:
+        found = run.gate.check([*pylock.packages, *built.packages], [plan.index_url, *explicit_indexes(plan).values()])
+    except LockgenError as exc:  # the [audit] osv source could not be read
+        raise CellFailed(
+            f"cell {plan.cell.name}: the lock-time gate could not ask the [audit] osv source: {exc}\n"
+            "lockgen: nothing was locked; fix the source, or remove [audit] osv to lock without the malware check"
+        ) from None
+    refused = {f.name: f for f in found if f.refuse and f.ignored is None}
+    optional = {name: packages for name, (entry, packages) in built.installs.items() if entry is not None}
+    needed = {p.name for p in pylock.packages} | {
+        p.name for name, (_, packages) in built.installs.items() if name not in optional for p in packages
+    }
+    fatal = [f for name, f in refused.items() if name in needed]
+    if fatal:
+        raise CellFailed(
+            f"cell {plan.cell.name}: the lock would install a release the lock-time gate refuses:\n"
+            + "\n".join(f"  - {f.line()}" for f in fatal)
+            + "\nlockgen: pin another version or drop what pulls it in (lockgen why NAME --cell "
+            + f"{plan.cell.name}); an [audit] ignore entry naming the id, with a reason and an until date, exempts it"
+        )
+    for name, packages in optional.items():
+        bad = [refused[p.name] for p in packages if p.name in refused]
+        if bad:
+            entry = built.installs[name][0] or name
+            why = cut("; ".join(f.line() for f in bad), layers.REASON_CHARS)
+            built.withdraw(name, Unavailable(requirement=entry, reason=f"the lock-time gate refuses it: {why}"))
+    return tuple(f"gate: {f.line()}" for f in found if not (f.refuse and f.ignored is None))
 
 
 # -- step 7: the backend invariants

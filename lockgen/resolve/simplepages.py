@@ -1,9 +1,9 @@
 """Index and find-links pages as data: what a page says about each file it lists.
 
 :func:`parse` reads a page's text (pure): PEP 691 JSON (``files[]`` with ``hashes``, ``size``,
-``upload-time`` of PEP 700, ``yanked`` of PEP 592, ``provenance`` of PEP 740) or HTML (PEP 503
-project pages and flat find-links pages alike: anchors with ``#sha256=``, ``data-yanked``,
-``data-provenance``). :class:`PageReader` fetches pages through the mirrors (the realm's login
+``upload-time`` of PEP 700, ``yanked`` of PEP 592, ``provenance`` of PEP 740, the project's
+``project-status`` of PEP 792) or HTML (PEP 503 project pages and flat find-links pages alike:
+anchors with ``#sha256=``, ``data-yanked``, ``data-provenance``; ``<meta name="pypi:project-status">``). :class:`PageReader` fetches pages through the mirrors (the realm's login
 inline, else a netrc entry; never shown) with httpx, each URL once per reader, and gives every URL
 back canonical: links are resolved against the page as fetched, then mapped back.
 
@@ -18,6 +18,7 @@ import datetime
 import html.parser
 import json
 import logging
+import re
 import threading
 from collections.abc import Mapping
 from concurrent.futures import Future
@@ -27,7 +28,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from lockgen.plan.mirror import Mirrors
 
-__all__ = ["JSON_ACCEPT", "Page", "PageFile", "PageReader", "parse", "project_url"]
+__all__ = ["JSON_ACCEPT", "Page", "PageFile", "PageReader", "Status", "parse", "parse_page", "project_url", "status_of"]
 
 log = logging.getLogger("lockgen.pages")
 
@@ -51,15 +52,27 @@ class PageFile:
     provenance: str | None = None
 
 
+@dataclass(frozen=True)
+class Status:
+    """A project's status marker (PEP 792): ``status`` is ``active``, ``archived``,
+    ``quarantined`` or ``deprecated`` (another word is kept as given: the index's own), ``reason``
+    the index's free text ("" when it gives none)."""
+
+    status: str = "active"
+    reason: str = ""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Page:
     """A fetched page: its canonical ``url``, the ``files`` it lists, its PEP 691 ``api_version``
-    (None for HTML) and ``error`` (why it could not be read: ``HTTP 404``, a connection error;
-    then ``files`` is empty)."""
+    (None for HTML), the project's PEP 792 ``status`` (active when the page names none) and
+    ``error`` (why it could not be read: ``HTTP 404``, a connection error; then ``files`` is
+    empty)."""
 
     url: str
     files: tuple[PageFile, ...] = ()
     api_version: str | None = None
+    status: Status = Status()
     error: str | None = None
 
     def by_sha256(self, digest: str) -> PageFile | None:
@@ -90,20 +103,69 @@ def parse(text: str, content_type: str, base: str) -> tuple[tuple[PageFile, ...]
     """``(files, api_version)`` of a page's ``text`` served as ``content_type`` from ``base``
     (links are made absolute against it). JSON that is not a PEP 691 page, or HTML without
     anchors, lists no files."""
+    files, version, _ = parse_page(text, content_type, base)
+    return files, version
+
+
+def parse_page(text: str, content_type: str, base: str) -> tuple[tuple[PageFile, ...], str | None, Status]:
+    """``(files, api_version, status)``: :func:`parse` and the project's PEP 792 status
+    (:func:`status_of`)."""
     if "json" in content_type:
         try:
             data = json.loads(text)
         except ValueError:
-            return (), None
+            return (), None, Status()
         if not isinstance(data, dict):
-            return (), None
+            return (), None, Status()
         meta = data.get("meta")
         version = meta.get("api-version") if isinstance(meta, dict) else None
         files = [f for f in (_json_file(entry, base) for entry in data.get("files") or []) if f is not None]
-        return tuple(files), version if isinstance(version, str) else None
+        marker = data.get("project-status")
+        status = _status(marker.get("status"), marker.get("reason")) if isinstance(marker, dict) else Status()
+        return tuple(files), version if isinstance(version, str) else None, status
     anchors = _Anchors(base)
     anchors.feed(text)
-    return tuple(anchors.files), None
+    return tuple(anchors.files), None, _meta_status(anchors.meta)
+
+
+#: Where a PEP 691 page states its status: the ``project-status`` key and its flat object.
+_JSON_STATUS = re.compile(rb'"project-status"\s*:\s*(\{[^{}]{0,2000}\})')
+#: How much of an HTML page is read for its ``<meta>`` tags (they come before the anchors).
+_HTML_HEAD = 16384
+
+
+def status_of(body: bytes, content_type: str) -> Status:
+    """The PEP 792 status a page's raw ``body`` states, without parsing its file list (an ML
+    stack's pages are ~50 MB of JSON): JSON: the ``project-status`` object (``status``,
+    ``reason``), read with ``json`` once found; HTML: the ``pypi:project-status`` and
+    ``pypi:project-status-reason`` meta tags of the page's head. Active when it states none."""
+    if "json" in content_type:
+        found = _JSON_STATUS.search(body)
+        if found is None:
+            return Status()
+        try:
+            marker = json.loads(found[1])
+        except ValueError:
+            return Status()
+        return _status(marker.get("status"), marker.get("reason")) if isinstance(marker, dict) else Status()
+    head = body[:_HTML_HEAD].decode("utf-8", "replace")
+    cut_at = head.find("<a ")
+    anchors = _Anchors("")
+    anchors.feed(head if cut_at < 0 else head[:cut_at])
+    return _meta_status(anchors.meta)
+
+
+def _meta_status(meta: Mapping[str, str]) -> Status:
+    return _status(meta.get("pypi:project-status"), meta.get("pypi:project-status-reason"))
+
+
+def _status(status: object, reason: object) -> Status:
+    """A :class:`Status` from a page's untrusted values: a word of at most 40 characters, a reason
+    cut to one line of 300; anything else reads as active."""
+    if not isinstance(status, str) or not status.strip() or len(status) > 40:
+        return Status()
+    text = " ".join(reason.split())[:300] if isinstance(reason, str) else ""
+    return Status(status.strip().lower(), text)
 
 
 def _json_file(entry: object, base: str) -> PageFile | None:
@@ -145,11 +207,17 @@ class _Anchors(html.parser.HTMLParser):
         super().__init__()
         self.base = base
         self.files: list[PageFile] = []
+        self.meta: dict[str, str] = {}  # <meta name=… content=…> of the page (PEP 792's status)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "meta":
+            name, content = values.get("name"), values.get("content")
+            if name and content is not None:
+                self.meta.setdefault(name.lower(), content)
+            return
         if tag != "a":
             return
-        values = dict(attrs)
         href = values.get("href")
         if not href:
             return
@@ -232,7 +300,7 @@ class PageReader:
         if response.status_code != 200:
             return Page(url=url, error=f"HTTP {response.status_code}")
         base = str(response.url)
-        files, version = parse(response.text, response.headers.get("content-type", ""), base)
+        files, version, status = parse_page(response.text, response.headers.get("content-type", ""), base)
         canonical = tuple(
             dataclasses.replace(
                 f,
@@ -241,7 +309,7 @@ class PageReader:
             )
             for f in files
         )
-        return Page(url=url, files=canonical, api_version=version)
+        return Page(url=url, files=canonical, api_version=version, status=status)
 
 
 def netrc_auth(url: str) -> Any:

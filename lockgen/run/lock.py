@@ -44,8 +44,10 @@ if TYPE_CHECKING:  # the no-op path (lockgen.run.noop) imports this module: heav
     from lockgen.resolve.cellrun import CellRun
     from lockgen.resolve.files import CellFiles
     from lockgen.resolve.freshness import Freshness
+    from lockgen.resolve.gate import Gate
     from lockgen.resolve.hashcheck import Verified
     from lockgen.resolve.probe import Reach
+    from lockgen.resolve.simplepages import PageReader
 
 # the run's values live in lockgen.run.values and the no-op path in lockgen.run.noop; named here too, as
 # the pipeline's interface
@@ -334,6 +336,7 @@ def _resolve_all(
         fresh = None if options.online else freshness.start(plans, mirrors, locked)
     states = {p.cell.name: s for p, s in todo}
     provenance = Provenance(project.root, mirrors)  # publishers (PEP 740): shared by the cells
+    gate, gate_pages = _gate(project, mirrors, fresh)
 
     def work(plan: Plan) -> CellResult:
         if runner.stopped.is_set():  # taken from the queue as the run was interrupted
@@ -341,7 +344,7 @@ def _resolve_all(
         cell_run = CellRun(  # what a cell learns (its builds) is its own: cells are independent (issue 17)
             project.root, plan, uv_options, mirrors, runner, project.config.source,
             locked=locked.get(plan.cell.name), reach=reach, verified=verified, provenance=provenance,
-            hint=built.get(plan.cell.name, frozenset()),
+            hint=built.get(plan.cell.name, frozenset()), gate=gate,
         )  # fmt: skip
         return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter, out)
 
@@ -362,7 +365,32 @@ def _resolve_all(
         if fresh is not None:
             fresh.close()
         provenance.close()
+        gate_pages.close()
     return failed
+
+
+def _gate(project: Project, mirrors: Mirrors, fresh: Freshness | None) -> tuple[Gate, PageReader]:
+    """The run's lock-time gate (:mod:`lockgen.resolve.gate`): PEP 792 statuses of the index
+    pages (as the run's page cache fetched them for uv, else read once per run through
+    ``mirrors``) and, when ``[audit] osv`` names a source, its malicious-package entries;
+    ``[audit] ignore`` exempts. Raises :class:`~lockgen.osv.AuditFailed` when the configured
+    export does not exist."""
+    from lockgen import osv
+    from lockgen.resolve.gate import Gate
+    from lockgen.resolve.simplepages import PageReader, Status
+
+    settings = project.config.audit
+    source = osv.open_source(settings.osv, project.root, mirrors) if settings.osv else None
+    reader = PageReader(mirrors)
+
+    def status(url: str) -> Status:
+        cached = fresh.pages.status(mirrors.fetch_url(url)) if fresh is not None else None
+        if cached is not None:
+            return cached
+        page = reader.page(url)
+        return page.status if page.error is None else Status()
+
+    return Gate(source, status, settings.ignore), reader
 
 
 #: Seconds an interrupted run waits for its cells to notice (uv is ended within 0.5 s); a cell

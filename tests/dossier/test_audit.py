@@ -12,7 +12,7 @@ import pytest
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from lockgen.dossier.osv import Advisory, Affected, Event, Range, Severity, merged_ids, parse
+from lockgen.osv import Advisory, Affected, Event, Range, Severity, merged_ids, parse
 from tests.conftest import run_cli
 from tests.support import dossier_world
 from tests.support.dossier_world import NEW, OLD
@@ -37,7 +37,8 @@ def world(shared_fake_host, tmp_path_factory):
     pypi = shared_fake_host("pypi")
     dossier_world.publish(pypi)
     w = dossier_world.write(tmp_path_factory.mktemp("audit") / "p", pypi, IGNORES)
-    run = run_cli("all", "-C", str(w.root), *w.mirror_args())
+    with FakeOsv(dossier_world.records()) as server:  # [audit] osv is set: the lock-time gate asks it
+        run = run_cli("all", "-C", str(w.root), *w.mirror_args(), "--mirror", f"https://api.osv.dev={server.url}")
     assert run.code == 0, run.err
     return w
 
@@ -271,7 +272,7 @@ def test_aliases_merge_records_of_one_vulnerability():
 
 
 def test_records_are_untrusted_input():
-    from lockgen.dossier.osv import BadRecord
+    from lockgen.osv import BadRecord
 
     with pytest.raises(BadRecord, match="id"):
         parse({"affected": []})
@@ -346,7 +347,7 @@ def test_a_folder_export_is_walked_once_per_audit_and_read_in_any_depth(tmp_path
     files are not, and the index it caches answers the next run."""
     import os as _os
 
-    from lockgen.dossier import osv as osv_module
+    from lockgen import osv as osv_module
 
     folder = tmp_path / "osv"
     (folder / "a" / "b").mkdir(parents=True)

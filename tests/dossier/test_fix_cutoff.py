@@ -69,7 +69,7 @@ def test_exclude_newer_package_exemptions_and_own_cutoffs_are_respected():
 def test_a_finding_counts_fixed_only_when_the_new_locks_hold_an_unaffected_version():
     from lockgen.dossier.audit import Hit
     from lockgen.dossier.fix import _collateral, _verified
-    from lockgen.dossier.osv import Advisory, Affected, Event, Range
+    from lockgen.osv import Advisory, Affected, Event, Range
 
     advisory = Advisory(
         id="GHSA-x", affected=(Affected(name=URLLIB3, ranges=(Range(type="ECOSYSTEM", events=(Event(kind="introduced", version="0"), Event(kind="fixed", version="2.5.0"))),)),),
