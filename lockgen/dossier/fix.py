@@ -135,7 +135,7 @@ def plan_fixes(project: Project, report: AuditReport, source: Source, reader: Pa
             target = max(target, candidate) if target is not None else candidate
         if target is None:
             published = [v for f in findings for v in f.fixed if v > version]
-            why = (
+            reason = (
                 "every fixed version is yanked from the index ("
                 + ", ".join(str(v) for v in sorted(set(published)))
                 + ")"
@@ -143,7 +143,7 @@ def plan_fixes(project: Project, report: AuditReport, source: Source, reader: Pa
                 else "no fixed version is published"
             )
             for finding in findings:
-                plan.blocked.append(Blocked(finding=finding, cells=tuple(hit_cells), why=why))
+                plan.blocked.append(Blocked(finding=finding, cells=tuple(hit_cells), why=reason))
             continue
         movable = name in configured or name in template_pins
         for cell in hit_cells:
