@@ -224,6 +224,10 @@ def _install(
     for line in said:
         say(line)
     layers = load_layers(root, locks, entry, bundle=bundle)
+    if bundle:  # its index pages are read like its locks: confined, hashes verified
+        from lockgen.rot.bundle import check_index
+
+        check_index(root, [layer.lock for layer in layers])
     for layer in [layer for layer in layers if layer.name in left_out and layer.kind is LayerKind.OPTIONAL]:
         warn(f"{layer.name}: not installed on this machine, its kernels do not run here "
              f"({left_out[layer.name]}); an optional layer: the install goes on without it")  # fmt: skip

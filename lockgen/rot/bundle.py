@@ -560,3 +560,68 @@ def _bundle_json(cells: Sequence[str], paths: Mapping[str, str], files: Sequence
         "files": [{"sha256": d, "path": p, "cells": sorted(locked.get(d, ()))} for d, p in sorted(paths.items(), key=lambda kv: kv[1])],
     }  # fmt: skip
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def check_index(folder: Path, locks: Sequence[Lock]) -> None:
+    """Before ``lockgen install --from folder`` runs an installer: the bundle is whole (no unit a
+    killed ``lockgen bundle`` left) and its index pages are read like its locks: for every
+    package the ``locks`` install, ``index/<name>/index.html`` is a regular file inside the bundle
+    (no symlink; bounded read), names no ``<base>``, and each of its links is a file under
+    ``files/`` of the bundle (relative; no URL, no ``..`` out, no symlink) with a ``#sha256=`` that
+    the lock holds for that package and that the file's bytes have. So an installer pointed at the
+    bundle's index never reaches the network or a file outside the bundle. Raises
+    :class:`~lockgen.runtime.errors.InstallRefused` naming the page and the link."""
+    from urllib.parse import unquote, urlsplit
+
+    from lockgen.locks.journal import pending
+    from lockgen.locks.paths import resolved_inside
+    from lockgen.resolve.simplepages import parse
+    from lockgen.runtime.bounded import read_file
+    from lockgen.runtime.errors import InstallRefused
+
+    if pending(folder):
+        raise InstallRefused(
+            f"{folder}: a lockgen bundle run was stopped while writing it; run lockgen bundle again; nothing was installed"
+        )
+    base = folder.resolve()
+    files_root = base / FILES
+    wanted: dict[str, set[str]] = {}
+    for lock in locks:
+        for entry in lock.entries:
+            if entry.url is None:
+                wanted.setdefault(entry.name, set()).update(h.removeprefix("sha256:") for h in entry.hashes)
+    hashed: dict[Path, str] = {}
+    for name, digests in sorted(wanted.items()):
+        rel = f"{INDEX}/{name}/index.html"
+
+        def refused(why: str, page: str = rel) -> InstallRefused:
+            return InstallRefused(f"{folder}/{page}: {why}; a bundle installs only its own files; nothing was installed")
+
+        page = folder / rel
+        if any(p.is_symlink() for p in (folder / INDEX, folder / INDEX / name, page)) or not resolved_inside(page, base):
+            raise refused("a symbolic link")
+        try:
+            text = read_file(page, rel).decode("utf-8")
+        except FileNotFoundError:
+            raise refused("missing: the bundle does not hold this package") from None
+        except (OSError, UnicodeDecodeError, LockgenError) as exc:
+            raise refused(f"cannot be read ({exc})") from None
+        if "<base" in text.lower():
+            raise refused("it sets a <base> for its links")
+        found, _ = parse(text, "text/html", (base / INDEX / name).as_uri() + "/")
+        for item in found:
+            split = urlsplit(item.url)
+            path = Path(unquote(split.path))
+            if split.scheme != "file" or split.netloc or not path.is_relative_to(files_root):
+                raise refused(f"its link {item.url!r} is not a file under {FILES}/ of the bundle")
+            if path.is_symlink() or path.parent.is_symlink() or not resolved_inside(path, files_root):
+                raise refused(f"its link {item.filename!r} is a symbolic link")
+            if item.sha256 is None or item.sha256 not in digests:
+                raise refused(f"its link {item.filename!r} has no sha256 the locks hold for {name}")
+            if path not in hashed:
+                try:
+                    hashed[path] = _sha256(path)
+                except OSError as exc:
+                    raise refused(f"its file {item.filename!r} cannot be read ({exc.strerror or exc})") from None
+            if hashed[path] != item.sha256:
+                raise refused(f"its file {item.filename!r} does not have the sha256 its link states (edited?)")
