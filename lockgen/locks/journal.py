@@ -145,7 +145,10 @@ class Journal:
         self._gone.append(path)
 
     def discard(self) -> None:
-        """Drop what was staged (nothing was applied)."""
+        """Drop what was staged; nothing once the unit is committed and not yet applied (Ctrl-C
+        between two renames: :func:`recover` finishes it)."""
+        if self.record.exists():
+            return
         for path in self._made:
             path.unlink(missing_ok=True)
         self._made.clear()

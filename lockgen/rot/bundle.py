@@ -52,7 +52,7 @@ from packaging.pylock import Pylock
 
 from lockgen.config import WORK
 from lockgen.locks import manifest, pylockfile
-from lockgen.locks.journal import Journal, recover
+from lockgen.locks.journal import Journal, pending, recover
 from lockgen.locks.lock import FileRef, LayerKind, LayerRef, Lock, text_sha256
 from lockgen.locks.lockset import CellLocks, LockSet
 from lockgen.project import Project
@@ -183,7 +183,8 @@ def _held(folder: Path) -> Iterator[None]:
             recover(folder)
             yield
     finally:
-        shutil.rmtree(folder / WORK, ignore_errors=True)
+        if not pending(folder):  # a unit stopped between two renames stays, for the next run to finish
+            shutil.rmtree(folder / WORK, ignore_errors=True)
 
 
 def _stage(unit: Journal, folder: Path, texts: Mapping[str, str], keep: set[str]) -> None:
