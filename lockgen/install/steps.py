@@ -187,8 +187,9 @@ def install_bundle(folder: Path, options: Options, say: Say = print, warn: Say |
     bundle's own ``index/`` folder, so nothing is fetched. No project is read and no mirror
     applies; the venv defaults to ``.venv`` in the current folder (the bundle may be read-only).
     Raises :class:`UsageError` when ``folder`` is not a bundle, else as :func:`install`."""
-    from lockgen.rot.bundle import is_bundle
+    from lockgen.rot.bundle import is_bundle, refuse_half_written
 
+    refuse_half_written(folder)
     if not is_bundle(folder):
         raise UsageError(
             f"{folder} is not a lockgen bundle (no {folder / 'bundle.json'}); make one with lockgen bundle"

@@ -484,6 +484,7 @@ def settle_project(start: Path, config: str | None) -> list[str]:
 
     try:
         root = find_config(start, config).parent
-    except LockgenError:
-        return []
+    except LockgenError:  # no config (yet: an init stopped before writing it): the folder named
+        folder = (start / config) if config else start
+        return settle(folder) if folder.is_dir() else []
     return settle(root)

@@ -60,7 +60,7 @@ from lockgen.resolve.simplepages import PageReader, netrc_auth
 from lockgen.rot.locate import LockedFile, locate
 from lockgen.runtime.errors import LockgenError, UsageError
 
-__all__ = ["BUNDLE_FILE", "INDEX", "BundleError", "BundleResult", "bundle_command", "is_bundle"]
+__all__ = ["BUNDLE_FILE", "INDEX", "BundleError", "BundleResult", "bundle_command", "check_index", "is_bundle", "refuse_half_written"]
 
 BUNDLE_FILE = "bundle.json"
 BUNDLE_FORMAT = 1
@@ -563,6 +563,17 @@ def _bundle_json(cells: Sequence[str], paths: Mapping[str, str], files: Sequence
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
+def refuse_half_written(folder: Path) -> None:
+    """Raise :class:`~lockgen.runtime.errors.InstallRefused` when a ``lockgen bundle`` run was
+    stopped while writing ``folder`` (its unit is pending: :mod:`lockgen.locks.journal`)."""
+    from lockgen.runtime.errors import InstallRefused
+
+    if pending(folder):
+        raise InstallRefused(
+            f"{folder}: a lockgen bundle run was stopped while writing it; run lockgen bundle again; nothing was installed"
+        )
+
+
 def check_index(folder: Path, locks: Sequence[Lock]) -> None:
     """Before ``lockgen install --from folder`` runs an installer: the bundle is whole (no unit a
     killed ``lockgen bundle`` left) and its index pages are read like its locks: for every
@@ -574,16 +585,12 @@ def check_index(folder: Path, locks: Sequence[Lock]) -> None:
     :class:`~lockgen.runtime.errors.InstallRefused` naming the page and the link."""
     from urllib.parse import unquote, urlsplit
 
-    from lockgen.locks.journal import pending
     from lockgen.locks.paths import resolved_inside
     from lockgen.resolve.simplepages import parse
     from lockgen.runtime.bounded import read_file
     from lockgen.runtime.errors import InstallRefused
 
-    if pending(folder):
-        raise InstallRefused(
-            f"{folder}: a lockgen bundle run was stopped while writing it; run lockgen bundle again; nothing was installed"
-        )
+    refuse_half_written(folder)
     base = folder.resolve()
     files_root = base / FILES
     wanted: dict[str, set[str]] = {}
