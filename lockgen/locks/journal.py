@@ -53,8 +53,8 @@ from lockgen.runtime.errors import LockgenError
 from lockgen.runtime.writing import write_error
 
 __all__ = [
-    "JOURNALS", "KILL_ENV", "FileExists", "Journal", "ReadOnlyFile", "clean_temporaries", "files_under", "pending", "recover",
-    "remove_cell", "replace_files", "settle", "settle_project",
+    "JOURNALS", "KILL_ENV", "FileExists", "Journal", "ReadOnlyFile", "clean_temporaries", "files_under", "pending",
+    "recover", "refuse_read_only", "remove_cell", "replace_files", "settle", "settle_project",
 ]  # fmt: skip
 
 log = logging.getLogger("lockgen")
@@ -329,6 +329,20 @@ def _remove_folder(folder: Path) -> None:
             journals.rmdir()
     except OSError:
         pass
+
+
+def refuse_read_only(root: Path, files: Iterable[str], cells: Iterable[str] = ()) -> None:
+    """Raise :class:`ReadOnlyFile` (exit 2) naming the first of ``files`` (``root``-relative), of
+    the ``cells``' locks (``<cell>.txt``) and of the files in their folders that is read-only:
+    for a run that would replace it, before it resolves anything."""
+    paths = [*files]
+    for cell in cells:
+        paths.append(f"{cell}.txt")
+        folder = root / cell
+        if folder.is_dir() and not folder.is_symlink():
+            paths += [p.relative_to(root).as_posix() for p in sorted(folder.iterdir()) if p.is_file()]
+    for path in paths:
+        _refuse(root, path, True)
 
 
 def replace_files(

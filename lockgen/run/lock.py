@@ -117,6 +117,8 @@ def _run(
         todo = _stale(project, chosen, plans, options, run, reporter)
     with trace.span("probe"):
         todo, failed, reach = _unreachable(todo, mirrors, run, reporter)
+    if todo:  # a read-only lock or manifest is refused before anything is resolved (exit 2)
+        journal.refuse_read_only(out, [manifest.manifest_path(locks)], [p.lock.removesuffix(".txt") for p, _ in todo])
     if todo:
         verified = Verified(root, fresh=options.refresh)
         touched = [p.cell.name for p, _ in todo]

@@ -127,9 +127,9 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 def debris(folder: Path) -> list[str]:
     """Temporaries, units and scratch folders left anywhere under ``folder``."""
-    found = [p for p in folder.rglob("*.tmp")] if folder.is_dir() else []
-    found += [p for p in (folder / journal.JOURNALS).glob("*")] if (folder / journal.JOURNALS).is_dir() else []
-    found += [p for p in (folder / ".lockgen").glob("stage-*")] if (folder / ".lockgen").is_dir() else []
+    found = list(folder.rglob("*.tmp")) if folder.is_dir() else []
+    found += list((folder / journal.JOURNALS).glob("*")) if (folder / journal.JOURNALS).is_dir() else []
+    found += list((folder / ".lockgen").glob("stage-*")) if (folder / ".lockgen").is_dir() else []
     return sorted(p.relative_to(folder).as_posix() for p in found)
 
 
@@ -216,3 +216,89 @@ def test_every_writer_stopped_at_its_commit_is_finished_by_the_next_command(writ
 def test_a_writer_stopped_before_its_commit_is_rolled_back(writer, locked, tmp_path):
     steps, after = steps_of(writer, locked, tmp_path)
     kill_at(writer, locked, tmp_path, steps.index("commit") + 1, "staged", after)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("writer", WRITERS, ids=lambda w: w.name)
+def test_every_writer_stopped_at_each_step_of_its_journal(writer, locked, tmp_path):
+    steps, after = steps_of(writer, locked, tmp_path)
+    for step in range(1, len(steps) + 1):
+        kill_at(writer, locked, tmp_path, step, f"step-{step}", after)
+
+
+def _lockgen(*args: str, kill_at: int | None = None) -> subprocess.CompletedProcess[str]:
+    """``lockgen ARGS`` as a process, SIGKILLed at its ``kill_at``-th journal step."""
+    env = dict(os.environ)
+    env.pop(journal.KILL_ENV, None)
+    if kill_at is not None:
+        env[journal.KILL_ENV] = str(kill_at)
+    return subprocess.run(
+        [sys.executable, "-m", "lockgen", *args], capture_output=True, text=True, timeout=300, env=env, check=False
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("writer", [w for w in WRITERS if w.name in ("all", "bump", "bundle")], ids=lambda w: w.name)
+def test_a_real_sigkill_in_the_journal_is_settled_by_the_next_process(writer, locked, tmp_path):
+    steps, after = steps_of(writer, locked, tmp_path)
+    for label, step in (("staged", steps.index("commit") + 1), ("renaming", steps.index("commit") + 2)):
+        root = tmp_path / f"sigkill-{writer.name}-{label}"
+        shutil.copytree(locked, root)
+        args, target = writer.prepare(root, tmp_path)
+        before = snapshot(target)
+        killed = _lockgen(*argv(writer, args, root, target), kill_at=step)
+        assert killed.returncode == -9, killed.stderr
+        if writer.name == "bundle":
+            assert _lockgen(*argv(writer, args, root, target)).returncode == 0
+            assert debris(target) == [] and snapshot(target) == after
+            continue
+        check = _lockgen("check", "-C", str(target))
+        assert debris(target) == [], debris(target)
+        now = snapshot(target)
+        assert all(now.get(p) in (before.get(p), after.get(p)) for p in now.keys() | before.keys() | after.keys())
+        if writer.name == "bump":
+            assert now in (before, after)
+        assert _lockgen("all", "-C", str(target)).returncode == 0
+        if check.returncode == 0:
+            assert snapshot(target) == now
+        assert _lockgen("check", "-C", str(target)).returncode == 0
+
+
+# -- the journal's other refusals: read-only files, folders reached through symlinks -----------------
+
+
+@pytest.mark.parametrize("writer", [w for w in WRITERS if w.name in ("bump", "all")], ids=lambda w: w.name)
+def test_a_read_only_file_is_never_replaced(writer, locked, tmp_path):
+    args, target = writer.prepare(locked, tmp_path)
+    protected = locked / ("pyproject.toml" if writer.name == "bump" else f"locks/{CELL}.txt")
+    protected.chmod(0o444)
+    before = snapshot(locked)
+    run = run_cli(*argv(writer, args, locked, target))
+    assert run.code == 2, run.err
+    rel = protected.relative_to(locked).as_posix()
+    assert f"{rel}: the file is read-only" in run.err and "Traceback" not in run.err
+    assert snapshot(locked) == before  # nothing written
+    assert debris(locked) == []
+
+
+def test_bundle_never_writes_or_deletes_through_a_symlinked_folder(locked, tmp_path):
+    out = tmp_path / "bundle"
+    run_ok("bundle", CELL, "-o", str(out), "-C", str(locked))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "precious.txt").write_text("mine\n")
+    shutil.rmtree(out / "files")
+    (out / "files").symlink_to(elsewhere)
+    run = run_cli("bundle", CELL, "-o", str(out), "-C", str(locked))
+    assert run.code == 2 and "is a symbolic link" in run.err, run.err
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["precious.txt"]
+
+
+def test_the_journal_refuses_a_unit_through_a_symlinked_folder(tmp_path):
+    (tmp_path / "root").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "root" / "locks").symlink_to(tmp_path / "outside")
+    with pytest.raises(journal.ReadOnlyFile, match="is a symbolic link"):
+        journal.replace_files(tmp_path / "root", "x", {"locks/a.txt": "a\n"})
+    assert list((tmp_path / "outside").iterdir()) == []
+    assert debris(tmp_path / "root") == []
