@@ -86,20 +86,20 @@ def _version(filename: str) -> Version | None:
         return None
 
 
-def yanked(reader: PageReader, plan: Plan, name: NormalizedName) -> tuple[set[Version], str | None]:
-    """``(versions of name yanked on the cell's index, why the index could not tell)``: a version
-    is yanked when every file of it its page lists is (PEP 592). A fix must not move a pin onto
-    one: an exact pin would still select it (PEP 592 lets ``==`` take a yanked version). The
-    second value is the page's error (its host down, HTTP 404): then the first is empty and the
-    caller must not take the silence for "none yanked"."""
+def yanked(reader: PageReader, plan: Plan, name: NormalizedName) -> tuple[set[Version], set[Version], str | None]:
+    """``(versions of name the cell's index lists, those of them yanked, why the index could not
+    tell)``: a version is yanked when every file of it its page lists is (PEP 592). A fix must not
+    move a pin onto one: an exact pin would still select it (PEP 592 lets ``==`` take a yanked
+    version). The third value is the page's error (its host down, HTTP 404): then the sets are
+    empty and the caller must not take the silence for "none yanked"."""
     if not plan.index_url:
-        return set(), None
+        return set(), set(), None
     page = reader.page(project_url(plan.index_url, name))
     if page.error is not None:
-        return set(), f"{page.url}: {page.error}"
+        return set(), set(), f"{page.url}: {page.error}"
     files: dict[Version, list[bool]] = {}
     for f in page.files:
         version = _version(f.filename)
         if version is not None:
             files.setdefault(version, []).append(f.yanked is not False)
-    return {v for v, flags in files.items() if all(flags)}, None
+    return set(files), {v for v, flags in files.items() if all(flags)}, None

@@ -70,13 +70,21 @@ class FixPlan:
 
 
 def target_version(
-    finding: Finding, others: Sequence[Finding], source: Source, skip: frozenset[Version] = frozenset()
+    finding: Finding,
+    others: Sequence[Finding],
+    source: Source,
+    skip: frozenset[Version] = frozenset(),
+    published: frozenset[Version] = frozenset(),
 ) -> Version | None:
     """The smallest version above the locked one that the finding's records fix and no other
-    advisory affects, leaving out ``skip`` (the yanked ones, PEP 592): each candidate is asked of
-    ``source`` (once), the next fix of whatever affects it tried after. None when no fixed version
-    is published (or every one is skipped)."""
+    advisory affects, leaving out ``skip`` (the yanked ones, PEP 592); when a fixed version is
+    yanked, the ``published`` releases above it are candidates too (the next release carries the
+    fix). Each candidate is asked of ``source`` (once), the next fix of whatever affects it tried
+    after. None when no fixed version is published (or every one is skipped)."""
     candidates = sorted(set(finding.fixed) | {v for f in others for v in f.fixed if v > finding.version})
+    pulled = [c for c in candidates if c in skip]
+    if pulled:
+        candidates = sorted(set(candidates) | {v for v in published if v > min(pulled) and not v.is_prerelease})
     for candidate in [c for c in candidates if c not in skip][:10]:
         if candidate <= finding.version or not _fixes(finding, others, candidate):
             continue
@@ -113,11 +121,13 @@ def plan_fixes(project: Project, report: AuditReport, source: Source, reader: Pa
     for (name, version), findings in sorted(by_key.items()):
         hit_cells = sorted({h.cell for f in findings for h in f.hits})
         skip: set[Version] = set()
+        listed: set[Version] = set()
         unknown = None
         for cell in hit_cells if reader is not None else ():
             if cell in plans:
                 assert reader is not None
-                found, error = yanked(reader, plans[cell], name)
+                versions, found, error = yanked(reader, plans[cell], name)
+                listed |= versions
                 skip |= found
                 unknown = unknown or error
         if unknown is not None:  # a page that cannot be read is no proof that nothing is yanked
@@ -128,7 +138,8 @@ def plan_fixes(project: Project, report: AuditReport, source: Source, reader: Pa
             continue
         target = None
         for finding in findings:
-            candidate = target_version(finding, [f for f in findings if f is not finding], source, frozenset(skip))
+            others = [f for f in findings if f is not finding]
+            candidate = target_version(finding, others, source, frozenset(skip), frozenset(listed))
             if candidate is None:
                 target = None
                 break

@@ -60,7 +60,16 @@ from lockgen.resolve.simplepages import PageReader, netrc_auth
 from lockgen.rot.locate import LockedFile, locate
 from lockgen.runtime.errors import LockgenError, UsageError
 
-__all__ = ["BUNDLE_FILE", "INDEX", "BundleError", "BundleResult", "bundle_command", "check_index", "is_bundle", "refuse_half_written"]
+__all__ = [
+    "BUNDLE_FILE",
+    "INDEX",
+    "BundleError",
+    "BundleResult",
+    "bundle_command",
+    "check_index",
+    "is_bundle",
+    "refuse_half_written",
+]
 
 BUNDLE_FILE = "bundle.json"
 BUNDLE_FORMAT = 1
@@ -603,10 +612,14 @@ def check_index(folder: Path, locks: Sequence[Lock]) -> None:
         rel = f"{INDEX}/{name}/index.html"
 
         def refused(why: str, page: str = rel) -> InstallRefused:
-            return InstallRefused(f"{folder}/{page}: {why}; a bundle installs only its own files; nothing was installed")
+            return InstallRefused(
+                f"{folder}/{page}: {why}; a bundle installs only its own files; nothing was installed"
+            )
 
         page = folder / rel
-        if any(p.is_symlink() for p in (folder / INDEX, folder / INDEX / name, page)) or not resolved_inside(page, base):
+        if any(p.is_symlink() for p in (folder / INDEX, folder / INDEX / name, page)) or not resolved_inside(
+            page, base
+        ):
             raise refused("a symbolic link")
         try:
             text = read_file(page, rel).decode("utf-8")

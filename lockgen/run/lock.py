@@ -517,7 +517,9 @@ def _write_manifest(
     try:
         if shard is not None:
             coverage = _coverage(project, mirrors, run, cells, root=out)
-            journal.replace_files(out, "manifest", {where: shard_manifest_text(project, cells, recorded, shard, coverage)})
+            journal.replace_files(
+                out, "manifest", {where: shard_manifest_text(project, cells, recorded, shard, coverage)}
+            )
             return
         text = project.manifest_text(recorded, out, _coverage(project, mirrors, run, root=out))
         journal.replace_files(out, "manifest", {where: text})

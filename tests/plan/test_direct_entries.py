@@ -24,7 +24,10 @@ def test_archive_and_wheel_urls_are_optional_entries(entry, kind, name):
 @pytest.mark.parametrize(
     "entry, said",
     [
-        ("https://github.example/org/opt/archive/v1.0.zip", "a source archive URL whose file name 'v1.0.zip' does not name its project; write it as NAME @ https://github.example/org/opt/archive/v1.0.zip"),
+        (
+            "https://github.example/org/opt/archive/v1.0.zip",
+            "a source archive URL whose file name 'v1.0.zip' does not name its project; write it as NAME @ https://github.example/org/opt/archive/v1.0.zip",
+        ),
         ("other @ https://files.example/rel/opt-1.0.tar.gz", "a URL of opt's file, though the entry names other"),
         ("https://files.example/rel/not_a-wheel.whl", "a wheel URL whose file name is not a wheel's"),
         ("https://files.example/rel/page.html", "not a wheel or source archive URL"),
