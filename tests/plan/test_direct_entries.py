@@ -9,7 +9,7 @@ from lockgen.plan.direct import EntryRefused, read_optional
 
 
 @pytest.mark.parametrize(
-    "entry, kind, name",
+    ("entry", "kind", "name"),
     [
         ("https://files.example/rel/opt-1.0.tar.gz", "archive", "opt"),
         ("opt @ https://github.example/org/opt/archive/v1.0.zip", "archive", "opt"),
@@ -22,7 +22,7 @@ def test_archive_and_wheel_urls_are_optional_entries(entry, kind, name):
 
 
 @pytest.mark.parametrize(
-    "entry, said",
+    ("entry", "said"),
     [
         (
             "https://github.example/org/opt/archive/v1.0.zip",
