@@ -180,8 +180,10 @@ class Journal:
         if not changes and not gone:
             _remove_folder(self.folder)
             return False
+        probed: set[Path] = set()
         for path in [*changes, *gone]:
             _refuse(root, path, path in changes)
+            _probe(root, path, probed)
         same_fs = _device(root / JOURNALS)
         staged: list[tuple[str, str]] = []
         for i, path in enumerate(changes):
@@ -205,7 +207,13 @@ class Journal:
             raise
         _step("commit")
         self._record("committed", staged, gone)
-        _apply(root, staged, gone)
+        done: list[str] = []
+        try:
+            _apply(root, staged, gone, done)
+        except OSError as exc:  # a rename refused after the probes (a file made immutable meanwhile)
+            if not done:  # nothing replaced yet: the unit is rolled back
+                self._rollback(staged)
+            raise write_error(exc.filename or self.name, exc) from None
         _step("done")
         self.record.unlink(missing_ok=True)
         _remove_folder(self.folder)
@@ -303,12 +311,34 @@ def _refuse(root: Path, path: str, replaced: bool) -> None:
         )
 
 
-def _apply(root: Path, staged: list[tuple[str, str]], gone: list[str]) -> None:
+def _probe(root: Path, path: str, probed: set[Path]) -> None:
+    """Raise a :class:`~lockgen.runtime.errors.WriteError` naming ``path`` when it could not be
+    replaced: the file opens for writing (not truncated: an immutable file, ``chattr +i``, refuses),
+    and a file can be made in its folder (the nearest existing one; once per folder)."""
+    target = root / path
+    try:
+        if target.is_file() and not target.is_symlink():
+            os.close(os.open(target, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0)))
+        folder = target.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if folder not in probed:
+            probe = folder / f".lockgen-probe.{secrets.token_hex(4)}{TMP_SUFFIX}"
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            probe.unlink()
+            probed.add(folder)
+    except OSError as exc:
+        raise write_error(path, exc) from None
+
+
+def _apply(root: Path, staged: list[tuple[str, str]], gone: list[str], done: list[str] | None = None) -> None:
+    done = [] if done is None else done
     for tmp, path in staged:
         _step("apply")
         if (root / tmp).exists():
             (root / path).parent.mkdir(parents=True, exist_ok=True)
             os.replace(root / tmp, root / path)
+            done.append(path)
     for path in gone:
         _step("apply")
         target = root / path
@@ -316,6 +346,7 @@ def _apply(root: Path, staged: list[tuple[str, str]], gone: list[str]) -> None:
             shutil.rmtree(target)
         else:
             target.unlink(missing_ok=True)
+        done.append(path)
         folder = target.parent
         if folder != root and folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
