@@ -372,8 +372,8 @@ def refuse_read_only(root: Path, files: Iterable[str], cells: Iterable[str] = ()
         folder = root / cell
         if folder.is_dir() and not folder.is_symlink():
             paths += [p.relative_to(root).as_posix() for p in sorted(folder.iterdir()) if p.is_file()]
-    for path in paths:
-        _refuse(root, path, True)
+    for path in paths:  # a folder where a file goes is the write's own error, reported per file
+        _refuse(root, path, False)
 
 
 def replace_files(
