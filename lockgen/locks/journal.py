@@ -353,13 +353,8 @@ def _apply(root: Path, staged: list[tuple[str, str]], gone: list[str], done: lis
 
 
 def _remove_folder(folder: Path) -> None:
+    """Remove a unit's folder (the journal folder itself stays: cells write their units at once)."""
     shutil.rmtree(folder, ignore_errors=True)
-    journals = folder.parent
-    try:
-        if journals.is_dir() and not any(journals.iterdir()):
-            journals.rmdir()
-    except OSError:
-        pass
 
 
 def refuse_read_only(root: Path, files: Iterable[str], cells: Iterable[str] = ()) -> None:

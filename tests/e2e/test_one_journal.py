@@ -137,6 +137,14 @@ def argv(writer: Writer, args: list[str], root: Path, target: Path) -> list[str]
     return [*args, "-C", str(target if writer.name == "init" else root)]
 
 
+def project_commit(writer: Writer, steps: list[str]) -> int:
+    """The index of the commit step of the unit that writes the project: ``bump`` (and ``audit
+    --fix``, through it) first write their re-locks into a stage, through units of their own."""
+    if writer.name in ("bump", "audit --fix"):
+        return len(steps) - 1 - steps[::-1].index("commit")
+    return steps.index("commit")
+
+
 def steps_of(writer: Writer, locked: Path, tmp: Path) -> tuple[list[str], dict[str, bytes]]:
     """The journal steps an uninterrupted run of ``writer`` takes (on a copy), and what it writes."""
     copy = tmp / f"whole-{writer.name.replace(' ', '-')}"
@@ -182,8 +190,7 @@ def kill_at(writer: Writer, locked: Path, tmp: Path, step: int, label: str, afte
         if journal.pending(target):
             refused = run_cli("install", "--from", str(target), CELL, "--dry-run")
             assert refused.code == 2 and "stopped while writing it" in refused.err, refused.err
-        assert snapshot(target) in (before, after)
-        run_ok(*argv(writer, args, root, target))  # and bundle finishes or redoes it
+        run_ok(*argv(writer, args, root, target))  # bundle finishes or redoes it
         assert debris(target) == [] and not (target / ".lockgen").exists()
         assert snapshot(target) == after
         return
@@ -209,13 +216,38 @@ def test_every_writer_stopped_at_its_commit_is_finished_by_the_next_command(writ
     """The field's kill: after a unit's record says committed, before its first rename."""
     steps, after = steps_of(writer, locked, tmp_path)
     assert "commit" in steps, steps
-    kill_at(writer, locked, tmp_path, steps.index("commit") + 2, "commit", after)  # the first rename
+    kill_at(writer, locked, tmp_path, project_commit(writer, steps) + 2, "commit", after)  # the first rename
+
+
+def test_a_bump_stopped_before_its_first_rename_is_finished_by_the_next_all(locked, tmp_path):
+    """The field's report: the next ``all`` must not lock the old pins under the new config."""
+    steps, _ = steps_of(WRITERS[2], locked, tmp_path)
+    count = 0
+
+    def fault(name: str) -> None:
+        nonlocal count
+        count += 1
+        if count == project_commit(WRITERS[2], steps) + 2:
+            raise Killed(name)
+
+    journal.fault = fault
+    try:
+        with pytest.raises(Killed):
+            run_cli("bump", "alpha==1.1", "-C", str(locked))
+    finally:
+        journal.fault = None
+    run = run_cli("all", "-C", str(locked))
+    assert run.code == 0, run.err
+    assert 'alpha = "1.1"' in (locked / "pyproject.toml").read_text()
+    assert "alpha==1.1 " in (locked / "locks" / f"{CELL}.txt").read_text()
+    assert run_cli("check", "-C", str(locked)).code == 0
+    assert run_cli("all", "-C", str(locked)).code == 0  # up to date, and check agrees
 
 
 @pytest.mark.parametrize("writer", [w for w in WRITERS if w.name in ("bump", "bundle")], ids=lambda w: w.name)
 def test_a_writer_stopped_before_its_commit_is_rolled_back(writer, locked, tmp_path):
     steps, after = steps_of(writer, locked, tmp_path)
-    kill_at(writer, locked, tmp_path, steps.index("commit") + 1, "staged", after)
+    kill_at(writer, locked, tmp_path, project_commit(writer, steps) + 1, "staged", after)
 
 
 @pytest.mark.slow
@@ -241,7 +273,8 @@ def _lockgen(*args: str, kill_at: int | None = None) -> subprocess.CompletedProc
 @pytest.mark.parametrize("writer", [w for w in WRITERS if w.name in ("all", "bump", "bundle")], ids=lambda w: w.name)
 def test_a_real_sigkill_in_the_journal_is_settled_by_the_next_process(writer, locked, tmp_path):
     steps, after = steps_of(writer, locked, tmp_path)
-    for label, step in (("staged", steps.index("commit") + 1), ("renaming", steps.index("commit") + 2)):
+    commit = project_commit(writer, steps)
+    for label, step in (("staged", commit + 1), ("renaming", commit + 2)):
         root = tmp_path / f"sigkill-{writer.name}-{label}"
         shutil.copytree(locked, root)
         args, target = writer.prepare(root, tmp_path)
