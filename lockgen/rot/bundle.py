@@ -140,6 +140,9 @@ def bundle_command(
     if missing:
         raise UsageError(f"no lock to bundle for {', '.join(missing)}; run `lockgen lock {' '.join(missing)}` first")
     folder = Path(output)
+    if folder.is_dir() and not folder.is_symlink() and pending(folder):
+        with _held(folder):  # a bundle run stopped while writing: finished or rolled back first
+            pass
     _refuse_folder(folder)
     result = BundleResult(folder=output, cells=tuple(cells))
     reader = PageReader(project.mirrors(mirrors))
