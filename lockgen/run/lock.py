@@ -622,7 +622,9 @@ def dry_run(
     every lock file and the manifest to a stage in lockgen's work folder
     (:mod:`lockgen.locks.stage`), never into the project; ``RunResult.would_write`` lists the
     project files the run would write or remove. Holds the run lock (the work folder is shared);
-    refuses when a killed run left a journal (finishing it would write)."""
+    refuses when a killed run left a journal (finishing it would write). From the command line the
+    entry settles such a journal first (:func:`lockgen.locks.journal.settle`, for every command),
+    so the refusal is met only by a caller of this function."""
     from lockgen.locks.stage import Stage
 
     if options.shard is not None:
