@@ -381,6 +381,19 @@ def _discard_stdout() -> None:
     os.close(devnull)
 
 
+def _settle(args: argparse.Namespace) -> None:
+    """Before any command reads the project: finish or roll back what a killed run left
+    (:func:`lockgen.locks.journal.settle`); ``init``'s folder is ``-C`` itself."""
+    from pathlib import Path
+
+    from lockgen.locks import journal
+
+    if args.command == "init":
+        journal.settle(Path(args.config) if args.config else Path.cwd())
+    elif not (args.command == "install" and getattr(args, "from_dir", None) is not None):
+        journal.settle_project(Path.cwd(), args.config)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if getattr(args, "jobs", None) is not None and args.jobs < 1:
@@ -397,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         previous = None
     try:
         command: Callable[[argparse.Namespace], int] = args.func
+        _settle(args)
         code = command(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code

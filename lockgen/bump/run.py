@@ -39,7 +39,7 @@ from lockgen.bump.lines import LineMove, LineSite, State
 from lockgen.bump.pins import Plan as ConfigPlan
 from lockgen.bump.pins import Wanted, parse_wanted, pins_table, plan_bumps
 from lockgen.config import find_config
-from lockgen.locks import store
+from lockgen.locks import journal, store
 from lockgen.plan import reqline
 from lockgen.plan.plan import Plan
 from lockgen.project import Project
@@ -167,19 +167,17 @@ def bump(
         _settle(root, options.dry_run)
         project = Project.load(start, config_arg)
         if not options.dry_run:
-            store.clean_temporaries(root, project.config.locks)
+            journal.clean_temporaries(root, project.config.locks)
         return _bump(project, config_path, start, config_arg, wanted, options, reporter, say or (lambda line: None))
 
 
 def _settle(root: Path, dry_run: bool) -> None:
     """Finish what a killed run left (a dry run touches nothing, so it refuses instead)."""
-    journals = sorted((root / store.JOURNALS).glob("*.json")) if (root / store.JOURNALS).is_dir() else []
+    journals = journal.pending(root)
     if dry_run and journals:
-        raise UsageError(
-            f"a killed run left {', '.join(j.stem for j in journals)} half-written; run `lockgen all` to finish it first"
-        )
+        raise UsageError(f"a killed run left {', '.join(journals)} half-written; run `lockgen all` to finish it first")
     if not dry_run:
-        store.recover(root)
+        journal.recover(root)
 
 
 def _bump(
@@ -238,7 +236,7 @@ def _bump(
         if options.dry_run:
             outcome.would_write = outcome.files
         else:
-            store.replace_files(root, "bump", writes, keep_mode=True)
+            journal.replace_files(root, "bump", writes, keep_mode=True)
             outcome.written = outcome.files
         return outcome
     from lockgen.locks.stage import Stage

@@ -25,7 +25,7 @@ from packaging.version import Version
 from lockgen.plan.plan import Plan
 from lockgen.resolve.simplepages import PageReader, project_url
 
-__all__ = ["Late", "cutoff_of", "late"]
+__all__ = ["Late", "cutoff_of", "late", "yanked"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,3 +84,22 @@ def _version(filename: str) -> Version | None:
         return parse_sdist_filename(filename)[1]
     except (InvalidWheelFilename, InvalidSdistFilename):
         return None
+
+
+def yanked(reader: PageReader, plan: Plan, name: NormalizedName) -> tuple[set[Version], set[Version], str | None]:
+    """``(versions of name the cell's index lists, those of them yanked, why the index could not
+    tell)``: a version is yanked when every file of it its page lists is (PEP 592). A fix must not
+    move a pin onto one: an exact pin would still select it (PEP 592 lets ``==`` take a yanked
+    version). The third value is the page's error (its host down, HTTP 404): then the sets are
+    empty and the caller must not take the silence for "none yanked"."""
+    if not plan.index_url:
+        return set(), set(), None
+    page = reader.page(project_url(plan.index_url, name))
+    if page.error is not None:
+        return set(), set(), f"{page.url}: {page.error}"
+    files: dict[Version, list[bool]] = {}
+    for f in page.files:
+        version = _version(f.filename)
+        if version is not None:
+            files.setdefault(version, []).append(f.yanked is not False)
+    return set(files), {v for v, flags in files.items() if all(flags)}, None

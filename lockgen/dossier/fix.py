@@ -69,12 +69,23 @@ class FixPlan:
     moves: list[str] = field(default_factory=list)  # one line per decided fix, for the report
 
 
-def target_version(finding: Finding, others: Sequence[Finding], source: Source) -> Version | None:
+def target_version(
+    finding: Finding,
+    others: Sequence[Finding],
+    source: Source,
+    skip: frozenset[Version] = frozenset(),
+    published: frozenset[Version] = frozenset(),
+) -> Version | None:
     """The smallest version above the locked one that the finding's records fix and no other
-    advisory affects: each candidate is asked of ``source`` (once), the next fix of whatever
-    affects it tried after. None when no fixed version is published."""
+    advisory affects, leaving out ``skip`` (the yanked ones, PEP 592); when a fixed version is
+    yanked, the ``published`` releases above it are candidates too (the next release carries the
+    fix). Each candidate is asked of ``source`` (once), the next fix of whatever affects it tried
+    after. None when no fixed version is published (or every one is skipped)."""
     candidates = sorted(set(finding.fixed) | {v for f in others for v in f.fixed if v > finding.version})
-    for candidate in candidates[:10]:
+    pulled = [c for c in candidates if c in skip]
+    if pulled:
+        candidates = sorted(set(candidates) | {v for v in published if v > min(pulled) and not v.is_prerelease})
+    for candidate in [c for c in candidates if c not in skip][:10]:
         if candidate <= finding.version or not _fixes(finding, others, candidate):
             continue
         answer = source.advisories([(finding.package, candidate)]).get((finding.package, candidate), [])
@@ -94,7 +105,7 @@ def plan_fixes(project: Project, report: AuditReport, source: Source, reader: Pa
     from lockgen.bump.pins import plan_bumps
     from lockgen.bump.templates import find
     from lockgen.config import find_config
-    from lockgen.dossier.cutoff import late
+    from lockgen.dossier.cutoff import late, yanked
 
     config = project.config
     path = find_config(config.root, config.source)
@@ -108,19 +119,42 @@ def plan_fixes(project: Project, report: AuditReport, source: Source, reader: Pa
     plans = {p.cell.name: p for p in project.plans([cells[n] for n in report.cells if n in cells])}
     plan = FixPlan()
     for (name, version), findings in sorted(by_key.items()):
+        hit_cells = sorted({h.cell for f in findings for h in f.hits})
+        skip: set[Version] = set()
+        listed: set[Version] = set()
+        unknown = None
+        for cell in hit_cells if reader is not None else ():
+            if cell in plans:
+                assert reader is not None
+                versions, found, error = yanked(reader, plans[cell], name)
+                listed |= versions
+                skip |= found
+                unknown = unknown or error
+        if unknown is not None:  # a page that cannot be read is no proof that nothing is yanked
+            plan.blocked += [
+                Blocked(finding=f, cells=tuple(hit_cells), why=f"cannot tell which versions are yanked: {unknown}")
+                for f in findings
+            ]
+            continue
         target = None
         for finding in findings:
-            candidate = target_version(finding, [f for f in findings if f is not finding], source)
+            others = [f for f in findings if f is not finding]
+            candidate = target_version(finding, others, source, frozenset(skip), frozenset(listed))
             if candidate is None:
                 target = None
                 break
             target = max(target, candidate) if target is not None else candidate
-        hit_cells = sorted({h.cell for f in findings for h in f.hits})
         if target is None:
+            published = [v for f in findings for v in f.fixed if v > version]
+            reason = (
+                "every fixed version is yanked from the index ("
+                + ", ".join(str(v) for v in sorted(set(published)))
+                + ")"
+                if published and all(v in skip for v in published)
+                else "no fixed version is published"
+            )
             for finding in findings:
-                plan.blocked.append(
-                    Blocked(finding=finding, cells=tuple(hit_cells), why="no fixed version is published")
-                )
+                plan.blocked.append(Blocked(finding=finding, cells=tuple(hit_cells), why=reason))
             continue
         movable = name in configured or name in template_pins
         for cell in hit_cells:
@@ -212,9 +246,15 @@ def fix_command(
     failed: dict[str, str] = {}
     if fixes.bumps:
         pins = [f"{n}=={v}" for n, v in sorted(fixes.bumps.items())]
-        result = bump(project.root, project.config.source, pins, BumpOptions(run=options, no_lock=True), reporter,
+        # the pins' edits and the re-locks they need are one unit (lockgen bump): an interrupted or
+        # failed fix leaves the templates, the config and the locks as they were
+        result = bump(project.root, project.config.source, pins, BumpOptions(run=options), reporter,
                       say=lambda line: print(line, file=sys.stderr))  # fmt: skip
         print(result.final(), file=sys.stderr)
+        if result.run is not None:
+            if result.run.interrupted:
+                raise KeyboardInterrupt
+            failed.update(_failures(result.run))
         project = Project.load(project.root, project.config.source)  # the pins moved
     groups: dict[tuple[str, ...], list[str]] = {}
     for cell, wanted in sorted(fixes.upgrades.items()):
@@ -222,8 +262,6 @@ def fix_command(
     for specs, names in groups.items():
         upgraded = dataclasses.replace(options, uv=dataclasses.replace(options.uv, upgrade_packages=specs))
         failed.update(_failures(pipeline.lock(project, names, (), upgraded, reporter)))
-    if fixes.bumps:
-        failed.update(_failures(pipeline.lock(project, (), (), options, reporter)))
     new = inventory.read(project.root, project.config.locks, cells, artifacts=False)
     after = audit(new, source, settings.ignore, threshold, today)
     total = len(after.cells)

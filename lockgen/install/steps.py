@@ -187,8 +187,9 @@ def install_bundle(folder: Path, options: Options, say: Say = print, warn: Say |
     bundle's own ``index/`` folder, so nothing is fetched. No project is read and no mirror
     applies; the venv defaults to ``.venv`` in the current folder (the bundle may be read-only).
     Raises :class:`UsageError` when ``folder`` is not a bundle, else as :func:`install`."""
-    from lockgen.rot.bundle import is_bundle
+    from lockgen.rot.bundle import is_bundle, refuse_half_written
 
+    refuse_half_written(folder)
     if not is_bundle(folder):
         raise UsageError(
             f"{folder} is not a lockgen bundle (no {folder / 'bundle.json'}); make one with lockgen bundle"
@@ -224,6 +225,10 @@ def _install(
     for line in said:
         say(line)
     layers = load_layers(root, locks, entry, bundle=bundle)
+    if bundle:  # its index pages are read like its locks: confined, hashes verified
+        from lockgen.rot.bundle import check_index
+
+        check_index(root, [layer.lock for layer in layers])
     for layer in [layer for layer in layers if layer.name in left_out and layer.kind is LayerKind.OPTIONAL]:
         warn(f"{layer.name}: not installed on this machine, its kernels do not run here "
              f"({left_out[layer.name]}); an optional layer: the install goes on without it")  # fmt: skip

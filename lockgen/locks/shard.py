@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lockgen.config import WORK
 from lockgen.runtime.errors import InputError, LockFormatError, Problem, UsageError
 from lockgen.runtime.bounded import read_file
-from lockgen.locks import manifest, manifestfile, store
+from lockgen.locks import journal, manifest, manifestfile, store
 from lockgen.locks.lock import LayerKind, Lock, decode, intact, normalized, text_sha256
 from lockgen.locks.manifestfile import CellEntry
 from lockgen.locks.paths import refs_problem
@@ -393,7 +393,7 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
 
     Every shard file is verified before anything is written (:func:`_owners`, :func:`_check_inputs`);
     then all of it (every cell's files, the removals, the manifest) is **one** journaled write
-    (:func:`lockgen.locks.store.replace_files`): a merge that is refused or killed leaves
+    (:func:`lockgen.locks.journal.replace_files`): a merge that is refused or killed leaves
     ``locks/`` as it was, or the next run finishes it. Raises :class:`UsageError` (nothing
     written) for a folder that does not exist or is not a shard's, two shards disagreeing on a
     cell, a cell no shard holds, or a cell locked from other inputs than the project's;
@@ -414,8 +414,8 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
     root = project.root
     result = MergeResult()
     with store.ProjectLock(root, wait=wait):
-        store.recover(root)
-        store.clean_temporaries(root, locks)
+        journal.recover(root)
+        journal.clean_temporaries(root, locks)
         before = LockSet.from_folder(root / locks, locks)
         texts: dict[str, str] = {}
         removals: list[str] = []
@@ -426,18 +426,18 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
                 result.cells[cell] = "unchanged"
                 continue
             cell_texts = {f"{locks}/{rel}": text for rel, text in files.items()}
-            stale = [p for p in store.files_under(root, [f"{locks}/{cell}/"]) if p not in cell_texts]
+            stale = [p for p in journal.files_under(root, [f"{locks}/{cell}/"]) if p not in cell_texts]
             changed = bool(stale) or any(store.differs(root, path, text) for path, text in cell_texts.items())
             result.cells[cell] = "changed" if changed else "unchanged"
             texts.update(cell_texts)
             removals += stale
         resolved = {c.name for c in project.cells if c.resolves}
         for paths in orphan_cells(root, locks, resolved).values():
-            removals += store.files_under(root, paths)
+            removals += journal.files_under(root, paths)
             result.removed += [path.rstrip("/") for path in paths]
         shards = {c: r for part in parts for c, r in _shard_coverage(part.folder).items() if c in part.cells}
         texts[manifest.manifest_path(locks)] = _merged_manifest(project, texts, removals, result.failed, shards)
-        store.replace_files(root, "merge", texts, removals)
+        journal.replace_files(root, "merge", texts, removals)
         after = LockSet.from_folder(root / locks, locks)
         result.report = change_report(before, after, sorted(owners)).lines()
     return result

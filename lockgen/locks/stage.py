@@ -6,7 +6,7 @@ the manifest there instead of into the project (:func:`lockgen.run.lock.lock` wi
 Afterwards :meth:`Stage.changes` lists what the run would change in the project; ``--dry-run``
 reports it and :meth:`Stage.discard` drops the copy, and ``lockgen bump`` :meth:`Stage.commit`
 writes it together with its own edits (config, templates) as one journaled unit
-(:func:`lockgen.locks.store.replace_files`): all of it, or, when a re-lock failed, none of it.
+(:func:`lockgen.locks.journal.replace_files`): all of it, or, when a re-lock failed, none of it.
 Call every method while holding the project's run lock (:class:`lockgen.locks.store.ProjectLock`).
 """
 
@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockgen.config import WORK
-from lockgen.locks import store
+from lockgen.locks import journal
 from lockgen.runtime.writing import write_error
 
 __all__ = ["JOURNAL", "Stage"]
 
-#: The journal name of a staged commit (:func:`lockgen.locks.store.replace_files`).
+#: The journal name of a staged commit (:func:`lockgen.locks.journal.replace_files`).
 JOURNAL = "bump"
 _PREFIX = "stage-"
 
@@ -79,7 +79,7 @@ class Stage:
         file that could not be written; then nothing of the unit was replaced."""
         written, removed = self.changes()
         files = {**dict(edits), **written}
-        store.replace_files(self.root, JOURNAL, files, removed, keep_mode=True)
+        journal.replace_files(self.root, JOURNAL, files, removed, keep_mode=True)
         return [*files, *removed]
 
     def discard(self) -> None:

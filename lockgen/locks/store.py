@@ -1,18 +1,12 @@
-"""The locks folder on disk: one run at a time, all files of a cell replaced together, no debris.
+"""The project's run lock and single-file writes of lockgen's own work files.
 
-* :class:`ProjectLock`: ``lockgen all``/``lock``/``bump``/``merge`` hold an exclusive lock on
-  ``.lockgen/run.lock`` for the whole run; a second run refuses (exit 2) or, with ``--wait``,
-  waits. So no two runs interleave their writes (issue 8: two concurrent runs wrote a lock with
-  two headers).
-* :func:`replace_files`: a cell's files (main lock, ``pylock.toml``, layers) are written to
-  temporary files beside their targets, a journal naming them is written, then each is renamed
-  over its target and the journal removed. A run killed between two renames leaves the journal;
-  the next run finishes it (:func:`recover`) before doing anything else. Until then the main lock's
-  ``layer`` digests do not match, so ``check`` reports the cell instead of passing it.
-  ``lockgen bump`` writes its config, template and lock changes as one such unit (journal
-  ``bump``, :mod:`lockgen.locks.stage`), its files keeping their permission bits.
-* :func:`clean_temporaries`: temporary files a killed run left (``.<name>.<random>.tmp``) are
-  removed by the next run.
+* :class:`ProjectLock`: ``lockgen all``/``lock``/``bump``/``merge``/``audit --fix``/``init`` hold
+  an exclusive lock on ``.lockgen/run.lock`` for the whole run; a second run refuses (exit 2) or,
+  with ``--wait``, waits. So no two runs interleave their writes (two concurrent runs once wrote a
+  lock with two headers).
+* :func:`write_text`: one file through a temporary and a rename, for lockgen's own work files
+  (the no-op stamp, a venv's state) and the journal's records. The project's files (templates,
+  config, locks, manifest) are written in units through :mod:`lockgen.locks.journal`.
 """
 
 from __future__ import annotations
@@ -35,10 +29,7 @@ from lockgen.runtime.errors import LockgenError
 from lockgen.locks.lock import normalized
 from lockgen.runtime.writing import write_error
 
-__all__ = [
-    "Busy", "FileLock", "ProjectLock", "clean_temporaries", "differs", "files_under", "recover", "remove_cell",
-    "replace_files", "work_folder", "write_text",
-]  # fmt: skip
+__all__ = ["Busy", "FileLock", "ProjectLock", "differs", "work_folder", "write_text"]
 
 log = logging.getLogger("lockgen")
 
@@ -201,139 +192,6 @@ def _temporary(path: Path, text: str, keep_mode: bool = False) -> Path:
     return tmp
 
 
-def files_under(root: Path, paths: Iterable[str]) -> list[str]:
-    """The project-relative files of ``paths`` (files, and folders ending in ``/`` with every
-    file under them, temporaries left out), sorted per path; missing ones are skipped."""
-    files: list[str] = []
-    for path in paths:
-        target = root / path.rstrip("/")
-        if target.is_file():
-            found = [target]
-        else:
-            found = [p for p in sorted(target.rglob("*")) if p.is_file()] if target.is_dir() else []
-        files += [f.relative_to(root).as_posix() for f in found if not f.name.endswith(_TMP_SUFFIX)]
-    return files
-
-
 def differs(root: Path, path: str, text: str) -> bool:
     """Whether the project-relative file ``path`` does not hold ``text`` (line endings aside)."""
     return not _same(root / path, text)
-
-
-def remove_cell(root: Path, cell: str, paths: Iterable[str]) -> None:
-    """Delete a cell's project-relative ``paths`` (files, and folders ending in ``/`` with every
-    file under them) as one unit, journaled under the cell's name like :func:`replace_files`:
-    a full run removes locks of cells the matrix no longer resolves so."""
-    replace_files(root, cell, {}, files_under(root, paths))
-
-
-def replace_files(
-    root: Path, name: str, files: Mapping[str, str], remove: Iterable[str] = (), keep_mode: bool = False
-) -> bool:
-    """Replace the project-relative ``files`` (path -> text) and delete ``remove`` as one unit
-    (see the module docstring); ``name`` names the journal (the cell; ``bump`` for a bump's
-    config, templates and locks). With ``keep_mode`` a replaced file keeps its permission bits
-    (a config or template a user made). Returns whether anything changed. Raises a user error
-    naming the file that could not be written; then nothing of the unit has been replaced."""
-    changes = {path: text for path, text in files.items() if not _same(root / path, text, exact=keep_mode)}
-    gone = [path for path in remove if (root / path).exists()]
-    if not changes and not gone:
-        return False
-    for path in changes:  # what would fail half way through the renames, refused before any
-        if (root / path).is_dir():
-            raise write_error(path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path))
-    staged: list[tuple[str, str]] = []
-    try:
-        for path, text in changes.items():
-            made = _temporary(root / path, text, keep_mode)
-            staged.append((made.relative_to(root).as_posix() if made.is_relative_to(root) else str(made), path))
-    except OSError as exc:
-        for tmp, _ in staged:
-            (root / tmp).unlink(missing_ok=True)
-        raise write_error(path, exc) from None
-    journal = f"{JOURNALS}/{name}.json"
-    try:
-        write_text(root / journal, json.dumps({"replace": staged, "remove": gone}, indent=1) + "\n", journal)
-    except LockgenError:
-        for tmp, _ in staged:
-            (root / tmp).unlink(missing_ok=True)
-        raise
-    journal_path = root / journal
-    _apply(root, staged, gone)
-    journal_path.unlink()
-    return True
-
-
-def _apply(root: Path, staged: list[tuple[str, str]], gone: list[str]) -> None:
-    for tmp, path in staged:
-        if (root / tmp).exists():
-            os.replace(root / tmp, root / path)
-    for path in gone:
-        (root / path).unlink(missing_ok=True)
-        folder = (root / path).parent
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-
-
-def recover(root: Path) -> list[str]:
-    """Finish every journal a killed run left (see :func:`replace_files`); returns their names.
-    Call while holding the :class:`ProjectLock`. A journal is read as data and confined: each
-    entry must rename a temporary lockgen names (``.<name>.<8 hex>.tmp``) over the file beside
-    it, both project-relative without ``..`` and inside the project after symlinks (absolute only
-    for a file ``bump`` wrote through a symlink out of the project), and remove only files inside
-    the project; a journal that says anything else is not replayed (and is removed, with a
-    warning)."""
-    folder = root / JOURNALS
-    done = []
-    for journal in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            data = json.loads(journal.read_bytes().decode("utf-8"))
-            staged = [(str(tmp), str(path)) for tmp, path in data["replace"]]
-            gone = [str(path) for path in data["remove"]]
-            problem = _journal_problem(root, staged, gone)
-            if problem:
-                raise ValueError(problem)
-            _apply(root, staged, gone)
-        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
-            log.warning("could not finish %s left by a killed run (%s); re-lock that cell", journal.name, exc)
-        journal.unlink(missing_ok=True)
-        done.append(journal.stem)
-    return done
-
-
-def _journal_problem(root: Path, staged: list[tuple[str, str]], gone: list[str]) -> str | None:
-    """Why a journal's entries are not ones :func:`replace_files` writes (None: they are)."""
-    from lockgen.locks.paths import folder_problem, resolved_inside
-
-    for path in gone:
-        if folder_problem(path) or not resolved_inside(root / path, root):
-            return f"it removes {path!r}, not a file inside the project"
-    for tmp, path in staged:
-        for one in (tmp, path):  # an absolute path only for a bump's file behind a symlink out of the project
-            if not os.path.isabs(one) and (folder_problem(one) or not resolved_inside(root / one, root)):
-                return f"it names {one!r}, not a file inside the project"
-        parent, _, name = path.rpartition("/")
-        tmp_parent, _, tmp_name = tmp.rpartition("/")
-        if tmp_parent != parent or not re.fullmatch(
-            re.escape(f".{name}.") + r"[0-9a-f]{8}" + re.escape(_TMP_SUFFIX), tmp_name
-        ):
-            return f"it renames {tmp!r}, which is not a temporary of {path!r}"
-    return None
-
-
-def clean_temporaries(root: Path, locks: str) -> list[str]:
-    """Delete the temporary files a killed run left (``.<name>.<8 hex>.tmp``): in the locks
-    folder and its cell folders, in the work folder and its journal folder (the journal's own
-    temporary, the stamp's). Returns their project-relative paths. Call after :func:`recover`,
-    holding the lock."""
-    found = []
-    pattern = re.compile(r"\..+\.[0-9a-f]{8}" + re.escape(_TMP_SUFFIX))
-    places = [(root / locks, True), (root / WORK, False), (root / JOURNALS, False)]
-    for folder, deep in places:
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.rglob(f".*{_TMP_SUFFIX}") if deep else folder.glob(f".*{_TMP_SUFFIX}")):
-            if pattern.fullmatch(path.name) and path.is_file():
-                path.unlink(missing_ok=True)
-                found.append(path.relative_to(root).as_posix())
-    return found

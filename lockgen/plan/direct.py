@@ -91,6 +91,7 @@ def read_optional(text: str) -> OptionalEntry:
         )
     filename = basename(path.rstrip("/"))
     kind = "local" if local else ("wheel" if filename.endswith(".whl") else "archive")
+    found: NormalizedName | None = None
     try:
         if filename.endswith(".whl"):
             found = parse_wheel_filename(filename)[0]
@@ -100,9 +101,18 @@ def read_optional(text: str) -> OptionalEntry:
             raise EntryRefused(f"a project folder: {_UNHASHED}")
         else:
             raise EntryRefused("not a wheel or source archive URL (a .whl, .tar.gz or .zip file)")
-    except (InvalidWheelFilename, InvalidSdistFilename) as exc:
-        raise EntryRefused(f"its file name is not a wheel's or source archive's: {exc}") from None
+    except InvalidWheelFilename as exc:
+        raise EntryRefused(
+            f"a wheel URL whose file name is not a wheel's ({exc}); link the wheel file itself"
+        ) from None
+    except InvalidSdistFilename:
+        if req is None:  # an archive of a tag or a commit (``…/archive/v1.2.zip``): its name does not say the project
+            raise EntryRefused(
+                f"a source archive URL whose file name {filename!r} does not name its project; write it as NAME @ {url}"
+            ) from None
     name = canonicalize_name(req.name) if req is not None else found
-    if req is not None and canonicalize_name(req.name) != found:
-        raise EntryRefused(f"it names {req.name} but its file is {found}'s")
+    if req is not None and found is not None and canonicalize_name(req.name) != found:
+        raise EntryRefused(
+            f"a URL of {found}'s file, though the entry names {req.name}; name the project the file is of"
+        )
     return OptionalEntry(text=entry, kind=kind, name=name, url=url, requirement=req)

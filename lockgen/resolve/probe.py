@@ -72,9 +72,12 @@ def main_urls(plan: Plan) -> tuple[str, ...]:
     """Canonical URLs the main resolution of ``plan`` reads: the default index, the find-links
     pages, the backend indexes its requirements are pinned to (uv explicit indexes: issue 16, a
     dead backend index cost every cell uv's retries), the wheel URL of each ``urls``-source
-    package that fits the target and the direct references of its inputs."""
+    package the main requirements name that fits the target, and the direct references of its
+    inputs."""
     indexes = {source.urls[0]: None for source, _ in index_pins(plan) if source.urls}
-    wheels = [pin.url for pin in url_pins(plan)]  # the URL each package gets for this target
+    # the URL each package the main requirements name gets for this target (a package only an optional
+    # entry names is the layer's: its host down makes that layer unavailable, not the cell failed)
+    wheels = [pin.url for pin in url_pins(plan) if pin.direct]
     return (plan.index_url, *plan.main_find_links, *indexes, *wheels, *_direct_urls(plan))
 
 

@@ -40,8 +40,9 @@ import os
 import posixpath
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,9 @@ from urllib.parse import quote
 
 from packaging.pylock import Pylock
 
+from lockgen.config import WORK
 from lockgen.locks import manifest, pylockfile
+from lockgen.locks.journal import Journal, pending, recover
 from lockgen.locks.lock import FileRef, LayerKind, LayerRef, Lock, text_sha256
 from lockgen.locks.lockset import CellLocks, LockSet
 from lockgen.project import Project
@@ -57,7 +60,16 @@ from lockgen.resolve.simplepages import PageReader, netrc_auth
 from lockgen.rot.locate import LockedFile, locate
 from lockgen.runtime.errors import LockgenError, UsageError
 
-__all__ = ["BUNDLE_FILE", "INDEX", "BundleError", "BundleResult", "bundle_command", "is_bundle"]
+__all__ = [
+    "BUNDLE_FILE",
+    "INDEX",
+    "BundleError",
+    "BundleResult",
+    "bundle_command",
+    "check_index",
+    "is_bundle",
+    "refuse_half_written",
+]
 
 BUNDLE_FILE = "bundle.json"
 BUNDLE_FORMAT = 1
@@ -128,39 +140,98 @@ def bundle_command(
     if missing:
         raise UsageError(f"no lock to bundle for {', '.join(missing)}; run `lockgen lock {' '.join(missing)}` first")
     folder = Path(output)
+    if folder.is_dir() and not folder.is_symlink() and pending(folder):
+        with _held(folder):  # a bundle run stopped while writing: finished or rolled back first
+            pass
     _refuse_folder(folder)
     result = BundleResult(folder=output, cells=tuple(cells))
     reader = PageReader(project.mirrors(mirrors))
     try:
-        with reader:
-            located = locate(lockset, cells, reader, jobs or JOBS)
-            if located.unlocated:
-                raise BundleError(
-                    *(f"{u.cell} [{u.layer}]: {u.package} {u.version}: {u.reason}" for u in located.unlocated)
-                )
-            _refuse_vcs(lockset, cells)
-            stored = _Store(folder, project.root, reader, result)
-            paths = stored.fetch_all(located.files, jobs or JOBS)
-            _write_index(folder, located.files, paths)
-            texts = {}
-            for name in cells:
-                texts.update(_rewritten(lockset.cells[name], locks, paths, project.root, folder, result))
-            _write_locks(folder, texts)
-            rows = _rows(project, cells, names)
-            data = manifest.build(folder, rows, project.detect_rules())
-            _write(folder / LOCKS / manifest.MANIFEST_NAME, manifest.dumps(data))
-            _write_extras(folder, rows, data)
-            _write(folder / BUNDLE_FILE, _bundle_json(cells, paths, located.files))
-            stored.prune(set(paths.values()))
+        folder.mkdir(parents=True, exist_ok=True)
+        with _held(folder):
+            unit = Journal(folder, "bundle")
+            try:
+                with reader:
+                    located = locate(lockset, cells, reader, jobs or JOBS)
+                    if located.unlocated:
+                        raise BundleError(
+                            *(f"{u.cell} [{u.layer}]: {u.package} {u.version}: {u.reason}" for u in located.unlocated)
+                        )
+                    _refuse_vcs(lockset, cells)
+                    stored = _Store(folder, project.root, reader, result, unit)
+                    paths = stored.fetch_all(located.files, jobs or JOBS)
+                texts = _index(located.files, paths)
+                for name in cells:
+                    texts.update(_rewritten(lockset.cells[name], locks, paths, project.root, unit, result))
+                view = unit.scratch().with_suffix(".view")  # the new locks, for the manifest to read
+                for rel, text in texts.items():
+                    if rel.startswith(f"{LOCKS}/"):
+                        (view / rel).parent.mkdir(parents=True, exist_ok=True)
+                        (view / rel).write_text(text, encoding="utf-8", newline="\n")
+                rows = _rows(project, cells, names)
+                data = manifest.build(view, rows, project.detect_rules())
+                texts[f"{LOCKS}/{manifest.MANIFEST_NAME}"] = manifest.dumps(data)
+                texts["install.sh"] = install_script(data)
+                texts[BUNDLE_FILE] = _bundle_json(cells, paths, located.files)
+                _stage(unit, folder, texts, set(paths.values()))
+                unit.commit()
+            finally:
+                unit.discard()
     except OSError as exc:
         raise BundleError(f"{output}: cannot write the bundle ({exc.strerror or exc}: {exc.filename or ''})") from None
     result.files = len(paths)
     return result
 
 
+@contextmanager
+def _held(folder: Path) -> Iterator[None]:
+    """The bundle folder's run lock for the block, after finishing or rolling back what a killed
+    bundle run left in it (:mod:`lockgen.locks.journal`); lockgen's work folder in the bundle
+    is removed afterwards (a bundle holds nothing of the machine that made it)."""
+    from lockgen.locks.store import ProjectLock
+
+    try:
+        with ProjectLock(folder):
+            recover(folder)
+            yield
+    finally:
+        if not pending(folder):  # a unit stopped between two renames stays, for the next run to finish
+            shutil.rmtree(folder / WORK, ignore_errors=True)
+
+
+def _stage(unit: Journal, folder: Path, texts: Mapping[str, str], keep: set[str]) -> None:
+    """Stage the bundle's texts, the selector, and the removal of every file of ``index/``,
+    ``locks/`` and ``files/`` that the new bundle does not hold (an earlier bundle's)."""
+    from lockgen import select
+
+    for rel, text in texts.items():
+        unit.write(rel, text, mode=0o755 if rel == "install.sh" else None)
+    unit.write("select.py", Path(select.__file__).read_bytes())
+    for top in (INDEX, LOCKS, FILES):
+        base = folder / top
+        for path in sorted(base.rglob("*")) if base.is_dir() and not base.is_symlink() else []:
+            rel = path.relative_to(folder).as_posix()
+            if (path.is_file() or path.is_symlink()) and rel not in texts and rel not in keep:
+                unit.remove(rel)
+
+
 def _refuse_folder(folder: Path) -> None:
-    if folder.exists() and (not folder.is_dir() or (any(folder.iterdir()) and not is_bundle(folder))):
+    """A new folder, an empty one (but for what a killed bundle run left) or a bundle; nothing in
+    it may be a symbolic link: a bundle run never reads, writes or deletes through one."""
+    if folder.is_symlink() and not folder.is_dir():
+        raise UsageError(f"{folder} is a symbolic link to no folder: give a new or empty folder")
+    if not folder.exists():
+        return
+    if not folder.is_dir() or (any(p.name != WORK for p in folder.iterdir()) and not is_bundle(folder)):
         raise UsageError(f"{folder} exists and is not a lockgen bundle: give a new or empty folder")
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath, name)
+            if path.is_symlink():
+                raise UsageError(
+                    f"{path} is a symbolic link: a bundle holds none, and lockgen bundle never writes or deletes "
+                    "through one; remove it (or give a new folder), then run again"
+                )
 
 
 def _refuse_vcs(lockset: LockSet, cells: Sequence[str]) -> None:
@@ -182,8 +253,8 @@ def _refuse_vcs(lockset: LockSet, cells: Sequence[str]) -> None:
 class _Store:
     """``DIR/files/<sha256>/<name>``: each file once, written atomically after its hash held."""
 
-    def __init__(self, folder: Path, root: Path, reader: PageReader, result: BundleResult) -> None:
-        self.folder, self.root, self.reader, self.result = folder, root, reader, result
+    def __init__(self, folder: Path, root: Path, reader: PageReader, result: BundleResult, unit: Journal) -> None:
+        self.folder, self.root, self.reader, self.result, self.unit = folder, root, reader, result, unit
         self._lock = threading.Lock()
 
     def fetch_all(self, files: Sequence[LockedFile], jobs: int) -> dict[str, str]:
@@ -206,20 +277,18 @@ class _Store:
         if target.is_file() and _sha256(target) == item.sha256:
             self._count(target, downloaded=False)
             return rel, None
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        try:
-            got = self._copy(item, tmp) if item.url is None else self._download(item, tmp)
-            if isinstance(got, str) and got != item.sha256:
-                return rel, _mismatch(items, got)
-            if got is None:
-                return rel, f"{_where(items)}: {item.package} {item.version}: {item.filename} has no source to bundle"
-            if not isinstance(got, str):
-                return rel, got.reason
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-        self._count(target, downloaded=item.url is not None)
+        with self._lock:
+            tmp = self.unit.scratch()  # inside the journal's folder: a kill leaves nothing behind
+        got = self._copy(item, tmp) if item.url is None else self._download(item, tmp)
+        if isinstance(got, str) and got != item.sha256:
+            return rel, _mismatch(items, got)
+        if got is None:
+            return rel, f"{_where(items)}: {item.package} {item.version}: {item.filename} has no source to bundle"
+        if not isinstance(got, str):
+            return rel, got.reason
+        self._count(tmp, downloaded=item.url is not None)
+        with self._lock:
+            self.unit.add(rel, tmp)
         return rel, None
 
     def _count(self, path: Path, downloaded: bool) -> None:
@@ -257,15 +326,6 @@ class _Store:
             return _Failed(f"{item.where}: {item.package} {item.version}: {item.url}: cannot download it ({why})")
         return digest.hexdigest()
 
-    def prune(self, keep: set[str]) -> None:
-        """Remove stored files no bundled cell names (left by an earlier bundle in the folder)."""
-        base = self.folder / FILES
-        for path in sorted(base.glob("*/*")) if base.is_dir() else []:
-            if path.relative_to(self.folder).as_posix() not in keep:
-                path.unlink()
-                if not any(path.parent.iterdir()):
-                    path.parent.rmdir()
-
 
 @dataclass(frozen=True)
 class _Failed:
@@ -300,33 +360,24 @@ def _mismatch(items: Sequence[LockedFile], got: str) -> str:
     )
 
 
-def _write(path: Path, text: str) -> None:
-    """Write ``text`` through a temporary file beside ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8", newline="\n")
-    os.replace(tmp, path)
-
-
-def _write_index(folder: Path, files: Sequence[LockedFile], paths: Mapping[str, str]) -> None:
-    """``index/<project>/index.html`` for every bundled project (PEP 503; links relative)."""
+def _index(files: Sequence[LockedFile], paths: Mapping[str, str]) -> dict[str, str]:
+    """``{bundle-relative path: text}`` of ``index/<project>/index.html`` for every bundled
+    project (PEP 503; links relative, with ``#sha256=``) and of ``index/index.html``."""
     by_project: dict[str, dict[str, str]] = {}
     for item in files:
         by_project.setdefault(item.package, {})[item.sha256] = paths[item.sha256]
-    index = folder / INDEX
-    if index.is_dir():
-        shutil.rmtree(index)
+    texts = {}
     for project, stored in sorted(by_project.items()):
         anchors = [
             f'<a href="../../{quote(path)}#sha256={digest}">{html.escape(posixpath.basename(path))}</a><br/>'
             for digest, path in sorted(stored.items(), key=lambda kv: kv[1].rsplit("/", 1)[-1])
         ]
-        _write(
-            index / project / "index.html",
-            "<!DOCTYPE html>\n<html><body>\n" + "\n".join(anchors) + "\n</body></html>\n",
+        texts[f"{INDEX}/{project}/index.html"] = (
+            "<!DOCTYPE html>\n<html><body>\n" + "\n".join(anchors) + "\n</body></html>\n"
         )
     links = "\n".join(f'<a href="{p}/">{p}</a><br/>' for p in sorted(by_project))
-    _write(index / "index.html", f"<!DOCTYPE html>\n<html><body>\n{links}\n</body></html>\n")
+    texts[f"{INDEX}/index.html"] = f"<!DOCTYPE html>\n<html><body>\n{links}\n</body></html>\n"
+    return texts
 
 
 def _bundle_path(locks: str, path: str) -> str:
@@ -337,7 +388,7 @@ def _bundle_path(locks: str, path: str) -> str:
 
 
 def _rewritten(
-    cell: CellLocks, locks: str, paths: Mapping[str, str], root: Path, folder: Path, result: BundleResult
+    cell: CellLocks, locks: str, paths: Mapping[str, str], root: Path, unit: Journal, result: BundleResult
 ) -> dict[str, str]:
     """``{bundle-relative path: text}`` of a cell's locks and pylock, pointed at the bundle."""
     texts: dict[str, str] = {}
@@ -345,7 +396,7 @@ def _rewritten(
     for ref in cell.main.header.layers:
         layer = cell.layers[ref.name]
         if layer.header.kind is LayerKind.UNHASHED:
-            _copy_projects(layer, root, folder, result)
+            _copy_projects(layer, root, unit, result)
         rewritten = _lock(layer, locks, paths)
         text = rewritten.render()
         texts[rewritten.header.path] = text
@@ -399,9 +450,11 @@ def _pylock(pylock: Pylock, where: str, paths: Mapping[str, str]) -> Pylock:
     return pylockfile.map_artifacts(pylock, fix)
 
 
-def _copy_projects(layer: Lock, root: Path, folder: Path, result: BundleResult) -> None:
-    """Copy the local project folders of an ``unhashed`` layer (``-e ./sub``) into the bundle,
-    where its lines find them (relative to the bundle root)."""
+def _copy_projects(layer: Lock, root: Path, unit: Journal, result: BundleResult) -> None:
+    """Stage copies of the local project folders of an ``unhashed`` layer (``-e ./sub``) in the
+    bundle's unit, where its lines find them (relative to the bundle root); a file of an earlier
+    copy that the project no longer has is removed. Symbolic links in the project folder are not
+    followed (a link out of the project is never read)."""
     for entry in layer.entries:
         if entry.url is None or "://" in entry.url or entry.url.endswith((".whl", ".tar.gz", ".zip")):
             continue
@@ -411,33 +464,29 @@ def _copy_projects(layer: Lock, root: Path, folder: Path, result: BundleResult) 
                 f"{layer.header.cell}: {entry.url} is not a project folder inside the project: not bundled"
             )
             continue
-        target = folder / posixpath.normpath(entry.url)
-        if target.exists():
-            shutil.rmtree(target)
-        shutil.copytree(source, target, ignore=shutil.ignore_patterns(".git", ".venv", ".lockgen", "__pycache__"))
+        base = posixpath.normpath(entry.url)
+        copied = set()
+        for dirpath, dirnames, filenames in os.walk(source):
+            dirnames[:] = sorted(d for d in dirnames if d not in _NOT_COPIED and not Path(dirpath, d).is_symlink())
+            for name in sorted(filenames):
+                path = Path(dirpath, name)
+                if path.is_symlink() or not path.is_file():
+                    continue
+                rel = f"{base}/{path.relative_to(source).as_posix()}"
+                unit.write(rel, path.read_bytes(), mode=path.stat().st_mode & 0o777)
+                copied.add(rel)
+        old = unit.root / base
+        for path in sorted(old.rglob("*")) if old.is_dir() and not old.is_symlink() else []:
+            rel = path.relative_to(unit.root).as_posix()
+            if path.is_file() and rel not in copied and not any(p in _NOT_COPIED for p in rel.split("/")):
+                unit.remove(rel)
         result.warnings.append(
             f"{layer.header.cell}: {entry.name} is a local project ({entry.url}), copied into the bundle; installing it "
             "builds it, which needs its build backend on the machine"
         )
 
 
-def _write_locks(folder: Path, texts: Mapping[str, str]) -> None:
-    """Replace the bundle's ``locks/`` with ``texts`` (a new folder, then swapped in)."""
-    fresh = folder / f".{LOCKS}.{os.getpid()}.tmp"
-    if fresh.exists():
-        shutil.rmtree(fresh)
-    for rel, text in texts.items():
-        path = fresh / rel.removeprefix(f"{LOCKS}/")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="\n")
-    old = folder / LOCKS
-    if old.exists():
-        gone = folder / f".{LOCKS}.{os.getpid()}.old"
-        os.replace(old, gone)
-        os.replace(fresh, old)
-        shutil.rmtree(gone)
-    else:
-        os.replace(fresh, old)
+_NOT_COPIED = (".git", ".venv", WORK, "__pycache__")
 
 
 def _rows(project: Project, cells: Sequence[str], names: Sequence[str]) -> list[manifest.Row]:
@@ -449,15 +498,6 @@ def _rows(project: Project, cells: Sequence[str], names: Sequence[str]) -> list[
         if row.name in wanted and not row.skip:
             rows.append(dataclasses.replace(row, lock=_bundle_path(locks, row.lock)))
     return rows
-
-
-def _write_extras(folder: Path, rows: Sequence[manifest.Row], data: Mapping[str, Any]) -> None:
-    """``select.py`` (the selector, a copy of :mod:`lockgen.select`) and ``install.sh``."""
-    from lockgen import select
-
-    shutil.copyfile(select.__file__, folder / "select.py")
-    _write(folder / "install.sh", install_script(data))
-    os.chmod(folder / "install.sh", 0o755)
 
 
 def install_script(data: Mapping[str, Any]) -> str:
@@ -533,3 +573,79 @@ def _bundle_json(cells: Sequence[str], paths: Mapping[str, str], files: Sequence
         "files": [{"sha256": d, "path": p, "cells": sorted(locked.get(d, ()))} for d, p in sorted(paths.items(), key=lambda kv: kv[1])],
     }  # fmt: skip
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def refuse_half_written(folder: Path) -> None:
+    """Raise :class:`~lockgen.runtime.errors.InstallRefused` when a ``lockgen bundle`` run was
+    stopped while writing ``folder`` (its unit is pending: :mod:`lockgen.locks.journal`)."""
+    from lockgen.runtime.errors import InstallRefused
+
+    if pending(folder):
+        raise InstallRefused(
+            f"{folder}: a lockgen bundle run was stopped while writing it; run lockgen bundle again; nothing was installed"
+        )
+
+
+def check_index(folder: Path, locks: Sequence[Lock]) -> None:
+    """Before ``lockgen install --from folder`` runs an installer: the bundle is whole (no unit a
+    killed ``lockgen bundle`` left) and its index pages are read like its locks: for every
+    package the ``locks`` install, ``index/<name>/index.html`` is a regular file inside the bundle
+    (no symlink; bounded read), names no ``<base>``, and each of its links is a file under
+    ``files/`` of the bundle (relative; no URL, no ``..`` out, no symlink) with a ``#sha256=`` that
+    the lock holds for that package and that the file's bytes have. So an installer pointed at the
+    bundle's index never reaches the network or a file outside the bundle. Raises
+    :class:`~lockgen.runtime.errors.InstallRefused` naming the page and the link."""
+    from urllib.parse import unquote, urlsplit
+
+    from lockgen.locks.paths import resolved_inside
+    from lockgen.resolve.simplepages import parse
+    from lockgen.runtime.bounded import read_file
+    from lockgen.runtime.errors import InstallRefused
+
+    refuse_half_written(folder)
+    base = folder.resolve()
+    files_root = base / FILES
+    wanted: dict[str, set[str]] = {}
+    for lock in locks:
+        for entry in lock.entries:
+            if entry.url is None:
+                wanted.setdefault(entry.name, set()).update(h.removeprefix("sha256:") for h in entry.hashes)
+    hashed: dict[Path, str] = {}
+    for name, digests in sorted(wanted.items()):
+        rel = f"{INDEX}/{name}/index.html"
+
+        def refused(why: str, page: str = rel) -> InstallRefused:
+            return InstallRefused(
+                f"{folder}/{page}: {why}; a bundle installs only its own files; nothing was installed"
+            )
+
+        page = folder / rel
+        if any(p.is_symlink() for p in (folder / INDEX, folder / INDEX / name, page)) or not resolved_inside(
+            page, base
+        ):
+            raise refused("a symbolic link")
+        try:
+            text = read_file(page, rel).decode("utf-8")
+        except FileNotFoundError:
+            raise refused("missing: the bundle does not hold this package") from None
+        except (OSError, UnicodeDecodeError, LockgenError) as exc:
+            raise refused(f"cannot be read ({exc})") from None
+        if "<base" in text.lower():
+            raise refused("it sets a <base> for its links")
+        found, _ = parse(text, "text/html", (base / INDEX / name).as_uri() + "/")
+        for item in found:
+            split = urlsplit(item.url)
+            path = Path(unquote(split.path))
+            if split.scheme != "file" or split.netloc or not path.is_relative_to(files_root):
+                raise refused(f"its link {item.url!r} is not a file under {FILES}/ of the bundle")
+            if path.is_symlink() or path.parent.is_symlink() or not resolved_inside(path, files_root):
+                raise refused(f"its link {item.filename!r} is a symbolic link")
+            if item.sha256 is None or item.sha256 not in digests:
+                raise refused(f"its link {item.filename!r} has no sha256 the locks hold for {name}")
+            if path not in hashed:
+                try:
+                    hashed[path] = _sha256(path)
+                except OSError as exc:
+                    raise refused(f"its file {item.filename!r} cannot be read ({exc.strerror or exc})") from None
+            if hashed[path] != item.sha256:
+                raise refused(f"its file {item.filename!r} does not have the sha256 its link states (edited?)")

@@ -21,7 +21,7 @@ from pathlib import Path
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any
 
-from lockgen.locks import manifest, stamp, store
+from lockgen.locks import journal, manifest, stamp, store
 from lockgen.locks.folder import orphan_cells
 from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, select, with_alias_sources
@@ -79,9 +79,8 @@ def lock(
     if stage is not None:
         return _run(project, names, only, options, reporter, stage)
     with store.ProjectLock(project.root, wait=options.wait):
-        for name in store.recover(project.root):
-            log.warning("finished writing cell %s, which a killed run had left half-written", name)
-        store.clean_temporaries(project.root, project.config.locks)
+        journal.recover(project.root)
+        journal.clean_temporaries(project.root, project.config.locks)
         return _run(project, names, only, options, reporter, None)
 
 
@@ -120,6 +119,8 @@ def _run(
         todo = _stale(project, chosen, plans, options, run, reporter)
     with trace.span("probe"):
         todo, failed, reach = _unreachable(todo, mirrors, run, reporter)
+    if todo:  # a read-only lock or manifest is refused before anything is resolved (exit 2)
+        journal.refuse_read_only(out, [manifest.manifest_path(locks)], [p.lock.removesuffix(".txt") for p, _ in todo])
     if todo:
         verified = Verified(root, fresh=options.refresh)
         touched = [p.cell.name for p, _ in todo]
@@ -461,7 +462,7 @@ def _resolve_one(
         if cell_run.stop is not None and cell_run.stop.is_set():  # finished after Ctrl-C: not written
             return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)
         with trace.span("write"):
-            changed = store.replace_files(out, plan.cell.name, files.texts(), _stale_layers(out, plan, files))
+            changed = journal.replace_files(out, plan.cell.name, files.texts(), _stale_layers(out, plan, files))
     except Interrupted:
         return CellResult(plan.cell.name, CellState.INTERRUPTED, time.monotonic() - start)
     except LockgenError as exc:
@@ -503,7 +504,7 @@ def _remove_orphans(project: Project, run: RunResult, reporter: Reporter, out: P
     (under ``out``: the project root, or a stage)."""
     resolved = {c.name for c in project.cells if c.resolves}
     for cell, paths in orphan_cells(out, project.config.locks, resolved).items():
-        store.remove_cell(out, cell, paths)
+        journal.remove_cell(out, cell, paths)
         message = f"its cell is not resolved by the matrix any more; removed {', '.join(paths)}"
         _report(run, reporter, CellResult(cell, CellState.REMOVED, message=message))
 
@@ -544,9 +545,12 @@ def _write_manifest(
     try:
         if shard is not None:
             coverage = _coverage(project, mirrors, run, cells, root=out)
-            store.write_text(path, shard_manifest_text(project, cells, recorded, shard, coverage), where)
+            journal.replace_files(
+                out, "manifest", {where: shard_manifest_text(project, cells, recorded, shard, coverage)}
+            )
             return
-        store.write_text(path, project.manifest_text(recorded, out, _coverage(project, mirrors, run, root=out)), where)
+        text = project.manifest_text(recorded, out, _coverage(project, mirrors, run, root=out))
+        journal.replace_files(out, "manifest", {where: text})
     except LockgenError as exc:
         run.manifest_error = str(exc)
 
@@ -622,6 +626,7 @@ def lock_project(
     :func:`lock` it."""
     mirror.parse(options.mirrors)  # a malformed --mirror is a usage error even on a no-op
     mirror.from_env(os.environ.get(mirror.ENV_VAR))
+    journal.settle_project(start, config_path)  # before the no-op check reads anything
     if not options.refresh and not options.retry_unavailable and options.shard is None:
         run = up_to_date(start, config_path, names, only)
         if run is not None:
@@ -645,7 +650,9 @@ def dry_run(
     every lock file and the manifest to a stage in lockgen's work folder
     (:mod:`lockgen.locks.stage`), never into the project; ``RunResult.would_write`` lists the
     project files the run would write or remove. Holds the run lock (the work folder is shared);
-    refuses when a killed run left a journal (finishing it would write)."""
+    refuses when a killed run left a journal (finishing it would write). From the command line the
+    entry settles such a journal first (:func:`lockgen.locks.journal.settle`, for every command),
+    so the refusal is met only by a caller of this function."""
     from lockgen.locks.stage import Stage
 
     if options.shard is not None:
@@ -654,10 +661,10 @@ def dry_run(
     project = Project.load(start, config_path)
     root = project.root
     with store.ProjectLock(root, wait=options.wait):
-        journals = sorted((root / store.JOURNALS).glob("*.json")) if (root / store.JOURNALS).is_dir() else []
+        journals = journal.pending(root)
         if journals:
             raise UsageError(
-                f"a killed run left {', '.join(j.stem for j in journals)} half-written; run `lockgen all` to finish it first"
+                f"a killed run left {', '.join(journals)} half-written; run `lockgen all` to finish it first"
             )
         stage = Stage.create(root, project.config.locks)
         try:

@@ -240,17 +240,16 @@ def _pythons(requires: object) -> list[str]:
 
 
 def write(root: Path, draft: Draft) -> list[str]:
-    """Create ``draft``'s files under ``root``, each only if it does not exist (``open(…, "x")``);
-    returns their paths. Raises :class:`~lockgen.runtime.errors.UsageError` when one appeared meanwhile
-    (those written before it stay: each is new)."""
-    written = []
+    """Create ``draft``'s files under ``root`` as one journaled unit (:mod:`lockgen.locks.journal`,
+    holding the run lock), only if none of them exists; returns their paths. Raises
+    :class:`~lockgen.locks.journal.FileExists` (exit 2) when one appeared meanwhile: then none
+    is written."""
+    from lockgen.locks.journal import Journal
+    from lockgen.locks.store import ProjectLock
+
+    unit = Journal(root, "init")
     for rel, text in draft.files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with open(path, "x", encoding="utf-8", newline="\n") as out:
-                out.write(text)
-        except FileExistsError:
-            raise UsageError(f"{rel}: exists already; lockgen init writes nothing over it") from None
-        written.append(rel)
-    return written
+        unit.write(rel, text, new=True)
+    with ProjectLock(root):
+        unit.commit()
+    return list(draft.files)

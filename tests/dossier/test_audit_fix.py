@@ -151,3 +151,33 @@ def test_no_fix_needed(index, tmp_path):
     assert run_cli("all", "-C", str(root)).code == 0
     run = run_cli("audit", "--fix", "--osv", "osv", "-C", str(root))
     assert run.code == 0 and "0 of 0 findings fixed" in run.out
+
+
+def _yank(index, name: str, version: str) -> None:
+    """Mark every file of ``name`` ``version`` yanked on the fake index's page (PEP 592)."""
+    page = index.root / "pypi" / "simple" / name / "index.html"
+    lines = page.read_text().splitlines()
+    page.write_text(
+        "\n".join(
+            line.replace("<a ", '<a data-yanked="pulled" ', 1) if f">{name}-{version}-" in line else line
+            for line in lines
+        )
+        + "\n"
+    )
+
+
+def test_fix_never_moves_to_a_yanked_version(project, index):
+    """A yanked fix is passed over for the next release above it (an exact pin would still
+    select a yanked version, PEP 592); when no release is left, the finding is blocked, named."""
+    index.add("numpy", "2.0.2")
+    index.add("jinja2", "3.1.6", requires=("markupsafe>=2.0",))
+    index.publish()
+    _yank(index, "numpy", "2.0.1")  # a pinned package: its pin moves past the yanked fix
+    _yank(index, "jinja2", "3.1.5")  # an unpinned one: re-locked past it
+    _yank(index, "pillow", "10.0.1")  # the only fix: blocked
+    run = run_cli("audit", "--fix", "-C", str(project))
+    versions = lock(project)
+    assert versions["numpy"] == "2.0.2" and versions["jinja2"] == "3.1.6", run.out + run.err
+    assert versions["pillow"] == "10.0.0"
+    assert 'numpy = "2.0.2"' in (project / "pyproject.toml").read_text()
+    assert f"cannot fix GHSA-44wm-f244-xhp3 in pillow 10.0.0 ({CELL}): every fixed version is yanked" in run.out

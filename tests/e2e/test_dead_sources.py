@@ -74,3 +74,24 @@ def test_a_dead_index_of_an_optional_entry_makes_only_that_layer_unavailable(tmp
     (gap,) = manifest(root)["linux-x86_64-cpu-py3.12"]["unavailable"]
     assert gap["retry"] is True
     assert gap["reason"] == "source unreachable: https://download.example is unreachable (connection refused)"
+
+
+def test_a_dead_urls_source_of_an_optional_package_makes_only_that_layer_unavailable(tmp_path, pypi, monkeypatch):
+    """Optional means optional for every source kind: a ``urls`` source that serves only an
+    optional package, its host down, marks that layer unavailable; the cell still locks."""
+    index = publish(pypi, "app==1.0")
+    extra = """use = ["wheels"]
+optional = ["opt"]
+[tool.lockgen.sources.wheels]
+urls = ["https://files.example/rel/opt-1.0-py3-none-any.whl"]
+packages = ["opt"]
+[tool.lockgen.mirrors]
+"https://files.example" = "{down}"
+"""
+    with refusing_url() as down:
+        root = project(tmp_path / "p", index, "app\n", extra=extra.format(down=down))
+        run = run_cli("all", "-C", str(root))
+    assert run.code == 0, run.err
+    (gap,) = manifest(root)["linux-x86_64-cpu-py3.12"]["unavailable"]
+    assert gap["retry"] is True
+    assert "https://files.example is unreachable (connection refused)" in gap["reason"]

@@ -152,10 +152,10 @@ def test_ctrl_c_while_lockgen_waits_on_a_stalled_download(world):
 
 
 def test_a_run_killed_while_writing_is_cleaned_or_finished_by_the_next(world, tmp_path):
-    """SIGKILL after the first temporary file of a cell was written (no journal yet): the next
-    run removes it. SIGKILL after the first file was renamed over its lock (the journal names
-    the rest): ``check`` fails until the next run finishes the cell from the journal. Either way
-    the locks end as one uninterrupted run writes them."""
+    """SIGKILL after the first temporary file of a cell was written (its unit only prepared): the
+    next command rolls it back. SIGKILL after the first file was renamed over its lock (the unit
+    committed): the next command, ``check`` too, finishes the cell from the journal before it
+    reads anything. Either way the locks end as one uninterrupted run writes them."""
     assert world.run("all").returncode == 0
     world.change_inputs()
     expected = World(copy_project(world, tmp_path / "expected"), world.pypi, world.slow, world.env)
@@ -163,21 +163,23 @@ def test_a_run_killed_while_writing_is_cleaned_or_finished_by_the_next(world, tm
 
     killed = kill_mid_write(world, "staging")
     assert killed.returncode == -signal.SIGKILL
-    journals = list((world.root / ".lockgen" / "journal").glob("*.json"))
-    staged = list((world.root / "locks").rglob(".*.tmp"))
-    assert not journals
-    assert len(staged) == 1
+    (journal,) = (world.root / ".lockgen" / "journal").glob("*.json")
+    assert '"prepared"' in journal.read_text()
+    staged = list((world.root / ".lockgen" / "journal").rglob("*.tmp"))
+    assert len(staged) == 1 and not list((world.root / "locks").rglob(".*.tmp"))
 
-    killed = kill_mid_write(world, "replacing")  # starts by removing the first kill's temporary file
+    killed = kill_mid_write(world, "replacing")  # starts by rolling the first kill's unit back
     assert killed.returncode == -signal.SIGKILL
     assert not any(p.exists() for p in staged)
     (journal,) = (world.root / ".lockgen" / "journal").glob("*.json")
-    assert list((world.root / "locks").rglob(".*.tmp"))  # the rest of the cell, staged
-    assert world.run("check").returncode == 1  # a main lock and a layer from two runs never pass
+    assert '"committed"' in journal.read_text()
+    assert list((world.root / ".lockgen" / "journal").rglob("*.tmp"))  # the rest of the cell, staged
+    check = world.run("check")
+    assert f"finished writing {journal.stem}, which a killed run had left half-written" in check.stderr
+    assert not list((world.root / ".lockgen" / "journal").iterdir())
 
     run = world.run("all")
     assert run.returncode == 0, run.stderr
-    assert f"finished writing cell {journal.stem}, which a killed run had left half-written" in run.stderr
     assert not list((world.root / "locks").rglob(".*.tmp"))
     assert not list((world.root / ".lockgen" / "journal").glob("*.json"))
     assert world.run("check").returncode == 0

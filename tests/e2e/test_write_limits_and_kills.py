@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lockgen.locks import store
+from lockgen.locks import journal
 from tests.conftest import one_cell, run_ok
 
 
@@ -29,7 +29,7 @@ def test_temporaries_a_killed_run_left_are_removed(tmp_path):
     for rel in left + kept:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("x")
-    assert sorted(store.clean_temporaries(root, "locks")) == sorted(left)
+    assert sorted(journal.clean_temporaries(root, "locks")) == sorted(left)
     assert all((root / rel).exists() for rel in kept)
 
 
@@ -51,13 +51,13 @@ def test_a_journal_that_names_other_files_is_not_replayed(tmp_path, entries, cap
     (root / "locks" / "evil").write_text("evil\n")
     (root / "locks" / ".a.txt.0123abcd.tmp").write_text("new\n")
     (tmp_path / "outside.txt").write_text("outside\n")
-    journal = root / store.JOURNALS / "a.json"
-    journal.parent.mkdir(parents=True)
-    journal.write_text(json.dumps(entries))
-    assert store.recover(root) == ["a"]
+    record = root / journal.JOURNALS / "a.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps(entries))
+    assert journal.recover(root) == ["a"]
     assert (root / "locks" / "a.txt").read_text() == "lock\n"
     assert (tmp_path / "outside.txt").read_text() == "outside\n"
-    assert not journal.exists()
+    assert not record.exists()
     assert "could not finish a.json" in caplog.text
 
 
@@ -66,10 +66,10 @@ def test_a_journal_of_lockgen_is_finished(tmp_path):
     (root / "locks").mkdir()
     (root / "locks" / ".a.txt.0123abcd.tmp").write_text("new\n")
     (root / "locks" / "old.txt").write_text("old\n")
-    (root / store.JOURNALS).mkdir(parents=True)
+    (root / journal.JOURNALS).mkdir(parents=True)
     entries = {"replace": [["locks/.a.txt.0123abcd.tmp", "locks/a.txt"]], "remove": ["locks/old.txt"]}
-    (root / store.JOURNALS / "a.json").write_text(json.dumps(entries))
-    assert store.recover(root) == ["a"]
+    (root / journal.JOURNALS / "a.json").write_text(json.dumps(entries))
+    assert journal.recover(root) == ["a"]
     assert (root / "locks" / "a.txt").read_text() == "new\n"
     assert not (root / "locks" / "old.txt").exists()
 

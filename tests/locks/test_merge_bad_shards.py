@@ -290,19 +290,19 @@ def test_a_truncated_shard_lock_is_not_called_one_of_other_inputs(tmp_path, worl
 def test_good_shards_merge_in_one_journal_and_leave_the_work_folder_ignored(tmp_path, world, monkeypatch):
     """A fresh checkout (no .lockgen/) merges; the work folder gets its .gitignore; every file
     is written by one replace_files call (one journal: all or nothing)."""
-    from lockgen.locks import store
+    from lockgen.locks import journal
 
     root, shards = world
     project = tmp_path / "proj"
     shutil.copytree(root, project)
     calls = []
-    real = store.replace_files
+    real = journal.replace_files
 
     def recorded(root_, name, texts, remove=()):
         calls.append((name, sorted(texts)))
         return real(root_, name, texts, remove)
 
-    monkeypatch.setattr(store, "replace_files", recorded)
+    monkeypatch.setattr(journal, "replace_files", recorded)
     run = run_cli("merge", *map(str, shards), "-C", str(project))
     assert run.code == 0, run.err
     assert [name for name, _ in calls] == ["merge"]

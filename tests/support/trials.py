@@ -171,28 +171,19 @@ def _wait_for_get(host: FaultHost, proc: subprocess.Popen[str], timeout: float) 
 
 
 def kill_mid_write(world: World, when: str) -> subprocess.CompletedProcess[str]:
-    """Run ``lockgen all`` and SIGKILL it while it writes a cell's files: ``when="replacing"``
-    after the first file of the cell was renamed over its lock (the journal is written), or
-    ``"staging"`` after the first temporary file was written (no journal yet)."""
+    """Run ``lockgen all`` and SIGKILL it while it writes a cell's files (the journal's
+    fault-injection seam, :data:`lockgen.locks.journal.fault`): ``when="replacing"`` after the
+    first file of the cell was renamed over its lock (its unit committed), or ``"staging"`` after
+    the first temporary file was written (the unit only prepared)."""
     driver = textwrap.dedent(f"""\
         import os, signal, sys
-        from lockgen.locks import store
-        when = {when!r}
-        if when == "replacing":
-            def apply(root, staged, gone):
-                tmp, path = staged[0]
-                os.replace(root / tmp, root / path)
+        from lockgen.locks import journal
+        when, seen = {when!r}, []
+        def fault(step):
+            seen.append(step)
+            if seen.count("apply" if when == "replacing" else "stage") == 2:
                 os.kill(os.getpid(), signal.SIGKILL)
-            store._apply = apply
-        else:
-            real, calls = store._temporary, []
-            def temporary(path, text, *rest):
-                if "/locks/" in str(path):
-                    calls.append(path)
-                if len(calls) == 2:
-                    os.kill(os.getpid(), signal.SIGKILL)
-                return real(path, text, *rest)
-            store._temporary = temporary
+        journal.fault = fault
         from lockgen.cli import main
         sys.exit(main(sys.argv[1:]))
         """)  # fmt: skip
