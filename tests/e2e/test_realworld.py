@@ -38,7 +38,7 @@ CPU_LABEL = (
     "init labels the linux x86_64 cell cpu, but with no index line it gets PyPI's torch, the CUDA "
     "build that requires nvidia-*-cu12: the backend invariants (C27) refuse the cell"
 )
-NOT_YET = {"ComfyUI": CPU_LABEL, "Fooocus": CPU_LABEL}
+NOT_YET = {"ComfyUI": CPU_LABEL, "Fooocus": CPU_LABEL, "stable-diffusion-webui-forge": CPU_LABEL}
 
 
 def requirement_files(root: Path) -> list[Path]:
@@ -84,8 +84,8 @@ def cuda_runtime_follows_torch(root: Path, rows: list[dict]) -> None:
     """A lock with PyPI's torch holds the CUDA runtime packages on linux x86_64 and nowhere else."""
     for row in rows:
         locked = locked_versions((root / row["lock"]).read_text())
-        if locked.get("torch", "+").partition("+")[2]:
-            continue  # a labelled build (from an index) or no torch
+        if "+" in locked.get("torch", "+"):
+            continue  # no torch, or a labelled build (from an index)
         linux = row["os"] == "linux" and row["arch"] == "x86_64"
         assert ("nvidia-cublas-cu12" in locked) == linux, row["name"]
 
