@@ -4,13 +4,14 @@ then ``lockgen check``, on the requirement files of real ML applications (tests/
 The hosts are fakes with the shapes of the real ones (``initworld.serve(..., shaped=True)``,
 recorded from PyPI): torch's wheels require the CUDA runtime packages on linux x86_64, numpy's and
 scipy's are cp-tagged for a range of Pythons and list bytecode in RECORD, GitHub's release assets
-are redirects whose HEAD is refused. Every package the files name is served, so what fails is
+are redirects whose HEAD is refused, sdist-only pins have no wheel. Every package the files name is served, so what fails is
 lockgen's, not the world's. The same projects against real PyPI are in ``test_realworld_network.py``
 and the table of what each needs by hand in docs/realworld.md.
 
 One small project (ComfyUI: one file, three cells) is in the default tier; every project is in
 the slow tier. Where init's inference gives a config that cannot lock (a linux cell labelled
-``cpu`` that gets PyPI's CUDA torch), the test is ``xfail(strict=False)`` with the cause.
+``cpu`` that gets PyPI's CUDA torch, a pin with no wheel and no ``allow-build``), the test is
+``xfail(strict=False)`` with the cause.
 """
 
 from __future__ import annotations
@@ -38,7 +39,13 @@ CPU_LABEL = (
     "init labels the linux x86_64 cell cpu, but with no index line it gets PyPI's torch, the CUDA "
     "build that requires nvidia-*-cu12: the backend invariants (C27) refuse the cell"
 )
-NOT_YET = {"ComfyUI": CPU_LABEL, "Fooocus": CPU_LABEL, "stable-diffusion-webui-forge": CPU_LABEL}
+SDIST = "a pin PyPI has only an sdist of ({}): init writes no allow-build for it, so every cell is refused"
+NOT_YET = {
+    "ComfyUI": CPU_LABEL,
+    "Fooocus": CPU_LABEL + "; " + SDIST.format("groundingdino-py==0.4.0"),
+    "ai-toolkit": SDIST.format("lycoris-lora==1.8.3"),
+    "stable-diffusion-webui-forge": CPU_LABEL + "; " + SDIST.format("jsonmerge==1.8.0"),
+}
 
 
 def requirement_files(root: Path) -> list[Path]:

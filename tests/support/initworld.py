@@ -13,7 +13,8 @@ PyPI METADATA and file lists: torch's wheels require the CUDA runtime packages
 (``nvidia-cublas-cu12`` …) and triton under ``platform_system == "Linux" and platform_machine ==
 "x86_64"``, and those exist for linux only; numpy's and scipy's wheels are cp-tagged for a range
 of Pythons with ``Requires-Python`` (numpy 1.26.4: 3.9–3.12; 2.2.6: 3.10–3.13) and list bytecode
-in RECORD; a GitHub release asset (``github.com/…/releases/download/…``) is a redirect to its
+in RECORD; the pins PyPI has only a source distribution of are served so (``lycoris-lora==1.8.3``);
+a GitHub release asset (``github.com/…/releases/download/…``) is a redirect to its
 storage URL, and HEAD is refused with 403 (:class:`ReleaseAssets`), as GitHub's are.
 """
 
@@ -191,6 +192,8 @@ def serve(wanted: Iterable[Wanted], make_host: Callable[..., FakeHost], indexes:
         folder = "files" if where == "pypi" else f"{where}/files"
         if shape is None:
             return [host.wheel(folder, name, version)]
+        if shape.get("sdist"):
+            return [host.sdist(folder, name, version)]
         requires = list(shape["requires"])
         if label is not None and not label.startswith("cu"):
             requires = [r for r in requires if not Requirement(r).name.startswith(CUDA_ONLY)]
