@@ -19,14 +19,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tomllib
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+import tomlkit
 from packaging.requirements import Requirement
 
-from tests.conftest import locked_versions, run_cli, run_ok
+from tests.conftest import locked_versions, run_ok
 from tests.support.initworld import Wanted, file_requirements, serve, string_requirements
 
 pytestmark = pytest.mark.uv
@@ -67,7 +67,7 @@ def project_requirements(root: Path) -> tuple[list[Wanted], list[str]]:
         urls += re.findall(r"^\s*(?:--index-url|--extra-index-url|-i)[=\s]+(\S+)", path.read_text(), flags=re.M)
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
-        data = tomllib.loads(pyproject.read_text())
+        data = tomlkit.parse(pyproject.read_text()).unwrap()
         project = data.get("project", {})
         lines = list(project.get("dependencies", []))
         lines += [line for extra in project.get("optional-dependencies", {}).values() for line in extra]

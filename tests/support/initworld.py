@@ -42,7 +42,9 @@ TORCH = {"torch", "torchvision", "torchaudio"}
 TORCH_FAMILY = TORCH | {"xformers", "triton", "triton-rocm", "triton-xpu", "torch-directml"}
 SHAPES: dict[str, dict] = {
     name: shape
-    for name, shape in json.loads((Path(__file__).parents[1] / "data" / "realworld" / "shapes.json").read_text()).items()
+    for name, shape in json.loads(
+        (Path(__file__).parents[1] / "data" / "realworld" / "shapes.json").read_text()
+    ).items()
     if not name.startswith("_")
 }
 CUDA_ONLY = ("nvidia-", "triton")  # what torch's CUDA build requires and a cpu or rocm build does not
