@@ -44,6 +44,7 @@ NOT_YET = {
     "ComfyUI": CPU_LABEL,
     "Fooocus": CPU_LABEL + "; " + SDIST.format("groundingdino-py==0.4.0"),
     "ai-toolkit": SDIST.format("lycoris-lora==1.8.3"),
+    "sdnext": CPU_LABEL + " (torch is no line of its file: accelerate, timm and peft require it)",
     "stable-diffusion-webui-forge": CPU_LABEL + "; " + SDIST.format("jsonmerge==1.8.0"),
     "text-generation-webui": (
         "init picks Python 3.11 (no reason said), but the full files' exllamav3 and flash-attn wheels are cp313, "

@@ -11,7 +11,8 @@ each torch package for each backend index a test names), any other host for a di
 The shapes (``shaped=True``) come from ``tests/data/realworld/shapes.json``, recorded from real
 PyPI METADATA and file lists: torch's wheels require the CUDA runtime packages
 (``nvidia-cublas-cu12`` …) and triton under ``platform_system == "Linux" and platform_machine ==
-"x86_64"``, and those exist for linux only; numpy's and scipy's wheels are cp-tagged for a range
+"x86_64"``, and those exist for linux only; packages that need torch (accelerate, timm, peft)
+require it, as the real ones do; numpy's and scipy's wheels are cp-tagged for a range
 of Pythons with ``Requires-Python`` (numpy 1.26.4: 3.9–3.12; 2.2.6: 3.10–3.13) and list bytecode
 in RECORD; the pins PyPI has only a source distribution of are served so (``lycoris-lora==1.8.3``);
 a GitHub release asset (``github.com/…/releases/download/…``) is a redirect to its
@@ -75,11 +76,18 @@ def shape_of(name: str) -> dict | None:
     return SHAPES.get(name) or next((s for pattern, s in SHAPES.items() if fnmatch(name, pattern)), None)
 
 
+def recorded(shape: dict | None) -> list[str]:
+    """The versions a shape records (the one served by preference first)."""
+    if shape is None:
+        return []
+    return [v for v in (shape.get("version"), *shape.get("releases", {})) if v]
+
+
 def _tags(shape: dict, version: str) -> tuple[str | None, list[str], list[str]]:
     """``(requires_python, pythons, wheel tags)`` of a shaped release."""
     release = shape.get("releases", {}).get(version, {})
     pythons = release.get("pythons", shape["pythons"])
-    platforms = shape["platforms"]
+    platforms = release.get("platforms", shape["platforms"])
     if not pythons:
         return release.get("requires_python", shape["requires_python"]), [], [f"py3-none-{p}" for p in platforms]
     tags = [f"cp{py.replace('.', '')}-cp{py.replace('.', '')}-{p}" for py in pythons for p in platforms]
@@ -159,10 +167,11 @@ def command_requirements(arguments: str) -> list[Wanted]:
     return string_requirements(found)
 
 
-def pick(specifier: str, preferred: str | None = None) -> str:
-    """A version the specifier allows: ``preferred`` if it does, else the one it pins, when it pins one."""
+def pick(specifier: str, preferred: Sequence[str] = ()) -> str:
+    """A version the specifier allows: the first ``preferred`` one it does, else the one it pins,
+    when it pins one."""
     spec = SpecifierSet(specifier)
-    candidates = [preferred] if preferred else []
+    candidates = list(preferred)
     candidates += [s.version.removesuffix(".*") for s in spec] + ["1.0", "0.1", "99.0"]
     return next(c for c in candidates if spec.contains(c, prereleases=True))
 
@@ -196,7 +205,9 @@ def serve(wanted: Iterable[Wanted], make_host: Callable[..., FakeHost], indexes:
             return [host.wheel(folder, name, version)]
         if shape.get("sdist"):
             return [host.sdist(folder, name, version)]
-        requires = list(shape["requires"])
+        requires = (
+            list(shape.get("requires", ())) if shape.get("every_version") or version == shape.get("version") else []
+        )
         if label is not None and not label.startswith("cu"):
             requires = [r for r in requires if not Requirement(r).name.startswith(CUDA_ONLY)]
         for r in map(Requirement, requires):  # dependencies: where the package is
@@ -204,7 +215,7 @@ def serve(wanted: Iterable[Wanted], make_host: Callable[..., FakeHost], indexes:
             if where == "pypi":
                 queue.append(dep)
                 continue
-            dep_version = pick(dep.spec, (shape_of(dep.name) or {}).get("version"))
+            dep_version = pick(dep.spec, recorded(shape_of(dep.name)))
             if once(where, dep.name, dep_version):
                 index_files[where] += publish(pytorch, where, dep.name, dep_version, label)
         return shaped_wheels(host, folder, name, version, requires)
@@ -230,15 +241,17 @@ def serve(wanted: Iterable[Wanted], make_host: Callable[..., FakeHost], indexes:
                 built.rename(built.parent / filename)
             continue
         shape = shape_of(w.name) if shaped else None
-        version = pick(w.spec, shape.get("version") if shape else None)
+        version = pick(w.spec, recorded(shape))
         local = Version(version).local
         if local:
             where = next((ix for ix in index_files if ix.rsplit("/", 1)[-1] == local), f"whl/{local}")
             if once(where, w.name, version):
                 index_files.setdefault(where, []).extend(publish(pytorch, where, w.name, version, local))
             continue
-        if once("pypi", w.name, version):
-            pypi_files.extend(publish(pypi, "pypi", w.name, version))
+        older = [v for v in shape.get("also", ()) if SpecifierSet(w.spec).contains(v)] if shape else []
+        for served in (version, *older):
+            if once("pypi", w.name, served):
+                pypi_files.extend(publish(pypi, "pypi", w.name, served))
         if w.name in TORCH_FAMILY:
             for ix in indexes:
                 label = ix.rsplit("/", 1)[-1]
