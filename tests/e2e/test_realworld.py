@@ -2,11 +2,12 @@
 then ``lockgen check``, on the requirement files of real ML applications (tests/data/realworld/).
 
 The hosts are fakes with the shapes of the real ones (``initworld.serve(..., shaped=True)``,
-recorded from PyPI): torch's wheels require the CUDA runtime packages on linux x86_64, numpy's and
-scipy's are cp-tagged for a range of Pythons and list bytecode in RECORD, GitHub's release assets
-are redirects whose HEAD is refused, sdist-only pins have no wheel. Every package the files name is served, so what fails is
-lockgen's, not the world's. The same projects against real PyPI are in ``test_realworld_network.py``
-and the table of what each needs by hand in docs/realworld.md.
+recorded from PyPI): torch's wheels require the CUDA runtime packages on linux x86_64, and
+accelerate, timm and peft require torch; numpy's and scipy's wheels are cp-tagged for a range of
+Pythons and list bytecode in RECORD; GitHub's release assets are redirects whose HEAD is refused;
+sdist-only pins have no wheel. Every package the files name is served, so what fails is lockgen's,
+not the world's. The same projects against real PyPI are in ``test_realworld_network.py``, and
+the table of what each needs by hand in docs/realworld.md.
 
 One small project (ComfyUI: one file, three cells) is in the default tier; every project is in
 the slow tier. Where init's inference gives a config that cannot lock (a linux cell labelled
