@@ -30,7 +30,10 @@ pytestmark = [pytest.mark.network, pytest.mark.uv]
 DATA = Path(__file__).parents[1] / "data" / "realworld"
 PYPI = ("https://pypi.org", "https://files.pythonhosted.org")
 
-CPU_LABEL = "init labels the linux x86_64 cell cpu; PyPI's torch is the CUDA 13.0 build (C27 refuses the cell)"
+CPU_LABEL = (
+    "init labels the linux x86_64 cell cpu; PyPI's linux torch is a CUDA build (13.0 for today's, 12.1 for 2.1.0) "
+    "and C27 refuses the cell"
+)
 SDIST = "{} has only an sdist on PyPI and init writes no allow-build for it"
 
 #: What init's config still needs by hand (2026-12-06), by project: (why, edit of lockgen.toml).
