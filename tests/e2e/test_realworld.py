@@ -160,10 +160,27 @@ def test_a_shaped_release_asset_redirects_and_refuses_head(tmp_path, fake_host):
     mirrors = serve([Wanted("tool", "", None, url)], fake_host, shaped=True)
     base = next(m.split("=", 1)[1] for m in mirrors if m.startswith("https://github.com="))
     path = urlsplit(url).path
-    assert httpx.head(base + path).status_code == 403
-    got = httpx.get(base + path, follow_redirects=False)
-    assert got.status_code == 302 and got.headers["location"] == "/release-assets" + path
+    for method in ("HEAD", "GET"):
+        got = httpx.request(method, base + path, follow_redirects=False)
+        assert got.status_code == 302 and got.headers["location"] == "/release-assets" + path
+    assert httpx.head(base + "/release-assets" + path).status_code == 403
     assert httpx.get(base + path, follow_redirects=True).content[:2] == b"PK"
+
+
+def test_release_assets_that_refuse_head_are_checked_online(tmp_path, fake_host):
+    """text-generation-webui's portable cell locks gradio and llama.cpp's binaries from GitHub
+    release assets; ``check --online`` follows the redirect and, HEAD refused with 403 by the
+    storage URL, reads one byte by GET: the files are there, no finding."""
+    root = tmp_path / "text-generation-webui"
+    shutil.copytree(DATA / "text-generation-webui", root)
+    run_ok("init", "-C", str(root))
+    wanted, indexes = project_requirements(root)
+    mirrors = serve(wanted, fake_host, indexes, shaped=True)
+    cell = "linux-x86_64-cpu-py3.11-portable"
+    run_ok("lock", cell, "-C", str(root), *mirrors)
+    assert {"gradio", "llama-cpp-binaries"} <= set(locked_versions((root / "locks" / f"{cell}.txt").read_text()))
+    run = run_ok("check", "--online", cell, "-C", str(root), *mirrors)
+    assert "refused" not in run.out + run.err
 
 
 # -- installing a real-shaped cell (slow: venvs) -----------------------------------------------------

@@ -52,23 +52,28 @@ CUDA_ONLY = ("nvidia-", "triton")  # what torch's CUDA build requires and a cpu 
 
 
 class ReleaseAssets(Handler):
-    """GitHub release downloads: ``GET …/releases/download/…`` answers 302 to the asset's storage
-    path (``/release-assets/…`` on the same host, where the file is); HEAD is refused with 403, as
-    the signed storage URLs refuse it."""
+    """GitHub release downloads: ``…/releases/download/…`` answers 302 to the asset's storage path
+    (``/release-assets/…`` on the same host, where the file is), and the storage path refuses
+    HEAD with 403, as the signed storage URLs (signed for GET) do."""
 
-    def do_HEAD(self):  # noqa: N802 - http.server names its handlers so
-        self.send_response(403)
+    def _redirected(self) -> bool:
+        if "/releases/download/" not in self.path or self.path.startswith("/release-assets/"):
+            return False
+        self.send_response(302)
+        self.send_header("Location", "/release-assets" + self.path)
         self.send_header("Content-Length", "0")
         self.end_headers()
+        return True
 
-    def do_GET(self):  # noqa: N802 - http.server names its handlers so
-        if "/releases/download/" in self.path and not self.path.startswith("/release-assets/"):
-            self.send_response(302)
-            self.send_header("Location", "/release-assets" + self.path)
+    def do_HEAD(self):  # noqa: N802 - http.server names its handlers so
+        if not self._redirected():
+            self.send_response(403)
             self.send_header("Content-Length", "0")
             self.end_headers()
-            return
-        super().do_GET()
+
+    def do_GET(self):  # noqa: N802 - http.server names its handlers so
+        if not self._redirected():
+            super().do_GET()
 
 
 def shape_of(name: str) -> dict | None:
