@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from lockgen.cli import main
-from tests.support.fakehost import FakeHost
+from tests.support.fakehost import FakeHost, Handler
 from tests.support.faulthost import FaultHost
 
 # pytest rewrites the asserts of every test module and keeps the result in __pycache__ (ignored by
@@ -206,8 +206,8 @@ def forbid_processes(monkeypatch) -> None:
 def _host_factory(folder: Path):
     hosts: list[FakeHost] = []
 
-    def make(name: str) -> FakeHost:
-        host = FakeHost(folder / name)
+    def make(name: str, handler: type[Handler] | None = None) -> FakeHost:
+        host = FakeHost(folder / name, handler)
         hosts.append(host)
         return host
 

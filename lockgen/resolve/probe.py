@@ -29,12 +29,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from lockgen.plan import reqline
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan, index_pins
+from lockgen.plan.sources import applies
 from lockgen.resolve.inputs import url_pins
 from lockgen.runtime.credentials import redact
 
@@ -57,13 +59,24 @@ def host_of(url: str) -> str | None:
 
 
 def _direct_urls(plan: Plan) -> list[str]:
-    """URLs of direct references in the rendered inputs (``pkg @ https://…``), which uv fetches."""
+    """URLs of direct references in the rendered inputs that apply to the cell's target, which
+    uv fetches: ``pkg @ https://…`` and a bare archive URL with or without a marker
+    (``https://github.com/…/pkg-1.0-py3-none-linux_x86_64.whl; platform_system == "Linux"``, as
+    pip reads it: text-generation-webui's files name their GitHub release wheels so)."""
     urls = []
     for _, text in plan.rendered.files.values():
         for line in text.splitlines():
             req = reqline.requirement(line)
-            url = req.url if req is not None else None
-            if url:
+            if req is not None:
+                url, marker = req.url, req.marker
+            else:
+                url, _, rest = reqline.strip_comment(line).strip().partition(";")
+                url = url.strip() if host_of(url.strip()) else None
+                try:
+                    marker = Marker(rest) if rest.strip() else None
+                except InvalidMarker:
+                    marker = None  # uv says what is wrong with it
+            if url and applies(marker, plan.target):
                 urls.append(url)
     return urls
 

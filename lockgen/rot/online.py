@@ -3,7 +3,8 @@
 Every file of every selected cell (main lock and layers, :mod:`lockgen.rot.locate`) is checked
 once per distinct URL (a wheel twelve cells share is asked for once), through the mirrors, with
 the realm's login or a netrc entry (never shown), by ``HEAD`` (a ranged ``GET`` of one byte
-where a server refuses ``HEAD``), at most ``jobs`` requests at a time and within ``timeout``
+where a server refuses ``HEAD``: 405, 501, or 403 as the signed storage URLs GitHub's release
+assets redirect to answer it), at most ``jobs`` requests at a time and within ``timeout``
 seconds in all. What is compared, and what each finding (:class:`Kind`) means:
 
 * ``deleted``: HTTP 404 or 410, or an HTML page served where the file was;
@@ -272,7 +273,7 @@ class _Checker:
         return self.mirrors.canonical(urljoin(self.mirrors.mirrored(current), location))
 
     def _request(self, url: str) -> Any:
-        """``HEAD url`` (a one-byte ranged ``GET`` where ``HEAD`` is refused), through the mirrors,
+        """``HEAD url`` (a one-byte ranged ``GET`` where ``HEAD`` is refused: 405, 501, 403), through the mirrors,
         retried on transient failures; its response (body unread)."""
         import httpx
 
@@ -288,7 +289,7 @@ class _Checker:
                 response = client.head(
                     fetch, auth=netrc_auth(fetch), follow_redirects=False, timeout=min(left, REQUEST_TIMEOUT)
                 )
-                if response.status_code in (405, 501):
+                if response.status_code in (403, 405, 501):  # 403: a signed GET URL (S3) refuses HEAD
                     with client.stream(
                         "GET", fetch, headers={"Range": "bytes=0-0"}, auth=netrc_auth(fetch), follow_redirects=False,
                         timeout=min(left, REQUEST_TIMEOUT),

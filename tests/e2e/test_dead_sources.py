@@ -95,3 +95,26 @@ packages = ["opt"]
     (gap,) = manifest(root)["linux-x86_64-cpu-py3.12"]["unavailable"]
     assert gap["retry"] is True
     assert "https://files.example is unreachable (connection refused)" in gap["reason"]
+
+
+def test_a_bare_wheel_url_on_a_dead_host_fails_its_cells_at_once_naming_the_host(tmp_path, pypi):
+    """text-generation-webui's files name GitHub release wheels as bare URLs with a marker (as pip
+    reads them): with github.com unreachable, the cells whose marker holds fail without uv, naming
+    the host, and a cell whose marker is false for it locks."""
+    index = publish(pypi, "app==1.0")
+    with refusing_url() as down:
+        url = "https://github.example/o/r/releases/download/v1/tool-1.0-py3-none-linux_x86_64.whl"
+        extra = f'[tool.lockgen.mirrors]\n"https://github.example" = "{down}"\n'
+        matrix = 'os = ["linux", "windows"]\narch = ["x86_64"]\nbackend = ["cpu"]\npython = ["3.12"]'
+        root = project(tmp_path / "p", index, f'app\n{url}; platform_system == "Linux"\n', extra=extra, matrix=matrix)
+        run = run_cli("all", "-C", str(root))
+    assert run.code == 1
+    errors = [line for line in run.err.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: cell linux-x86_64-cpu-py3.12: https://github.example is unreachable through its mirror "
+        "(connection refused); no uv process was started. Check that the mirror is up, or point it elsewhere: "
+        "--mirror https://github.example=<mirror URL>"
+    ]
+    cells = manifest(root)
+    assert cells["linux-x86_64-cpu-py3.12"]["status"] == "failed"
+    assert cells["windows-x86_64-cpu-py3.12"]["status"] == "locked"

@@ -1,18 +1,31 @@
 """Fake hosts for the ``lockgen init`` tests: every package a project's inputs name, served as
-tiny wheels without dependencies, so a lock holds exactly the packages asked for.
+tiny wheels without dependencies, so a lock holds exactly the packages asked for; or, with
+``shaped=True``, with the shapes of the real packages (the acceptance tests on real projects).
 
 The requirements are read here with ``packaging`` alone (independently of lockgen's readers):
 :func:`file_requirements` for requirement files, :func:`string_requirements` for a pyproject's
 lists and install commands' arguments. :func:`serve` puts them on fake hosts: PyPI (PEP 691 with
 upload times) for plain versions, ``download.pytorch.org/whl/<label>`` for labelled ones (and
 each torch package for each backend index a test names), any other host for a direct URL.
+
+The shapes (``shaped=True``) come from ``tests/data/realworld/shapes.json``, recorded from real
+PyPI METADATA and file lists: torch's wheels require the CUDA runtime packages
+(``nvidia-cublas-cu12`` …) and triton under ``platform_system == "Linux" and platform_machine ==
+"x86_64"``, and those exist for linux only; packages that need torch (accelerate, timm, peft)
+require it, as the real ones do; numpy's and scipy's wheels are cp-tagged for a range
+of Pythons with ``Requires-Python`` (numpy 1.26.4: 3.9–3.12; 2.2.6: 3.10–3.13) and list bytecode
+in RECORD; the pins PyPI has only a source distribution of are served so (``lycoris-lora==1.8.3``);
+a GitHub release asset (``github.com/…/releases/download/…``) is a redirect to its
+storage URL, and HEAD is refused with 403 (:class:`ReleaseAssets`), as GitHub's are.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
@@ -23,11 +36,84 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from lockgen.scaffold.inference import marker_env
-from tests.support.fakehost import FakeHost
+from tests.support.fakehost import FakeHost, Handler
 
 TIME = "2026-01-01T00:00:00Z"
 TORCH = {"torch", "torchvision", "torchaudio"}
 TORCH_FAMILY = TORCH | {"xformers", "triton", "triton-rocm", "triton-xpu", "torch-directml"}
+SHAPES: dict[str, dict] = {
+    name: shape
+    for name, shape in json.loads(
+        (Path(__file__).parents[1] / "data" / "realworld" / "shapes.json").read_text()
+    ).items()
+    if not name.startswith("_")
+}
+CUDA_ONLY = ("nvidia-", "triton")  # what torch's CUDA build requires and a cpu or rocm build does not
+
+
+class ReleaseAssets(Handler):
+    """GitHub release downloads: ``…/releases/download/…`` answers 302 to the asset's storage path
+    (``/release-assets/…`` on the same host, where the file is), and the storage path refuses
+    HEAD with 403, as the signed storage URLs (signed for GET) do."""
+
+    def _redirected(self) -> bool:
+        if "/releases/download/" not in self.path or self.path.startswith("/release-assets/"):
+            return False
+        self.send_response(302)
+        self.send_header("Location", "/release-assets" + self.path)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
+
+    def do_HEAD(self):  # noqa: N802 - http.server names its handlers so
+        if not self._redirected():
+            self.send_response(403)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    def do_GET(self):  # noqa: N802 - http.server names its handlers so
+        if not self._redirected():
+            super().do_GET()
+
+
+def shape_of(name: str) -> dict | None:
+    """The recorded shape of a canonical ``name`` (``nvidia-*-cu12`` covers the CUDA runtime packages)."""
+    return SHAPES.get(name) or next((s for pattern, s in SHAPES.items() if fnmatch(name, pattern)), None)
+
+
+def recorded(shape: dict | None) -> list[str]:
+    """The versions a shape records (the one served by preference first)."""
+    if shape is None:
+        return []
+    return [v for v in (shape.get("version"), *shape.get("releases", {})) if v]
+
+
+def _tags(shape: dict, version: str) -> tuple[str | None, list[str], list[str]]:
+    """``(requires_python, pythons, wheel tags)`` of a shaped release."""
+    release = shape.get("releases", {}).get(version, {})
+    pythons = release.get("pythons", shape["pythons"])
+    platforms = release.get("platforms", shape["platforms"])
+    if not pythons:
+        return release.get("requires_python", shape["requires_python"]), [], [f"py3-none-{p}" for p in platforms]
+    tags = [f"cp{py.replace('.', '')}-cp{py.replace('.', '')}-{p}" for py in pythons for p in platforms]
+    return release.get("requires_python", shape["requires_python"]), pythons, tags
+
+
+def shaped_wheels(host: FakeHost, folder: str, name: str, version: str, requires: Sequence[str]) -> list[Path]:
+    """The wheels of one shaped release (one per Python and platform), bytecode in RECORD where
+    the real ones list it."""
+    shape = shape_of(name)
+    assert shape is not None, name
+    requires_python, _, tags = _tags(shape, version)
+    made = []
+    for tag in tags:
+        files = None
+        if shape.get("bytecode"):
+            abi = tag.split("-")[1].removeprefix("cp")
+            dist = name.replace("-", "_")
+            files = {f"{dist}/__pycache__/__init__.cpython-{abi}.pyc": b"\x00" * 16}
+        made.append(host.wheel(folder, name, version, tag, requires, requires_python, files=files))
+    return made
 
 
 @dataclass(frozen=True)
@@ -86,22 +172,29 @@ def command_requirements(arguments: str) -> list[Wanted]:
     return string_requirements(found)
 
 
-def pick(specifier: str) -> str:
-    """A version the specifier allows (the one it pins, when it pins one)."""
+def pick(specifier: str, preferred: Sequence[str] = ()) -> str:
+    """A version the specifier allows: the first ``preferred`` one it does, else the one it pins,
+    when it pins one."""
     spec = SpecifierSet(specifier)
-    candidates = [s.version.removesuffix(".*") for s in spec] + ["1.0", "0.1", "99.0"]
+    candidates = list(preferred)
+    candidates += [s.version.removesuffix(".*") for s in spec] + ["1.0", "0.1", "99.0"]
     return next(c for c in candidates if spec.contains(c, prereleases=True))
 
 
-def serve(wanted: Iterable[Wanted], make_host: Callable[[str], FakeHost], indexes: Sequence[str] = ()) -> list[str]:
+def serve(wanted: Iterable[Wanted], make_host: Callable[..., FakeHost], indexes: Sequence[str] = (),
+          shaped: bool = False) -> list[str]:  # fmt: skip
     """Serve ``wanted`` on fake hosts; ``indexes``: backend index paths of download.pytorch.org
     (``whl/cu128``, ``whl/nightly/cu132``) that serve each torch-family package the tests ask
-    for, labelled like the real ones. Returns the ``--mirror`` arguments."""
+    for, labelled like the real ones; ``shaped``: packages with a recorded shape get it, their
+    dependencies are served too (on PyPI, and on each index that serves the package that needs
+    them), and GitHub is served as :class:`ReleaseAssets`. Returns the ``--mirror`` arguments."""
     pypi, pytorch = make_host("pypi"), make_host("pytorch")
     others: dict[str, FakeHost] = {}
+    releases: set[str] = set()  # hosts served as GitHub's release downloads
     pypi_files: list[Path] = []
     index_files: dict[str, list[Path]] = {ix: [] for ix in indexes}
     done: set[tuple[str, str, str]] = set()
+    queue = list(wanted)
 
     def once(where: str, name: str, version: str) -> bool:
         key = (where, name, version)
@@ -110,33 +203,66 @@ def serve(wanted: Iterable[Wanted], make_host: Callable[[str], FakeHost], indexe
         done.add(key)
         return True
 
-    for w in wanted:
+    def publish(host: FakeHost, where: str, name: str, version: str, label: str | None = None) -> list[Path]:
+        shape = shape_of(name) if shaped else None
+        folder = "files" if where == "pypi" else f"{where}/files"
+        if shape is None:
+            return [host.wheel(folder, name, version)]
+        if shape.get("sdist"):
+            return [host.sdist(folder, name, version)]
+        requires = (
+            list(shape.get("requires", ())) if shape.get("every_version") or version == shape.get("version") else []
+        )
+        if label is not None and not label.startswith("cu"):
+            requires = [r for r in requires if not Requirement(r).name.startswith(CUDA_ONLY)]
+        for r in map(Requirement, requires):  # dependencies: where the package is
+            dep = Wanted(canonicalize_name(r.name), str(r.specifier), None, None)
+            if where == "pypi":
+                queue.append(dep)
+                continue
+            dep_version = pick(dep.spec, recorded(shape_of(dep.name)))
+            if once(where, dep.name, dep_version):
+                index_files[where] += publish(pytorch, where, dep.name, dep_version, label)
+        return shaped_wheels(host, folder, name, version, requires)
+
+    while queue:
+        w = queue.pop(0)
         if w.url:
             parts = urlsplit(w.url)
-            host = others.setdefault(parts.hostname or "", make_host(f"direct-{parts.hostname}"))
+            hostname = parts.hostname or ""
+            if hostname not in others:
+                if shaped and hostname == "github.com":
+                    releases.add(hostname)
+                others[hostname] = make_host(f"direct-{hostname}", *([ReleaseAssets] if hostname in releases else []))
+            host = others[hostname]
             filename = unquote(PurePosixPath(parts.path).name)
             _, version, _, tags = parse_wheel_filename(filename)
             folder = PurePosixPath(parts.path).parent.as_posix().lstrip("/")
+            if hostname in releases:
+                folder = f"release-assets/{folder}"
             tag = "-".join(".".join(sorted({getattr(t, a) for t in tags})) for a in ("interpreter", "abi", "platform"))
             if once(f"direct/{folder}", w.name, filename):
                 built = host.wheel(folder, w.name, str(version), tag)
                 built.rename(built.parent / filename)
             continue
-        version = pick(w.spec)
+        shape = shape_of(w.name) if shaped else None
+        version = pick(w.spec, recorded(shape))
         local = Version(version).local
         if local:
             where = next((ix for ix in index_files if ix.rsplit("/", 1)[-1] == local), f"whl/{local}")
             if once(where, w.name, version):
-                index_files.setdefault(where, []).append(pytorch.wheel(f"{where}/files", w.name, version))
+                index_files.setdefault(where, []).extend(publish(pytorch, where, w.name, version, local))
             continue
-        if once("pypi", w.name, version):
-            pypi_files.append(pypi.wheel("files", w.name, version))
+        older = [v for v in shape.get("also", ()) if SpecifierSet(w.spec).contains(v)] if shape else []
+        for served in (version, *older):
+            if once("pypi", w.name, served):
+                pypi_files.extend(publish(pypi, "pypi", w.name, served))
         if w.name in TORCH_FAMILY:
             for ix in indexes:
                 label = ix.rsplit("/", 1)[-1]
                 served = f"{version}+{label}" if w.name in TORCH else version
                 if once(ix, w.name, served):
-                    index_files[ix].append(pytorch.wheel(f"{ix}/files", w.name, served))
+                    index_files[ix].extend(publish(pytorch, ix, w.name, served, label))
     pypi.index_page("simple", pypi_files, upload_time=TIME)
     for ix, files in index_files.items():
         pytorch.index_page(ix, files)
