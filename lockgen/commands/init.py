@@ -25,6 +25,11 @@ def run(args: argparse.Namespace) -> int:
     draft = scaffold(root, options)
     for line in draft.explanation:
         print(f"  {line}", file=sys.stderr)
+    if draft.not_carried:
+        count = len(draft.not_carried)
+        print(f"not carried ({count} line{'s' if count != 1 else ''}):", file=sys.stderr)
+        for line in draft.not_carried:
+            print(f"  {line}", file=sys.stderr)
     if args.dry_run:
         for rel, text in draft.files.items():
             print(f"--- {rel}\n{text}", end="" if text.endswith("\n") else "\n")

@@ -73,7 +73,7 @@ def scaffold(root: Path, options: Options) -> Draft:
         raise UsageError("lockgen.toml: a lockgen config exists already; lockgen init writes nothing over it")
     project: PyProject | None = None
     if (root / "pyproject.toml").is_file():
-        document = parse_toml((root / "pyproject.toml").read_text(encoding="utf-8"))
+        document = parse_toml(_read_text(root, "pyproject.toml"))
         if isinstance(document.get("tool"), dict) and "lockgen" in document["tool"]:
             raise UsageError("pyproject.toml: has a [tool.lockgen] config already; lockgen init writes nothing over it")
         project = read_pyproject(document)
@@ -113,10 +113,7 @@ def scaffold(root: Path, options: Options) -> Draft:
                          "start from; name the files: lockgen init requirements_cuda.txt requirements_rocm.txt …")  # fmt: skip
 
     def read(rel: str) -> str:
-        try:
-            return (root / rel).read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"{rel}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        return _read_text(root, rel)
 
     files: list[ReqFile] = [read_requirements(n, read) for n in names]
     included = {inc for f in files for inc in f.includes}
@@ -146,8 +143,31 @@ def scaffold(root: Path, options: Options) -> Draft:
     inputs = [*(names or (["pyproject.toml"] if dependencies else [])), *(s for s, _ in scripts)]
     draft = compose([(f, facts) for f, facts, _ in parts], pythons, exclude_newer, project_dependencies=dependencies,
                     inputs=inputs, top=top)  # fmt: skip
-    notes += [d for f in files for d in f.dropped]
-    return _checked(root, Draft(files=draft.files, explanation=(*draft.explanation, *notes), cells=draft.cells))
+    notes += list(dict.fromkeys(c for f, _, _ in parts for c in f.changed))
+    not_carried = list(dict.fromkeys([*(d for f, _, _ in parts for d in f.dropped), *draft.not_carried]))
+    return _checked(root, Draft(files=draft.files, explanation=(*draft.explanation, *notes), cells=draft.cells,
+                                not_carried=tuple(not_carried)))  # fmt: skip
+
+
+#: No requirement file, script or pyproject.toml a project keeps comes near this (ComfyUI's: 1 KiB).
+MAX_INPUT = 4 * 1024 * 1024
+
+
+def _read_text(root: Path, rel: str) -> str:
+    """The text of the project file ``rel``, read as untrusted input (docs/untrusted-input.md):
+    refused, naming it, when it is a symlink out of the project, a FIFO, a device or a folder
+    (:func:`~lockgen.runtime.bounded.confined_problem`), larger than :data:`MAX_INPUT`, or not
+    UTF-8; read with :func:`~lockgen.runtime.bounded.read_file` (never blocks, never reads more)."""
+    from lockgen.runtime.bounded import confined_problem, read_file
+
+    problem = confined_problem(root, rel)
+    if problem is not None:
+        raise UsageError(f"{rel}: {problem}; refused unread (name a file inside the project)")
+    raw = read_file(root / rel, rel, MAX_INPUT)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{rel}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def _refuse_malformed(lines: Sequence[Line]) -> None:
