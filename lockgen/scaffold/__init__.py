@@ -8,7 +8,9 @@ never over an existing one. Every choice comes with a line of explanation.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -16,13 +18,14 @@ from pathlib import Path
 
 from lockgen.plan.reqfile import REQUIREMENT_FIX
 from lockgen.runtime.errors import UsageError
+from lockgen.scaffold.builds import PypiTorch
 from lockgen.scaffold.compose import Draft, compose
 from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, Facts, Given, infer, parse_given
 from lockgen.scaffold.pyproject import PyProject, read_pyproject
 from lockgen.scaffold.reading import IndexLine, Line, ReqFile, read_requirements, requirement_line
 from lockgen.scaffold.variants import compose_variants
 
-__all__ = ["Draft", "Options", "scaffold", "write"]
+__all__ = ["Draft", "Options", "default_index_builds", "discover", "is_dev", "scaffold", "write"]
 
 #: The Python versions init may choose from ``requires-python``.
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
@@ -42,23 +45,68 @@ class Options:
     indexes: tuple[str, ...] = ()
     pythons: tuple[str, ...] = ()
     exclude_newer: str | None = None
+    #: read the development and test requirement files too, as a ``dev`` group (:func:`is_dev`)
+    with_dev: bool = False
 
 
-def discover(root: Path) -> list[str]:
+#: Words of a requirement file's name that make it a development or test file: what a project's
+#: contributors install, not what its users' machines run (pip-tools' and pdm's dev groups).
+_DEV_WORDS = {"dev", "devel", "develop", "development", "test", "tests", "testing", "lint", "linting", "docs", "doc",
+              "ci", "typing", "benchmark", "bench"}  # fmt: skip
+
+
+def is_dev(path: str) -> bool:
+    """Whether the project-relative ``path`` is a development or test requirement file
+    (``requirements-dev.txt``, ``requirements_test.txt``, ``dev-requirements.txt``,
+    ``requirements/tests.txt``)."""
+    words = {w for part in Path(path).with_suffix("").parts for w in re.split(r"[^a-z0-9]+", part.lower()) if w}
+    return bool(words & _DEV_WORDS)
+
+
+def discover(root: Path, with_dev: bool = False) -> list[str]:
     """Requirement files of a project: ``*requirements*.txt`` in its root and every ``.txt``
-    under ``requirements/``, sorted (project-relative, POSIX)."""
+    under ``requirements/``, sorted (project-relative, POSIX); development and test files
+    (:func:`is_dev`) only ``with_dev``."""
     found = {p for p in root.glob("*requirements*.txt") if p.is_file()}
-    if (root / "requirements").is_dir():
+    if (root / "requirements").is_dir() and not (root / "requirements").is_symlink():
         found |= {p for p in (root / "requirements").rglob("*.txt") if p.is_file()}
-    return sorted(p.relative_to(root).as_posix() for p in found)
+    paths = sorted(p.relative_to(root).as_posix() for p in found)
+    return [p for p in paths if with_dev or not is_dev(p)]
 
 
-def scaffold(root: Path, options: Options) -> Draft:
+def default_index_builds(mirrors: Sequence[str] = ()) -> PypiTorch:
+    """A :class:`~lockgen.scaffold.builds.PypiTorch` that reads PyPI's torch page and metadata
+    files (through ``--mirror`` and ``LOCKGEN_MIRRORS`` mirrors, 10 s a request); a page or file
+    that cannot be read leaves the answer to init's table."""
+    import os
+
+    from lockgen.plan import mirror
+    from lockgen.resolve.simplepages import JSON_ACCEPT, PageReader
+
+    table = mirror.build([mirror.from_env(os.environ.get(mirror.ENV_VAR)), mirror.parse(mirrors)])
+    reader = PageReader(table, timeout=10.0)
+
+    def read(url: str) -> tuple[bytes, str] | None:
+        import httpx
+
+        try:
+            response = reader.client().get(table.fetch_url(url), headers={"Accept": JSON_ACCEPT})
+        except httpx.HTTPError:
+            return None
+        if response.status_code != 200:
+            return None
+        return response.content, response.headers.get("content-type", "")
+
+    return PypiTorch(read=read)
+
+
+def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None) -> Draft:
     """The :class:`Draft` for the project at ``root``. Raises :class:`~lockgen.runtime.errors.UsageError`
     when an option's value is one the config would refuse (``--python 3.x``, ``--exclude-newer
     tomorrow``, ``--index pypi.org/simple``: checked by the config's own validators), when there is
     nothing to start from, a named file is missing, a requirement line is malformed (naming every
-    ``file:line``), or a lockgen config exists."""
+    ``file:line``), or a lockgen config exists. ``torch_builds``: what the default index serves as
+    torch (:mod:`.builds`; default: init's table, nothing read)."""
     from lockgen.config.load import parse_toml
     from lockgen.config.validate import check_option
 
@@ -105,7 +153,12 @@ def scaffold(root: Path, options: Options) -> Draft:
         if variants is not None:
             notes.append("pyproject.toml: its extras or groups are backend variants, but requirement files were "
                          "named: init starts from the files (name none to start from the variants)")  # fmt: skip
-    names = [n for n, _ in named] or discover(root)
+    names = [n for n, _ in named] or discover(root, options.with_dev)
+    if not named:
+        notes += [f"{f}: a development or test file, not a matrix value: lockgen init --with-dev adds its lines as a "
+                  "dev group (vars.dev)" for f in discover(root, True) if f not in names]  # fmt: skip
+    dev = [n for n in names if is_dev(n)] if options.with_dev and not named else []
+    names = [n for n in names if n not in dev] or names
     given = {n: g for n, g in named if g is not None}
     dependencies = bool(project and project.dependencies)
     if not names and not dependencies and not scripts:
@@ -141,8 +194,11 @@ def scaffold(root: Path, options: Options) -> Draft:
     if project is not None and project.prerelease:
         top["prerelease"] = project.prerelease
     inputs = [*(names or (["pyproject.toml"] if dependencies else [])), *(s for s, _ in scripts)]
+    builds = dataclasses.replace(torch_builds or PypiTorch(), exclude_newer=exclude_newer)
     draft = compose([(f, facts) for f, facts, _ in parts], pythons, exclude_newer, project_dependencies=dependencies,
-                    inputs=inputs, top=top)  # fmt: skip
+                    inputs=inputs, top=top, torch_builds=builds)  # fmt: skip
+    if dev:
+        draft = _with_dev(draft, [read_requirements(n, read) for n in dev], {f.path for f in files}, notes)
     notes += list(dict.fromkeys(c for f, _, _ in parts for c in f.changed))
     not_carried = list(dict.fromkeys([*(d for f, _, _ in parts for d in f.dropped), *draft.not_carried]))
     return _checked(root, Draft(files=draft.files, explanation=(*draft.explanation, *notes), cells=draft.cells,
@@ -168,6 +224,28 @@ def _read_text(root: Path, rel: str) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UsageError(f"{rel}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _with_dev(draft: Draft, dev: Sequence[ReqFile], matrix_files: set[str], notes: list[str]) -> Draft:
+    """``draft`` with the development files' own lines (not those of a matrix file they read with
+    ``-r``) as ``templates/dev.txt.j2``, which the shared template includes where ``vars.dev`` is
+    true: every cell by default; a rule sets ``vars = { dev = false }`` to leave it out."""
+    import tomlkit
+
+    lines = list(dict.fromkeys(ln.key for f in dev for ln in f.lines if ln.origin.rpartition(":")[0] not in matrix_files))
+    files = dict(draft.files)
+    files["templates/dev.txt.j2"] = f"{{# {', '.join(f.path for f in dev)} (lockgen init --with-dev) #}}\n" + "".join(
+        f"{line}\n" for line in lines
+    )
+    files["templates/requirements.in.j2"] += '{% if dev %}\n{% include "dev.txt.j2" %}\n{% endif %}\n'
+    doc = tomlkit.parse(files["lockgen.toml"])
+    top = doc.get("vars")
+    if isinstance(top, dict):
+        top["dev"] = True
+    files["lockgen.toml"] = tomlkit.dumps(doc)
+    notes.append(f"templates/dev.txt.j2: the {len(lines)} lines of {', '.join(f.path for f in dev)} (--with-dev), in "
+                 "every cell while vars.dev is true")  # fmt: skip
+    return dataclasses.replace(draft, files=files, not_carried=(*draft.not_carried, *(d for f in dev for d in f.dropped)))
 
 
 def _refuse_malformed(lines: Sequence[Line]) -> None:
@@ -260,17 +338,27 @@ def _pythons(requires: object) -> list[str]:
 
 
 def write(root: Path, draft: Draft) -> list[str]:
-    """Create ``draft``'s files under ``root``, each only if it does not exist (``open(…, "x")``);
-    returns their paths. Raises :class:`~lockgen.runtime.errors.UsageError` when one appeared meanwhile
-    (those written before it stay: each is new)."""
-    written = []
-    for rel, text in draft.files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with open(path, "x", encoding="utf-8", newline="\n") as out:
-                out.write(text)
-        except FileExistsError:
-            raise UsageError(f"{rel}: exists already; lockgen init writes nothing over it") from None
-        written.append(rel)
-    return written
+    """Create ``draft``'s files under ``root`` as one unit (the locks' journaled writer,
+    :func:`lockgen.locks.store.replace_files`, under the project's run lock): either all are
+    written or none. Returns their paths. Raises :class:`~lockgen.runtime.errors.UsageError`,
+    writing nothing, when one of them exists (appeared since the draft was made), or when a
+    folder on the way to one (``templates/``) is a symlink or not a folder: init never writes
+    through a symlink, inside the project or out of it."""
+    from lockgen.locks.store import ProjectLock, replace_files
+
+    for rel in draft.files:
+        parts = Path(rel).parts
+        for depth in range(1, len(parts)):
+            folder = root.joinpath(*parts[:depth])
+            if folder.is_symlink():
+                raise UsageError(f"{Path(*parts[:depth]).as_posix()}/: a symlink; lockgen init never writes through one "
+                                 "(make it a folder of the project, or remove it), nothing was written")  # fmt: skip
+            if folder.exists() and not folder.is_dir():
+                raise UsageError(f"{Path(*parts[:depth]).as_posix()}: not a folder; move it away, nothing was written")
+    with ProjectLock(root):
+        taken = [rel for rel in draft.files if (root / rel).exists() or (root / rel).is_symlink()]
+        if taken:
+            raise UsageError(f"{', '.join(taken)}: exists already; lockgen init writes nothing over it "
+                             "(nothing was written)")  # fmt: skip
+        replace_files(root, "init", draft.files)
+    return list(draft.files)

@@ -28,6 +28,7 @@ import tomlkit.items
 from packaging.utils import NormalizedName
 
 from lockgen.runtime.words import counted
+from lockgen.scaffold.builds import CPU_INDEX, PypiTorch, default_torch
 from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, TORCH_FAMILY, Facts, backend_label, is_gpu
 from lockgen.scaffold.layout import Cell, as_list, axes_of, inline, matches, matrix_table
 from lockgen.scaffold.reading import Line, ReqFile
@@ -57,11 +58,14 @@ def compose(
     project_dependencies: bool = False,
     inputs: Sequence[str] = (),
     top: dict[str, object] | None = None,
+    torch_builds: PypiTorch | None = None,
 ) -> Draft:
     """The config (``config_name``, a standalone ``lockgen.toml``) and templates for ``files``.
     ``project_dependencies``: the shared template also renders ``project.dependencies``;
     ``inputs``: what init read, for the config's first comment (default: the files); ``top``:
-    more top-level settings (``overrides`` and its template's text, from ``[tool.uv]``)."""
+    more top-level settings (``overrides`` and its template's text, from ``[tool.uv]``);
+    ``torch_builds``: what the default index serves as torch (:mod:`.builds`), which labels the
+    linux cells of a file that names torch and no backend (default: init's table)."""
     why: list[str] = []
     known = [p for _, facts in files for p in facts.platforms or ()]
     everywhere = tuple(p for p in PLATFORMS if p in {*DEFAULT_PLATFORMS, *known})
@@ -85,12 +89,21 @@ def compose(
                     else ""
                 )
             )
+        spec = None if facts.backends else default_torch(file, pythons)
         if not facts.backends:
-            why.append(f"{file.path}: backend cpu (mps on Apple silicon): nothing in it names a GPU build")
+            why.append(f"{file.path}: backend cpu (mps on Apple silicon): nothing in it names a GPU build"
+                       + (" (linux: what the default index's torch is, below)" if spec is not None else ""))  # fmt: skip
         found: list[Cell] = []
         for (os_, arch), backend in product(platforms, backends):
             if os_ == "macos" and (is_gpu(backend) or backend == "cpu"):
                 backend = "mps" if arch == "aarch64" else "cpu"
+            if spec is not None and os_ == "linux":
+                build = (torch_builds or PypiTorch()).build(spec, os_, arch, pythons[0])
+                if build.label != backend:
+                    backend = build.label
+                    why.append(f"{file.path}: backend {backend} on linux {arch}: it takes torch from the default index "
+                               f"(no index line), and {build.why}; for CPU builds there, add --index-url "
+                               f"{CPU_INDEX} to the file (or lockgen init --index {CPU_INDEX})")  # fmt: skip
             if (os_, arch, backend) not in found:
                 found.append((os_, arch, backend))
         cells[file.path] = found

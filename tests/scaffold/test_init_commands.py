@@ -211,8 +211,8 @@ def test_commands_alone_make_a_config(tmp_path):
     draft = scaffold(tmp_path, Options(commands=("install.sh",), pythons=("3.12",), exclude_newer="2026-11-25"))
     assert draft.cells == {
         "install.sh:1": (("linux", "x86_64", "cu128"), ("windows", "x86_64", "cu128")),
-        "install.sh:2": (("linux", "x86_64", "cpu"), ("windows", "x86_64", "cpu"), ("macos", "aarch64", "mps")),
-    }
+        "install.sh:2": (("linux", "x86_64", "cu126"), ("windows", "x86_64", "cpu"), ("macos", "aarch64", "mps")),
+    }  # PyPI's linux torch 2.7.1 is the CUDA 12.6 build: the installer's default gives linux CUDA
 
 
 def test_a_script_outside_the_project_or_not_text_is_refused(tmp_path):
