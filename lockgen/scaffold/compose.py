@@ -30,7 +30,7 @@ from packaging.utils import NormalizedName
 from lockgen.runtime.words import counted
 from lockgen.scaffold.builds import CPU_INDEX, PypiTorch, default_torch
 from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, TORCH_FAMILY, Facts, backend_label, is_gpu
-from lockgen.scaffold.layout import Cell, as_list, axes_of, inline, matches, matrix_table
+from lockgen.scaffold.layout import Cell, as_list, axes_of, detect_table, inline, matches, matrix_table
 from lockgen.scaffold.reading import Line, ReqFile
 
 __all__ = ["Draft", "compose"]
@@ -140,6 +140,9 @@ def compose(
     if sources:
         doc["sources"] = {name: {"index": url, "packages": packages} for name, (url, packages, _) in sources.items()}
     doc["matrix"] = matrix_table(axes, list(pythons), covered)
+    detect = detect_table(covered_in_order(cells), why)
+    if detect is not None:
+        doc["detect"] = detect
     rules = tomlkit.aot()
     for file, facts in files:
         own = cells[file.path]
@@ -195,6 +198,11 @@ def compose(
     files_out["templates/requirements.in.j2"] = common
     return Draft(files=files_out, explanation=tuple(why), cells={p: tuple(c) for p, c in cells.items()},
                  not_carried=tuple(not_carried))  # fmt: skip
+
+
+def covered_in_order(cells: dict[str, list[Cell]]) -> list[Cell]:
+    """Every file's cells, each once, in the files' order."""
+    return list(dict.fromkeys(c for found in cells.values() for c in found))
 
 
 def _variants(files: Sequence[tuple[ReqFile, Facts]], cells: dict[str, list[Cell]], why: list[str]) -> dict[str, str]:

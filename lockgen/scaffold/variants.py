@@ -46,7 +46,7 @@ from lockgen.scaffold.inference import (
     is_gpu,
     marker_env,
 )
-from lockgen.scaffold.layout import Cell, axes_of, inline, matches, matrix_table
+from lockgen.scaffold.layout import Cell, axes_of, detect_table, inline, matches, matrix_table
 from lockgen.scaffold.pyproject import Member, PyProject, UvIndex
 
 __all__ = ["compose_variants"]
@@ -321,6 +321,9 @@ def _draft(project: PyProject, cells: list[_Cell], variants: list[Member], other
                        "name their packages: add a [sources] entry for the ones it serves")  # fmt: skip
     axes = axes_of(c.cell for c in cells)
     doc["matrix"] = matrix_table(axes, pythons, [c.cell for c in cells])
+    detect = detect_table(list(dict.fromkeys(c.cell for c in cells)), why)
+    if detect is not None:
+        doc["detect"] = detect
     rules = tomlkit.aot()
     groups: dict[tuple[Member | None, tuple[str, ...]], list[Cell]] = {}
     for c in cells:
