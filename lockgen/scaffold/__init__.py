@@ -139,8 +139,9 @@ def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None
     pythons = list(options.pythons) or _pythons(project.requires_python if project else None)
     exclude_newer = options.exclude_newer or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     notes: list[str] = [*(project.notes if project else ())]
+    builds = dataclasses.replace(torch_builds or PypiTorch(), exclude_newer=exclude_newer)
     if project is not None and not named:
-        variants, found = compose_variants(project, pythons, exclude_newer, options.indexes)
+        variants, found = compose_variants(project, pythons, exclude_newer, options.indexes, builds)
         notes += found
         if variants is not None:
             notes += [f"{f}: not read: pyproject.toml's backend variants make the matrix (name the requirement "
@@ -194,7 +195,6 @@ def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None
     if project is not None and project.prerelease:
         top["prerelease"] = project.prerelease
     inputs = [*(names or (["pyproject.toml"] if dependencies else [])), *(s for s, _ in scripts)]
-    builds = dataclasses.replace(torch_builds or PypiTorch(), exclude_newer=exclude_newer)
     draft = compose([(f, facts) for f, facts, _ in parts], pythons, exclude_newer, project_dependencies=dependencies,
                     inputs=inputs, top=top, torch_builds=builds)  # fmt: skip
     if dev:

@@ -90,12 +90,12 @@ def default_torch(file: ReqFile, pythons: Sequence[str]) -> SpecifierSet | None:
             line.marker.evaluate(marker_env("linux", arch, py)) for arch in ("x86_64", "aarch64") for py in pythons
         ):
             continue
+        found = found or SpecifierSet()
         if line.name == "torch":
             try:
-                return Requirement(line.text).specifier
+                found &= Requirement(line.text).specifier
             except InvalidRequirement:
-                return SpecifierSet()
-        found = SpecifierSet()
+                pass
     return found
 
 

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from packaging.markers import default_environment
 
+from lockgen.scaffold.builds import CPU_INDEX
 from lockgen.scaffold.reading import Line, ReqFile
 
 __all__ = [
@@ -246,6 +247,14 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
         reasons.append(f"platforms {_show(platforms)}: its name (a device that is only ever {_show(platforms)})")
     else:
         platforms = None
+    torch_lines = [ln for ln in lines if ln.name in _TORCH]
+    if platforms is None and torch_lines and all(ln.marker is not None for ln in torch_lines):
+        # markers on its torch lines say where its build installs (a linux-only line: no windows cells)
+        held = tuple(p for p in PLATFORMS if p in DEFAULT_PLATFORMS or p in name_platforms(words)
+                     if any(_holds(ln, p, pythons) for ln in torch_lines))  # fmt: skip
+        if held:
+            platforms = held
+            reasons.append(f"platforms {_show(platforms)}: the markers of its torch lines ({_lines([ln.origin for ln in torch_lines])})")
     # backend
     indexes: dict[str, str] = {}
     backends: list[str] = []
@@ -293,6 +302,12 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
                     indexes[label] = url
                     backends.append(label)
             reasons.append(f"backends {', '.join(backends)}: the --index URLs")
+    if backends == ["cpu"] and name_backend == "cpu" and not indexes and torch_lines and not any(
+        local_label(ln) or ln.wheel_platforms for ln in torch_lines
+    ):
+        indexes["cpu"] = CPU_INDEX
+        reasons.append(f"the CPU index {CPU_INDEX} for its torch packages: its name says cpu and it names no index, "
+                       "and PyPI's linux torch is a CUDA build")  # fmt: skip
     names_torch = any(ln.name == "torch" for ln in lines)
     torch_pin = next((ln.version.public for ln in lines if ln.name == "torch" and ln.version), None)
     builds = {flavors.get(b, b) for b in backends}
@@ -323,6 +338,17 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
         )
     return Facts(platforms=platforms, backends=tuple(backends), indexes=indexes, words=tuple(rest),
                  reasons=tuple(reasons), mixed=mixed, flavors=flavors)  # fmt: skip
+
+
+def name_platforms(words: Sequence[str]) -> set[Platform]:
+    """The platforms the words of a file's name say, if any (none: every default one)."""
+    oses = {_OS_WORDS[w] for w in words if w in _OS_WORDS}
+    arches = {_ARCH_WORDS[w] for w in words if w in _ARCH_WORDS}
+    return {p for p in PLATFORMS if (not oses or p[0] in oses) and (not arches or p[1] in arches)} if oses or arches else set()
+
+
+def _holds(line: Line, p: Platform, pythons: Sequence[str]) -> bool:
+    return line.marker is None or any(line.marker.evaluate(marker_env(*p, py)) for py in pythons)
 
 
 def _other_torch(line: Line, torch: str | None) -> bool:
