@@ -136,9 +136,13 @@ def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None
             raise UsageError(f"{name}: name a file inside the project")
         if not exists(name):
             raise UsageError(f"{name}: no such file")
-    pythons = list(options.pythons) or _pythons(project.requires_python if project else None)
+    if options.pythons:
+        pythons, python_why = list(options.pythons), "--python"
+    else:
+        pythons, python_why = _pythons(project.requires_python if project else None)
     exclude_newer = options.exclude_newer or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     notes: list[str] = [*(project.notes if project else ())]
+    python_note = f"python {', '.join(pythons)}: {python_why}"
     builds = dataclasses.replace(torch_builds or PypiTorch(), exclude_newer=exclude_newer)
     if project is not None and not named:
         variants, found = compose_variants(project, pythons, exclude_newer, options.indexes, builds)
@@ -147,7 +151,7 @@ def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None
             notes += [f"{f}: not read: pyproject.toml's backend variants make the matrix (name the requirement "
                       "files to start from them instead)" for f in discover(root)]  # fmt: skip
             notes += [f"{s}: not read: pyproject.toml's backend variants say the torch builds" for s, _ in scripts]
-            return _checked(root, Draft(files=variants.files, explanation=(*variants.explanation, *notes),
+            return _checked(root, Draft(files=variants.files, explanation=(*variants.explanation, python_note, *notes),
                                         cells=variants.cells))  # fmt: skip
     elif project is not None:
         variants, _ = compose_variants(project, pythons, exclude_newer, options.indexes)
@@ -183,6 +187,10 @@ def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None
         uv = tuple(requirement_line(c, f"pyproject.toml:{i + 1}") for i, c in enumerate(project.constraints))
         files = [replace(f, constraints=(*f.constraints, *uv), constraint_files=(*f.constraint_files, "pyproject.toml"))
                  for f in files]  # fmt: skip
+    if not options.pythons:
+        pythons, narrowed = _fit_pins(pythons, [ln for f in files for ln in (*f.lines, *f.rendered)])
+        python_note += narrowed
+    notes.insert(0, python_note)
     parts = [(f, infer(f, pythons, options.indexes, given.get(f.path)), given.get(f.path)) for f in files]
     if scripts:
         parts = _with_commands(parts, scripts, read, pythons, options.indexes, notes)
@@ -323,18 +331,69 @@ def _with_commands(
     return [(f, infer(f, pythons, indexes, g), g) for f, g in combined]
 
 
-def _pythons(requires: object) -> list[str]:
-    """The versions of :data:`PYTHONS` a ``requires-python`` allows, else this interpreter's."""
+def _pythons(requires: object) -> tuple[list[str], str]:
+    """The versions of :data:`PYTHONS` a ``requires-python`` allows, else this interpreter's,
+    with the reason."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
     if not isinstance(requires, str):
-        return [here]
+        return [here], "this interpreter's (no requires-python says otherwise; --python X.Y,… chooses)"
     try:
         spec = SpecifierSet(requires)
     except InvalidSpecifier:
-        return [here]
-    return [v for v in PYTHONS if spec.contains(f"{v}.0")] or [here]
+        return [here], f"this interpreter's (requires-python {requires!r} is not a specifier)"
+    allowed = [v for v in PYTHONS if spec.contains(f"{v}.0")]
+    if not allowed:
+        return [here], f"this interpreter's (requires-python {requires} allows none of {', '.join(PYTHONS)})"
+    return allowed, f"those of {', '.join(PYTHONS)} that pyproject.toml's requires-python {requires} allows"
+
+
+#: The newest CPython each torch release (major.minor) has wheels for on PyPI and
+#: download.pytorch.org: 3.11 up to 2.1, 3.12 from 2.2, 3.13 from 2.5, 3.14 from 2.9.
+TORCH_NEWEST_PYTHON = {"1.13": "3.11", "2.0": "3.11", "2.1": "3.11", "2.2": "3.12", "2.3": "3.12", "2.4": "3.12"}
+
+
+def _fit_pins(pythons: list[str], lines: Sequence[Line]) -> tuple[list[str], str]:
+    """``pythons`` without those a pin cannot be installed on, where that is knowable without
+    the index: a package named only by wheel URLs whose tags name CPython versions (``cp311``),
+    and a torch pinned to a release older than a Python (:data:`TORCH_NEWEST_PYTHON`). Returns
+    the Pythons and the reason to add (empty when none was dropped). When the pins leave none,
+    ``pythons`` stays and the reason says which pin cannot be met."""
+    from lockgen.scaffold.reading import wheel_pythons
+
+    limits: dict[str, tuple[set[str], str]] = {}
+    for line in lines:
+        if line.name is None:
+            continue
+        found = wheel_pythons(line)
+        name = str(line.name)
+        if found is None:
+            if line.name == "torch" and line.version is not None:
+                release = ".".join(str(p) for p in line.version.release[:2])
+                newest = TORCH_NEWEST_PYTHON.get(release)
+                if newest is not None:
+                    allowed = {p for p in PYTHONS if _key(p) <= _key(newest)}
+                    limits[name] = (limits.get(name, (set(), ""))[0] | allowed, f"torch=={line.version} ({line.origin}) "
+                                    f"has wheels up to Python {newest}")  # fmt: skip
+            elif name in limits and "wheels" in limits[name][1]:
+                limits.pop(name)  # also named from an index: any Python its index serves
+            continue
+        shown = ", ".join(sorted(found, key=_key))
+        before = limits.get(name, (set(), ""))
+        limits[name] = (before[0] | found, f"{name}'s wheels ({line.origin}) are for Python {shown}")
+    kept = [p for p in pythons if all(p in allowed for allowed, _ in limits.values())]
+    dropped = [p for p in pythons if p not in kept]
+    if not dropped:
+        return pythons, ""
+    reasons = "; ".join(why for allowed, why in limits.values() if any(p not in allowed for p in dropped))
+    if not kept:
+        return pythons, f" (the pins fit none of them: {reasons}; pass --python)"
+    return kept, f"; not {', '.join(dropped)}: {reasons}"
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
 
 
 def write(root: Path, draft: Draft) -> list[str]:

@@ -31,7 +31,7 @@ from packaging.version import Version
 from lockgen.plan.reqfile import logical_lines, malformed, option
 from lockgen.runtime.errors import UsageError
 
-__all__ = ["MAX_DEPTH", "MAX_FILES", "IndexLine", "Line", "ReqFile", "hide_login", "read_requirements", "requirement_line"]
+__all__ = ["MAX_DEPTH", "MAX_FILES", "IndexLine", "Line", "ReqFile", "hide_login", "read_requirements", "requirement_line", "wheel_pythons"]
 
 #: How deep ``-r``/``-c`` includes may nest, and how many files one requirement file may read in
 #: all: far more than any project has (text-generation-webui: 2 levels), far fewer than a
@@ -320,6 +320,27 @@ def requirement_line(text: str, where: str) -> Line:
             marker = None
     name, version, platforms = _wheel(location.strip())
     return Line(text=text, name=name, version=version, marker=marker, wheel_platforms=platforms, origin=where)
+
+
+def wheel_pythons(line: Line) -> set[str] | None:
+    """The CPython versions (``3.11``) a requirement's wheel URL is built for (its ``cpXY``
+    interpreter tags), None when it names no wheel or one for any Python (``py3``, ``abi3``)."""
+    location = line.text.split(";")[0]
+    location = location.partition("@")[2].strip() if " @ " in location else location.strip()
+    filename = unquote(PurePosixPath(urlsplit(location).path).name)
+    if not filename.endswith(".whl"):
+        return None
+    try:
+        _, _, _, tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename:
+        return None
+    found = set()
+    for tag in tags:
+        if tag.abi == "abi3" or not tag.interpreter.startswith("cp"):
+            return None
+        digits = tag.interpreter[2:]
+        found.add(f"{digits[0]}.{digits[1:]}")
+    return found or None
 
 
 def _wheel(url: str) -> tuple[NormalizedName | None, Version | None, frozenset[str]]:
