@@ -323,6 +323,11 @@ def _with_commands(
             platforms = said.platforms if said and said.platforms else None
             if platforms is None:
                 platforms = infer(ReqFile(path=script, lines=command.lines), pythons, ()).platforms
+            if command.arch is not None and platforms is not None:  # the script's branch for that arch
+                oses = dict.fromkeys(p[0] for p in platforms)
+                platforms = tuple(p for p in PLATFORMS if p[0] in oses and p[1] == command.arch)
+                notes.append(f"{command.origin}: for {', '.join(f'{o} {command.arch}' for o in oses)}: the branch of "
+                             f"{script} it sits in is for {command.arch}")  # fmt: skip
             commands.append((command, platforms))
     known = [p for _, facts, _ in parts for p in facts.platforms or ()]
     everywhere = tuple(p for p in PLATFORMS if p in {*DEFAULT_PLATFORMS, *known})
