@@ -81,23 +81,24 @@ def default_index_builds(mirrors: Sequence[str] = ()) -> PypiTorch:
     import os
 
     from lockgen.plan import mirror
-    from lockgen.resolve.simplepages import JSON_ACCEPT, PageReader
+    from lockgen.resolve.simplepages import JSON_ACCEPT, PageFile, PageReader
 
     table = mirror.build([mirror.from_env(os.environ.get(mirror.ENV_VAR)), mirror.parse(mirrors)])
     reader = PageReader(table, timeout=10.0)
 
-    def read(url: str) -> tuple[bytes, str] | None:
+    def files(url: str) -> tuple[PageFile, ...]:
+        return reader.page(url, JSON_ACCEPT).files
+
+    def read(url: str) -> bytes | None:
         import httpx
 
         try:
-            response = reader.client().get(table.fetch_url(url), headers={"Accept": JSON_ACCEPT})
+            response = reader.client().get(table.fetch_url(url))
         except httpx.HTTPError:
             return None
-        if response.status_code != 200:
-            return None
-        return response.content, response.headers.get("content-type", "")
+        return response.content if response.status_code == 200 else None
 
-    return PypiTorch(read=read)
+    return PypiTorch(read=read, files=files)
 
 
 def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None) -> Draft:
@@ -189,7 +190,7 @@ def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None
                  for f in files]  # fmt: skip
     if not options.pythons:
         pythons, narrowed = _fit_pins(pythons, [ln for f in files for ln in (*f.lines, *f.rendered)])
-        python_note += narrowed
+        python_note = f"python {', '.join(pythons)}: {python_why}{narrowed}"
     notes.insert(0, python_note)
     parts = [(f, infer(f, pythons, options.indexes, given.get(f.path)), given.get(f.path)) for f in files]
     if scripts:

@@ -30,6 +30,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from lockgen.resolve.simplepages import PageFile
 from lockgen.scaffold.reading import ReqFile
 
 __all__ = ["CPU_INDEX", "PYPI", "PYPI_LINUX_CUDA", "Build", "PypiTorch", "cuda_label", "default_torch"]
@@ -124,12 +125,14 @@ def cuda_label(requires: Sequence[Requirement]) -> str | None:
 class PypiTorch:
     """What the default index serves as torch per platform (see the module docstring).
 
-    ``read(url)`` returns the bytes at a canonical URL and the content type, or None when it cannot
-    be read (a :class:`~lockgen.resolve.simplepages.PageReader`'s client through the mirrors;
-    None: no reading, the table only); ``index``: the default index; ``exclude_newer``: the
+    ``files(url)`` lists the files of a project page (canonical URLs; empty when it cannot be
+    read: a :class:`~lockgen.resolve.simplepages.PageReader` through the mirrors), ``read(url)``
+    returns the bytes at a canonical URL, or None (both None: no reading, the table only);
+    ``index``: the default index; ``exclude_newer``: the
     config's cutoff (``YYYY-MM-DD`` or RFC 3339), so the release read is the one a lock takes."""
 
-    read: Callable[[str], tuple[bytes, str] | None] | None = None
+    read: Callable[[str], bytes | None] | None = None
+    files: Callable[[str], Sequence[PageFile]] | None = None
     index: str = PYPI
     exclude_newer: str | None = None
     _pages: dict[str, list[tuple[Version, str, frozenset[str], datetime.datetime | None]]] = field(default_factory=dict)
@@ -146,7 +149,7 @@ class PypiTorch:
         return self._cache[key]
 
     def _read(self, spec: SpecifierSet, arch: str, python: str) -> Build | None:
-        if self.read is None:
+        if self.read is None or self.files is None:
             return None
         wheel = self._newest(spec, arch, python)
         if wheel is None:
@@ -156,7 +159,7 @@ class PypiTorch:
         if got is None:
             return None
         try:
-            raw, _ = parse_email(got[0])
+            raw, _ = parse_email(got)
         except (ValueError, UnicodeDecodeError):
             return None
         env = {**{k: str(v) for k, v in default_environment().items()}, "sys_platform": "linux",
@@ -178,22 +181,19 @@ class PypiTorch:
     def _newest(self, spec: SpecifierSet, arch: str, python: str) -> tuple[Version, str] | None:
         """(version, URL) of the newest linux ``arch`` wheel of torch for ``python`` that ``spec``
         and ``exclude-newer`` allow, from the index's project page."""
-        from lockgen.resolve.simplepages import parse, project_url
+        from lockgen.resolve.simplepages import project_url
 
         url = project_url(self.index, "torch")
         if url not in self._pages:
-            got = self.read(url) if self.read else None
             entries = []
-            if got is not None:
-                files, _ = parse(got[0].decode("utf-8", "replace"), got[1], url)
-                for f in files:
-                    if f.yanked is not False or not f.filename.endswith(".whl"):
-                        continue
-                    try:
-                        _, version, _, tags = parse_wheel_filename(f.filename)
-                    except InvalidWheelFilename:
-                        continue
-                    entries.append((version, f.url, frozenset(str(t) for t in tags), f.upload_time))
+            for f in self.files(url) if self.files else ():
+                if f.yanked is not False or not f.filename.endswith(".whl"):
+                    continue
+                try:
+                    _, version, _, tags = parse_wheel_filename(f.filename)
+                except InvalidWheelFilename:
+                    continue
+                entries.append((version, f.url, frozenset(str(t) for t in tags), f.upload_time))
             self._pages[url] = entries
         cutoff = _cutoff(self.exclude_newer)
         interpreter = f"cp{python.replace('.', '')}"
@@ -217,7 +217,7 @@ class PypiTorch:
             allowed = [v for v in releases if any(spec.contains(f"{v}.{patch}") for patch in range(10))]
             release = (allowed or releases)[-1]
         older = [v for v in releases if _minor(v) <= _minor(release)] or releases[:1]
-        unread = "the index's metadata could not be read" if self.read else "nothing read: --offline"
+        unread = "the index's metadata could not be read" if self.read and self.files else "nothing read: --offline"
         known = (release, arch) in PYPI_LINUX_CUDA
         label = PYPI_LINUX_CUDA[(release if known else older[-1], arch)]
         if known:
