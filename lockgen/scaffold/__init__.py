@@ -241,7 +241,9 @@ def _with_dev(draft: Draft, dev: Sequence[ReqFile], matrix_files: set[str], note
     true: every cell by default; a rule sets ``vars = { dev = false }`` to leave it out."""
     import tomlkit
 
-    lines = list(dict.fromkeys(ln.key for f in dev for ln in f.lines if ln.origin.rpartition(":")[0] not in matrix_files))
+    lines = list(
+        dict.fromkeys(ln.key for f in dev for ln in f.lines if ln.origin.rpartition(":")[0] not in matrix_files)
+    )
     files = dict(draft.files)
     files["templates/dev.txt.j2"] = f"{{# {', '.join(f.path for f in dev)} (lockgen init --with-dev) #}}\n" + "".join(
         f"{line}\n" for line in lines
@@ -254,7 +256,9 @@ def _with_dev(draft: Draft, dev: Sequence[ReqFile], matrix_files: set[str], note
     files["lockgen.toml"] = tomlkit.dumps(doc)
     notes.append(f"templates/dev.txt.j2: the {len(lines)} lines of {', '.join(f.path for f in dev)} (--with-dev), in "
                  "every cell while vars.dev is true")  # fmt: skip
-    return dataclasses.replace(draft, files=files, not_carried=(*draft.not_carried, *(d for f in dev for d in f.dropped)))
+    return dataclasses.replace(
+        draft, files=files, not_carried=(*draft.not_carried, *(d for f in dev for d in f.dropped))
+    )
 
 
 def _refuse_malformed(lines: Sequence[Line]) -> None:

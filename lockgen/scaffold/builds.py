@@ -18,6 +18,7 @@ label, and the reason is printed with it; the lock's own verification checks wha
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import re
 from collections.abc import Callable, Sequence
@@ -93,10 +94,8 @@ def default_torch(file: ReqFile, pythons: Sequence[str]) -> SpecifierSet | None:
             continue
         found = found or SpecifierSet()
         if line.name == "torch":
-            try:
+            with contextlib.suppress(InvalidRequirement):
                 found &= Requirement(line.text).specifier
-            except InvalidRequirement:
-                pass
     return found
 
 

@@ -254,7 +254,9 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
                      if any(_holds(ln, p, pythons) for ln in torch_lines))  # fmt: skip
         if held:
             platforms = held
-            reasons.append(f"platforms {_show(platforms)}: the markers of its torch lines ({_lines([ln.origin for ln in torch_lines])})")
+            reasons.append(
+                f"platforms {_show(platforms)}: the markers of its torch lines ({_lines([ln.origin for ln in torch_lines])})"
+            )
     # backend
     indexes: dict[str, str] = {}
     backends: list[str] = []
@@ -302,8 +304,12 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
                     indexes[label] = url
                     backends.append(label)
             reasons.append(f"backends {', '.join(backends)}: the --index URLs")
-    if backends == ["cpu"] and name_backend == "cpu" and not indexes and torch_lines and not any(
-        local_label(ln) or ln.wheel_platforms for ln in torch_lines
+    if (
+        backends == ["cpu"]
+        and name_backend == "cpu"
+        and not indexes
+        and torch_lines
+        and not any(local_label(ln) or ln.wheel_platforms for ln in torch_lines)
     ):
         indexes["cpu"] = CPU_INDEX
         reasons.append(f"the CPU index {CPU_INDEX} for its torch packages: its name says cpu and it names no index, "
@@ -344,7 +350,11 @@ def name_platforms(words: Sequence[str]) -> set[Platform]:
     """The platforms the words of a file's name say, if any (none: every default one)."""
     oses = {_OS_WORDS[w] for w in words if w in _OS_WORDS}
     arches = {_ARCH_WORDS[w] for w in words if w in _ARCH_WORDS}
-    return {p for p in PLATFORMS if (not oses or p[0] in oses) and (not arches or p[1] in arches)} if oses or arches else set()
+    return (
+        {p for p in PLATFORMS if (not oses or p[0] in oses) and (not arches or p[1] in arches)}
+        if oses or arches
+        else set()
+    )
 
 
 def _holds(line: Line, p: Platform, pythons: Sequence[str]) -> bool:

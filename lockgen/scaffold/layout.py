@@ -164,7 +164,9 @@ def detect_table(cells: Iterable[Cell], why: list[str]) -> dict[str, object] | N
     if problems:  # a table that does not fit is not written: name why
         why.append("[detect]: not written (" + "; ".join(f"{k}: {m}" for k, m in problems) + ")")
         return None
-    routed = [f"NVIDIA {', '.join(sorted(cuda, key=lambda b: cuda[b], reverse=True))} by the driver's CUDA"] if cuda else []
+    routed = (
+        [f"NVIDIA {', '.join(sorted(cuda, key=lambda b: cuda[b], reverse=True))} by the driver's CUDA"] if cuda else []
+    )
     routed += [f"AMD {rocm[0]}"] if rocm else []
     routed += ["Apple silicon mps"] if "apple" in table else []
     routed += [f"no GPU (with --cpu) cpu on {', '.join(no_gpu)}"] if no_gpu else []

@@ -31,7 +31,17 @@ from packaging.version import Version
 from lockgen.plan.reqfile import logical_lines, malformed, option
 from lockgen.runtime.errors import UsageError
 
-__all__ = ["MAX_DEPTH", "MAX_FILES", "IndexLine", "Line", "ReqFile", "hide_login", "read_requirements", "requirement_line", "wheel_pythons"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FILES",
+    "IndexLine",
+    "Line",
+    "ReqFile",
+    "hide_login",
+    "read_requirements",
+    "requirement_line",
+    "wheel_pythons",
+]
 
 #: How deep ``-r``/``-c`` includes may nest, and how many files one requirement file may read in
 #: all: far more than any project has (text-generation-webui: 2 levels), far fewer than a
@@ -234,7 +244,10 @@ def hide_login(token: str) -> tuple[str, str | None]:
     scheme, _, rest = public.partition("://")
     hidden = token[:begin] + f"{scheme}://{refs}@{rest}"
     shown = " and ".join(f"${{{n}}}" for n in env_references(refs))
-    return hidden, f"the login in the URL for {host.lower()} is written as {shown}: set {'them' if ':' in userinfo else 'it'} in the environment"
+    return (
+        hidden,
+        f"the login in the URL for {host.lower()} is written as {shown}: set {'them' if ':' in userinfo else 'it'} in the environment",
+    )
 
 
 def _outside(location: str) -> str | None:
@@ -243,7 +256,7 @@ def _outside(location: str) -> str | None:
     the machine that built it (field case shape: conda ``pip freeze``)."""
     if location.startswith("file:"):
         path = unquote(urlsplit(location).path)
-        if urlsplit(location).netloc or location.startswith("file:///") or location.startswith("file:/"):
+        if urlsplit(location).netloc or location.startswith("file:/"):
             return f"{location} is a path on the machine that wrote the file: not portable"
         location = path
     if "://" in location:
@@ -263,7 +276,7 @@ def _portable(line: Line) -> tuple[Line | None, str | None]:
     head = line.text.split(";")[0].strip()
     if line.problem is not None:
         return line, None
-    if " @ " in head or "@" in head.split("://")[0] and line.name is not None and not head.startswith(("-", ".")):
+    if " @ " in head or ("@" in head.split("://")[0] and line.name is not None and not head.startswith(("-", "."))):
         location = head.partition("@")[2].strip()
     elif line.name is None or "/" in head or head.startswith("file:"):
         location = head
@@ -286,7 +299,10 @@ def _portable(line: Line) -> tuple[Line | None, str | None]:
     marker = f" ; {line.marker}" if line.marker is not None else ""
     text = f"{line.name}=={version}{marker}"
     carried = requirement_line(text, line.origin)
-    return carried, f"{line.text}: carried as {text} (the path is the machine's that wrote the file; the version is its file name's)"
+    return (
+        carried,
+        f"{line.text}: carried as {text} (the path is the machine's that wrote the file; the version is its file name's)",
+    )
 
 
 def requirement_line(text: str, where: str) -> Line:

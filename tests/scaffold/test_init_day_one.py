@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 
 import pytest
+import tomllib
 from packaging.specifiers import SpecifierSet
 
 from lockgen.scaffold import Options, default_index_builds, scaffold
@@ -61,7 +61,10 @@ def test_every_line_of_a_conda_freeze_is_carried_or_named(tmp_path):
         assert line in listed, line
     settings = config(tmp_path)
     assert settings["find-links"] == {"links": "https://wheels.example.org/links/", "wheels": "wheels"}
-    assert "private-pkg @ https://${FILES_CORP_EXAMPLE_USER}:${FILES_CORP_EXAMPLE_PASSWORD}@files.corp.example/" in template
+    assert (
+        "private-pkg @ https://${FILES_CORP_EXAMPLE_USER}:${FILES_CORP_EXAMPLE_PASSWORD}@files.corp.example/"
+        in template
+    )
     written = "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file() and ".lockgen" not in p.parts)
     for secret in ("s3cret-pass", "hunter2", "alice", "bob:"):
         assert secret not in run.err + run.out and secret not in written.replace(FREEZE, "")
@@ -73,7 +76,10 @@ def test_a_login_is_written_as_references_and_never_shown():
         "the login in the URL for h.example is written as ${H_EXAMPLE_USER} and ${H_EXAMPLE_PASSWORD}: set them in "
         "the environment",
     )
-    assert hide_login("git+https://ghp_token@github.com/o/r.git")[0] == "git+https://${GITHUB_COM_TOKEN}@github.com/o/r.git"
+    assert (
+        hide_login("git+https://ghp_token@github.com/o/r.git")[0]
+        == "git+https://${GITHUB_COM_TOKEN}@github.com/o/r.git"
+    )
     assert hide_login("https://${USER}:${TOKEN}@h/simple") == ("https://${USER}:${TOKEN}@h/simple", None)
 
 
@@ -142,9 +148,14 @@ def test_a_file_named_cpu_gets_the_cpu_index(tmp_path):
     (tmp_path / "requirements_cpu.txt").write_text("torch==2.7.1\nnumpy\n")
     draft = scaffold(tmp_path, Options(**OPTS))
     settings = tomllib.loads(draft.files["lockgen.toml"])
-    assert settings["sources"]["pytorch"] == {"index": "https://download.pytorch.org/whl/{flavor}", "packages": ["torch"]}
+    assert settings["sources"]["pytorch"] == {
+        "index": "https://download.pytorch.org/whl/{flavor}",
+        "packages": ["torch"],
+    }
     assert draft.cells["requirements_cpu.txt"][0] == ("linux", "x86_64", "cpu")
-    assert any("the CPU index https://download.pytorch.org/whl/cpu for its torch packages" in w for w in draft.explanation)
+    assert any(
+        "the CPU index https://download.pytorch.org/whl/cpu for its torch packages" in w for w in draft.explanation
+    )
 
 
 def test_the_build_table_and_the_metadata_reading_agree_on_real_shapes():
@@ -267,7 +278,9 @@ def test_detect_fits_the_matrix_and_a_named_cell_needs_no_rules(tmp_path):
     run = run_ok("detect", "-C", str(tmp_path), "--os", "linux", "--arch", "x86_64", "--cuda", "12.9", "--json")
     assert json.loads(run.out)["cell"] == "linux-x86_64-cu128-py3.12"
     (tmp_path / "lockgen.toml").write_text((tmp_path / "lockgen.toml").read_text().split("[detect]")[0])
-    run = run_ok("detect", "-C", str(tmp_path), "--os", "macos", "--arch", "aarch64", "--cell", "macos-aarch64-mps-py3.12")
+    run = run_ok(
+        "detect", "-C", str(tmp_path), "--os", "macos", "--arch", "aarch64", "--cell", "macos-aarch64-mps-py3.12"
+    )
     assert run.out.startswith("macos-aarch64-mps-py3.12")
 
 
