@@ -189,7 +189,15 @@ def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None
         files = [replace(f, constraints=(*f.constraints, *uv), constraint_files=(*f.constraint_files, "pyproject.toml"))
                  for f in files]  # fmt: skip
     if not options.pythons:
-        pythons, narrowed = _fit_pins(pythons, [ln for f in files for ln in (*f.lines, *f.rendered)])
+        pins = [ln for f in files for ln in (*f.lines, *f.rendered)]
+        pythons, narrowed = _fit_pins(pythons, pins)
+        if narrowed.startswith(" (the pins fit none") and (project is None or project.requires_python is None):
+            # no requires-python chose this interpreter's: take the Pythons the pins fit instead
+            pool = sorted({*PYTHONS, *pythons}, key=_key)
+            fitting, why_fit = _fit_pins(pool, pins)
+            if not why_fit.startswith(" (the pins fit none"):
+                pythons, narrowed = fitting, f"; not this interpreter's: {why_fit.removeprefix('; not ')}"
+                python_why = f"those of {', '.join(pool)} the pins fit"
         python_note = f"python {', '.join(pythons)}: {python_why}{narrowed}"
     notes.insert(0, python_note)
     parts = [(f, infer(f, pythons, options.indexes, given.get(f.path)), given.get(f.path)) for f in files]

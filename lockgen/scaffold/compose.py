@@ -187,9 +187,7 @@ def compose(
                 rules.append(rule)
     if rules:
         doc["rules"] = rules
-    why.append(
-        f"python {', '.join(pythons)}; exclude-newer {exclude_newer} (resolve as of that time; lockgen bump or a new date moves it)"
-    )
+    why.append(f"exclude-newer {exclude_newer} (resolve as of that time; lockgen bump or a new date moves it)")
     if missing:
         why.append(f"matrix: {len(missing)} combinations of the axes no file has are excluded")
     files_out = {config_name: tomlkit.dumps(doc), **templates, **constraints.templates}

@@ -394,7 +394,7 @@ def _draft(project: PyProject, cells: list[_Cell], variants: list[Member], other
                 why.append(f"{'extras' if kind == 'extra' else 'groups'} {', '.join(listed)}: not backend variants; "
                            f"available to templates, and a rule adds one to its cells with vars = {{ {kind}s = "
                            f"[\"{listed[0]}\"] }}")  # fmt: skip
-    why.append(f"python {', '.join(pythons)}; exclude-newer {exclude_newer} (resolve as of that time; lockgen bump "
+    why.append(f"exclude-newer {exclude_newer} (resolve as of that time; lockgen bump "
                "or a new date moves it)")  # fmt: skip
     files = {
         "lockgen.toml": tomlkit.dumps(doc),
