@@ -33,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from lockgen.scaffold.inference import _LABEL, backend_label, local_label
+from lockgen.scaffold.inference import backend_label, label_word, local_label
 from lockgen.scaffold.reading import IndexLine, Line, requirement_line
 
 __all__ = ["Command", "read_commands"]
@@ -341,7 +341,7 @@ def _backend(index: IndexLine | None, lines: Sequence[Line]) -> tuple[str | None
         url = line.text.partition(" @ ")[2]
         for part in urlsplit(url).path.lower().split("/")[:-1] if url else ():
             rocm = re.fullmatch(r"rocm[-_a-z]*?(\d+(?:\.\d+)*)", part)
-            if rocm or _LABEL.match(part):
+            if rocm or label_word(part):
                 label = f"rocm{rocm[1]}" if rocm else part
                 return label, label, f"the path of {url}"
     return None, None, "no index and no build label: PyPI's builds"

@@ -35,6 +35,7 @@ __all__ = [
     "family",
     "infer",
     "is_gpu",
+    "label_word",
     "local_label",
     "parse_given",
 ]
@@ -55,7 +56,8 @@ _DEVICE_WORDS = {"jetson": ("linux", "aarch64"), "l4t": ("linux", "aarch64"), "g
                  "gh200": ("linux", "aarch64"), "gb200": ("linux", "aarch64"), "gb10": ("linux", "aarch64"),
                  "sbsa": ("linux", "aarch64")}  # fmt: skip
 _FILLER = {"requirements", "requirement", "reqs", "req", "txt", "in", "only", "deps", "dependencies"}
-_LABEL = re.compile(r"^(cu\d+|rocm\d+(?:\.\d+)*|cpu|xpu|mps|vulkan|directml)$")
+#: Builds no index's local label spells, known by their name.
+_NAMED_BUILDS = ("mps", "vulkan", "directml")
 _GPU = re.compile(r"^(cu\d+|cuda|rocm[\d.]*|xpu|directml|vulkan)$")
 _TORCH = {"torch", "torchvision", "torchaudio"}
 #: Packages built per backend that backend indexes serve (download.pytorch.org's).
@@ -147,9 +149,26 @@ class Facts:
 
 def backend_label(url: str) -> str | None:
     """The backend label an index URL ends in (``https://download.pytorch.org/whl/cu128`` ->
-    ``cu128``; ``…/whl/nightly/rocm7.1/`` -> ``rocm7.1``), else None."""
+    ``cu128``; ``…/whl/nightly/rocm7.1/`` -> ``rocm7.1``), else None. Read by lockgen's label
+    grammar (:mod:`lockgen.resolve.labels`): the last path segment must be a backend and nothing
+    else (``mps``, ``vulkan`` and ``directml``, which no index label spells, by name)."""
     last = PurePosixPath(urlsplit(url).path.rstrip("/")).name.lower()
-    return last if _LABEL.match(last) else None
+    return label_word(last)
+
+
+def label_word(word: str) -> str | None:
+    """``word`` when it is a backend label and nothing else (``cu128``, ``rocm6.3``, ``cpu``,
+    ``xpu``, by :func:`lockgen.resolve.labels.read`; ``mps``, ``vulkan``, ``directml``), else None."""
+    from lockgen.resolve import labels
+
+    if word in _NAMED_BUILDS:
+        return word
+    read = labels.read(word)
+    if not isinstance(read, labels.Label) or read.backend is None or read.torch or read.build or read.python:
+        return None
+    if read.backend.kind in ("cuda", "rocm") and not read.backend.version:
+        return None
+    return read.backend.flavor if read.backend.flavor == word else None
 
 
 def _words(path: str) -> list[str]:
@@ -190,15 +209,23 @@ def _wheel_platforms(line: Line, pythons: Sequence[str]) -> set[Platform]:
 
 
 def local_label(line: Line) -> str | None:
-    """The backend label a line's exact version carries (``torch==2.7.1+cu118`` -> ``cu118``;
-    ``+rocm7.2.0.lw.git…`` -> ``rocm7.2``: download.pytorch.org's ROCm labels drop a last ``.0``)."""
+    """The backend label a line's exact version carries, read by lockgen's label grammar
+    (:mod:`lockgen.resolve.labels`): ``torch==2.7.1+cu118`` -> ``cu118``; ``+rocm7.2.0.lw.git…``
+    -> ``rocm7.2`` (download.pytorch.org's ROCm labels drop a last ``.0``); ``+vulkan…`` ->
+    ``vulkan`` (llama.cpp's builds, which the grammar does not read)."""
+    from lockgen.resolve import labels
+
     if line.version is None or not line.version.local:
         return None
-    match = re.match(r"(cu\d+|rocm\d+(?:\.\d+)*|cpu|xpu|vulkan)", line.version.local)
-    if not match:
+    local = str(line.version.local)
+    if local.startswith("vulkan"):
+        return "vulkan"
+    read = labels.read(local)
+    if not isinstance(read, labels.Label) or read.backend is None:
         return None
-    label = match.group(1)
-    return re.sub(r"^(rocm\d+\.\d+)\.0$", r"\1", label)
+    if read.backend.kind in ("cuda", "rocm") and not read.backend.version:
+        return None
+    return re.sub(r"^(rocm\d+\.\d+)\.0$", r"\1", read.backend.flavor)
 
 
 def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], given: Given | None = None) -> Facts:
@@ -216,7 +243,7 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
         if w in _OS_WORDS or w in _ARCH_WORDS or w in _DEVICE_WORDS:
             continue
         cuda = re.fullmatch(r"cuda(\d+)", w)
-        if cuda or _LABEL.match(w) or w in ("cuda", "nvidia", "amd", "rocm"):
+        if cuda or label_word(w) or w in ("cuda", "nvidia", "amd", "rocm"):
             name_backend = (
                 f"cu{cuda[1]}" if cuda else "rocm" if w in ("amd", "rocm") else "cuda" if w in ("cuda", "nvidia") else w
             )

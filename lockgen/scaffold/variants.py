@@ -34,11 +34,11 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
 
 from lockgen.scaffold.builds import PypiTorch
 from lockgen.scaffold.compose import Draft
 from lockgen.scaffold.inference import (
-    _LABEL,
     DEFAULT_PLATFORMS,
     PLATFORMS,
     TORCH_FAMILY,
@@ -46,10 +46,13 @@ from lockgen.scaffold.inference import (
     backend_label,
     family,
     is_gpu,
+    label_word,
+    local_label,
     marker_env,
 )
 from lockgen.scaffold.layout import Cell, axes_of, detect_table, inline, matches, matrix_table
 from lockgen.scaffold.pyproject import Member, PyProject, UvIndex
+from lockgen.scaffold.reading import Line
 
 __all__ = ["compose_variants"]
 
@@ -253,10 +256,10 @@ def _build(project: PyProject, member: Member, p: Platform, pythons: Sequence[st
     for r in own:
         specs = list(r.specifier)
         if TORCH_FAMILY.match(canonicalize_name(r.name)) and len(specs) == 1 and "+" in specs[0].version:
-            local = specs[0].version.partition("+")[2]
-            found = re.match(r"(cu\d+|rocm\d+(?:\.\d+)*|cpu|xpu)", local)
+            pinned = Line(text=str(r), name=canonicalize_name(r.name), version=Version(specs[0].version), origin="")
+            found = local_label(pinned)
             if found:
-                return _Build(found[1], "label", f"it pins {r.name}{specs[0]}")
+                return _Build(found, "label", f"it pins {r.name}{specs[0]}")
     return None
 
 
@@ -266,7 +269,7 @@ def _name_label(name: str) -> str | None:
     cuda = re.fullmatch(r"cuda[-_]?(\d+)", word)
     if cuda:
         return f"cu{cuda[1]}"
-    if _LABEL.match(word):
+    if label_word(word):
         return word
     return {"cuda": "cuda", "nvidia": "cuda", "gpu": "cuda", "rocm": "rocm", "amd": "rocm"}.get(word)
 
