@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lockgen.plan.reqfile import REQUIREMENT_FIX
 from lockgen.runtime.errors import UsageError
-from lockgen.scaffold.builds import PypiTorch
+from lockgen.scaffold.builds import PypiTorch, Survey
 from lockgen.scaffold.compose import Draft, compose
 from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, Facts, Given, infer, parse_given
 from lockgen.scaffold.pyproject import PyProject, read_pyproject
@@ -212,8 +212,13 @@ def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None
     if project is not None and project.prerelease:
         top["prerelease"] = project.prerelease
     inputs = [*(names or (["pyproject.toml"] if dependencies else [])), *(s for s, _ in scripts)]
+    surveyed = _survey(builds, [ln for f, _, _ in parts for ln in (*f.lines, *f.rendered)], pythons)
+    if surveyed.sources_only:
+        top["allow-build"] = sorted(surveyed.sources_only)
+        notes += [f"allow-build {name}: {why}; uv builds it, as pip does (remove it to refuse builds)"
+                  for name, why in sorted(surveyed.sources_only.items())]  # fmt: skip
     draft = compose([(f, facts) for f, facts, _ in parts], pythons, exclude_newer, project_dependencies=dependencies,
-                    inputs=inputs, top=top, torch_builds=builds)  # fmt: skip
+                    inputs=inputs, top=top, torch_builds=builds, pulls=surveyed.pulls_torch)  # fmt: skip
     if dev:
         draft = _with_dev(draft, [read_requirements(n, read) for n in dev], {f.path for f in files}, notes)
     notes += list(dict.fromkeys(c for f, _, _ in parts for c in f.changed))
@@ -408,6 +413,24 @@ def _fit_pins(pythons: list[str], lines: Sequence[Line]) -> tuple[list[str], str
     if not kept:
         return pythons, f" (the pins fit none of them: {reasons}; pass --python)"
     return kept, f"; not {', '.join(dropped)}: {reasons}"
+
+
+def _survey(builds: PypiTorch, lines: Sequence[Line], pythons: Sequence[str]) -> Survey:
+    """What the default index says of the named requirements (:func:`~lockgen.scaffold.builds.survey`):
+    only the PEP 508 ones without a URL, for the first target Python."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from lockgen.scaffold.builds import survey
+
+    requirements = []
+    for line in lines:
+        if line.name is None or line.problem is not None:
+            continue
+        try:
+            requirements.append(Requirement(line.text))
+        except InvalidRequirement:
+            continue
+    return survey(builds, requirements, pythons[0])
 
 
 def _key(version: str) -> tuple[int, ...]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packaging.markers import default_environment
@@ -34,7 +34,17 @@ from packaging.version import Version
 from lockgen.resolve.simplepages import PageFile
 from lockgen.scaffold.reading import ReqFile
 
-__all__ = ["CPU_INDEX", "PYPI", "PYPI_LINUX_CUDA", "Build", "PypiTorch", "cuda_label", "default_torch"]
+__all__ = [
+    "CPU_INDEX",
+    "PYPI",
+    "PYPI_LINUX_CUDA",
+    "Build",
+    "PypiTorch",
+    "Survey",
+    "cuda_label",
+    "default_torch",
+    "survey",
+]
 
 PYPI = "https://pypi.org/simple"
 #: download.pytorch.org's CPU builds (``+cpu`` on linux and windows; macOS wheels carry no label).
@@ -75,11 +85,15 @@ class Build:
     why: str
 
 
-def default_torch(file: ReqFile, pythons: Sequence[str]) -> SpecifierSet | None:
-    """The torch requirement of a file whose torch comes from the default index: its ``torch``
-    line's specifier (``SpecifierSet()`` when only torchvision or torchaudio is named: they
-    require torch), None when it names none of them, names a labelled build (``+cu121``) or a
-    wheel URL, or its torch line's marker leaves linux out."""
+def default_torch(
+    file: ReqFile, pythons: Sequence[str], pulls: Mapping[str, str] | None = None
+) -> tuple[SpecifierSet, str | None] | None:
+    """The torch requirement of a file whose torch comes from the default index and what brings
+    it in: its ``torch`` lines' specifiers (``SpecifierSet()`` when only torchvision or
+    torchaudio is named: they require torch), else, from ``pulls`` (:func:`survey`), the torch
+    requirement of a package it names that requires torch (``pytorch-lightning``) and that
+    package; None when nothing brings torch in, it names a labelled build (``+cu121``) or a wheel
+    URL, or its torch lines' markers leave linux out."""
     from lockgen.scaffold.inference import local_label, marker_env
 
     found: SpecifierSet | None = None
@@ -96,7 +110,13 @@ def default_torch(file: ReqFile, pythons: Sequence[str]) -> SpecifierSet | None:
         if line.name == "torch":
             with contextlib.suppress(InvalidRequirement):
                 found &= Requirement(line.text).specifier
-    return found
+    if found is not None:
+        return found, None
+    for line in (*file.lines, *file.rendered):
+        if line.name is not None and line.name in (pulls or {}):
+            with contextlib.suppress(InvalidRequirement):
+                return Requirement((pulls or {})[line.name]).specifier, str(line.name)
+    return None
 
 
 def cuda_label(requires: Sequence[Requirement]) -> str | None:
@@ -144,7 +164,13 @@ class PypiTorch:
             return Build("cpu", "PyPI's windows and macOS torch wheels are CPU builds")
         key = (str(spec), os_, arch, python)
         if key not in self._cache:
-            self._cache[key] = self._read(spec, arch, python) or self._table(spec, arch)
+            build = self._read(spec, arch, python) or self._table(spec, arch)
+            pinned = any(s.operator in ("==", "===") for s in spec)
+            found = re.fullmatch(r"cu(\d+)(\d)", build.label)
+            if not pinned and found:  # which release a lock takes moves with exclude-newer: the major holds
+                build = Build(f"cu{found[1]}", f"{build.why}; torch is not pinned, so the label is the CUDA major "
+                                               f"(cu{found[1]}), which every release of that build agrees with")  # fmt: skip
+            self._cache[key] = build
         return self._cache[key]
 
     def _read(self, spec: SpecifierSet, arch: str, python: str) -> Build | None:
@@ -245,3 +271,85 @@ def _cutoff(value: str | None) -> datetime.datetime | None:
         return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+
+
+@dataclass(frozen=True)
+class Survey:
+    """What the default index says of a project's requirements (:meth:`PypiTorch.survey`):
+    ``sources_only`` maps each pinned package the index has only as a source distribution at
+    that version to the reason; ``pulls_torch`` maps each package whose newest allowed wheel
+    requires torch to the requirement it states."""
+
+    sources_only: dict[str, str] = field(default_factory=dict)
+    pulls_torch: dict[str, str] = field(default_factory=dict)
+
+
+def _survey_one(torch: PypiTorch, requirement: Requirement, python: str) -> tuple[str | None, str | None]:
+    """(why it is source-only, the torch requirement it states) for one requirement."""
+    from lockgen.resolve.simplepages import project_url
+
+    name = canonicalize_name(requirement.name)
+    files = list(torch.files(project_url(torch.index, name))) if torch.files else []
+    cutoff = _cutoff(torch.exclude_newer)
+    wheels: list[tuple[Version, str]] = []
+    sdists: set[Version] = set()
+    for f in files:
+        if f.yanked is not False or (cutoff is not None and f.upload_time is not None and f.upload_time > cutoff):
+            continue
+        if f.filename.endswith(".whl"):
+            try:
+                _, version, _, _ = parse_wheel_filename(f.filename)
+            except InvalidWheelFilename:
+                continue
+            wheels.append((version, f.url))
+        else:
+            with contextlib.suppress(ValueError):
+                from packaging.utils import parse_sdist_filename
+
+                sdists.add(parse_sdist_filename(f.filename)[1])
+    pinned = [s.version for s in requirement.specifier if s.operator == "==" and "*" not in s.version]
+    only_sources = None
+    if pinned and files:
+        version = Version(pinned[0])
+        if version in sdists and not any(v == version for v, _ in wheels):
+            only_sources = f"{name}=={version} is published only as a source distribution (the default index)"
+    allowed = [(v, u) for v, u in wheels if requirement.specifier.contains(v, prereleases=True)]
+    if not allowed or torch.read is None:
+        return only_sources, None
+    _, url = max(allowed)
+    got = torch.read(url + ".metadata")
+    if got is None:
+        return only_sources, None
+    try:
+        raw, _ = parse_email(got)
+    except (ValueError, UnicodeDecodeError):
+        return only_sources, None
+    env = {**{k: str(v) for k, v in default_environment().items()}, "sys_platform": "linux", "platform_system": "Linux",
+           "os_name": "posix", "platform_machine": "x86_64", "python_version": python,
+           "python_full_version": f"{python}.0", "extra": ""}  # fmt: skip
+    for text in raw.get("requires_dist") or []:
+        with contextlib.suppress(InvalidRequirement):
+            r = Requirement(text)
+            if canonicalize_name(r.name) == "torch" and (r.marker is None or r.marker.evaluate(env)):
+                return only_sources, str(r)
+    return only_sources, None
+
+
+def survey(torch: PypiTorch, requirements: Sequence[Requirement], python: str) -> Survey:
+    """Ask the default index, for each requirement (at most 8 at a time, each page and metadata
+    file once), whether its pinned version has wheels and whether its newest allowed linux wheel
+    requires torch. Nothing is asked offline (an empty :class:`Survey`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if torch.files is None:
+        return Survey()
+    unique = list({canonicalize_name(r.name): r for r in requirements if not r.url}.values())
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda r: _survey_one(torch, r, python), unique))
+    found = Survey()
+    for r, (only, pulls) in zip(unique, answers, strict=True):
+        if only:
+            found.sources_only[canonicalize_name(r.name)] = only
+        if pulls and canonicalize_name(r.name) not in ("torch", "torchvision", "torchaudio"):
+            found.pulls_torch[canonicalize_name(r.name)] = pulls
+    return found

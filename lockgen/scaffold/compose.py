@@ -59,13 +59,15 @@ def compose(
     inputs: Sequence[str] = (),
     top: dict[str, object] | None = None,
     torch_builds: PypiTorch | None = None,
+    pulls: dict[str, str] | None = None,
 ) -> Draft:
     """The config (``config_name``, a standalone ``lockgen.toml``) and templates for ``files``.
     ``project_dependencies``: the shared template also renders ``project.dependencies``;
     ``inputs``: what init read, for the config's first comment (default: the files); ``top``:
     more top-level settings (``overrides`` and its template's text, from ``[tool.uv]``);
     ``torch_builds``: what the default index serves as torch (:mod:`.builds`), which labels the
-    linux cells of a file that names torch and no backend (default: init's table)."""
+    linux cells of a file that names torch and no backend (default: init's table); ``pulls``:
+    packages that require torch, with that requirement (:func:`~lockgen.scaffold.builds.survey`)."""
     why: list[str] = []
     known = [p for _, facts in files for p in facts.platforms or ()]
     everywhere = tuple(p for p in PLATFORMS if p in {*DEFAULT_PLATFORMS, *known})
@@ -89,7 +91,8 @@ def compose(
                     else ""
                 )
             )
-        spec = None if facts.backends else default_torch(file, pythons)
+        torch_in = None if facts.backends else default_torch(file, pythons, pulls)
+        spec = torch_in[0] if torch_in else None
         if not facts.backends:
             why.append(f"{file.path}: backend cpu (mps on Apple silicon): nothing in it names a GPU build"
                        + (" (linux: what the default index's torch is, below)" if spec is not None else ""))  # fmt: skip
@@ -101,7 +104,8 @@ def compose(
                 build = (torch_builds or PypiTorch()).build(spec, os_, arch, pythons[0])
                 if build.label != backend:
                     backend = build.label
-                    why.append(f"{file.path}: backend {backend} on linux {arch}: it takes torch from the default index "
+                    via = f" through {torch_in[1]}, which requires it" if torch_in and torch_in[1] else ""
+                    why.append(f"{file.path}: backend {backend} on linux {arch}: it takes torch from the default index{via} "
                                f"(no index line), and {build.why}; for CPU builds there, add --index-url "
                                f"{CPU_INDEX} to the file (or lockgen init --index {CPU_INDEX})")  # fmt: skip
             if (os_, arch, backend) not in found:
