@@ -77,7 +77,8 @@ def discover(root: Path, with_dev: bool = False) -> list[str]:
 def default_index_builds(mirrors: Sequence[str] = ()) -> PypiTorch:
     """A :class:`~lockgen.scaffold.builds.PypiTorch` that reads PyPI's torch page and metadata
     files (through ``--mirror`` and ``LOCKGEN_MIRRORS`` mirrors, 10 s a request); a page or file
-    that cannot be read leaves the answer to init's table."""
+    that cannot be read leaves the answer to init's table, and once the index does not answer at
+    all nothing more is asked."""
     import os
 
     from lockgen.plan import mirror
@@ -85,16 +86,25 @@ def default_index_builds(mirrors: Sequence[str] = ()) -> PypiTorch:
 
     table = mirror.build([mirror.from_env(os.environ.get(mirror.ENV_VAR)), mirror.parse(mirrors)])
     reader = PageReader(table, timeout=10.0)
+    down: list[str] = []  # the index did not answer once: ask nothing more (a run without network stays quick)
 
     def files(url: str) -> tuple[PageFile, ...]:
-        return reader.page(url, JSON_ACCEPT).files
+        if down:
+            return ()
+        page = reader.page(url, JSON_ACCEPT)
+        if page.error and page.error.startswith("cannot be read"):
+            down.append(page.error)
+        return page.files
 
     def read(url: str) -> bytes | None:
         import httpx
 
+        if down:
+            return None
         try:
             response = reader.client().get(table.fetch_url(url))
-        except httpx.HTTPError:
+        except httpx.HTTPError as exc:
+            down.append(type(exc).__name__)
             return None
         return response.content if response.status_code == 200 else None
 
