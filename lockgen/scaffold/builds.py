@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from packaging.markers import default_environment
@@ -32,7 +32,6 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 from lockgen.resolve.simplepages import PageFile
-from lockgen.scaffold.reading import ReqFile
 
 __all__ = [
     "CPU_INDEX",
@@ -42,7 +41,6 @@ __all__ = [
     "PypiTorch",
     "Survey",
     "cuda_label",
-    "default_torch",
     "survey",
 ]
 
@@ -83,40 +81,6 @@ class Build:
 
     label: str
     why: str
-
-
-def default_torch(
-    file: ReqFile, pythons: Sequence[str], pulls: Mapping[str, str] | None = None
-) -> tuple[SpecifierSet, str | None] | None:
-    """The torch requirement of a file whose torch comes from the default index and what brings
-    it in: its ``torch`` lines' specifiers (``SpecifierSet()`` when only torchvision or
-    torchaudio is named: they require torch), else, from ``pulls`` (:func:`survey`), the torch
-    requirement of a package it names that requires torch (``pytorch-lightning``) and that
-    package; None when nothing brings torch in, it names a labelled build (``+cu121``) or a wheel
-    URL, or its torch lines' markers leave linux out."""
-    from lockgen.scaffold.inference import local_label, marker_env
-
-    found: SpecifierSet | None = None
-    for line in (*file.lines, *file.rendered):
-        if line.name not in ("torch", "torchvision", "torchaudio"):
-            continue
-        if local_label(line) or line.wheel_platforms:
-            return None
-        if line.marker is not None and not any(
-            line.marker.evaluate(marker_env("linux", arch, py)) for arch in ("x86_64", "aarch64") for py in pythons
-        ):
-            continue
-        found = found or SpecifierSet()
-        if line.name == "torch":
-            with contextlib.suppress(InvalidRequirement):
-                found &= Requirement(line.text).specifier
-    if found is not None:
-        return found, None
-    for line in (*file.lines, *file.rendered):
-        if line.name is not None and line.name in (pulls or {}):
-            with contextlib.suppress(InvalidRequirement):
-                return Requirement((pulls or {})[line.name]).specifier, str(line.name)
-    return None
 
 
 def cuda_label(requires: Sequence[Requirement]) -> str | None:

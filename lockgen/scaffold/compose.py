@@ -28,8 +28,16 @@ import tomlkit.items
 from packaging.utils import NormalizedName
 
 from lockgen.runtime.words import counted
-from lockgen.scaffold.builds import CPU_INDEX, PypiTorch, default_torch
-from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, TORCH_FAMILY, Facts, backend_label, is_gpu
+from lockgen.scaffold.builds import CPU_INDEX, PypiTorch
+from lockgen.scaffold.inference import (
+    DEFAULT_PLATFORMS,
+    PLATFORMS,
+    TORCH_FAMILY,
+    Facts,
+    backend_label,
+    default_torch,
+    is_gpu,
+)
 from lockgen.scaffold.layout import Cell, as_list, axes_of, detect_table, inline, matches, matrix_table
 from lockgen.scaffold.reading import Line, ReqFile
 

@@ -13,14 +13,17 @@ What the user says of a file (``FILE:os=linux,arch=aarch64``, :func:`parse_given
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
 from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 
 from lockgen.scaffold.builds import CPU_INDEX
 from lockgen.scaffold.reading import Line, ReqFile
@@ -32,6 +35,7 @@ __all__ = [
     "Given",
     "Platform",
     "backend_label",
+    "default_torch",
     "family",
     "infer",
     "is_gpu",
@@ -371,6 +375,38 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
         )
     return Facts(platforms=platforms, backends=tuple(backends), indexes=indexes, words=tuple(rest),
                  reasons=tuple(reasons), mixed=mixed, flavors=flavors)  # fmt: skip
+
+
+def default_torch(
+    file: ReqFile, pythons: Sequence[str], pulls: Mapping[str, str] | None = None
+) -> tuple[SpecifierSet, str | None] | None:
+    """The torch requirement of a file whose torch comes from the default index and what brings
+    it in: its ``torch`` lines' specifiers (``SpecifierSet()`` when only torchvision or
+    torchaudio is named: they require torch), else, from ``pulls`` (:func:`survey`), the torch
+    requirement of a package it names that requires torch (``pytorch-lightning``) and that
+    package; None when nothing brings torch in, it names a labelled build (``+cu121``) or a wheel
+    URL, or its torch lines' markers leave linux out."""
+    found: SpecifierSet | None = None
+    for line in (*file.lines, *file.rendered):
+        if line.name not in ("torch", "torchvision", "torchaudio"):
+            continue
+        if local_label(line) or line.wheel_platforms:
+            return None
+        if line.marker is not None and not any(
+            line.marker.evaluate(marker_env("linux", arch, py)) for arch in ("x86_64", "aarch64") for py in pythons
+        ):
+            continue
+        found = found or SpecifierSet()
+        if line.name == "torch":
+            with contextlib.suppress(InvalidRequirement):
+                found &= Requirement(line.text).specifier
+    if found is not None:
+        return found, None
+    for line in (*file.lines, *file.rendered):
+        if line.name is not None and line.name in (pulls or {}):
+            with contextlib.suppress(InvalidRequirement):
+                return Requirement((pulls or {})[line.name]).specifier, str(line.name)
+    return None
 
 
 def name_platforms(words: Sequence[str]) -> set[Platform]:
