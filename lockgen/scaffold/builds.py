@@ -248,8 +248,14 @@ class Survey:
     pulls_torch: dict[str, str] = field(default_factory=dict)
 
 
-def _survey_one(torch: PypiTorch, requirement: Requirement, python: str) -> tuple[str | None, str | None]:
-    """(why it is source-only, the torch requirement it states) for one requirement."""
+def _survey_one(
+    torch: PypiTorch, requirement: Requirement, python: str, via: str | None = None
+) -> tuple[str | None, str | None, list[Requirement]]:
+    """(why it is source-only, the torch requirement it states, its linux requirements) for one
+    requirement: source-only when the index has source distributions and no wheel of any version
+    it allows (a pin: that version); ``via``: the package that requires it."""
+    from packaging.utils import parse_sdist_filename
+
     from lockgen.resolve.simplepages import project_url
 
     name = canonicalize_name(requirement.name)
@@ -268,52 +274,66 @@ def _survey_one(torch: PypiTorch, requirement: Requirement, python: str) -> tupl
             wheels.append((version, f.url))
         else:
             with contextlib.suppress(ValueError):
-                from packaging.utils import parse_sdist_filename
-
                 sdists.add(parse_sdist_filename(f.filename)[1])
-    pinned = [s.version for s in requirement.specifier if s.operator == "==" and "*" not in s.version]
-    only_sources = None
-    if pinned and files:
-        version = Version(pinned[0])
-        if version in sdists and not any(v == version for v, _ in wheels):
-            only_sources = f"{name}=={version} is published only as a source distribution (the default index)"
     allowed = [(v, u) for v, u in wheels if requirement.specifier.contains(v, prereleases=True)]
+    only_sources = None
+    if not allowed and any(requirement.specifier.contains(v, prereleases=True) for v in sdists):
+        shown = f"{name}{requirement.specifier}" if str(requirement.specifier) else name
+        only_sources = f"{shown} is published only as source distributions (the default index)" + (
+            f"; {via} requires it" if via else ""
+        )
     if not allowed or torch.read is None:
-        return only_sources, None
+        return only_sources, None, []
     _, url = max(allowed)
     got = torch.read(url + ".metadata")
     if got is None:
-        return only_sources, None
+        return only_sources, None, []
     try:
         raw, _ = parse_email(got)
     except (ValueError, UnicodeDecodeError):
-        return only_sources, None
+        return only_sources, None, []
     env = {**{k: str(v) for k, v in default_environment().items()}, "sys_platform": "linux", "platform_system": "Linux",
            "os_name": "posix", "platform_machine": "x86_64", "python_version": python,
            "python_full_version": f"{python}.0", "extra": ""}  # fmt: skip
+    needs: list[Requirement] = []
+    pulls = None
     for text in raw.get("requires_dist") or []:
         with contextlib.suppress(InvalidRequirement):
             r = Requirement(text)
-            if canonicalize_name(r.name) == "torch" and (r.marker is None or r.marker.evaluate(env)):
-                return only_sources, str(r)
-    return only_sources, None
+            if r.marker is None or r.marker.evaluate(env):
+                needs.append(r)
+                if canonicalize_name(r.name) == "torch":
+                    pulls = str(r)
+    return only_sources, pulls, needs
 
 
 def survey(torch: PypiTorch, requirements: Sequence[Requirement], python: str) -> Survey:
-    """Ask the default index, for each requirement (at most 8 at a time, each page and metadata
-    file once), whether its pinned version has wheels and whether its newest allowed linux wheel
-    requires torch. Nothing is asked offline (an empty :class:`Survey`)."""
+    """Ask the default index, for each requirement and each of their own requirements (one level
+    down: at most 8 requests at a time, each page and metadata file once), whether a version it
+    allows has wheels, and whether its newest allowed linux wheel requires torch. Nothing is
+    asked offline (an empty :class:`Survey`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     if torch.files is None:
         return Survey()
+    found = Survey()
     unique = list({canonicalize_name(r.name): r for r in requirements if not r.url}.values())
+    seen = {canonicalize_name(r.name) for r in unique}
     with ThreadPoolExecutor(max_workers=8) as pool:
         answers = list(pool.map(lambda r: _survey_one(torch, r, python), unique))
-    found = Survey()
-    for r, (only, pulls) in zip(unique, answers, strict=True):
+        below: dict[str, tuple[Requirement, str]] = {}
+        for r, (only, pulls, needs) in zip(unique, answers, strict=True):
+            name = canonicalize_name(r.name)
+            if only:
+                found.sources_only[name] = only
+            if pulls and name not in ("torch", "torchvision", "torchaudio"):
+                found.pulls_torch[name] = pulls
+            for need in needs:
+                key = canonicalize_name(need.name)
+                if key not in seen and not need.url:
+                    below.setdefault(key, (need, name))
+        deeper = list(pool.map(lambda item: _survey_one(torch, item[0], python, item[1]), below.values()))
+    for (need, _), (only, _, _) in zip(below.values(), deeper, strict=True):
         if only:
-            found.sources_only[canonicalize_name(r.name)] = only
-        if pulls and canonicalize_name(r.name) not in ("torch", "torchvision", "torchaudio"):
-            found.pulls_torch[canonicalize_name(r.name)] = pulls
+            found.sources_only[canonicalize_name(need.name)] = only
     return found

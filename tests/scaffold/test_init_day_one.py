@@ -184,8 +184,9 @@ def fake_pypi(fake_host):
         pypi.wheel("files", "torch", "2.9.1", "cp312-none-macosx_11_0_arm64"),
         pypi.wheel("files", "nvidia-cuda-runtime-cu12", "12.8.90", "py3-none-manylinux_2_28_x86_64"),
         pypi.wheel("files", "numpy", "2.3.5"),
-        pypi.wheel("files", "lightning-like", "1.0", requires=("torch>=2.9",)),
+        pypi.wheel("files", "lightning-like", "1.0", requires=("torch>=2.9", "deep-source>=1")),
         pypi.sdist("files", "source-only", "1.0"),
+        pypi.sdist("files", "deep-source", "1.1"),
     ]
     pypi.index_page("simple", files, upload_time="2026-01-01T00:00:00Z")
     pypi.metadata_files()
@@ -212,17 +213,24 @@ def test_the_label_is_read_from_the_index_and_the_cell_locks(tmp_path, fake_host
 
 def test_torch_a_dependency_pulls_in_and_source_only_pins_are_read_from_the_index(tmp_path, fake_host):
     """No torch line, but a named package requires torch: its linux cell is PyPI's CUDA build,
-    by the CUDA major (torch is not pinned); a pin the index has only as an sdist is allowed to
-    build, as pip would, said with the reason."""
+    by the CUDA major (torch is not pinned); a pin the index has only as an sdist, and a
+    requirement of a named package that has only sdists, are allowed to build, as pip would,
+    said with the reason."""
     mirrors = fake_pypi(fake_host)
     (tmp_path / "requirements.txt").write_text("lightning-like\nsource-only==1.0\nnumpy\n")
     pairs = [mirrors[i + 1] for i in range(0, len(mirrors), 2)]
     draft = scaffold(tmp_path, Options(**OPTS), torch_builds=default_index_builds(pairs))
     assert draft.cells["requirements.txt"][0] == ("linux", "x86_64", "cu12")
     assert any("through lightning-like, which requires it" in w for w in draft.explanation)
-    assert tomllib.loads(draft.files["lockgen.toml"])["allow-build"] == ["source-only"]
-    assert any(w.startswith("allow-build source-only: source-only==1.0 is published only as a source distribution")
-               for w in draft.explanation)  # fmt: skip
+    assert tomllib.loads(draft.files["lockgen.toml"])["allow-build"] == ["deep-source", "source-only"]
+    assert (
+        "allow-build deep-source: deep-source>=1 is published only as source distributions (the default index); "
+        "lightning-like requires it; uv builds it, as pip does (remove it to refuse builds)"
+    ) in draft.explanation
+    assert any(
+        w.startswith("allow-build source-only: source-only==1.0 is published only as source distributions")
+        for w in draft.explanation
+    )
 
 
 # -- item 3: the matrix is what the installers do ---------------------------------------------------
