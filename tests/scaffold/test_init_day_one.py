@@ -173,7 +173,7 @@ def test_the_build_table_and_the_metadata_reading_agree_on_real_shapes():
     assert cuda_label([Requirement("numpy")]) is None
 
 
-def fake_pypi(fake_host):
+def fake_pypi(fake_host, metadata_files: bool = True):
     """A fake PyPI whose torch has the real shapes: the linux wheel requires the CUDA runtime
     (only on Linux), the windows and macOS wheels nothing; PEP 658 metadata files served."""
     pypi = fake_host("pypi")
@@ -189,7 +189,8 @@ def fake_pypi(fake_host):
         pypi.sdist("files", "deep-source", "1.1"),
     ]
     pypi.index_page("simple", files, upload_time="2026-01-01T00:00:00Z")
-    pypi.metadata_files()
+    if metadata_files:
+        pypi.metadata_files()
     return ["--mirror", f"https://pypi.org/simple={pypi.url}/simple",
             "--mirror", f"https://files.pythonhosted.org={pypi.url}/files"]  # fmt: skip
 
@@ -209,6 +210,15 @@ def test_the_label_is_read_from_the_index_and_the_cell_locks(tmp_path, fake_host
     run_ok("lock", "linux-x86_64-cu128-py3.12", "-C", str(tmp_path), *mirrors)
     locked = locked_versions((tmp_path / "locks" / "linux-x86_64-cu128-py3.12.txt").read_text())
     assert locked == {"torch": "2.9.1", "nvidia-cuda-runtime-cu12": "12.8.90", "numpy": "2.3.5"}
+
+
+def test_without_pep_658_files_the_wheel_is_read_by_ranges(tmp_path, fake_host):
+    mirrors = fake_pypi(fake_host, metadata_files=False)
+    (tmp_path / "requirements.txt").write_text("torch==2.9.1\n")
+    pairs = [mirrors[i + 1] for i in range(0, len(mirrors), 2)]
+    draft = scaffold(tmp_path, Options(**OPTS), torch_builds=default_index_builds(pairs))
+    assert draft.cells["requirements.txt"][0] == ("linux", "x86_64", "cu128")
+    assert any("requires CUDA packages (its core metadata" in w for w in draft.explanation)
 
 
 def test_torch_a_dependency_pulls_in_and_source_only_pins_are_read_from_the_index(tmp_path, fake_host):
