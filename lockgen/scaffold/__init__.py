@@ -23,7 +23,7 @@ from lockgen.scaffold.builds import PypiTorch, Survey
 from lockgen.scaffold.compose import Draft, compose
 from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, Facts, Given, infer, parse_given
 from lockgen.scaffold.pyproject import PyProject, read_pyproject
-from lockgen.scaffold.reading import IndexLine, Line, ReqFile, read_requirements, requirement_line
+from lockgen.scaffold.reading import IndexLine, Line, ReqFile, hide_login, read_requirements, requirement_line
 from lockgen.scaffold.variants import compose_variants
 
 __all__ = ["Draft", "Options", "default_index_builds", "discover", "is_dev", "scaffold", "write"]
@@ -155,6 +155,8 @@ def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None
         check_option("--exclude-newer", "exclude-newer", options.exclude_newer)
     for url in options.indexes:
         check_option("--index", "index-url", url)
+    hidden = [hide_login(url) for url in options.indexes]  # a login given on the command line is not written either
+    options = dataclasses.replace(options, indexes=tuple(url for url, _ in hidden))
 
     if (root / "lockgen.toml").exists():
         raise UsageError("lockgen.toml: a lockgen config exists already; lockgen init writes nothing over it")

@@ -192,7 +192,11 @@ def _text_strings(text: str) -> list[tuple[int, str]]:
 
 def _command(where: str, string: str, pythons: Sequence[str], notes: list[str]) -> Command | None:
     """The :class:`Command` of one string (one or more ``pip install``s), or None (with a note
-    when it looked like one but cannot be read)."""
+    when it looked like one but cannot be read). A login in a URL is hidden first
+    (:func:`~lockgen.scaffold.reading.hide_login`): never shown, never written."""
+    from lockgen.scaffold.reading import hide_login
+
+    string = " ".join(hide_login(word)[0] for word in string.split(" "))
     try:
         lexer = shlex.shlex(string, posix=True, punctuation_chars=";&|")
         lexer.whitespace_split = True

@@ -83,6 +83,24 @@ def test_a_login_is_written_as_references_and_never_shown():
     assert hide_login("https://${USER}:${TOKEN}@h/simple") == ("https://${USER}:${TOKEN}@h/simple", None)
 
 
+def test_logins_in_scripts_pyproject_and_options_are_never_written(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "app"\nversion = "1"\ndependencies = ["torch"]\n'
+        '[[tool.uv.index]]\nname = "corp"\nurl = "https://carol:pyproj-secret@pypi.corp.example/simple"\n'
+    )
+    (tmp_path / "install.sh").write_text(
+        "pip install torch --index-url https://dave:script-secret@mirror.example/cu128\n"
+    )
+    run = run_cli("init", "-C", str(tmp_path), "--commands", "install.sh", "--python", "3.12",
+                  "--index", "https://erin:option-secret@idx.example/whl/cu128")  # fmt: skip
+    assert run.code == 0, run.err
+    written = (tmp_path / "lockgen.toml").read_text() + "".join(
+        p.read_text() for p in (tmp_path / "templates").iterdir()
+    )
+    for secret in ("pyproj-secret", "script-secret", "option-secret"):
+        assert secret not in run.out + run.err and secret not in written, secret
+
+
 # -- item 7: hostile files --------------------------------------------------------------------------
 
 
