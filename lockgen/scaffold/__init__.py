@@ -201,6 +201,8 @@ def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None
                          "named: init starts from the files (name none to start from the variants)")  # fmt: skip
     names = [n for n, _ in named] or discover(root, options.with_dev)
     if not named:
+        notes += [f"{p.name}: not a regular file (a FIFO, a device, a folder or a broken symlink); not read"
+                  for p in sorted(root.glob("*requirements*.txt")) if not p.is_file()]  # fmt: skip
         notes += [f"{f}: a development or test file, not a matrix value: lockgen init --with-dev adds its lines as a "
                   "dev group (vars.dev)" for f in discover(root, True) if f not in names]  # fmt: skip
     dev = [n for n in names if is_dev(n)] if options.with_dev and not named else []
