@@ -112,7 +112,7 @@ OPTIONS = (
     _Option(("--force",), {"action": "store_true", "help": "re-resolve even cells whose inputs did not change"}, False, _RESOLVING),
     _Option(
         ("--mirror",), {"action": "append", "metavar": "CANONICAL=MIRROR", "help": "fetch URLs under CANONICAL from MIRROR; locks keep CANONICAL (repeatable; also LOCKGEN_MIRRORS)"},
-        [], (*_RESOLVING, "install", "diff", *_DOSSIER, "check", "bundle"),
+        [], (*_RESOLVING, "install", "diff", *_DOSSIER, "check", "bundle", "init"),
     ),
     _Option(
         ("--online",), {"action": "store_true", "help": "all, lock, bump: resolve every cell online (no reuse of pages fetched in this run); check: check every locked file on its host (deleted, moved, size or hash changed)"},
@@ -320,6 +320,17 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
             help="a backend index (…/whl/cu128) for files that name none (repeatable)",
         )
         p.add_argument("--exclude-newer", metavar="DATE", help="resolve as of this date or time (default: today, UTC)")
+        p.add_argument(
+            "--offline",
+            action="store_true",
+            help="read nothing from the default index: which build PyPI's linux torch is comes from init's table",
+        )
+        p.add_argument(
+            "--with-dev",
+            action="store_true",
+            help="also read the development and test requirement files (requirements-dev.txt, …), as a dev group "
+            "every cell installs",
+        )
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
         p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")

@@ -2146,6 +2146,17 @@ def manifest_rules(manifest: Mapping[str, Any]) -> DetectRules:
 
     Raises :class:`InputError` (an unknown format, no ``"detect"``) or :class:`RulesError`.
     """
+    _check_format(manifest)
+    if manifest.get("detect") is None:
+        raise InputError(
+            "the manifest has no detect rules; add a [tool.lockgen.detect] table to pyproject.toml ([detect] in a "
+            "lockgen.toml), then run lockgen all; or name the cell: --cell NAME"
+        )
+    return DetectRules.from_dict(manifest["detect"], "detect")
+
+
+def _check_format(manifest: Mapping[str, Any]) -> None:
+    """:class:`InputError` unless the manifest's ``format`` is :data:`MANIFEST_FORMAT`."""
     fmt = manifest.get("format")
     if isinstance(fmt, bool) or not isinstance(fmt, int):
         raise InputError(f'no integer "format" (expected {MANIFEST_FORMAT}); is this a lockgen manifest?')
@@ -2154,11 +2165,6 @@ def manifest_rules(manifest: Mapping[str, Any]) -> DetectRules:
         raise InputError(
             f"manifest format {fmt} is not supported (this selector reads format {MANIFEST_FORMAT}); {fix}"
         )
-    if manifest.get("detect") is None:
-        raise InputError(
-            "the manifest has no detect rules; add a [tool.lockgen.detect] table to pyproject.toml ([detect] in a lockgen.toml), then run lockgen all"
-        )
-    return DetectRules.from_dict(manifest["detect"], "detect")
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
@@ -2190,17 +2196,18 @@ def select_cell(facts: Facts, manifest: Mapping[str, Any], python: str | None = 
     ``python``: given (X.Y), else the only one the matrix has for that (os, arch, backend), else
     the running interpreter's. ``axes``: explicit extra-axis values (``--axis``), else the
     ``detect.axes`` rules, else the one cell whose coverage fits. ``cell``: the cell named by
-    hand (``--cell``): the rules, the coverage and unknown facts do not apply; its os and arch
-    must still be this machine's. ``manifest_dir``: the folder the manifest was read from: lock
+    hand (``--cell``): the rules (none are needed), the coverage and unknown facts do not apply;
+    its os and arch must still be this machine's. ``manifest_dir``: the folder the manifest was read from: lock
     paths must resolve inside it (after symlinks). Raises :class:`Refused` (the rules, unknown
     facts, no code for a GPU), :class:`NoCell` (no such cell, another Python, status
     failed/skipped), :class:`InputError`/:class:`RulesError` (a bad manifest: key path named).
     """
+    if cell is not None:  # a cell named by hand needs no detect rules
+        _check_format(manifest)
+        return _named_cell(facts, _cells(manifest), cell, manifest_dir)
     rules = manifest_rules(manifest)
     cells = _cells(manifest)
     axes = dict(axes or {})
-    if cell is not None:
-        return _named_cell(facts, cells, cell, manifest_dir)
     facts = _amd_used(facts, cells, rules)
     candidates = backend_candidates(facts, rules, allow_cpu)
     skipped: list[str] = []

@@ -14,4 +14,5 @@ __all__ = ["run"]
 
 
 def run(args: argparse.Namespace) -> int:
-    return select.run_cli(args, manifest=detect_manifest(common.project(args)))
+    named = bool(getattr(args, "select_cell", None) or getattr(args, "cell", None))
+    return select.run_cli(args, manifest=detect_manifest(common.project(args), named=named))

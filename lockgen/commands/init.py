@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lockgen.scaffold import Options, scaffold, write
+from lockgen.scaffold import Options, default_index_builds, scaffold, write
 
 __all__ = ["run"]
 
@@ -21,10 +21,16 @@ def run(args: argparse.Namespace) -> int:
         indexes=tuple(args.index),
         pythons=pythons,
         exclude_newer=args.exclude_newer,
+        with_dev=args.with_dev,
     )
-    draft = scaffold(root, options)
+    draft = scaffold(root, options, torch_builds=None if args.offline else default_index_builds(args.mirror))
     for line in draft.explanation:
         print(f"  {line}", file=sys.stderr)
+    if draft.not_carried:
+        count = len(draft.not_carried)
+        print(f"not carried ({count} line{'s' if count != 1 else ''}):", file=sys.stderr)
+        for line in draft.not_carried:
+            print(f"  {line}", file=sys.stderr)
     if args.dry_run:
         for rel, text in draft.files.items():
             print(f"--- {rel}\n{text}", end="" if text.endswith("\n") else "\n")

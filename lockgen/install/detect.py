@@ -16,16 +16,17 @@ from lockgen.runtime.errors import UsageError
 __all__ = ["detect_manifest"]
 
 
-def detect_manifest(project: Project) -> dict[str, Any]:
+def detect_manifest(project: Project, named: bool = False) -> dict[str, Any]:
     """The project's manifest as :func:`lockgen.select.select_cell` reads it, built in memory.
     Raises :class:`UsageError` when the config has no detect table (``[tool.lockgen.detect]`` in
-    pyproject.toml, ``[detect]`` in lockgen.toml: the message names the one of the file in use)."""
+    pyproject.toml, ``[detect]`` in lockgen.toml: the message names the one of the file in use),
+    unless a cell is ``named`` (``--cell``: the selector needs no rules for it)."""
     rules = project.detect_rules()
-    if not rules:
+    if not rules and not named:
         prefix = project.config.key_prefix
         table = f"[{prefix}.detect]" if prefix else "[detect]"
         raise UsageError(
-            f"{project.config.source}: no detect rules; add a {table} table (see the README's Detect section)"
+            f"{project.config.source}: no detect rules; add a {table} table (see the README's Detect section), or name the cell: --cell NAME"
         )
     rows = project.rows()
     data = manifest.build(project.root, rows, rules, strict=False, coverage=project.coverage())

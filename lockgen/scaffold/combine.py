@@ -142,7 +142,7 @@ def _pair(base: ReqFile, command: Command) -> ReqFile:
     """``base`` with ``command``'s lines first and its index instead of base's backend indexes."""
     indexes = _indexes(command, [ix for ix in base.indexes if not backend_label(ix.url)])
     return ReqFile(path=f"{base.path} + {command.origin}", lines=(*command.lines, *base.lines), indexes=indexes,
-                   prerelease=command.prerelease or base.prerelease, includes=base.includes, dropped=base.dropped,
+                   prerelease=command.prerelease or base.prerelease, includes=base.includes, dropped=base.dropped, changed=base.changed,
                    constraints=base.constraints, constraint_files=base.constraint_files, rendered=base.rendered,
                    stem=_stem(base.stem or base.path, command))  # fmt: skip
 

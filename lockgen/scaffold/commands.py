@@ -22,6 +22,7 @@ index (or a local label, a package, a wheel URL's path) says.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import shlex
 from collections.abc import Sequence
@@ -32,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from lockgen.scaffold.inference import _LABEL, backend_label, local_label
+from lockgen.scaffold.inference import backend_label, label_word, local_label
 from lockgen.scaffold.reading import IndexLine, Line, requirement_line
 
 __all__ = ["Command", "read_commands"]
@@ -69,6 +70,9 @@ class Command:
     flavor: str | None
     reason: str
     notes: tuple[str, ...]
+    #: the CPU arch of the script branch it sits in (``if [[ … "Intel" … ]]``: ``x86_64``, its
+    #: ``else``: ``aarch64``), None when no branch says one
+    arch: str | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -92,15 +96,19 @@ def read_commands(path: str, text: str, pythons: Sequence[str]) -> tuple[list[Co
             return [], [f"{path}:{exc.lineno}: not Python init can read ({exc.msg}); nothing read from it"]
     else:
         strings = _text_strings(text)
+    arches = _branch_arches(text) if not path.endswith((".py", ".pyw")) else {}
     commands: list[Command] = []
     notes: list[str] = []
-    seen: dict[tuple[frozenset[str], str, str], Command] = {}
+    seen: dict[tuple[frozenset[str], str, str, str], Command] = {}
     for number, string in strings:
         where = f"{path}:{number}"
         command = _command(where, string, pythons, notes)
         if command is None:
             continue
-        key = (frozenset(command.names), command.index.url if command.index else "", command.backend or "")
+        if arches.get(number):
+            command = dataclasses.replace(command, arch=arches[number])
+        key = (frozenset(command.names), command.index.url if command.index else "", command.backend or "",
+               command.arch or "")  # fmt: skip
         first = seen.get(key)
         if first is not None:
             if {ln.key for ln in first.lines} != {ln.key for ln in command.lines}:
@@ -111,6 +119,40 @@ def read_commands(path: str, text: str, pythons: Sequence[str]) -> tuple[list[Co
         seen[key] = command
         commands.append(command)
     return commands, notes
+
+
+_X86 = re.compile(r"intel|x86_64|x86-64|amd64|i[3-6]86", re.IGNORECASE)
+_ARM = re.compile(r"arm64|aarch64|apple\s*silicon|\bM[1-9]\b", re.IGNORECASE)
+_IF = re.compile(r"^\s*(if|elif)\b(.*)$")
+
+
+def _branch_arches(text: str) -> dict[int, str]:
+    """Line number -> the CPU arch of the shell ``if``/``elif``/``else`` branch it sits in,
+    where the condition names one (``if [[ "$(sysctl -n machdep.cpu.brand_string)" =~ Intel ]]``:
+    ``x86_64``; ``uname -m`` = ``arm64``: ``aarch64``); an ``else`` after a condition naming one
+    arch is the other (forge's webui-macos-env.sh: Intel, else Apple silicon). Nested branches:
+    the innermost that names one."""
+    found: dict[int, str] = {}
+    stack: list[list[str | None]] = []  # per open if: [arch of the current branch, arch its conditions named]
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        cond = _IF.match(stripped)
+        if cond:
+            said = "x86_64" if _X86.search(cond[2]) else "aarch64" if _ARM.search(cond[2]) else None
+            if cond[1] == "if":
+                stack.append([said, said])
+            elif stack:
+                stack[-1] = [said, stack[-1][1] or said]
+        elif re.match(r"^else\b", stripped) and stack:
+            named = stack[-1][1]
+            stack[-1][0] = {"x86_64": "aarch64", "aarch64": "x86_64"}.get(named or "")
+        elif re.match(r"^fi\b", stripped) and stack:
+            stack.pop()
+            continue
+        arch = next((b[0] for b in reversed(stack) if b[0]), None)
+        if arch:
+            found[number] = arch
+    return found
 
 
 def _text_strings(text: str) -> list[tuple[int, str]]:
@@ -150,7 +192,11 @@ def _text_strings(text: str) -> list[tuple[int, str]]:
 
 def _command(where: str, string: str, pythons: Sequence[str], notes: list[str]) -> Command | None:
     """The :class:`Command` of one string (one or more ``pip install``s), or None (with a note
-    when it looked like one but cannot be read)."""
+    when it looked like one but cannot be read). A login in a URL is hidden first
+    (:func:`~lockgen.scaffold.reading.hide_login`): never shown, never written."""
+    from lockgen.scaffold.reading import hide_login
+
+    string = " ".join(hide_login(word)[0] for word in string.split(" "))
     try:
         lexer = shlex.shlex(string, posix=True, punctuation_chars=";&|")
         lexer.whitespace_split = True
@@ -299,7 +345,7 @@ def _backend(index: IndexLine | None, lines: Sequence[Line]) -> tuple[str | None
         url = line.text.partition(" @ ")[2]
         for part in urlsplit(url).path.lower().split("/")[:-1] if url else ():
             rocm = re.fullmatch(r"rocm[-_a-z]*?(\d+(?:\.\d+)*)", part)
-            if rocm or _LABEL.match(part):
+            if rocm or label_word(part):
                 label = f"rocm{rocm[1]}" if rocm else part
                 return label, label, f"the path of {url}"
     return None, None, "no index and no build label: PyPI's builds"

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -27,8 +28,17 @@ import tomlkit.items
 from packaging.utils import NormalizedName
 
 from lockgen.runtime.words import counted
-from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, TORCH_FAMILY, Facts, backend_label, is_gpu
-from lockgen.scaffold.layout import Cell, as_list, axes_of, inline, matches, matrix_table
+from lockgen.scaffold.builds import CPU_INDEX, PypiTorch
+from lockgen.scaffold.inference import (
+    DEFAULT_PLATFORMS,
+    PLATFORMS,
+    TORCH_FAMILY,
+    Facts,
+    backend_label,
+    default_torch,
+    is_gpu,
+)
+from lockgen.scaffold.layout import Cell, as_list, axes_of, detect_table, inline, matches, matrix_table
 from lockgen.scaffold.reading import Line, ReqFile
 
 __all__ = ["Draft", "compose"]
@@ -44,6 +54,8 @@ class Draft:
     files: dict[str, str]
     explanation: tuple[str, ...]
     cells: dict[str, tuple[tuple[str, ...], ...]]  # requirement file -> its cells' axis values (no python)
+    #: each line of the inputs not carried into the config or templates: "file:line: text: why"
+    not_carried: tuple[str, ...] = ()
 
 
 def compose(
@@ -54,11 +66,16 @@ def compose(
     project_dependencies: bool = False,
     inputs: Sequence[str] = (),
     top: dict[str, object] | None = None,
+    torch_builds: PypiTorch | None = None,
+    pulls: dict[str, str] | None = None,
 ) -> Draft:
     """The config (``config_name``, a standalone ``lockgen.toml``) and templates for ``files``.
     ``project_dependencies``: the shared template also renders ``project.dependencies``;
     ``inputs``: what init read, for the config's first comment (default: the files); ``top``:
-    more top-level settings (``overrides`` and its template's text, from ``[tool.uv]``)."""
+    more top-level settings (``overrides`` and its template's text, from ``[tool.uv]``);
+    ``torch_builds``: what the default index serves as torch (:mod:`.builds`), which labels the
+    linux cells of a file that names torch and no backend (default: init's table); ``pulls``:
+    packages that require torch, with that requirement (:func:`~lockgen.scaffold.builds.survey`)."""
     why: list[str] = []
     known = [p for _, facts in files for p in facts.platforms or ()]
     everywhere = tuple(p for p in PLATFORMS if p in {*DEFAULT_PLATFORMS, *known})
@@ -82,12 +99,23 @@ def compose(
                     else ""
                 )
             )
+        torch_in = None if facts.backends else default_torch(file, pythons, pulls)
+        spec = torch_in[0] if torch_in else None
         if not facts.backends:
-            why.append(f"{file.path}: backend cpu (mps on Apple silicon): nothing in it names a GPU build")
+            why.append(f"{file.path}: backend cpu (mps on Apple silicon): nothing in it names a GPU build"
+                       + (" (linux: what the default index's torch is, below)" if spec is not None else ""))  # fmt: skip
         found: list[Cell] = []
         for (os_, arch), backend in product(platforms, backends):
             if os_ == "macos" and (is_gpu(backend) or backend == "cpu"):
                 backend = "mps" if arch == "aarch64" else "cpu"
+            if spec is not None and os_ == "linux":
+                build = (torch_builds or PypiTorch()).build(spec, os_, arch, pythons[0])
+                if build.label != backend:
+                    backend = build.label
+                    via = f" through {torch_in[1]}, which requires it" if torch_in and torch_in[1] else ""
+                    why.append(f"{file.path}: backend {backend} on linux {arch}: it takes torch from the default index{via} "
+                               f"(no index line), and {build.why}; for CPU builds there, add --index-url "
+                               f"{CPU_INDEX} to the file (or lockgen init --index {CPU_INDEX})")  # fmt: skip
             if (os_, arch, backend) not in found:
                 found.append((os_, arch, backend))
         cells[file.path] = found
@@ -115,10 +143,18 @@ def compose(
     doc["vars"] = inline({"parts": []})
     if pins:
         doc["pins"] = inline({name: default for name, (default, _) in sorted(pins.items())})
+    links, plain, not_carried = _links_and_indexes(files, why)
+    if plain is not None:
+        doc["index-url"] = plain
+    if links.top:
+        doc["find-links"] = inline(links.top)
     sources = _sources(files, why)
     if sources:
         doc["sources"] = {name: {"index": url, "packages": packages} for name, (url, packages, _) in sources.items()}
     doc["matrix"] = matrix_table(axes, list(pythons), covered)
+    detect = detect_table(covered_in_order(cells), why)
+    if detect is not None:
+        doc["detect"] = detect
     rules = tomlkit.aot()
     for file, facts in files:
         own = cells[file.path]
@@ -140,6 +176,8 @@ def compose(
                 rule["flavor"] = flavors.pop()
             if file.path in constraints.per_file:
                 rule["constraints"] = constraints.per_file[file.path]
+            if links.per_file.get(file.path):
+                rule["find-links"] = inline(links.per_file[file.path])
             if file.prerelease:
                 rule["prerelease"] = "allow"
             if facts.mixed:
@@ -161,16 +199,20 @@ def compose(
                 rules.append(rule)
     if rules:
         doc["rules"] = rules
-    why.append(
-        f"python {', '.join(pythons)}; exclude-newer {exclude_newer} (resolve as of that time; lockgen bump or a new date moves it)"
-    )
+    why.append(f"exclude-newer {exclude_newer} (resolve as of that time; lockgen bump or a new date moves it)")
     if missing:
         why.append(f"matrix: {len(missing)} combinations of the axes no file has are excluded")
     files_out = {config_name: tomlkit.dumps(doc), **templates, **constraints.templates}
     if isinstance(overrides, str) and isinstance(extra.get("overrides"), str):
         files_out[f"templates/{extra['overrides']}"] = overrides
     files_out["templates/requirements.in.j2"] = common
-    return Draft(files=files_out, explanation=tuple(why), cells={p: tuple(c) for p, c in cells.items()})
+    return Draft(files=files_out, explanation=tuple(why), cells={p: tuple(c) for p, c in cells.items()},
+                 not_carried=tuple(not_carried))  # fmt: skip
+
+
+def covered_in_order(cells: dict[str, list[Cell]]) -> list[Cell]:
+    """Every file's cells, each once, in the files' order."""
+    return list(dict.fromkeys(c for found in cells.values() for c in found))
 
 
 def _variants(files: Sequence[tuple[ReqFile, Facts]], cells: dict[str, list[Cell]], why: list[str]) -> dict[str, str]:
@@ -330,6 +372,80 @@ def _sources(
             + ", ".join(sorted({f"{p} ({b})" for p, b in users}))
         )
     return found
+
+
+@dataclass(frozen=True)
+class _Links:
+    top: dict[str, object]  # the top-level find-links, when every file has the same
+    per_file: dict[str, dict[str, object]]  # otherwise: file -> its rules' find-links
+
+
+_PYPI = ("https://pypi.org/simple", "https://pypi.python.org/simple")
+
+
+def _links_and_indexes(files: Sequence[tuple[ReqFile, Facts]], why: list[str]) -> tuple[_Links, str | None, list[str]]:
+    """The files' ``-f``/``--find-links`` lines as ``find-links`` settings (a page URL, or a
+    folder inside the project, made project-relative; top-level when every file has the same,
+    else on each file's rules), the ``index-url`` of their unlabelled ``--index-url`` lines when
+    every file names the same one, and the index lines not carried, each ``file:line`` with the
+    reason (an unlabelled ``--extra-index-url``: uv may take any package from it, a lockgen
+    source names its packages)."""
+    not_carried: list[str] = []
+    per_file: dict[str, dict[str, object]] = {}
+    mains: dict[str, str | None] = {}
+    for file, facts in files:
+        found: dict[str, list[str]] = {}
+        mains[file.path] = None
+        used = set(facts.indexes.values())
+        for ix in file.indexes:
+            if ix.kind == "find-links":
+                target = ix.url
+                if "://" not in target:
+                    base = PurePosixPath(ix.origin.rpartition(":")[0]).parent
+                    target = posixpath.normpath((base / target).as_posix())
+                    if target.startswith("..") or PurePosixPath(target).is_absolute():
+                        not_carried.append(f"{ix.origin}: --find-links {ix.url}: not carried, because the folder is "
+                                           "outside the project (keep the wheels in a project folder)")  # fmt: skip
+                        continue
+                label = _link_label(target)
+                if target not in found.setdefault(label, []):
+                    found[label].append(target)
+                why.append(f"{ix.origin}: --find-links {ix.url}: find-links {label} = {target!r}")
+            elif ix.url in used or backend_label(ix.url):
+                continue
+            elif ix.url.rstrip("/") in _PYPI:
+                why.append(f"{ix.origin}: {ix.url}: PyPI, lockgen's default index")
+            elif ix.kind == "index":
+                mains[file.path] = ix.url
+            else:
+                not_carried.append(f"{ix.origin}: --extra-index-url {ix.url}: not carried, because uv may take any "
+                                   "package from an extra index and a lockgen source names the packages it serves: add "
+                                   f"[sources.NAME] index = \"{ix.url}\", packages = [...]")  # fmt: skip
+        per_file[file.path] = {k: v[0] if len(v) == 1 else v for k, v in found.items()}
+    plain = set(mains.values())
+    main = None
+    if len(plain) == 1 and (url := plain.pop()) is not None:
+        main = url
+        why.append(f"index-url {url}: the --index-url line of every file")
+    else:
+        for file, _ in files:
+            for ix in file.indexes:
+                if ix.kind == "index" and ix.url == mains[file.path]:
+                    not_carried.append(f"{ix.origin}: --index-url {ix.url}: not carried, because the files name "
+                                       "different indexes; set index-url (or a rule's) by hand")  # fmt: skip
+    values = [str(v) for v in per_file.values()]
+    if per_file and len(set(values)) == 1 and next(iter(per_file.values())):
+        return _Links(next(iter(per_file.values())), {}), main, not_carried
+    return _Links({}, per_file), main, not_carried
+
+
+def _link_label(target: str) -> str:
+    """A ``find-links`` key for a page or folder: its last path word (``wheels``), else its host."""
+    parts = urlsplit(target) if "://" in target else None
+    path = parts.path if parts else target
+    last = PurePosixPath(path.rstrip("/")).name or (parts.hostname if parts else "") or "links"
+    last = re.sub(r"\.html?$", "", last)
+    return re.sub(r"[^a-z0-9]+", "-", last.lower()).strip("-") or "links"
 
 
 @dataclass(frozen=True)

@@ -13,15 +13,19 @@ What the user says of a file (``FILE:os=linux,arch=aarch64``, :func:`parse_given
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
 from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 
+from lockgen.scaffold.builds import CPU_INDEX
 from lockgen.scaffold.reading import Line, ReqFile
 
 __all__ = [
@@ -31,9 +35,11 @@ __all__ = [
     "Given",
     "Platform",
     "backend_label",
+    "default_torch",
     "family",
     "infer",
     "is_gpu",
+    "label_word",
     "local_label",
     "parse_given",
 ]
@@ -54,7 +60,8 @@ _DEVICE_WORDS = {"jetson": ("linux", "aarch64"), "l4t": ("linux", "aarch64"), "g
                  "gh200": ("linux", "aarch64"), "gb200": ("linux", "aarch64"), "gb10": ("linux", "aarch64"),
                  "sbsa": ("linux", "aarch64")}  # fmt: skip
 _FILLER = {"requirements", "requirement", "reqs", "req", "txt", "in", "only", "deps", "dependencies"}
-_LABEL = re.compile(r"^(cu\d+|rocm\d+(?:\.\d+)*|cpu|xpu|mps|vulkan|directml)$")
+#: Builds no index's local label spells, known by their name.
+_NAMED_BUILDS = ("mps", "vulkan", "directml")
 _GPU = re.compile(r"^(cu\d+|cuda|rocm[\d.]*|xpu|directml|vulkan)$")
 _TORCH = {"torch", "torchvision", "torchaudio"}
 #: Packages built per backend that backend indexes serve (download.pytorch.org's).
@@ -146,9 +153,26 @@ class Facts:
 
 def backend_label(url: str) -> str | None:
     """The backend label an index URL ends in (``https://download.pytorch.org/whl/cu128`` ->
-    ``cu128``; ``…/whl/nightly/rocm7.1/`` -> ``rocm7.1``), else None."""
+    ``cu128``; ``…/whl/nightly/rocm7.1/`` -> ``rocm7.1``), else None. Read by lockgen's label
+    grammar (:mod:`lockgen.resolve.labels`): the last path segment must be a backend and nothing
+    else (``mps``, ``vulkan`` and ``directml``, which no index label spells, by name)."""
     last = PurePosixPath(urlsplit(url).path.rstrip("/")).name.lower()
-    return last if _LABEL.match(last) else None
+    return label_word(last)
+
+
+def label_word(word: str) -> str | None:
+    """``word`` when it is a backend label and nothing else (``cu128``, ``rocm6.3``, ``cpu``,
+    ``xpu``, by :func:`lockgen.resolve.labels.read`; ``mps``, ``vulkan``, ``directml``), else None."""
+    from lockgen.resolve import labels
+
+    if word in _NAMED_BUILDS:
+        return word
+    read = labels.read(word)
+    if not isinstance(read, labels.Label) or read.backend is None or read.torch or read.build or read.python:
+        return None
+    if read.backend.kind in ("cuda", "rocm") and not read.backend.version:
+        return None
+    return read.backend.flavor if read.backend.flavor == word else None
 
 
 def _words(path: str) -> list[str]:
@@ -189,15 +213,23 @@ def _wheel_platforms(line: Line, pythons: Sequence[str]) -> set[Platform]:
 
 
 def local_label(line: Line) -> str | None:
-    """The backend label a line's exact version carries (``torch==2.7.1+cu118`` -> ``cu118``;
-    ``+rocm7.2.0.lw.git…`` -> ``rocm7.2``: download.pytorch.org's ROCm labels drop a last ``.0``)."""
+    """The backend label a line's exact version carries, read by lockgen's label grammar
+    (:mod:`lockgen.resolve.labels`): ``torch==2.7.1+cu118`` -> ``cu118``; ``+rocm7.2.0.lw.git…``
+    -> ``rocm7.2`` (download.pytorch.org's ROCm labels drop a last ``.0``); ``+vulkan…`` ->
+    ``vulkan`` (llama.cpp's builds, which the grammar does not read)."""
+    from lockgen.resolve import labels
+
     if line.version is None or not line.version.local:
         return None
-    match = re.match(r"(cu\d+|rocm\d+(?:\.\d+)*|cpu|xpu|vulkan)", line.version.local)
-    if not match:
+    local = str(line.version.local)
+    if local.startswith("vulkan"):
+        return "vulkan"
+    read = labels.read(local)
+    if not isinstance(read, labels.Label) or read.backend is None:
         return None
-    label = match.group(1)
-    return re.sub(r"^(rocm\d+\.\d+)\.0$", r"\1", label)
+    if read.backend.kind in ("cuda", "rocm") and not read.backend.version:
+        return None
+    return re.sub(r"^(rocm\d+\.\d+)\.0$", r"\1", read.backend.flavor)
 
 
 def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], given: Given | None = None) -> Facts:
@@ -215,7 +247,7 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
         if w in _OS_WORDS or w in _ARCH_WORDS or w in _DEVICE_WORDS:
             continue
         cuda = re.fullmatch(r"cuda(\d+)", w)
-        if cuda or _LABEL.match(w) or w in ("cuda", "nvidia", "amd", "rocm"):
+        if cuda or label_word(w) or w in ("cuda", "nvidia", "amd", "rocm"):
             name_backend = (
                 f"cu{cuda[1]}" if cuda else "rocm" if w in ("amd", "rocm") else "cuda" if w in ("cuda", "nvidia") else w
             )
@@ -246,6 +278,16 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
         reasons.append(f"platforms {_show(platforms)}: its name (a device that is only ever {_show(platforms)})")
     else:
         platforms = None
+    torch_lines = [ln for ln in lines if ln.name in _TORCH]
+    if platforms is None and torch_lines and all(ln.marker is not None for ln in torch_lines):
+        # markers on its torch lines say where its build installs (a linux-only line: no windows cells)
+        held = tuple(p for p in PLATFORMS if p in DEFAULT_PLATFORMS or p in name_platforms(words)
+                     if any(_holds(ln, p, pythons) for ln in torch_lines))  # fmt: skip
+        if held:
+            platforms = held
+            reasons.append(
+                f"platforms {_show(platforms)}: the markers of its torch lines ({_lines([ln.origin for ln in torch_lines])})"
+            )
     # backend
     indexes: dict[str, str] = {}
     backends: list[str] = []
@@ -293,6 +335,16 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
                     indexes[label] = url
                     backends.append(label)
             reasons.append(f"backends {', '.join(backends)}: the --index URLs")
+    if (
+        backends == ["cpu"]
+        and name_backend == "cpu"
+        and not indexes
+        and torch_lines
+        and not any(local_label(ln) or ln.wheel_platforms for ln in torch_lines)
+    ):
+        indexes["cpu"] = CPU_INDEX
+        reasons.append(f"the CPU index {CPU_INDEX} for its torch packages: its name says cpu and it names no index, "
+                       "and PyPI's linux torch is a CUDA build")  # fmt: skip
     names_torch = any(ln.name == "torch" for ln in lines)
     torch_pin = next((ln.version.public for ln in lines if ln.name == "torch" and ln.version), None)
     builds = {flavors.get(b, b) for b in backends}
@@ -323,6 +375,53 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
         )
     return Facts(platforms=platforms, backends=tuple(backends), indexes=indexes, words=tuple(rest),
                  reasons=tuple(reasons), mixed=mixed, flavors=flavors)  # fmt: skip
+
+
+def default_torch(
+    file: ReqFile, pythons: Sequence[str], pulls: Mapping[str, str] | None = None
+) -> tuple[SpecifierSet, str | None] | None:
+    """The torch requirement of a file whose torch comes from the default index and what brings
+    it in: its ``torch`` lines' specifiers (``SpecifierSet()`` when only torchvision or
+    torchaudio is named: they require torch), else, from ``pulls`` (:func:`survey`), the torch
+    requirement of a package it names that requires torch (``pytorch-lightning``) and that
+    package; None when nothing brings torch in, it names a labelled build (``+cu121``) or a wheel
+    URL, or its torch lines' markers leave linux out."""
+    found: SpecifierSet | None = None
+    for line in (*file.lines, *file.rendered):
+        if line.name not in ("torch", "torchvision", "torchaudio"):
+            continue
+        if local_label(line) or line.wheel_platforms:
+            return None
+        if line.marker is not None and not any(
+            line.marker.evaluate(marker_env("linux", arch, py)) for arch in ("x86_64", "aarch64") for py in pythons
+        ):
+            continue
+        found = found or SpecifierSet()
+        if line.name == "torch":
+            with contextlib.suppress(InvalidRequirement):
+                found &= Requirement(line.text).specifier
+    if found is not None:
+        return found, None
+    for line in (*file.lines, *file.rendered):
+        if line.name is not None and line.name in (pulls or {}):
+            with contextlib.suppress(InvalidRequirement):
+                return Requirement((pulls or {})[line.name]).specifier, str(line.name)
+    return None
+
+
+def name_platforms(words: Sequence[str]) -> set[Platform]:
+    """The platforms the words of a file's name say, if any (none: every default one)."""
+    oses = {_OS_WORDS[w] for w in words if w in _OS_WORDS}
+    arches = {_ARCH_WORDS[w] for w in words if w in _ARCH_WORDS}
+    return (
+        {p for p in PLATFORMS if (not oses or p[0] in oses) and (not arches or p[1] in arches)}
+        if oses or arches
+        else set()
+    )
+
+
+def _holds(line: Line, p: Platform, pythons: Sequence[str]) -> bool:
+    return line.marker is None or any(line.marker.evaluate(marker_env(*p, py)) for py in pythons)
 
 
 def _other_torch(line: Line, torch: str | None) -> bool:

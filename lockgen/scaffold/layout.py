@@ -13,7 +13,7 @@ from itertools import product
 import tomlkit
 import tomlkit.items
 
-__all__ = ["Cell", "as_list", "axes_of", "excludes", "inline", "matches", "matrix_table"]
+__all__ = ["Cell", "as_list", "axes_of", "detect_table", "excludes", "inline", "matches", "matrix_table"]
 
 Cell = tuple[str, ...]  # (os, arch, backend[, variant])
 OS_ORDER = ("linux", "windows", "macos")
@@ -104,3 +104,78 @@ def matches(found: list[Cell], names: list[str]) -> list[dict[str, object]]:
             match |= dict(zip(rest, tail))
             out.append(match)
     return out
+
+
+def detect_table(cells: Iterable[Cell], why: list[str]) -> dict[str, object] | None:
+    """A ``[detect]`` table that fits ``cells`` (os, arch, backend, …), so ``lockgen detect``, the
+    vendored selector and ``install --detect`` pick among them (docs/installing.md, Detect):
+    ``[[nvidia]]`` rules for the CUDA backends, newest first, each with the CUDA version its
+    label says as ``min-cuda`` (``cu128`` -> 12.8) and a ``match`` for the platforms it has; the
+    oldest as ``nvidia-unknown-cuda``; ``amd`` for a ROCm backend; ``apple`` for ``mps``; and
+    ``no-gpu`` per os with a ``cpu`` cell. Checked against the cells by the selector's own
+    validator (:func:`lockgen.select.rules_problems`); None when no backend can be routed."""
+    import re
+
+    from lockgen.select import DetectRules, rules_problems
+
+    cells = list(cells)
+    oses = {c[0] for c in cells}
+    arches = {c[1] for c in cells}
+    table: dict[str, object] = {}
+    cuda: dict[str, tuple[int, int]] = {}
+    for c in cells:
+        found = re.fullmatch(r"cu(\d+)", c[2])
+        if found:
+            digits = found[1]
+            cuda[c[2]] = (int(digits), 0) if len(digits) <= 2 else (int(digits[:-1]), int(digits[-1]))
+    rocm = sorted({c[2] for c in cells if c[2].startswith("rocm")}, key=_version_of, reverse=True)
+    if rocm:
+        table["amd"] = rocm[0]
+    if any(c[:3] == ("macos", "aarch64", "mps") for c in cells):
+        table["apple"] = "mps"
+    no_gpu = {os_: "cpu" for os_ in OS_ORDER if any(c[0] == os_ and c[2] == "cpu" for c in cells)}
+    if no_gpu:
+        table["no-gpu"] = inline(dict(no_gpu))
+    if cuda:
+        ordered = sorted(cuda, key=lambda b: cuda[b], reverse=True)
+        table["nvidia-unknown-cuda"] = ordered[-1]
+        rules = tomlkit.aot()
+        for backend in ordered:
+            rule = tomlkit.table()
+            where = {(c[0], c[1]) for c in cells if c[2] == backend}
+            match: dict[str, object] = {}
+            b_oses = [o for o in OS_ORDER if any(w[0] == o for w in where)]
+            b_arches = [a for a in ARCH_ORDER if any(w[1] == a for w in where)]
+            if set(b_oses) != oses:
+                match["os"] = b_oses if len(b_oses) > 1 else b_oses[0]
+            if set(b_arches) != arches:
+                match["arch"] = b_arches if len(b_arches) > 1 else b_arches[0]
+            if match:
+                rule["match"] = inline(match)
+            rule["min-cuda"] = "{}.{}".format(*cuda[backend])
+            rule["backend"] = backend
+            rules.append(rule)
+        table["nvidia"] = rules
+    if not table:
+        return None
+    plain = {k: (v.unwrap() if hasattr(v, "unwrap") else v) for k, v in table.items()}
+    rows = [{"os": c[0], "arch": c[1], "backend": c[2]} for c in cells]
+    problems = rules_problems(DetectRules.from_dict(plain, "detect"), rows)
+    if problems:  # a table that does not fit is not written: name why
+        why.append("[detect]: not written (" + "; ".join(f"{k}: {m}" for k, m in problems) + ")")
+        return None
+    routed = (
+        [f"NVIDIA {', '.join(sorted(cuda, key=lambda b: cuda[b], reverse=True))} by the driver's CUDA"] if cuda else []
+    )
+    routed += [f"AMD {rocm[0]}"] if rocm else []
+    routed += ["Apple silicon mps"] if "apple" in table else []
+    routed += [f"no GPU (with --cpu) cpu on {', '.join(no_gpu)}"] if no_gpu else []
+    why.append(f"[detect]: {'; '.join(routed)}: rules that fit the matrix, for lockgen detect, the selector and "
+               "install --detect (lockgen detect --cell NAME needs none)")  # fmt: skip
+    return table
+
+
+def _version_of(label: str) -> tuple[int, ...]:
+    import re
+
+    return tuple(int(p) for p in re.findall(r"\d+", label))

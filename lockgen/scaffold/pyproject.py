@@ -20,6 +20,7 @@ from packaging.markers import InvalidMarker, Marker
 from packaging.utils import NormalizedName, canonicalize_name
 
 from lockgen.runtime.errors import UsageError
+from lockgen.scaffold.reading import hide_login
 
 __all__ = ["Member", "PyProject", "UvIndex", "UvSource", "read_pyproject"]
 
@@ -127,7 +128,10 @@ def read_pyproject(document: Mapping[str, Any]) -> PyProject:
     for i, table in enumerate(_list(uv.get("index"), "tool.uv.index")):
         if not isinstance(table, dict) or not isinstance(table.get("url"), str):
             raise UsageError(f"pyproject.toml: tool.uv.index[{i}]: a table with a url")
-        indexes.append(UvIndex(name=str(table.get("name", f"index-{i + 1}")), url=table["url"],
+        url, hidden = hide_login(table["url"])
+        if hidden:
+            notes.append(f"pyproject.toml: tool.uv.index[{i}].url: {hidden}")
+        indexes.append(UvIndex(name=str(table.get("name", f"index-{i + 1}")), url=url,
                                explicit=bool(table.get("explicit")), default=bool(table.get("default")),
                                flat=table.get("format") == "flat"))  # fmt: skip
     sources: dict[NormalizedName, tuple[UvSource, ...]] = {}

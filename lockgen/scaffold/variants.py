@@ -32,11 +32,13 @@ from urllib.parse import urlsplit
 import tomlkit
 from packaging.markers import Marker
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
 
+from lockgen.scaffold.builds import PypiTorch
 from lockgen.scaffold.compose import Draft
 from lockgen.scaffold.inference import (
-    _LABEL,
     DEFAULT_PLATFORMS,
     PLATFORMS,
     TORCH_FAMILY,
@@ -44,10 +46,13 @@ from lockgen.scaffold.inference import (
     backend_label,
     family,
     is_gpu,
+    label_word,
+    local_label,
     marker_env,
 )
-from lockgen.scaffold.layout import Cell, axes_of, inline, matches, matrix_table
+from lockgen.scaffold.layout import Cell, axes_of, detect_table, inline, matches, matrix_table
 from lockgen.scaffold.pyproject import Member, PyProject, UvIndex
+from lockgen.scaffold.reading import Line
 
 __all__ = ["compose_variants"]
 
@@ -69,11 +74,14 @@ class _Cell:
 
 
 def compose_variants(
-    project: PyProject, pythons: Sequence[str], exclude_newer: str, cli_indexes: Sequence[str] = ()
-) -> tuple[Draft | None, list[str]]:
+    project: PyProject, pythons: Sequence[str], exclude_newer: str, cli_indexes: Sequence[str] = (),
+    torch_builds: PypiTorch | None = None,
+) -> tuple[Draft | None, list[str]]:  # fmt: skip
     """The config and template for ``project``'s backend variants, or None when it has none
     (then its dependencies are composed as a requirement file) with what init found of its
-    extras and groups."""
+    extras and groups. ``torch_builds``: what the default index serves as torch (a linux cpu
+    cell whose torch no index source serves is labelled by that build; default: init's table)."""
+    torch_builds = torch_builds or PypiTorch()
     why: list[str] = []
     platforms = _platforms(project, pythons, why)
     members = list(project.members)
@@ -120,20 +128,32 @@ def compose_variants(
             if label in taken:
                 why.append(f"{m}: {label} on {' '.join(p)} as {taken[label].name} is: left to {taken[label].name}")
                 continue
+            use = _use(project, m, p, label, pythons, cli_indexes)
+            label = _pypi_label(project, m, p, label, use, pythons, torch_builds, why)
+            if label in taken:
+                why.append(f"{m}: {label} on {' '.join(p)} as {taken[label].name} is: left to {taken[label].name}")
+                continue
             taken[label] = m
-            found.append(_Cell((*p, label), m, _use(project, m, p, label, pythons, cli_indexes)))
+            found.append(_Cell((*p, label), m, use))
         if not any(family(c.cell[2]) == "cpu" for c in found):
             label = ("mps" if p[1] == "aarch64" else "cpu") if p[0] == "macos" else "cpu"
             member = cpu_member if p[0] != "macos" and cpu_member and _reqs(project, cpu_member, p, pythons) else None
-            found.append(_Cell((*p, label), member, _use(project, member, p, label, pythons, cli_indexes)))
+            use = _use(project, member, p, label, pythons, cli_indexes)
+            label = _pypi_label(project, member, p, label, use, pythons, torch_builds, why)
+            if any(c.cell[2] == label for c in found):
+                why.append(f"{' '.join(p)}: no cpu cell: the default index's torch there is the {label} build "
+                           "another variant has")  # fmt: skip
+                cells += found
+                continue
+            found.append(_Cell((*p, label), member, use))
             if p[0] == "macos":
                 why.append(f"{' '.join(p)}: {label}, the dependencies alone: no GPU build for macOS, and the "
                            "cpu index's macOS wheels carry no +cpu label (PyPI's are the same)")  # fmt: skip
             elif member is not None:
                 why.append(f"{' '.join(p)}: no variant's build holds there (their markers leave it out), so one "
-                           f"cpu cell with {member.name} (its requirements there: PyPI's builds)")  # fmt: skip
+                           f"{label} cell with {member.name} (its requirements there: PyPI's builds)")  # fmt: skip
             else:
-                why.append(f"{' '.join(p)}: cpu, the dependencies alone (no variant is a cpu build)")
+                why.append(f"{' '.join(p)}: {label}, the dependencies alone (no variant is a cpu build)")
         cells += found
     for m in variants:
         where: dict[str, list[str]] = {c.cell[2]: [] for c in cells if c.member == m}
@@ -147,6 +167,34 @@ def compose_variants(
             why.append(f"{m}: no cell: its builds hold on none of the platforms")
     others = [m for m in members if m not in variants]
     return _draft(project, cells, variants, others, list(pythons), exclude_newer, why), []
+
+
+def _pypi_label(project: PyProject, member: Member | None, p: Platform, label: str, use: Sequence[_Use],
+                pythons: Sequence[str], torch_builds: PypiTorch, why: list[str]) -> str:  # fmt: skip
+    """``label`` of a cpu cell on linux whose torch (named by the dependencies or ``member``, no
+    local label) no index source serves: the build the default index serves there (PyPI's linux
+    torch is a CUDA build, :mod:`.builds`), said with its reason; else ``label``."""
+    if p[0] != "linux" or family(label) != "cpu":
+        return label
+    reqs = [*_reqs(project, None, p, pythons), *_reqs(project, member, p, pythons)]
+    torch = [r for r in reqs if canonicalize_name(r.name) in ("torch", "torchvision", "torchaudio")]
+    served = {n for u in use for n in u.packages}
+    if not torch or any(canonicalize_name(r.name) in served or r.url for r in torch):
+        return label
+    if any("+" in s.version for r in torch for s in r.specifier):
+        return label
+    spec = SpecifierSet()
+    for r in torch:
+        if canonicalize_name(r.name) == "torch":
+            spec &= r.specifier
+    build = torch_builds.build(spec, p[0], p[1], pythons[0])
+    if build.label == label:
+        return label
+    what = str(member) if member else "[project].dependencies"
+    why.append(f"{what}: backend {build.label} on {' '.join(p)}: its torch comes from the default index (no "
+               f"[tool.uv.sources] index there), and {build.why}; for CPU builds there, send torch to "
+               "https://download.pytorch.org/whl/cpu in [tool.uv.sources]")  # fmt: skip
+    return build.label
 
 
 def _platforms(project: PyProject, pythons: Sequence[str], why: list[str]) -> list[Platform]:
@@ -208,10 +256,10 @@ def _build(project: PyProject, member: Member, p: Platform, pythons: Sequence[st
     for r in own:
         specs = list(r.specifier)
         if TORCH_FAMILY.match(canonicalize_name(r.name)) and len(specs) == 1 and "+" in specs[0].version:
-            local = specs[0].version.partition("+")[2]
-            found = re.match(r"(cu\d+|rocm\d+(?:\.\d+)*|cpu|xpu)", local)
+            pinned = Line(text=str(r), name=canonicalize_name(r.name), version=Version(specs[0].version), origin="")
+            found = local_label(pinned)
             if found:
-                return _Build(found[1], "label", f"it pins {r.name}{specs[0]}")
+                return _Build(found, "label", f"it pins {r.name}{specs[0]}")
     return None
 
 
@@ -221,7 +269,7 @@ def _name_label(name: str) -> str | None:
     cuda = re.fullmatch(r"cuda[-_]?(\d+)", word)
     if cuda:
         return f"cu{cuda[1]}"
-    if _LABEL.match(word):
+    if label_word(word):
         return word
     return {"cuda": "cuda", "nvidia": "cuda", "gpu": "cuda", "rocm": "rocm", "amd": "rocm"}.get(word)
 
@@ -321,6 +369,9 @@ def _draft(project: PyProject, cells: list[_Cell], variants: list[Member], other
                        "name their packages: add a [sources] entry for the ones it serves")  # fmt: skip
     axes = axes_of(c.cell for c in cells)
     doc["matrix"] = matrix_table(axes, pythons, [c.cell for c in cells])
+    detect = detect_table(list(dict.fromkeys(c.cell for c in cells)), why)
+    if detect is not None:
+        doc["detect"] = detect
     rules = tomlkit.aot()
     groups: dict[tuple[Member | None, tuple[str, ...]], list[Cell]] = {}
     for c in cells:
@@ -346,7 +397,7 @@ def _draft(project: PyProject, cells: list[_Cell], variants: list[Member], other
                 why.append(f"{'extras' if kind == 'extra' else 'groups'} {', '.join(listed)}: not backend variants; "
                            f"available to templates, and a rule adds one to its cells with vars = {{ {kind}s = "
                            f"[\"{listed[0]}\"] }}")  # fmt: skip
-    why.append(f"python {', '.join(pythons)}; exclude-newer {exclude_newer} (resolve as of that time; lockgen bump "
+    why.append(f"exclude-newer {exclude_newer} (resolve as of that time; lockgen bump "
                "or a new date moves it)")  # fmt: skip
     files = {
         "lockgen.toml": tomlkit.dumps(doc),

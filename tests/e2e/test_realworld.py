@@ -173,7 +173,9 @@ def test_release_assets_that_refuse_head_are_checked_online(tmp_path, fake_host)
     storage URL, reads one byte by GET: the files are there, no finding."""
     root = tmp_path / "text-generation-webui"
     shutil.copytree(DATA / "text-generation-webui", root)
-    run_ok("init", "-C", str(root))
+    run_ok(
+        "init", "--python", "3.11", "-C", str(root)
+    )  # init alone picks 3.13 (its cp313 wheels): the fake world's numpy has 3.11
     wanted, indexes = project_requirements(root)
     mirrors = serve(wanted, fake_host, indexes, shaped=True)
     cell = "linux-x86_64-cpu-py3.11-portable"
@@ -207,7 +209,9 @@ def test_a_real_shaped_cell_installs_with_uv_and_with_the_pip_a_fresh_venv_ships
         pytest.skip("needs CPython 3.11 on Linux (its ensurepip ships pip 23.2.1)")
     root = tmp_path / "text-generation-webui"
     shutil.copytree(DATA / "text-generation-webui", root)
-    run_ok("init", "-C", str(root))
+    run_ok(
+        "init", "--python", "3.11", "-C", str(root)
+    )  # init alone picks 3.13 (its cp313 wheels): the fake world's numpy has 3.11
     wanted, indexes = project_requirements(root)
     mirrors = serve(wanted, fake_host, indexes, shaped=True)
     cell = "linux-x86_64-cpu-py3.11-full"

@@ -91,7 +91,7 @@ def test_the_quick_start_runs(tmp_path, fake_host):
     pytorch.index_page("whl/cu128", [pytorch.wheel("whl/cu128/files", "torch", "2.7.1+cu128")])
     mirrors = ["--mirror", f"https://pypi.org/simple={pypi.url}/simple", "--mirror",
                f"https://files.pythonhosted.org={pypi.url}/files", "--mirror", f"https://download.pytorch.org={pytorch.url}"]  # fmt: skip
-    run_ok("init", "-C", str(tmp_path), "--exclude-newer", "2026-11-25", "--python", "3.12")
+    run_ok("init", "-C", str(tmp_path), "--exclude-newer", "2026-11-25", "--python", "3.12", *mirrors)
     steps = [body for lang, body in blocks() if lang == "sh" and body.startswith(("lockgen matrix", "lockgen check"))]
     assert len(steps) == 2
     for line in [c for body in steps for c in commands(body)]:

@@ -20,7 +20,7 @@ from packaging.version import Version
 from lockgen.scaffold import Options, scaffold, write
 from lockgen.scaffold.commands import read_commands
 from tests.conftest import locked_versions, run_cli, run_ok
-from tests.support.initworld import Wanted, command_requirements, file_requirements, serve
+from tests.support.initworld import RUNTIMES, Wanted, command_requirements, file_requirements, serve
 
 DATA = Path(__file__).parents[1] / "data" / "realworld"
 
@@ -61,7 +61,9 @@ def init_and_lock(root: Path, fake_host, python: str, files: tuple[str, ...], sc
             row = by_values[cell]
             locked = locked_versions((root / row["lock"]).read_text())
             names = {w.name for w in file_requirements(root / base) if w.holds(cell[0], cell[1], python)}
-            assert set(locked) == names | {w.name for w in command}, (key, row["name"])
+            runtime = set(locked) - names - {w.name for w in command}  # PyPI's torch pulls its CUDA runtime on linux
+            assert runtime <= RUNTIMES and (not runtime or (cell[:2] == ("linux", "x86_64") and cell[2] != "cpu"))
+            assert set(locked) - runtime == names | {w.name for w in command}, (key, row["name"])
             for w in command:
                 if w.spec.startswith("=="):
                     pin, got = Version(w.spec[2:]), Version(locked[w.name])
@@ -100,7 +102,7 @@ def test_sdnext_torch_commands_become_backends_beside_its_requirements(tmp_path,
 def test_forge_commands_and_its_macos_script(tmp_path, fake_host):
     """forge: its TORCH_COMMAND defaults (Python fragments; the ones built from variables are
     skipped and said), the cpu command with a second pip install (torch_npu) in the same value,
-    and webui-macos-env.sh, whose name says macOS."""
+    and webui-macos-env.sh, whose name says macOS and whose branches say Intel and Apple silicon."""
     root = tmp_path / "forge"
     shutil.copytree(DATA / "stable-diffusion-webui-forge", root)
     result = init_and_lock(root, fake_host, "3.12", ("requirements_versions.txt",),
@@ -109,10 +111,13 @@ def test_forge_commands_and_its_macos_script(tmp_path, fake_host):
     assert sorted(r["name"] for r in result["rows"]) == sorted(
         ["linux-x86_64-rocm5.7_nightly-py3.12", "windows-x86_64-rocm5.7_nightly-py3.12", "linux-x86_64-rocm5.7-py3.12",
          "windows-x86_64-rocm5.7-py3.12", "linux-x86_64-cpu-py3.12", "windows-x86_64-cpu-py3.12",
-         "macos-aarch64-mps-py3.12"]
+         "macos-aarch64-mps-py3.12", "macos-x86_64-cpu-py3.12"]
     )  # fmt: skip
+    # webui-macos-env.sh: Intel Macs get the `if … Intel` branch, Apple silicon its `else` (PyPI's builds)
     mac = locked_versions((root / "locks" / "macos-aarch64-mps-py3.12.txt").read_text())
-    assert mac["torch"] == "2.1.2"  # webui-macos-env.sh's first command (PyPI)
+    assert mac["torch"] == "2.3.1"
+    intel = locked_versions((root / "locks" / "macos-x86_64-cpu-py3.12.txt").read_text())
+    assert intel["torch"] == "2.1.2"
     said = "\n".join(result["draft"].explanation)
     assert "{torch_index_url}: a value init cannot know without running the script" in said
     assert "a wheel for none of the target Pythons (3.12)" in said
@@ -211,8 +216,8 @@ def test_commands_alone_make_a_config(tmp_path):
     draft = scaffold(tmp_path, Options(commands=("install.sh",), pythons=("3.12",), exclude_newer="2026-11-25"))
     assert draft.cells == {
         "install.sh:1": (("linux", "x86_64", "cu128"), ("windows", "x86_64", "cu128")),
-        "install.sh:2": (("linux", "x86_64", "cpu"), ("windows", "x86_64", "cpu"), ("macos", "aarch64", "mps")),
-    }
+        "install.sh:2": (("linux", "x86_64", "cu126"), ("windows", "x86_64", "cpu"), ("macos", "aarch64", "mps")),
+    }  # PyPI's linux torch 2.7.1 is the CUDA 12.6 build: the installer's default gives linux CUDA
 
 
 def test_a_script_outside_the_project_or_not_text_is_refused(tmp_path):

@@ -39,6 +39,14 @@ from lockgen.scaffold.inference import marker_env
 from tests.support.fakehost import FakeHost, Handler
 
 TIME = "2026-01-01T00:00:00Z"
+#: The CUDA runtime PyPI's linux x86_64 torch requires, per torch release (its real
+#: Requires-Dist; ``nvidia-cuda-runtime`` unsuffixed from CUDA 13). An unpinned torch is served
+#: as a release newer than any here: CUDA 13's runtime.
+PYPI_TORCH_RUNTIME = {"2.1": ("nvidia-cuda-runtime-cu12", "12.1.105"), "2.3": ("nvidia-cuda-runtime-cu12", "12.1.105"),
+                      "2.7": ("nvidia-cuda-runtime-cu12", "12.6.77"), "2.8": ("nvidia-cuda-runtime-cu12", "12.8.90"),
+                      "2.9": ("nvidia-cuda-runtime-cu12", "12.8.90")}  # fmt: skip
+NEWEST_RUNTIME = ("nvidia-cuda-runtime", "13.0.96")
+RUNTIMES = {name for name, _ in (*PYPI_TORCH_RUNTIME.values(), NEWEST_RUNTIME)}
 TORCH = {"torch", "torchvision", "torchaudio"}
 TORCH_FAMILY = TORCH | {"xformers", "triton", "triton-rocm", "triton-xpu", "torch-directml"}
 SHAPES: dict[str, dict] = {
@@ -207,7 +215,13 @@ def serve(wanted: Iterable[Wanted], make_host: Callable[..., FakeHost], indexes:
         shape = shape_of(name) if shaped else None
         folder = "files" if where == "pypi" else f"{where}/files"
         if shape is None:
-            return [host.wheel(folder, name, version)]
+            requires: tuple[str, ...] = ()
+            if name == "torch" and where == "pypi":  # PyPI's torch: its linux x86_64 install pulls the CUDA runtime
+                runtime, at = PYPI_TORCH_RUNTIME.get(".".join(version.split(".")[:2]), NEWEST_RUNTIME)
+                requires = (f'{runtime}=={at}; platform_system == "Linux" and platform_machine == "x86_64"',)
+                if once("pypi", runtime, at):
+                    pypi_files.append(host.wheel("files", runtime, at, "py3-none-manylinux_2_28_x86_64"))
+            return [host.wheel(folder, name, version, requires=requires)]
         if shape.get("sdist"):
             return [host.sdist(folder, name, version)]
         requires = (
