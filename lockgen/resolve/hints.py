@@ -36,22 +36,39 @@ class NeedsBuilding(CellFailed):
     and ``allow-build`` does not name them (CASES C26); the message names them all."""
 
 
-def needs_building(run: CellRun, names: Sequence[str], stderr: str) -> str:
+def needs_building(
+    run: CellRun, names: Sequence[str], stderr: str, pythons: Mapping[NormalizedName, str] | None = None
+) -> str:
     """The message of a cell (or layer) whose ``names`` have no wheel for its target: every one
     found in this run (uv names one per run; lockgen left each out to look for the next), and one
     ``allow-build`` line to copy, with the packages it already allows (issue 17). ``stderr``: uv's
     first failure, for the first package's versions ("" when uv did not fail: a source archive
-    whose metadata uv read without building)."""
+    whose metadata uv read without building). ``pythons``: the packages whose version has wheels
+    for the cell's platform, only for other Pythons (:func:`lockgen.resolve.offers.other_pythons`):
+    that is said first, with the ways out that keep wheels (another Python for the cell, another
+    version), and building from source comes last: a pin made for older Pythons is not a package
+    to build."""
     plan = run.plan
     target = plan.target
+    given = pythons or {}
+    pythons = {canonicalize_name(n): given[canonicalize_name(n)] for n in names if canonicalize_name(n) in given}
     listed = ", ".join(names)
     line = json.dumps(sorted({*plan.allow_build, *names}))
     where = run.mirrors.canonical(uvout.without_build_hints(uvout.cause(stderr))) if stderr else ""
+    said = "\nuv said, of the first one: " + where if where else ""
+    if pythons:
+        whose = "; ".join(pythons.values())
+        return (
+            f"cell {plan.cell.name}: {whose}, and this cell's Python is {target.python} ({target.python_tag}): "
+            f"give the cell a Python those wheels serve (the matrix's python values), or require a version of "
+            f"{', '.join(pythons)} with a {target.python_tag} wheel; building from source is the last resort "
+            f"(allow-build = {line}, a compiler and the package's build dependencies on every machine that locks)"
+            + said
+        )
     return (
         f"cell {plan.cell.name}: {listed}: no wheel for {target.platform} {target.python_tag} in any version the "
         f"requirements allow ({len(names)} package{'s' if len(names) > 1 else ''}, all found in this run); to build "
-        f"{'them' if len(names) > 1 else 'it'} from source, copy into the cell's settings: allow-build = {line}"
-        + (f"\nuv said, of the first one: {where}" if where else "")
+        f"{'them' if len(names) > 1 else 'it'} from source, copy into the cell's settings: allow-build = {line}" + said
     )
 
 

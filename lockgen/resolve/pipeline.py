@@ -35,6 +35,8 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from packaging.pylock import Pylock
+from packaging.utils import NormalizedName
+from packaging.version import Version
 
 from lockgen.locks import pylockfile
 from lockgen.plan.plan import Plan, explicit_indexes
@@ -188,9 +190,11 @@ def _learning(run: CellRun, output: str, given: Inputs, *, offline: bool = False
     one wheels-first picks: issue 24). Main and layer resolutions go through here."""
     left_out: list[str] = []
     first: uv.Result | None = None
+    unusable: dict[NormalizedName, Version] = {}  # the version of each uv could not use, as uv said
     while True:
         excludes = _left_out(run, output, left_out)
         result = _uv(run, output, given, offline=offline, no_deps=no_deps, excludes=excludes)
+        unusable = {**uvout.unusable(result.stderr), **unusable}
         if result.returncode == 0 and not left_out:
             return result
         needs = uvout.needs_wheels(result.stderr)
@@ -207,7 +211,9 @@ def _learning(run: CellRun, output: str, given: Inputs, *, offline: bool = False
             continue
         break
     if left_out and first is not None:
-        raise hints.NeedsBuilding(hints.needs_building(run, left_out, first.stderr))
+        asked = {n: v for n, v in unusable.items() if n in left_out}
+        pythons = offers.other_pythons(run.plan, run.mirrors, asked)  # a pin made for other Pythons
+        raise hints.NeedsBuilding(hints.needs_building(run, left_out, first.stderr, pythons))
     return result
 
 
