@@ -51,7 +51,7 @@ from lockgen.resolve.parse import read_pylock, read_wheels
 from lockgen.runtime import trace
 from lockgen.runtime.errors import CellFailed
 
-__all__ = ["CellFiles", "CellRun", "Resolution", "ask", "resolve_cell", "resolve_layers"]
+__all__ = ["CellFiles", "CellRun", "Resolution", "ask", "refused_path", "resolve_cell", "resolve_layers"]
 
 log = logging.getLogger("lockgen")
 
@@ -88,6 +88,7 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
 
 def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     plan = run.plan
+    (run.root / refused_path(plan)).unlink(missing_ok=True)  # the last run's refusal no longer holds
     with trace.span("inputs"):
         given = inputs.write_main(run.root, plan, run.mirrors, refresh=run.options.refresh, stop=run.stop)  # 1
     with trace.span("main") as detail:
@@ -102,7 +103,7 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     with trace.span("layers"):
         built = resolve_layers(run, resolved)  # 6
     with trace.span("invariants"):
-        notes = _invariants(run, pylock, built)  # 7
+        notes = _invariants(run, pylock, built, resolved)  # 7
     if run.provenance is not None:  # 7b: who published each main file (PEP 740), where the index says
         indexes = [plan.index_url, *explicit_indexes(plan).values()]
         with trace.span("provenance"):
@@ -116,9 +117,19 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
 # -- step 7: the backend invariants
 
 
-def _invariants(run: CellRun, pylock: Pylock, built: Built) -> tuple[str, ...]:
+def refused_path(plan: Plan) -> str:
+    """Where the main resolution a cell's backend invariants refused is kept (project-relative,
+    in the cell's work folder, never in the locks folder): its entries as lock lines, with their
+    ``# via``, for ``lockgen why NAME CELL`` after the cell failed. Removed when the cell resolves
+    again."""
+    return f"{plan.work}/refused-main.txt"
+
+
+def _invariants(run: CellRun, pylock: Pylock, built: Built, resolved: Resolved) -> tuple[str, ...]:
     """Check the backend invariants (C27) of what the cell installs: main and the no-deps layer
-    must keep them, or the cell fails; an optional layer that breaks them (with main) is taken out
+    must keep them, or the cell fails (its refused resolution kept at :func:`refused_path`, and
+    the packages of a GPU family in a cell of none traced to the requirement that pulled them
+    in: :func:`invariants.pulled_in`); an optional layer that breaks them (with main) is taken out
     of ``built`` as unavailable, with the reason (issue 17: an optional layer never fails the
     cell). Returns the label warnings for the summary (labels the grammar cannot read)."""
     plan = run.plan
@@ -127,10 +138,17 @@ def _invariants(run: CellRun, pylock: Pylock, built: Built) -> tuple[str, ...]:
     allow = plan.cell.settings.allow_mix
     mixed = invariants.problems(plan.flavor, [*pylock.packages, *required], plan.backends, allow)
     if mixed:
+        text = "".join(f"{line}\n" for entry in resolved.entries for line in entry.lines())
+        run.write(
+            refused_path(plan), f"# cell {plan.cell.name}: the main resolution its backend invariants refused\n{text}"
+        )
+        pulled = invariants.pulled_in(plan.flavor, mixed, resolved.entries, plan.backends)
         raise CellFailed(
             f"cell {plan.cell.name}: the lock would install a broken {plan.flavor} stack (backend invariants, C27):\n"
+            + (f"{pulled}\n" if pulled else "")
             + "\n".join(f"  - {line}" for line in invariants.render(mixed))
             + '\n  declare an intended mix with allow-mix = { "<package>" = "why" } in the cell\'s settings'
+            + f"\n  `lockgen why NAME {plan.cell.name}` shows what brought a package into this refused resolution"
         )
     for name, packages in optional.items():
         found = invariants.problems(plan.flavor, [*pylock.packages, *required, *packages], plan.backends, allow)
