@@ -89,6 +89,7 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
 def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     plan = run.plan
     (run.root / refused_path(plan)).unlink(missing_ok=True)  # the last run's refusal no longer holds
+    _refuse_project_uv_settings(run)
     with trace.span("inputs"):
         given = inputs.write_main(run.root, plan, run.mirrors, refresh=run.options.refresh, stop=run.stop)  # 1
     with trace.span("main") as detail:
@@ -111,6 +112,26 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     with trace.span("files"):
         return cell_files(  # 8
             run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer, notes=notes
+        )
+
+
+def _refuse_project_uv_settings(run: CellRun) -> None:
+    """Before uv runs: a local project requirement whose ``pyproject.toml`` sends packages to
+    its own indexes or URLs (``[tool.uv.sources]``, which uv reads when it builds the project)
+    would bring them into the lock unannounced; the cell fails naming each entry and what to do
+    (:mod:`lockgen.plan.uvtables`)."""
+    from lockgen.plan import uvtables
+
+    plan = run.plan
+    found = uvtables.brought(run.root, plan.local_projects)
+    if found:
+        raise CellFailed(
+            f"cell {plan.cell.name}: a local project requirement brings its own uv settings, which uv reads when it "
+            "builds the project, whatever lockgen's config says:\n"
+            + "\n".join(f"  - {line}" for line in found)
+            + "\n  declare each index in lockgen's config as a source (a [tool.lockgen.sources.<name>] table with "
+            "index = URL and packages = [...], in the cells' `use`) and remove the entries from the project's "
+            "[tool.uv.sources], or require the packages from the index lockgen uses; nothing was locked from them"
         )
 
 
