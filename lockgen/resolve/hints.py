@@ -72,7 +72,12 @@ def needs_building(
     )
 
 
-def explain(run: CellRun, stderr: str, offered: Mapping[NormalizedName, Offer] | None = None) -> str:
+def explain(
+    run: CellRun,
+    stderr: str,
+    offered: Mapping[NormalizedName, Offer] | None = None,
+    pythons: Mapping[NormalizedName, str] | None = None,
+) -> str:
     """The message of a cell whose main resolution failed with ``stderr``: ``cell <name>: uv could
     not resolve it:`` with uv's explanation (canonical URLs, without uv's build hints, in the
     config's terms: :func:`in_config_terms`) and lockgen's ``lockgen: …`` hints. With ``offered``
@@ -84,7 +89,7 @@ def explain(run: CellRun, stderr: str, offered: Mapping[NormalizedName, Offer] |
     fought = blame.blame(run.root, plan, stderr)
     # a fought pin explains the failure: uv's "wheels are required" hints about the versions it
     # backtracked through would point the user at the wrong fix (a review found that)
-    built = "" if fought else _build_hint(run, stderr)
+    built = "" if fought else _build_hint(run, stderr, pythons or {})
     hint = built + _pin_hint(run, stderr) + _cutoff_hint(run, stderr)
     headline = _offered(plan, stderr, offered or {})
     if not headline:
@@ -138,12 +143,15 @@ def in_config_terms(run: CellRun, text: str) -> str:
     return text
 
 
-def _build_hint(run: CellRun, stderr: str) -> str:
-    """Say what to do when uv needed to build a package lockgen may not build (CASES C26)."""
+def _build_hint(run: CellRun, stderr: str, pythons: Mapping[NormalizedName, str]) -> str:
+    """Say what to do when uv needed to build a package lockgen may not build (CASES C26); for
+    a version whose wheels serve only other Pythons (``pythons``), that first."""
     names = [n for n in uvout.needs_wheels(stderr) if n not in run.plan.allow_build]
     if not names:
         return ""
     target = run.plan.target
+    if any(n in pythons for n in names):
+        return "\nlockgen: " + needs_building(run, names, "", pythons).split(": ", 1)[1]
     listed = ", ".join(names)
     return (
         f"\nlockgen: {listed}: no wheel for {target.platform} {target.python_tag} in any version the "

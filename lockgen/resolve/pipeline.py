@@ -294,7 +294,10 @@ def _main(run: CellRun, given: Inputs, fresh: Freshness | None, prefer: bool) ->
         result = _learning(replace(run, options=replace(run.options, upgrade_packages=names)), output, given)
     if result.returncode != 0:
         offered = offers.offers(plan, run.mirrors, hints.to_ask(plan, result.stderr))  # what the sources do have
-        raise CellFailed(hints.explain(run, result.stderr, offered))
+        unbuilt = set(uvout.needs_wheels(result.stderr)) - set(plan.allow_build)
+        asked = {n: v for n, v in uvout.unusable(result.stderr).items() if n in unbuilt}
+        pythons = offers.other_pythons(plan, run.mirrors, asked) if asked else {}  # a pin made for other Pythons
+        raise CellFailed(hints.explain(run, result.stderr, offered, pythons))
     return Resolution(read_pylock(run, output), ONLINE, _warnings(run, result))
 
 
