@@ -136,7 +136,7 @@ OPTIONS = (
     _Option(("--gpu",), {"choices": ["nvidia", "amd", "apple", "none"], "help": "pretend: GPU kind"}, None, ("detect",)),
     _Option(("--cuda",), {"metavar": "X.Y", "help": "pretend: the NVIDIA driver's CUDA version"}, None, ("detect",)),
     _Option(("--gfx",), {"metavar": "LIST", "help": "pretend: AMD GPUs by gfx target (gfx1100,gfx1036)"}, None, ("detect",)),
-    _Option(("--cell", "--select-cell"), {"metavar": "NAME", "help": "take this cell (the way past GPU facts that cannot be known)"}, None, ("detect",)),
+    _Option(("--cell", "--select-cell"), {"metavar": "NAME", "help": "detect: take this cell (the way past GPU facts that cannot be known); why: the cell to explain"}, None, ("detect", "why")),
     _Option(("--axis",), {"action": "append", "type": lambda text: _axis(text), "metavar": "NAME=VALUE", "help": "the value of an extra matrix axis (repeatable)"}, [], ("detect", "install")),
     _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
     _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.select picks for this machine"}, False, _INSTALL),

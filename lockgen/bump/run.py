@@ -29,6 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
@@ -463,8 +465,39 @@ def _refuse_nowhere(
         0,
         f"{', '.join(nowhere)}: pinned nowhere: not in {pins_table(config_path)} of {config_path.name} (nor a rule's "
         f"pins), nor by a line of {config.templates}/ or of the project's dependencies{unpinned}; bump only moves "
-        f"existing pins; pinned in {config_path.name}: {pinned}",
+        f"existing pins; pinned in {config_path.name}: {pinned}"
+        + "".join(f"; {how}" for how in _how_to_pin(config.templates, nowhere, moves, wanted)),
     )
+
+
+def _how_to_pin(
+    templates: str, names: Sequence[NormalizedName], moves: Sequence[LineMove], wanted: Mapping[NormalizedName, Wanted]
+) -> list[str]:
+    """Per name pinned nowhere, the exact edit that pins it (pip-compile's ``-P NAME==VERSION``
+    locks a version without one; lockgen's locks follow their inputs, so the pin goes into the
+    line that names it): each line's requirement with ``==VERSION`` in place of its range, its
+    extras and marker kept; or, for a name no line names (a dependency of another package), a
+    line to add to a template."""
+    found = []
+    for name in names:
+        version = wanted[name].version
+        lines = [m.site for m in moves if m.site.name == name]
+        if not lines:
+            found.append(
+                f"to lock {name} {version}, add the line {name}=={version} to a template of {templates}/ "
+                "(it pins a dependency of another package too), then run `lockgen all`"
+            )
+            continue
+        edits = []
+        for site in lines:
+            requirement = Requirement(str(site.requirement.requirement))
+            requirement.specifier = SpecifierSet(f"=={version}")
+            edits.append(f"{site.place}: {site.requirement.body!r} -> {str(requirement)!r}")
+        found.append(
+            f"to lock {name} {version}, write the pin into the line{'s' if len(edits) > 1 else ''} that "
+            f"name{'' if len(edits) > 1 else 's'} it ({'; '.join(edits)}), then run `lockgen all` (later bumps move it)"
+        )
+    return found
 
 
 # --------------------------------------------------------------------------- planning

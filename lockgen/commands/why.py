@@ -13,7 +13,8 @@ __all__ = ["run"]
 
 
 def run(args: argparse.Namespace) -> int:
-    answer = why(common.project(args), args.package, args.cells)
+    cells = [*args.cells, *([args.select_cell] if args.select_cell else [])]  # `why NAME CELL` or `--cell CELL`
+    answer = why(common.project(args), args.package, cells)
     if args.json:
         print(json.dumps(answer.to_dict(), indent=2))
     else:

@@ -30,7 +30,7 @@ from lockgen.project import Project
 from lockgen.runtime.errors import UsageError
 from lockgen.runtime.words import counted
 
-__all__ = ["MAX_CHAINS", "Answer", "Chain", "Start", "Why", "render_text", "why"]
+__all__ = ["MAX_CHAINS", "REFUSED", "Answer", "Chain", "Start", "Why", "render_text", "why"]
 
 #: Chains shown per cell (shortest first); more are counted.
 MAX_CHAINS = 12
@@ -113,16 +113,20 @@ def why(project: Project, name: str, cells: Sequence[str] = ()) -> Why:
     config = project.config
     locks = lockset_of(project.root / config.locks, config.locks, chosen)
     answer = Why(package=key)
-    present = [c for c in chosen if c in locks.cells]
+    plans = {p.cell.name: p for p in project.plans([project.cell(c) for c in chosen])}
+    refused = {c: entries for c in chosen if c in plans and (entries := _refused(project, plans[c])) is not None}
+    present = [c for c in chosen if c in locks.cells or c in refused]
     for cell in chosen:
-        if cell not in locks.cells:
+        if cell not in present:
             answer.unlocked[cell] = "no readable lock; run lockgen all"
-    plans = {p.cell.name: p for p in project.plans([project.cell(c) for c in present])}
     lines = LineMap(environment(config, project.template_overlay()), config.templates)
     starts = _Starts(project, lines)
     grouped: dict[tuple[str, str, tuple[Chain, ...], int], list[str]] = {}
     for cell in present:
-        found = _explain(locks.cells[cell], key, plans.get(cell), starts)
+        if cell in refused:
+            found = _explain([(REFUSED, refused[cell])], key, plans.get(cell), starts)
+        else:
+            found = _explain(_layers(locks.cells[cell]), key, plans.get(cell), starts)
         if found is None:
             answer.absent.append(cell)
             continue
@@ -163,16 +167,39 @@ def _unknown(key: str, cells: Iterable[CellLocks], any_locked: bool) -> None:
     raise UsageError(f"{key}: in no selected cell's lock{did_you_mean(key, known)}")
 
 
+#: The ``layer`` of an answer read from a failed cell's refused resolution (not from a lock).
+REFUSED = "refused"
+
+
+def _layers(cell: CellLocks) -> list[tuple[str, Sequence[Entry]]]:
+    return [(MAIN, cell.main.entries), *((name, lock.entries) for name, lock in cell.layers.items())]
+
+
+def _refused(project: Project, plan: Plan) -> list[Entry] | None:
+    """The entries of the main resolution the last run refused for ``plan``'s cell (its backend
+    invariants failed: :func:`lockgen.resolve.pipeline.refused_path`), read with the lock model;
+    None when there is none (or it cannot be read: then the committed lock answers)."""
+    from lockgen.locks.lock import parse_entries
+    from lockgen.resolve.pipeline import refused_path
+    from lockgen.runtime.errors import LockgenError
+
+    path = project.root / refused_path(plan)
+    try:
+        return list(parse_entries(path.read_text(encoding="utf-8"), refused_path(plan)))
+    except (OSError, UnicodeDecodeError, LockgenError):
+        return None
+
+
 def _explain(
-    cell: CellLocks, key: NormalizedName, plan: Plan | None, starts: _Starts
+    locks: Sequence[tuple[str, Sequence[Entry]]], key: NormalizedName, plan: Plan | None, starts: _Starts
 ) -> tuple[str, str, tuple[Chain, ...], int] | None:
-    """``(version, layer, chains, chains not shown)`` of ``key`` in one cell, or None."""
-    locks = [(MAIN, cell.main), *cell.layers.items()]
+    """``(version, layer, chains, chains not shown)`` of ``key`` in one cell's ``locks`` (layer
+    name, entries), or None."""
     entries: dict[NormalizedName, Entry] = {}
-    for _, lock in locks:
-        for entry in lock.entries:
+    for _, listed in locks:
+        for entry in listed:
             entries.setdefault(entry.name, entry)
-    where = next(((layer, found) for layer, lock in locks if (found := lock.entry(key)) is not None), None)
+    where = next(((layer, e) for layer, listed in locks for e in listed if e.name == key), None)
     if where is None:
         return None
     layer, entry = where
@@ -288,6 +315,8 @@ def render_text(answer: Why) -> str:
     out: list[str] = []
     for g in answer.groups:
         layer = "" if g.layer == MAIN else f" [layer {g.layer}]"
+        if g.layer == REFUSED:
+            layer = " [in the resolution the last run refused: the cell failed, nothing was locked]"
         names = ", ".join(g.cells[:4]) + (f", +{len(g.cells) - 4} more" if len(g.cells) > 4 else "")
         out.append(f"{answer.package} {g.version}{layer} in {len(g.cells)} of {counted(total, 'cell')}: {names}")
         out += [f"  {c.text()}" for c in g.chains] or ["  (no # via data in the lock)"]

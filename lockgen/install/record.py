@@ -16,7 +16,11 @@ chain itself:
    installer checked its archive against, the sha256 of its ``RECORD`` file, and a stat hint.
 2. Its files are checked against that ``RECORD`` (PEP 376/627: every listed file with a hash
    exists, inside the venv, with that sha256 and size; :func:`file_problems`), so nothing was
-   changed after the installer unpacked the checked archive.
+   changed after the installer unpacked the checked archive. What an installer legitimately
+   writes passes: the files it generates (console scripts, ``INSTALLER``, ``REQUESTED``,
+   ``direct_url.json``: listed with the hash of what it wrote), bytecode listed without a hash
+   (pip 23's ``path,,`` rows), bytecode pip compiled over a ``.pyc`` the wheel shipped (its source
+   is checked instead: :func:`recompiled`), and a file listed twice (it matches one of its rows).
 3. A later install or up-to-date check trusts a distribution only when it is traced with hashes
    that the current lock entry still lists (a subset: the archive's hash was one of them), the
    same version and ``RECORD``, and files that still match (the stat hint, sizes and mtimes
@@ -35,6 +39,7 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
+import importlib.util
 import io
 import json
 import os
@@ -46,7 +51,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 __all__ = [
     "STATE_FILE", "Installed", "LayerState", "State", "Traced", "by_name", "clear_state", "file_problems", "read_state",
-    "record_digest", "stat_hint", "trace", "traced_all", "traced_now", "versions", "write_state",
+    "recompiled", "record_digest", "stat_hint", "trace", "traced_all", "traced_now", "versions", "write_state",
 ]  # fmt: skip
 
 #: The record of the last install, in the venv's folder.
@@ -188,21 +193,24 @@ def _record_bytes(dist: Installed) -> bytes | None:
         return None
 
 
-def _rows(dist: Installed, prefix: Path) -> tuple[list[tuple[str, str, int | None]], list[str]]:
-    """``([(file, "sha256=<b64>", size or None)], problems)`` of the hashed rows of RECORD (rows
-    without a hash, such as RECORD itself, are skipped); a path outside ``prefix`` or a hash of
-    another algorithm than sha256 is a problem. Plain strings: a torch RECORD has 15,000 rows."""
+def _rows(dist: Installed, prefix: Path) -> tuple[dict[str, list[tuple[str, int | None]]], list[str]]:
+    """``({file: [("sha256=<b64>", size or None), …]}, problems)`` of the hashed rows of RECORD,
+    in RECORD's order (rows without a hash, such as RECORD itself or the bytecode pip 23 lists
+    as ``path,,``, are skipped). A file listed more than once keeps every hash it was listed with
+    (pip keeps a wheel's duplicated line, and a generated file written over a shipped one is
+    listed again). A path outside ``prefix`` or a hash of another algorithm than sha256 is a
+    problem. Plain strings: a torch RECORD has 15,000 rows."""
     data = _record_bytes(dist)
     if data is None or dist.dist_info is None:
-        return [], [f"{dist.name} {dist.version} has no RECORD file lockgen can read"]
+        return {}, [f"{dist.name} {dist.version} has no RECORD file lockgen can read"]
     top = os.path.realpath(prefix)
     base = os.path.realpath(dist.dist_info.parent)  # once: the rows are confined lexically below it
-    rows: list[tuple[str, str, int | None]] = []
+    rows: dict[str, list[tuple[str, int | None]]] = {}
     problems: list[str] = []
     try:
         lines = list(csv.reader(io.StringIO(data.decode("utf-8"))))
     except (UnicodeDecodeError, csv.Error) as exc:
-        return [], [f"{dist.name}: its RECORD is not readable ({exc})"]
+        return {}, [f"{dist.name}: its RECORD is not readable ({exc})"]
     for line in lines:
         if len(line) < 2 or not line[1]:
             continue
@@ -216,7 +224,9 @@ def _rows(dist: Installed, prefix: Path) -> tuple[list[tuple[str, str, int | Non
             )
             continue
         size = int(line[2]) if len(line) > 2 and line[2].isdigit() else None
-        rows.append((path, line[1], size))
+        listed = rows.setdefault(path, [])
+        if (line[1], size) not in listed:
+            listed.append((line[1], size))
     return rows, problems
 
 
@@ -225,7 +235,7 @@ def stat_hint(dist: Installed, prefix: Path) -> str:
     that no file changed since they last matched (it only decides when to hash them again)."""
     rows, problems = _rows(dist, prefix)
     digest = hashlib.sha256("\n".join(problems).encode())
-    for path, _, _ in rows:
+    for path in rows:
         try:
             st = os.stat(path)
             digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
@@ -236,14 +246,19 @@ def stat_hint(dist: Installed, prefix: Path) -> str:
 
 def file_problems(dist: Installed, prefix: Path) -> list[str]:
     """Every file the distribution's RECORD lists with a hash, checked: it exists inside the venv
-    ``prefix``, with that size and sha256. One message per file that does not (empty: all do)."""
+    ``prefix``, with that size and sha256 (one of them, for a file listed more than once), or it
+    is bytecode the installer may have compiled again (:func:`recompiled`). One message per file
+    that does not (empty: all do)."""
     rows, problems = _rows(dist, prefix)
     top = os.path.realpath(prefix)
-    for path, recorded, size in rows:
+    for path, listed in rows.items():
         try:
             digest = hashlib.sha256()
             length = 0
             with open(path, "rb") as fh:
+                head = fh.read(16)
+                digest.update(head)
+                length += len(head)
                 for chunk in iter(lambda: fh.read(1 << 20), b""):
                     digest.update(chunk)
                     length += len(chunk)
@@ -253,9 +268,30 @@ def file_problems(dist: Installed, prefix: Path) -> list[str]:
             )
             continue
         actual = "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
-        if actual != recorded or (size is not None and size != length):
+        if any(actual == recorded and (size is None or size == length) for recorded, size in listed):
+            continue
+        if not recompiled(path, head, rows):
             problems.append(f"{dist.name}: {os.path.relpath(path, top)} is not the file it installed")
     return problems
+
+
+def recompiled(path: str, head: bytes, rows: Mapping[str, object]) -> bool:
+    """Whether ``path``, whose bytes differ from its RECORD hash, is bytecode its installer may
+    legitimately have written again: a ``__pycache__/<module>.<tag>.pyc`` (PEP 3147) whose source
+    file the same RECORD lists with a hash (that source is checked), and whose header (``head``,
+    its first 16 bytes; PEP 552) makes Python check it against that source before using it: a
+    timestamp pyc (flags 0: source mtime and size) or a checked-hash one (flags 3). pip compiles
+    every installed ``.py`` with ``compileall`` and ``force=True``, overwriting a ``.pyc`` the wheel
+    shipped while RECORD keeps the wheel's hash for it. An unchecked-hash pyc (flags 1), which
+    Python runs without looking at its source, must match RECORD."""
+    if not path.endswith(".pyc") or os.path.basename(os.path.dirname(path)) != "__pycache__":
+        return False
+    try:
+        source = importlib.util.source_from_cache(path)
+    except (ValueError, NotImplementedError):
+        return False
+    flags = int.from_bytes(head[4:8], "little") if len(head) >= 16 else None
+    return source in rows and flags in (0, 3)
 
 
 def trace(dist: Installed, recorded: Traced | None, hashes: Sequence[str], prefix: Path) -> Traced | None:

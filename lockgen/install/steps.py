@@ -427,8 +427,8 @@ def _dry_run(job: _Run, interpreter: Interpreter) -> int:
     job.say(f"would run with: {_shown_env(job)}")
     present = job.venv.installed(job.root) if job.venv.exists() else {}
     untraced = traced_all(_hashed(expected(job.layers)), present, read_state(job.venv.path), job.venv.path)[1]
-    if untraced:
-        job.say(f"would first reinstall, as lockgen cannot trace them to the locks' hashes: {', '.join(untraced)}")
+    for line in _untraced_lines(untraced):
+        job.say(f"would first be {line}")
     for layer in job.layers:
         job.say(f"would run for {layer.name}: {job.shown(job.installer_argv(layer, write=False))}")
         if layer.kind is LayerKind.MAIN and job.options.installer == "pip":
@@ -459,13 +459,10 @@ def _install_layers(job: _Run) -> int:
     state = read_state(job.venv.path)
     clear_state(job.venv.path)  # a run killed from here on leaves no record to trust
     kept, untraced = traced_all(_hashed(expected(job.layers)), job.venv.installed(job.root), state, job.venv.path)
-    if untraced:
-        job.say(
-            f"reinstalling {len(untraced)} distribution{'s' if len(untraced) != 1 else ''} lockgen cannot trace to the "
-            f"locks' hashes (installed another way, or changed since): {', '.join(untraced)}"
-        )
-        if not job.uninstall(untraced):
-            raise InstallFailed(f"could not uninstall {', '.join(untraced)} from {job.venv.path}; recreate the venv")
+    for line in _untraced_lines(untraced):
+        job.say(line)
+    if untraced and not job.uninstall(untraced):
+        raise InstallFailed(f"could not uninstall {', '.join(untraced)} from {job.venv.path}; recreate the venv")
     outcome: list[tuple[Layer, bool, str]] = []
     for layer in job.layers:
         shown = job.shown(job.installer_argv(layer, write=False))
@@ -497,12 +494,7 @@ def _install_layers(job: _Run) -> int:
         if found is not None:
             traced[name] = found
     if problems:
-        hint = (
-            "\nA file that is not the one installed right after an install usually comes from uv's cache: uv links "
-            "the files of its cache into venvs (hard links on Linux), so an edit in a venv changes the cache too; "
-            "run `uv cache clean NAME` and install again"
-            if any("is not the file it installed" in p for p in problems) else ""
-        )  # fmt: skip
+        hint = _HINTS[job.options.installer] if any("is not the file it installed" in p for p in problems) else ""
         raise InstallFailed(
             f"{job.venv.path} does not match the locks of {job.cell}:\n"
             + "\n".join(f"  - {p}" for p in problems)
@@ -523,6 +515,40 @@ def _install_layers(job: _Run) -> int:
         f"included); {hashed} from archives with the locks' hashes, their files as installed"
     )
     return 0
+
+
+#: What a file that differs from its RECORD right after an install means, per installer.
+_HINTS = {
+    "uv": "\nThe installer was uv: a file that is not the one installed right after an install usually comes from "
+    "uv's cache: uv links the files of its cache into venvs (hard links on Linux), so an edit in a venv changes the "
+    "cache too; run `uv cache clean NAME` and install again",
+    "pip": "\nThe installer was pip, which unpacks each checked archive afresh (bytecode it compiles and scripts it "
+    "writes are accepted): a file that differs right after it ran was written by something else in the venv at the "
+    "same time, or the wheel's RECORD does not describe its own files; install again with --reinstall, and if the "
+    "same file differs, the wheel is at fault",
+}
+
+
+def _untraced_lines(untraced: Sequence[NormalizedName]) -> list[str]:
+    """What an install says before it reinstalls ``untraced`` (distributions a hashed layer locks
+    that lockgen cannot trace to the locks' hashes): the venv's seed packages (:data:`SEED`:
+    ``python -m venv`` and ensurepip put pip and setuptools, per Python version, into a venv;
+    none of them came from the locks) are replaced as a matter of course, the others were
+    installed another way or changed since."""
+    seed = [name for name in untraced if name in SEED]
+    other = [name for name in untraced if name not in SEED]
+    lines = []
+    if seed:
+        lines.append(
+            f"replacing the venv's own {', '.join(seed)} (put there when the venv was made, not from the locks) "
+            "with the locked build"
+        )
+    if other:
+        lines.append(
+            f"reinstalling {len(other)} distribution{'s' if len(other) != 1 else ''} lockgen cannot trace to the "
+            f"locks' hashes (installed another way, or changed since): {', '.join(other)}"
+        )
+    return lines
 
 
 def _pip_sync_rest(job: _Run, main: Layer) -> bool:

@@ -36,11 +36,16 @@ FORMATS: dict[str, Callable[[Sequence[Group], str], str]] = {
 
 
 def diff_command(
-    root: Path, locks: str, old: str | None, new: str | None, fmt: str, exit_code: bool
+    root: Path, locks: str, old: str | None, new: str | None, fmt: str, exit_code: bool, stale: str | None = None
 ) -> tuple[str, int]:
     """``(output, exit status)`` of ``lockgen diff OLD NEW --format FMT [--exit-code]`` for the
     project at ``root`` whose locks folder is ``locks`` (project-relative). The status is 1 with
     ``exit_code`` when anything changed (like ``git diff --exit-code``), else 0.
+
+    ``stale``: why the work tree's locks are not what the config gives now (a template or the
+    config edited since they were locked: :func:`lockgen.run.check.stale_note`). When NEW is the
+    work tree, the text and markdown outputs say it: a diff of lock files cannot show an edit
+    that no lock holds yet, so "no changes" would mislead.
 
     Raises :class:`UsageError` for an unknown format, a revision that names no commit, or git
     revisions asked for (OLD's default ``HEAD`` included) outside a git repository."""
@@ -51,7 +56,19 @@ def diff_command(
     after, new_name = _side(root, locks, new, None)
     groups = group(diff(before, after))
     output = render(groups, f"Lock changes: {old_name} → {new_name}")
+    if stale and new is None and fmt != "json":
+        output = _with_stale(output, groups, stale, fmt)
     return output, 1 if exit_code and groups else 0
+
+
+def _with_stale(output: str, groups: Sequence[Group], stale: str, fmt: str) -> str:
+    """``output`` saying that the work tree's locks are ``stale``: in place of "no changes", or
+    after the changes it lists."""
+    if fmt == "markdown":
+        return output.rstrip("\n") + f"\n\n> ⚠️ {stale}\n"
+    if not groups:
+        return f"no changes in the lock files, but {stale}\n"
+    return output.rstrip("\n") + f"\nnote: {stale}\n"
 
 
 def folders_only(cwd: Path, old: str | None, new: str | None) -> bool:

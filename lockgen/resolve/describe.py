@@ -27,6 +27,7 @@ from lockgen.locks.lock import Entry, is_local, parse_entries
 from lockgen.plan import identity
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import INDEX_PROJECT_NAME
+from lockgen.resolve import labels
 from lockgen.resolve.cellrun import CellRun
 from lockgen.resolve.inputs import URL_PINS, Inputs
 from lockgen.runtime.errors import CellFailed
@@ -91,8 +92,32 @@ def resolved(run: CellRun, asked: Request, inputs: Inputs, pylock: Pylock, text:
             )
         notes = tuple(dict.fromkeys(via.get(v, v) for v in entry.via if via.get(v, v)))
         index = identity.project_path(entry.index, run.root) if entry.index else None
-        fixed.append(replace(entry, hashes=tuple(hashes.get(entry.name, ())), via=notes, index=index))
+        fixed.append(by_url(replace(entry, hashes=tuple(hashes.get(entry.name, ())), via=notes, index=index), pylock))
     return Resolved(pylock=pylock, entries=tuple(sorted(fixed, key=lambda e: e.name)))
+
+
+def by_url(entry: Entry, pylock: Pylock) -> Entry:
+    """``entry`` as ``name @ URL`` of its one wheel when it is an extension's build from a
+    find-links page or an index whose local label names a torch (``2.8.3+cu130torch2.13``, the
+    label of flash-attn's and natten's prebuilt wheels): such a wheel carries its label in its
+    file name only, its metadata says ``2.8.3``, and pip 23 refuses it for
+    ``flash-attn==2.8.3+cu130torch2.13`` ("has inconsistent version"), while it takes a direct
+    URL as the ``urls`` source locks it (pip compares only the name then). The hash is the one
+    wheel's. Any other entry, and one whose package has several artifacts for the target or a
+    local file, is returned as it is."""
+    version = entry.version
+    if entry.url is not None or version is None or version.local is None:
+        return entry
+    label = labels.read(version.local)
+    if not isinstance(label, labels.Label) or label.torch is None:
+        return entry
+    package = next((p for p in pylock.packages if p.name == entry.name), None)
+    if package is None or package.sdist is not None or len(package.wheels or ()) != 1:
+        return entry
+    (wheel,) = package.wheels or ()
+    if not wheel.url or not wheel.url.startswith(("https://", "http://")):
+        return entry
+    return replace(entry, url=wheel.url, hashes=tuple(f"sha256:{h}" for k, h in wheel.hashes.items() if k == "sha256"))
 
 
 def _same_build(entry: Entry, locked: Version | None) -> bool:

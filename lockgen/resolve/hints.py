@@ -36,26 +36,48 @@ class NeedsBuilding(CellFailed):
     and ``allow-build`` does not name them (CASES C26); the message names them all."""
 
 
-def needs_building(run: CellRun, names: Sequence[str], stderr: str) -> str:
+def needs_building(
+    run: CellRun, names: Sequence[str], stderr: str, pythons: Mapping[NormalizedName, str] | None = None
+) -> str:
     """The message of a cell (or layer) whose ``names`` have no wheel for its target: every one
     found in this run (uv names one per run; lockgen left each out to look for the next), and one
     ``allow-build`` line to copy, with the packages it already allows (issue 17). ``stderr``: uv's
     first failure, for the first package's versions ("" when uv did not fail: a source archive
-    whose metadata uv read without building)."""
+    whose metadata uv read without building). ``pythons``: the packages whose version has wheels
+    for the cell's platform, only for other Pythons (:func:`lockgen.resolve.offers.other_pythons`):
+    that is said first, with the ways out that keep wheels (another Python for the cell, another
+    version), and building from source comes last: a pin made for older Pythons is not a package
+    to build."""
     plan = run.plan
     target = plan.target
+    given = pythons or {}
+    pythons = {canonicalize_name(n): given[canonicalize_name(n)] for n in names if canonicalize_name(n) in given}
     listed = ", ".join(names)
     line = json.dumps(sorted({*plan.allow_build, *names}))
     where = run.mirrors.canonical(uvout.without_build_hints(uvout.cause(stderr))) if stderr else ""
+    said = "\nuv said, of the first one: " + where if where else ""
+    if pythons:
+        whose = "; ".join(pythons.values())
+        return (
+            f"cell {plan.cell.name}: {whose}, and this cell's Python is {target.python} ({target.python_tag}): "
+            f"give the cell a Python those wheels serve (the matrix's python values), or require a version of "
+            f"{', '.join(pythons)} with a {target.python_tag} wheel; building from source is the last resort "
+            f"(allow-build = {line}, a compiler and the package's build dependencies on every machine that locks)"
+            + said
+        )
     return (
         f"cell {plan.cell.name}: {listed}: no wheel for {target.platform} {target.python_tag} in any version the "
         f"requirements allow ({len(names)} package{'s' if len(names) > 1 else ''}, all found in this run); to build "
-        f"{'them' if len(names) > 1 else 'it'} from source, copy into the cell's settings: allow-build = {line}"
-        + (f"\nuv said, of the first one: {where}" if where else "")
+        f"{'them' if len(names) > 1 else 'it'} from source, copy into the cell's settings: allow-build = {line}" + said
     )
 
 
-def explain(run: CellRun, stderr: str, offered: Mapping[NormalizedName, Offer] | None = None) -> str:
+def explain(
+    run: CellRun,
+    stderr: str,
+    offered: Mapping[NormalizedName, Offer] | None = None,
+    pythons: Mapping[NormalizedName, str] | None = None,
+) -> str:
     """The message of a cell whose main resolution failed with ``stderr``: ``cell <name>: uv could
     not resolve it:`` with uv's explanation (canonical URLs, without uv's build hints, in the
     config's terms: :func:`in_config_terms`) and lockgen's ``lockgen: …`` hints. With ``offered``
@@ -67,7 +89,7 @@ def explain(run: CellRun, stderr: str, offered: Mapping[NormalizedName, Offer] |
     fought = blame.blame(run.root, plan, stderr)
     # a fought pin explains the failure: uv's "wheels are required" hints about the versions it
     # backtracked through would point the user at the wrong fix (a review found that)
-    built = "" if fought else _build_hint(run, stderr)
+    built = "" if fought else _build_hint(run, stderr, pythons or {})
     hint = built + _pin_hint(run, stderr) + _cutoff_hint(run, stderr)
     headline = _offered(plan, stderr, offered or {})
     if not headline:
@@ -121,12 +143,15 @@ def in_config_terms(run: CellRun, text: str) -> str:
     return text
 
 
-def _build_hint(run: CellRun, stderr: str) -> str:
-    """Say what to do when uv needed to build a package lockgen may not build (CASES C26)."""
+def _build_hint(run: CellRun, stderr: str, pythons: Mapping[NormalizedName, str]) -> str:
+    """Say what to do when uv needed to build a package lockgen may not build (CASES C26); for
+    a version whose wheels serve only other Pythons (``pythons``), that first."""
     names = [n for n in uvout.needs_wheels(stderr) if n not in run.plan.allow_build]
     if not names:
         return ""
     target = run.plan.target
+    if any(n in pythons for n in names):
+        return "\nlockgen: " + needs_building(run, names, "", pythons).split(": ", 1)[1]
     listed = ", ".join(names)
     return (
         f"\nlockgen: {listed}: no wheel for {target.platform} {target.python_tag} in any version the "

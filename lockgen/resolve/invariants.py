@@ -67,8 +67,10 @@ from urllib.parse import unquote, urlsplit
 
 from packaging.pylock import Package, PackageArchive, PackageSdist, PackageWheel
 from packaging.utils import (
+    InvalidName,
     InvalidSdistFilename,
     InvalidWheelFilename,
+    NormalizedName,
     canonicalize_name,
     parse_sdist_filename,
     parse_wheel_filename,
@@ -76,6 +78,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from lockgen.config.model import BackendFamily
+from lockgen.locks.lock import Entry
 from lockgen.resolve import labels
 from lockgen.resolve.compat import TORCH_FAMILY, Build, fits
 
@@ -88,6 +91,7 @@ __all__ = [
     "label_warnings",
     "mix_allowed",
     "problems",
+    "pulled_in",
     "render",
 ]
 
@@ -505,3 +509,77 @@ def _torch_digits(text: str) -> tuple[int, ...]:
 
 def _label(name: str, package: Package) -> str:
     return f"{name} {package.version}" if package.version is not None else name
+
+
+_SHOWS = re.compile(r"\bshows ([A-Za-z0-9_.-]+)")
+
+
+def pulled_in(flavor: str, found: Sequence[Problem], entries: Sequence[Entry], rules: Sequence[BackendFamily]) -> str:
+    """For a cell of a family without a GPU (``cpu``, ``mps``) whose lock would hold packages of a
+    GPU family: which locked requirement pulled them in, walking the resolution's ``# via`` data
+    up from each to its nearest requirer that is not one of them (PyPI's linux torch is a CUDA
+    build that requires the ``nvidia-*`` runtime packages and ``cuda-toolkit``: CASES C27), and
+    the two ways out: a CPU index for the cell, or the backend label of the build it really is.
+    ``""`` for a GPU cell, or when no requirer is known. Pure."""
+    cell = backend_build(flavor, rules)
+    gpu = {family.name for family in rules if family.gpu}
+    if cell is None or cell.family in gpu:
+        return ""
+    families = sorted({m.group(1) for p in found if (m := _SHOWS.search(p.evidence)) and m.group(1) in gpu})
+    if not families:
+        return ""
+    by_name = {e.name: e for e in entries}
+    bad = {canonicalize_name(p.package) for p in found}
+    pullers: dict[NormalizedName, list[str]] = {}
+    for name in sorted(bad):
+        for parent in _nearest(name, by_name, bad):
+            pullers.setdefault(parent, []).append(name)
+    if not pullers:
+        return ""
+    builds = {b for family in rules for b in family.builds}
+    said = "; ".join(
+        f"{name} {by_name[name].version or ''} pulls in {', '.join(names)}".replace("  ", " ")
+        for name, names in sorted(pullers.items())
+    )
+    torch = next((n for n in pullers if n in builds), None)
+    what = (
+        f"the {torch} it locks is a {'/'.join(families)} build" if torch else f"those are {'/'.join(families)} packages"
+    )
+    return (
+        f"  {said}: {what}, not a {flavor} one (PyPI's linux torch is the CUDA build). Two ways out: give the cell "
+        f'a CPU index for {torch or "it"} (a source with index = "https://download.pytorch.org/whl/cpu" '
+        f'and packages = ["{torch or next(iter(pullers))}"], in the cell\'s `use`), or label the backend as the '
+        f"{'/'.join(families)} build it is (the flavor its packages' version says, e.g. cu130 for CUDA 13.0)"
+    )
+
+
+def _nearest(
+    name: NormalizedName, entries: Mapping[NormalizedName, Entry], bad: set[NormalizedName]
+) -> list[NormalizedName]:
+    """The nearest requirers of ``name`` up the ``# via`` data that are not in ``bad`` (breadth first)."""
+    seen: set[NormalizedName] = {name}
+    queue = [name]
+    found: list[NormalizedName] = []
+    while queue:
+        current = queue.pop(0)
+        entry = entries.get(current)
+        for via in entry.via if entry is not None else ():
+            parent = _requirer(via, entries)
+            if parent is None or parent in seen:
+                continue
+            seen.add(parent)
+            if parent in bad:
+                queue.append(parent)
+            elif parent not in found:
+                found.append(parent)
+    return found
+
+
+def _requirer(via: str, entries: Mapping[NormalizedName, Entry]) -> NormalizedName | None:
+    """The locked package a ``# via`` item names (``torch``, ``torch[cuda]``); None for an input."""
+    head = re.split(r"[\s\[;(]", via.strip(), maxsplit=1)[0]
+    try:
+        name = canonicalize_name(head, validate=True)
+    except InvalidName:
+        return None
+    return name if name in entries else None

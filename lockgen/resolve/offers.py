@@ -36,7 +36,7 @@ from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import CellSource
 
-__all__ = ["Offer", "offers", "page_files"]
+__all__ = ["Offer", "offers", "other_pythons", "page_files", "pythons_of"]
 
 #: At most this many versions are named in a message (newest first).
 SHOWN = 5
@@ -138,6 +138,70 @@ def offers(plan: Plan, mirrors: Mirrors, names: Iterable[NormalizedName]) -> Map
             continue
         fitting, other = versions(page_files(body, content_type), name, supported)
         found[name] = Offer(source, name, page, fitting, other)
+    return found
+
+
+def pythons_of(
+    files: Iterable[str], name: str, platforms: frozenset[str], supported: frozenset[Tag]
+) -> dict[Version, list[str]]:
+    """``{version: ["3.10", "3.11"]}`` for each version of ``name`` among ``files`` (wheel and
+    sdist names) whose wheels for the cell's ``platforms`` all need another Python than the cell's:
+    none has a tag in ``supported``, at least one has a platform in ``platforms``; the Pythons
+    are those the CPython tags of those wheels name (``cp310`` -> 3.10; ``cp38-abi3`` -> 3.8+).
+    A version with a wheel the cell can install, or with no wheel for its platforms, is left out:
+    the Python is not why it cannot be installed."""
+    key = canonicalize_name(name)
+    fits: set[Version] = set()
+    others: dict[Version, set[str]] = {}
+    for file in files:
+        if not file.endswith(".whl"):
+            continue
+        try:
+            project, version, _, tags = parse_wheel_filename(file)
+        except InvalidWheelFilename:
+            continue
+        if project != key:
+            continue
+        if tags & supported:
+            fits.add(version)
+            continue
+        for tag in tags:
+            if tag.platform in platforms and tag.interpreter.startswith("cp") and tag.interpreter[2:].isdigit():
+                digits = tag.interpreter[2:]
+                python = f"{digits[0]}.{digits[1:]}" + ("+" if tag.abi == "abi3" else "")
+                others.setdefault(version, set()).add(python)
+    return {
+        v: sorted(pys, key=lambda p: tuple(int(x) for x in p.rstrip("+").split(".")))
+        for v, pys in others.items()
+        if v not in fits
+    }
+
+
+def other_pythons(plan: Plan, mirrors: Mirrors, wanted: Mapping[NormalizedName, Version]) -> dict[NormalizedName, str]:
+    """``{name: "alpha 1.0 has wheels for CPython 3.10, 3.11 only"}`` for each package of
+    ``wanted`` (name -> the version uv could not use) whose wheels of that version for the
+    cell's platform all need another Python: from one page read each (the package's source, else
+    the cell's index), through ``mirrors``. A package whose page cannot be read, or whose wheels
+    are not the reason, is left out. What a cell that "needs a build" often is on day one: a pin
+    made for an older Python (``numpy==1.26.4`` in a Python 3.13 cell)."""
+    found: dict[NormalizedName, str] = {}
+    supported = plan.target.supported_tags()
+    platforms = frozenset(t.platform for t in supported)
+    for name, version in wanted.items():
+        source = plan.served_by(name)
+        if source is not None and source.kind in ("index", "find-links") and source.urls:
+            base, kind = source.urls[0], source.kind
+        else:
+            base, kind = plan.index_url or "https://pypi.org/simple", "index"
+        if "://" not in base:
+            continue
+        page = f"{base.rstrip('/')}/{name}/" if kind == "index" else base
+        body, content_type, error = _read(mirrors, page)
+        if error is not None:
+            continue
+        pythons = pythons_of(page_files(body, content_type), name, platforms, supported).get(version)
+        if pythons:
+            found[name] = f"{name} {version} has wheels for CPython {', '.join(pythons)} only"
     return found
 
 

@@ -37,6 +37,8 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from packaging.pylock import Pylock
+from packaging.utils import NormalizedName
+from packaging.version import Version
 
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Unavailable
@@ -53,7 +55,7 @@ from lockgen.runtime import trace
 from lockgen.runtime.errors import CellFailed, LockgenError
 from lockgen.runtime.words import cut
 
-__all__ = ["CellFiles", "CellRun", "Resolution", "ask", "resolve_cell", "resolve_layers"]
+__all__ = ["CellFiles", "CellRun", "Resolution", "ask", "refused_path", "resolve_cell", "resolve_layers"]
 
 log = logging.getLogger("lockgen")
 
@@ -90,6 +92,8 @@ def resolve_cell(run: CellRun, fresh: Freshness | None = None, prefer: bool = Tr
 
 def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     plan = run.plan
+    (run.root / refused_path(plan)).unlink(missing_ok=True)  # the last run's refusal no longer holds
+    _refuse_project_uv_settings(run)
     with trace.span("inputs"):
         given = inputs.write_main(run.root, plan, run.mirrors, refresh=run.options.refresh, stop=run.stop)  # 1
     with trace.span("main") as detail:
@@ -104,7 +108,7 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     with trace.span("layers"):
         built = resolve_layers(run, resolved)  # 6
     with trace.span("invariants"):
-        notes = _invariants(run, pylock, built)  # 7
+        notes = _invariants(run, pylock, built, resolved)  # 7
     if run.gate is not None:  # 7c
         with trace.span("gate"):
             notes = (*notes, *_gated(run, pylock, built))
@@ -115,6 +119,26 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
     with trace.span("files"):
         return cell_files(  # 8
             run, resolved, checked, built, mode=main.mode, warned=main.warnings, prefer=prefer, notes=notes
+        )
+
+
+def _refuse_project_uv_settings(run: CellRun) -> None:
+    """Before uv runs: a local project requirement whose ``pyproject.toml`` sends packages to
+    its own indexes or URLs (``[tool.uv.sources]``, which uv reads when it builds the project)
+    would bring them into the lock unannounced; the cell fails naming each entry and what to do
+    (:mod:`lockgen.plan.uvtables`)."""
+    from lockgen.plan import uvtables
+
+    plan = run.plan
+    found = uvtables.brought(run.root, plan.local_projects)
+    if found:
+        raise CellFailed(
+            f"cell {plan.cell.name}: a local project requirement brings its own uv settings, which uv reads when it "
+            "builds the project, whatever lockgen's config says:\n"
+            + "\n".join(f"  - {line}" for line in found)
+            + "\n  declare each index in lockgen's config as a source (a [tool.lockgen.sources.<name>] table with "
+            "index = URL and packages = [...], in the cells' `use`) and remove the entries from the project's "
+            "[tool.uv.sources], or require the packages from the index lockgen uses; nothing was locked from them"
         )
 
 
@@ -160,9 +184,19 @@ def _gated(run: CellRun, pylock: Pylock, built: Built) -> tuple[str, ...]:
 # -- step 7: the backend invariants
 
 
-def _invariants(run: CellRun, pylock: Pylock, built: Built) -> tuple[str, ...]:
+def refused_path(plan: Plan) -> str:
+    """Where the main resolution a cell's backend invariants refused is kept (project-relative,
+    in the cell's work folder, never in the locks folder): its entries as lock lines, with their
+    ``# via``, for ``lockgen why NAME CELL`` after the cell failed. Removed when the cell resolves
+    again."""
+    return f"{plan.work}/refused-main.txt"
+
+
+def _invariants(run: CellRun, pylock: Pylock, built: Built, resolved: Resolved) -> tuple[str, ...]:
     """Check the backend invariants (C27) of what the cell installs: main and the no-deps layer
-    must keep them, or the cell fails; an optional layer that breaks them (with main) is taken out
+    must keep them, or the cell fails (its refused resolution kept at :func:`refused_path`, and
+    the packages of a GPU family in a cell of none traced to the requirement that pulled them
+    in: :func:`invariants.pulled_in`); an optional layer that breaks them (with main) is taken out
     of ``built`` as unavailable, with the reason (issue 17: an optional layer never fails the
     cell). Returns the label warnings for the summary (labels the grammar cannot read)."""
     plan = run.plan
@@ -171,10 +205,17 @@ def _invariants(run: CellRun, pylock: Pylock, built: Built) -> tuple[str, ...]:
     allow = plan.cell.settings.allow_mix
     mixed = invariants.problems(plan.flavor, [*pylock.packages, *required], plan.backends, allow)
     if mixed:
+        text = "".join(f"{line}\n" for entry in resolved.entries for line in entry.lines())
+        run.write(
+            refused_path(plan), f"# cell {plan.cell.name}: the main resolution its backend invariants refused\n{text}"
+        )
+        pulled = invariants.pulled_in(plan.flavor, mixed, resolved.entries, plan.backends)
         raise CellFailed(
             f"cell {plan.cell.name}: the lock would install a broken {plan.flavor} stack (backend invariants, C27):\n"
+            + (f"{pulled}\n" if pulled else "")
             + "\n".join(f"  - {line}" for line in invariants.render(mixed))
             + '\n  declare an intended mix with allow-mix = { "<package>" = "why" } in the cell\'s settings'
+            + f"\n  `lockgen why NAME {plan.cell.name}` shows what brought a package into this refused resolution"
         )
     for name, packages in optional.items():
         found = invariants.problems(plan.flavor, [*pylock.packages, *required, *packages], plan.backends, allow)
@@ -234,9 +275,11 @@ def _learning(run: CellRun, output: str, given: Inputs, *, offline: bool = False
     one wheels-first picks: issue 24). Main and layer resolutions go through here."""
     left_out: list[str] = []
     first: uv.Result | None = None
+    unusable: dict[NormalizedName, Version] = {}  # the version of each uv could not use, as uv said
     while True:
         excludes = _left_out(run, output, left_out)
         result = _uv(run, output, given, offline=offline, no_deps=no_deps, excludes=excludes)
+        unusable = {**uvout.unusable(result.stderr), **unusable}
         if result.returncode == 0 and not left_out:
             return result
         needs = uvout.needs_wheels(result.stderr)
@@ -253,7 +296,9 @@ def _learning(run: CellRun, output: str, given: Inputs, *, offline: bool = False
             continue
         break
     if left_out and first is not None:
-        raise hints.NeedsBuilding(hints.needs_building(run, left_out, first.stderr))
+        asked = {n: v for n, v in unusable.items() if n in left_out}
+        pythons = offers.other_pythons(run.plan, run.mirrors, asked)  # a pin made for other Pythons
+        raise hints.NeedsBuilding(hints.needs_building(run, left_out, first.stderr, pythons))
     return result
 
 
@@ -295,7 +340,10 @@ def _main(run: CellRun, given: Inputs, fresh: Freshness | None, prefer: bool) ->
         result = _learning(replace(run, options=replace(run.options, upgrade_packages=names)), output, given)
     if result.returncode != 0:
         offered = offers.offers(plan, run.mirrors, hints.to_ask(plan, result.stderr))  # what the sources do have
-        raise CellFailed(hints.explain(run, result.stderr, offered))
+        unbuilt = set(uvout.needs_wheels(result.stderr)) - set(plan.allow_build)
+        asked = {n: v for n, v in uvout.unusable(result.stderr).items() if n in unbuilt}
+        pythons = offers.other_pythons(plan, run.mirrors, asked) if asked else {}  # a pin made for other Pythons
+        raise CellFailed(hints.explain(run, result.stderr, offered, pythons))
     return Resolution(read_pylock(run, output), ONLINE, _warnings(run, result))
 
 

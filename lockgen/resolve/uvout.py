@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidName, NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 __all__ = [
     "Yank",
@@ -26,6 +27,7 @@ __all__ = [
     "only_available",
     "reason",
     "unreachable_hosts",
+    "unusable",
     "warnings",
     "yanked",
 ]  # fmt: skip
@@ -133,6 +135,23 @@ _WHEELS_REQUIRED = re.compile(r"Wheels are required for `([^`]+)` because buildi
 _NO_USABLE = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ has no usable wheels")
 #: A source tree (VCS checkout, local project) whose metadata is not static must be built.
 _BUILD_DISABLED = re.compile(r"Building source distributions for `([^`]+)` is disabled")
+
+
+_NO_USABLE_VERSION = re.compile(
+    r"\b([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+) has no (?:usable wheels|wheels with a matching Python)"
+)
+
+
+def unusable(stderr: str) -> dict[NormalizedName, Version]:
+    """``{name: version}`` of each ``name==version has no usable wheels`` (or ``… no wheels with a
+    matching Python ABI tag``) uv says: the version it could not use for want of a wheel."""
+    found: dict[NormalizedName, Version] = {}
+    for name, text in _NO_USABLE_VERSION.findall(stderr):
+        try:
+            found.setdefault(canonicalize_name(name), Version(text.rstrip(".,")))
+        except InvalidVersion:
+            continue
+    return found
 
 
 def needs_wheels(stderr: str) -> list[NormalizedName]:

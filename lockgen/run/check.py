@@ -26,7 +26,7 @@ from lockgen.runtime.bounded import read_file
 from lockgen.runtime.errors import InputError, LockFormatError
 from lockgen.runtime.states import CellState
 
-__all__ = ["CellCheck", "CheckResult", "check", "current_locks", "state_of"]
+__all__ = ["CellCheck", "CheckResult", "check", "current_locks", "stale_note", "state_of"]
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,27 @@ def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ())
     result.cells += [_orphan(project, name, paths) for name, paths in left.items()]
     result.manifest = manifest_problem(project)
     return result
+
+
+def stale_note(project: Project) -> str | None:
+    """Why the locks folder is not what the config gives now, in one sentence for ``lockgen
+    diff`` (None when every cell's lock is up to date): the cells whose inputs changed since they
+    were locked (a template or the config edited) or that have no lock, what changed, and what to
+    run. Resolves nothing, as :func:`check`."""
+    from lockgen.runtime.words import counted
+
+    cells = [c for c in check(project).cells if c.state in (CellState.STALE, CellState.MISSING)]
+    if not cells:
+        return None
+    names = ", ".join(c.name for c in cells[:3]) + (f" and {len(cells) - 3} more" if len(cells) > 3 else "")
+    reasons = list(dict.fromkeys(r for c in cells if c.state is CellState.STALE for r in c.reasons))
+    missing = sum(1 for c in cells if c.state is CellState.MISSING)
+    what = [f"changed since they were locked: {'; '.join(reasons[:4])}"] if reasons else []
+    what += [f"{counted(missing, 'cell')} {'has' if missing == 1 else 'have'} no lock yet"] if missing else []
+    return (
+        f"the locks of {counted(len(cells), 'cell')} ({names}) are stale: {', and '.join(what)}; "
+        "run `lockgen all`, then `lockgen diff` shows what the edit does to the locks"
+    )
 
 
 def _orphan(project: Project, name: str, paths: Sequence[str]) -> CellCheck:

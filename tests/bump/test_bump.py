@@ -309,7 +309,24 @@ def test_a_name_pinned_nowhere_names_every_place_pins_live(tmp_path):
         "line of templates/ or of the project's dependencies; named without a pin in templates/requirements.in.j2:2"
     ) in run.err
     assert "pinned in pyproject.toml: torch" in run.err
+    said = " ".join(run.err.split())
+    assert (
+        "to lock numpy 2.0, write the pin into the line that names it (templates/requirements.in.j2:2: 'numpy' -> "
+        "'numpy==2.0'), then run `lockgen all` (later bumps move it)"
+    ) in said
+    assert "to lock pillow 12.0, add the line pillow==12.0 to a template of templates/" in said
     assert files(root) == before
+
+
+def test_an_unpinned_line_with_extras_and_a_marker_is_shown_its_exact_pin(tmp_path):
+    root = project(tmp_path, "torch=={{ pins.torch }}\nnumpy[dev] <3 ; python_version >= '3.11'  # any\n")
+    run = run_cli("bump", "numpy==2.0", "-C", str(root))
+    assert run.code == 2
+    said = " ".join(run.err.split())
+    assert (
+        "templates/requirements.in.j2:2: \"numpy[dev] <3 ; python_version >= '3.11'\" -> "
+        "'numpy[dev]==2.0; python_version >= \"3.11\"'"
+    ) in said, said
 
 
 def test_a_config_pin_read_by_no_template_is_refused(tmp_path):

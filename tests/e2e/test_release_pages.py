@@ -216,7 +216,7 @@ def _shaped(tmp_path: Path, hosts: list[FakeHost], shape: str) -> tuple[Path, st
     files = [github.root / REL / url.rsplit("/", 1)[1] for url in urls]
     if shape == "urls":
         return project(tmp_path / "p", urls, "torch\nflash-attn\n", ""), "flash-attn @ "
-    pinned = "flash-attn==2.8.3+cu130torch2.13"
+    pinned = "flash-attn @ "  # a page's build labelled in its file name only is locked by its URL, as pip 23 needs
     if shape == "index":
         (backend.root / "whl/flash/files").mkdir(parents=True)
         files = [Path(shutil.copy(f, backend.root / "whl/flash/files")) for f in files]
@@ -278,3 +278,37 @@ def test_when_no_page_build_fits_the_cell_lists_each_build_and_why(tmp_path, hos
     for label in ("cu130torch2.13", "cu130torch2.14"):
         assert f"flash_attn-2.8.3+{label}-{TAG}-{TAG}-linux_x86_64.whl: built for torch" in said
     assert "flash_attn-2.8.3+cu128torch2.13" in said
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", ["find-links", "index"])
+def test_a_page_build_labelled_in_its_file_name_installs_with_fresh_pip(tmp_path, hosts, shape):
+    """A build chosen from a find-links page or an index whose label is in its file name only
+    (the metadata says 2.8.3) installs with the pip 23.2.1 of a fresh venv, each layer's recorded
+    pip command run from the project root, and with ``lockgen install --installer pip``."""
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip("the fresh venv's pip 23.2.1 is CPython 3.11's")
+    root, _ = _shaped(tmp_path, hosts, shape)
+    run_ok("all", "-C", str(root), *mirrors(*hosts))
+    fresh = tmp_path / "fresh"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(fresh)], check=True, capture_output=True, env=clean_env())
+    env = {**clean_env(), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    for layer in cell_entry(root)["layers"]:
+        argv = [str(fresh / "bin" / "python"), "-m", "pip", "--isolated", *layer["commands"]["pip"][1:]]
+        for canonical, mirror in (pair.split("=", 1) for pair in mirrors(*hosts)[1::2]):
+            argv = [a.replace(canonical, mirror) for a in argv]
+        text = (root / argv[-1]).read_text()
+        for canonical, mirror in (pair.split("=", 1) for pair in mirrors(*hosts)[1::2]):
+            text = text.replace(canonical, mirror)  # the locked wheel URLs through the mirrors
+        copy = root / f"{layer['name']}.mapped.txt"
+        copy.write_text(text)
+        argv[-1] = str(copy)
+        done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "flash-attn @ https://" in lock_text(root) and "flash-attn==" not in lock_text(root)
+    run = run_cli(
+        "install", CELL, "-C", str(root), "--venv", str(tmp_path / "venv"), "--installer", "pip", *mirrors(*hosts)
+    )
+    assert run.code == 0, run.out + run.err
+    assert "verified" in run.out

@@ -334,3 +334,26 @@ def test_the_minor_policy_is_checked_with_its_key_path(tmp_path):
     run = run_cli("matrix", "-C", str(root))
     assert run.code == 2
     assert "tool.lockgen.backends.cuda.minor: must be one of 'any', 'older', 'exact'" in run.err
+
+
+def test_pulled_in_names_the_requirer_of_the_gpu_packages_in_a_cpu_cell_only():
+    from lockgen.locks.lock import Entry
+    from lockgen.resolve.invariants import pulled_in
+
+    def entry(spec: str, *via: str) -> Entry:
+        name, _, version = spec.partition("==")
+        return Entry(name=canonicalize_name(name), version=Version(version), via=via)
+
+    entries = [
+        entry("app==1.0", "templates/requirements.in.j2"),
+        entry("torch==2.13.0", "app"),
+        entry("cuda-toolkit==13.0.2", "torch"),
+        entry("nvidia-cublas==13.1.0.3", "torch", "cuda-toolkit"),
+    ]
+    packages = [pkg("torch==2.13.0"), pkg("cuda-toolkit==13.0.2"), pkg("nvidia-cublas==13.1.0.3"), pkg("app==1.0")]
+    found = problems("cpu", packages, DEFAULT_BACKENDS)
+    said = pulled_in("cpu", found, entries, DEFAULT_BACKENDS)
+    assert said.startswith("  torch 2.13.0 pulls in cuda-toolkit, nvidia-cublas: the torch it locks is a cuda build")
+    assert "https://download.pytorch.org/whl/cpu" in said and "label the backend as the cuda build it is" in said
+    assert pulled_in("cu130", problems("cu130", packages, DEFAULT_BACKENDS), entries, DEFAULT_BACKENDS) == ""
+    assert pulled_in("cpu", found, [], DEFAULT_BACKENDS) == ""  # no # via data: nothing to name

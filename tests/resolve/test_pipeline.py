@@ -221,3 +221,26 @@ def test_an_optional_entry_without_wheels_and_not_in_allow_build_is_unavailable(
     assert gap.reason.startswith("sdonly: no wheel for x86_64-pc-windows-msvc cp312 in any version")
     assert 'allow-build = ["sdonly"]' in gap.reason
     assert not any("--no-binary" in argv for argv in runner.argvs)
+
+
+def test_the_build_hint_says_a_version_for_other_pythons_first(tmp_path):
+    """uv's failure names a version without a usable wheel; when its wheels serve other Pythons
+    (read from its page: here given), the hint says that before allow-build."""
+    from packaging.utils import NormalizedName
+
+    from lockgen.resolve import hints
+
+    run, _ = cell_run(tmp_path, [])
+    stderr = (
+        "  × No solution found when resolving dependencies:\n"
+        "  ╰─▶ Because numpy==1.26.4 has no usable wheels and you require numpy==1.26.4, we can conclude that your "
+        "requirements are unsatisfiable.\n"
+    )
+    pythons = {NormalizedName("numpy"): "numpy 1.26.4 has wheels for CPython 3.10, 3.11 only"}
+    said = hints.explain(run, stderr, None, pythons)
+    assert (
+        "lockgen: numpy 1.26.4 has wheels for CPython 3.10, 3.11 only, and this cell's Python is 3.12 (cp312)" in said
+    )
+    assert "building from source is the last resort" in said
+    plain = hints.explain(run, stderr)
+    assert "add it to allow-build to build from source" in plain

@@ -161,3 +161,35 @@ def test_an_offline_miss_is_told_apart_from_a_needed_build():
     assert uvout.missed_offline(missed)
     assert uvout.needs_wheels(missed) == ["ext"]
     assert not uvout.missed_offline("  cause: Because ext==2.0 has no usable wheels and you require ext, ...\n")
+
+
+def test_unusable_names_the_version_uv_could_not_use():
+    from packaging.version import Version
+
+    stderr = (
+        "  × No solution found when resolving dependencies:\n"
+        "  ╰─▶ Because numpy==1.26.4 has no usable wheels and you require numpy==1.26.4, we can conclude that …\n"
+        "Because torch==2.1.0 has no wheels with a matching Python ABI tag (e.g., `cp313`) and …\n"
+    )
+    assert uvout.unusable(stderr) == {"numpy": Version("1.26.4"), "torch": Version("2.1.0")}
+    assert uvout.unusable("no solution") == {}
+
+
+def test_pythons_of_reads_the_cpython_tags_of_a_versions_wheels():
+    from packaging.tags import parse_tag
+    from packaging.version import Version
+
+    from lockgen.resolve.offers import pythons_of
+
+    supported = frozenset(parse_tag("cp312-cp312-manylinux_2_28_x86_64") | parse_tag("py3-none-any"))
+    platforms = frozenset({"manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "any"})
+    files = [
+        "numpy-1.26.4-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        "numpy-1.26.4-cp310-cp310-manylinux_2_17_x86_64.whl",
+        "numpy-1.26.4-cp310-cp310-win_amd64.whl",
+        "numpy-1.26.4.tar.gz",
+        "numpy-2.3.5-cp312-cp312-manylinux_2_28_x86_64.whl",  # fits: left out
+        "numpy-1.0-cp27-cp27m-macosx_10_9_x86_64.whl",  # no wheel for the platform: not the Python's fault
+        "other-1.26.4-cp310-cp310-manylinux_2_17_x86_64.whl",
+    ]
+    assert pythons_of(files, "numpy", platforms, supported) == {Version("1.26.4"): ["3.10", "3.11"]}

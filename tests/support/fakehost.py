@@ -38,6 +38,7 @@ import threading
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
@@ -91,9 +92,13 @@ class FakeHost:
         requires_python: str | None = None,
         metadata: tuple[str, ...] = (),
         files: dict[str, bytes] | None = None,
+        **shape: Any,
     ) -> Path:
-        """Build a wheel into ``<root>/<folder>`` (see :func:`tests.support.wheels.make_wheel`)."""
-        path = make_wheel(self._folder(folder), name, version, tag, tuple(requires), requires_python, metadata, files)
+        """Build a wheel into ``<root>/<folder>`` (see :func:`tests.support.wheels.make_wheel`;
+        ``shape``: its keyword-only shapes of real wheels, ``scripts``, ``bytecode``, ``duplicated``)."""
+        path = make_wheel(
+            self._folder(folder), name, version, tag, tuple(requires), requires_python, metadata, files, **shape
+        )
         if requires_python:
             self._requires_python[path] = requires_python
         return path
@@ -158,10 +163,13 @@ class FakeHost:
         source: str = "pypi",
         hashed: bool = True,
         metadata: tuple[str, ...] = (),
+        files: dict[str, bytes] | None = None,
+        **shape: Any,
     ) -> str:
         """Add a wheel (kept in ``files/``) to ``source``; returns its direct URL. Call
-        :meth:`publish` after adding. ``metadata``: more core metadata lines for its METADATA."""
-        path = self.wheel("files", name, version, tag, requires, requires_python, metadata)
+        :meth:`publish` after adding. ``metadata``: more core metadata lines for its METADATA;
+        ``files`` and ``shape``: as for :meth:`wheel`."""
+        path = self.wheel("files", name, version, tag, requires, requires_python, metadata, files, **shape)
         self.sources.setdefault(source, []).append(_Entry(path, hashed))
         return self.file_url(path)
 

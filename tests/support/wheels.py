@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import io
+import marshal
 import re
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -31,10 +34,20 @@ def make_wheel(
     requires_python: str | None = None,
     metadata: tuple[str, ...] = (),
     files: dict[str, bytes] | None = None,
+    *,
+    scripts: dict[str, str] | None = None,
+    bytecode: bool = False,
+    duplicated: bool = False,
 ) -> Path:
     """Write ``<name>-<version>-<tag>.whl`` into ``folder`` and return its path. ``metadata``:
     more core metadata lines (``License-Expression: MIT``, ``Classifier: …``); ``files``: more
     members (``torch/lib/libtorch_cuda.so`` -> bytes), listed in RECORD like the others.
+
+    The shapes of real wheels, on request: ``scripts`` (``{"f2py": "numpy.f2py:main"}``) become
+    ``[console_scripts]`` in ``entry_points.txt``, which installers turn into files of ``bin/``;
+    ``bytecode`` ships a ``__pycache__/<module>.<tag>.pyc`` (this interpreter's tag, a valid
+    timestamp pyc) beside each ``.py``, listed in RECORD with its hash, which pip compiles over;
+    ``duplicated`` lists the package's ``__init__.py`` twice in RECORD (wheels built by some tools do).
 
     ``tag`` may be a compressed tag set (``cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64``);
     the ``WHEEL`` file lists every tag it expands to, as real wheels do.
@@ -61,7 +74,14 @@ def make_wheel(
         f"{info}/WHEEL": ("\n".join(wheel) + "\n").encode(),
         **(files or {}),
     }
+    if scripts:
+        lines = ["[console_scripts]", *(f"{k} = {v}" for k, v in sorted(scripts.items()))]
+        files[f"{info}/entry_points.txt"] = ("\n".join(lines) + "\n").encode()
+    if bytecode:
+        files.update(_bytecode(files))
     record = [f"{path},{_record_hash(data)},{len(data)}" for path, data in files.items()]
+    if duplicated:
+        record.insert(1, record[0])
     record.append(f"{info}/RECORD,,")
     files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
     path = folder / f"{dist}-{version}-{tag}.whl"
@@ -72,6 +92,19 @@ def make_wheel(
     folder.mkdir(parents=True, exist_ok=True)
     path.write_bytes(buffer.getvalue())
     return path
+
+
+def _bytecode(files: dict[str, bytes]) -> dict[str, bytes]:
+    """``{"<pkg>/__pycache__/<module>.<tag>.pyc": pyc}`` for each ``.py`` of ``files``: this
+    interpreter's bytecode in a timestamp pyc (PEP 552 header: magic, flags 0, mtime 0, size)."""
+    out = {}
+    for path, data in files.items():
+        if path.endswith(".py"):
+            folder, _, module = path.rpartition("/")
+            code = marshal.dumps(compile(data, path, "exec"))
+            header = importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little") * 2 + len(data).to_bytes(4, "little")
+            out[f"{folder}/__pycache__/{module[:-3]}.{sys.implementation.cache_tag}.pyc"] = header + code
+    return out
 
 
 def make_sdist(folder: Path, name: str, version: str) -> Path:
