@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lockgen.plan.reqfile import REQUIREMENT_FIX
+from lockgen.runtime import bounded
 from lockgen.runtime.errors import UsageError
 from lockgen.scaffold.compose import Draft, compose
 from lockgen.scaffold.inference import DEFAULT_PLATFORMS, PLATFORMS, Facts, Given, infer, parse_given
@@ -26,6 +27,8 @@ __all__ = ["Draft", "Options", "scaffold", "write"]
 
 #: The Python versions init may choose from ``requires-python``.
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
+#: Bytes of one requirement file ``init`` reads at most (real projects: a few KB).
+MAX_REQUIREMENTS = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,7 +76,7 @@ def scaffold(root: Path, options: Options) -> Draft:
         raise UsageError("lockgen.toml: a lockgen config exists already; lockgen init writes nothing over it")
     project: PyProject | None = None
     if (root / "pyproject.toml").is_file():
-        document = parse_toml((root / "pyproject.toml").read_text(encoding="utf-8"))
+        document = parse_toml(bounded.read_text(root / "pyproject.toml", "pyproject.toml"))
         if isinstance(document.get("tool"), dict) and "lockgen" in document["tool"]:
             raise UsageError("pyproject.toml: has a [tool.lockgen] config already; lockgen init writes nothing over it")
         project = read_pyproject(document)
@@ -113,8 +116,11 @@ def scaffold(root: Path, options: Options) -> Draft:
                          "start from; name the files: lockgen init requirements_cuda.txt requirements_rocm.txt …")  # fmt: skip
 
     def read(rel: str) -> str:
+        """A requirement file, through the one reader: inside the project after symlinks, a
+        regular file (never a FIFO or ``/dev/zero``), at most :data:`MAX_REQUIREMENTS` bytes."""
+        data = bounded.read_in(root, rel, rel, MAX_REQUIREMENTS)
         try:
-            return (root / rel).read_text(encoding="utf-8")
+            return data.decode("utf-8").removeprefix("\ufeff")
         except UnicodeDecodeError as exc:
             raise UsageError(f"{rel}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
