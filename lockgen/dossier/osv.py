@@ -365,10 +365,11 @@ class Export:
         by_name: dict[NormalizedName, list[Advisory]] = {}
         for label, raw in self._wanted(names):
             try:
-                advisory = parse(load_json(raw, label, "an OSV record"))
+                advisory = parse(load_json(raw, label, "an OSV record", ours=False))
             except (InputError, BadRecord) as exc:
-                reason = exc.problems[0].message if isinstance(exc, InputError) and exc.problems else exc
-                log.warning("%s: %s in %s: not an OSV record (%s); skipped", self.where, label, self.path.name, reason)
+                said = exc.problems[0].message if isinstance(exc, InputError) and exc.problems else None
+                reason = said or f"not an OSV record ({exc})"
+                log.warning("%s: %s in %s: %s; skipped", self.where, label, self.path.name, reason)
                 continue
             for name in {a.name for a in advisory.affected} & names:
                 by_name.setdefault(name, []).append(advisory)
@@ -610,7 +611,7 @@ class Api:
             with client.stream(method, url, json=body) if body is not None else client.stream(method, url) as response:
                 response.raise_for_status()
                 data = bounded.read_stream(response.iter_bytes(), shown, MAX_ANSWER)
-            return load_json(data, shown, "an OSV answer")
+            return load_json(data, shown, "an OSV answer", ours=False)
         except InputError as exc:
             raise AuditFailed(
                 f"{exc.problems[0].text() if exc.problems else exc}; the audit did not complete"
