@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import html.parser
-import json
 import logging
 import threading
 from collections.abc import Mapping
@@ -25,7 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
+from lockgen.locks.jsonfile import load_json
 from lockgen.plan.mirror import Mirrors
+from lockgen.runtime.errors import InputError
 
 __all__ = ["JSON_ACCEPT", "Page", "PageFile", "PageReader", "parse", "project_url"]
 
@@ -91,9 +92,9 @@ def parse(text: str, content_type: str, base: str) -> tuple[tuple[PageFile, ...]
     (links are made absolute against it). JSON that is not a PEP 691 page, or HTML without
     anchors, lists no files."""
     if "json" in content_type:
-        try:
-            data = json.loads(text)
-        except ValueError:
+        try:  # bounded: a page nested 100,000 deep is no page, not a RecursionError
+            data = load_json(text, base, "a PEP 691 page", ours=False)
+        except InputError:
             return (), None
         if not isinstance(data, dict):
             return (), None

@@ -282,7 +282,7 @@ def _hostile_api(kind: str) -> tuple[_Server, threading.Thread, str]:
             except OSError:
                 pass
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server names its handlers so
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             queries = body["queries"]
             if kind == "huge":
@@ -294,7 +294,7 @@ def _hostile_api(kind: str) -> tuple[_Server, threading.Thread, str]:
             else:  # odd: every query names the odd record
                 self._send(json.dumps({"results": [{"vulns": [{"id": "ODD-1"}]} for _ in queries]}).encode())
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             if kind == "odd":
                 self._send(json.dumps({"id": "ODD-1", "affected": [{"package": {"ecosystem": "PyPI", "name": "jinja2"},
                                         "ranges": [{"type": "ECOSYSTEM", "events": "all"}]}]}).encode())  # fmt: skip
