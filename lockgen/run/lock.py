@@ -148,8 +148,15 @@ def _run(
     if not names and not only and options.shard is None and not run.interrupted:
         _remove_orphans(project, run, reporter, out)
     with trace.span("manifest"):
-        _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], out, mirrors, plans)
+        stopped = _write_manifest(
+            project, failed, run, options.shard, [c.name for c in chosen], out, mirrors, plans, options, reporter
+        )
     reporter.finish(run)
+    if stopped:  # Ctrl-C while reading kernel coverage: the manifest is written, then the run ends
+        raise Interrupted(
+            "interrupted while reading the GPU wheels' kernel coverage; the manifest lists the locks written, "
+            "their coverage recorded as incomplete (the next lockgen all reads the rest)"
+        )
     return run
 
 
@@ -489,14 +496,19 @@ def _write_manifest(
     out: Path | None = None,
     mirrors: Mirrors | None = None,
     plans: Sequence[Plan] = (),
-) -> None:
+    options: RunOptions = RunOptions(),
+    reporter: Reporter = SILENT,
+) -> bool:
     """Write the manifest under ``out`` (default: the project root; a shard run: the shard
     manifest of its ``cells``); a failure to write it is reported, not raised: every cell's
     result is still printed (issue 8).
 
     The manifest describes the locks, not the run (issue 16): a cell whose lock is current and
     intact stays ``locked`` though this run failed to re-resolve it (a network blip under
-    ``--force``); ``failed`` is for a cell without such a lock. The run still fails and says so."""
+    ``--force``); ``failed`` is for a cell without such a lock. The run still fails and says so.
+
+    Returns whether Ctrl-C stopped the kernel-coverage step (the manifest is written all the same,
+    that coverage recorded as incomplete: :func:`_coverage`)."""
     from lockgen.locks.shard import shard_manifest_text
 
     where = manifest.manifest_path(project.config.locks)
@@ -513,14 +525,38 @@ def _write_manifest(
             "current and intact: the manifest lists them as locked, installable as before"
         )
     recorded = {name: why for name, why in recorded.items() if name not in current}
+    step = _CoverageStep(options, reporter)
     try:
         if shard is not None:
-            coverage = _coverage(project, mirrors, run, cells, root=out)
+            coverage = _coverage(project, mirrors, run, cells, root=out, step=step)
             store.write_text(path, shard_manifest_text(project, cells, recorded, shard, coverage), where)
-            return
-        store.write_text(path, project.manifest_text(recorded, out, _coverage(project, mirrors, run, root=out)), where)
+            return step.stopped
+        coverage = _coverage(project, mirrors, run, root=out, step=step)
+        store.write_text(path, project.manifest_text(recorded, out, coverage), where)
     except LockgenError as exc:
         run.manifest_error = str(exc)
+    return step.stopped
+
+
+class _CoverageStep:
+    """How a run reads kernel coverage: ``read`` (the off switch: ``--no-coverage``, ``[coverage]
+    read = false``), its :class:`~lockgen.wheels.reading.Budget` (the options over the config), the
+    progress it shows (the reporter's ``coverage``, when it has one), and ``stopped``: Ctrl-C came
+    while it read."""
+
+    def __init__(self, options: RunOptions, reporter: Reporter) -> None:
+        self.options, self.reporter, self.stopped = options, reporter, False
+
+    def settings(self, project: Project) -> tuple[bool, int, float]:
+        config = project.config.coverage
+        mb = self.options.coverage_mb if self.options.coverage_mb is not None else config.budget_mb
+        seconds = self.options.coverage_seconds if self.options.coverage_seconds is not None else config.budget_seconds
+        return self.options.coverage and config.read, mb, seconds
+
+    def progress(self, done: int, total: int, fetched: int, wheel: str) -> None:
+        show = getattr(self.reporter, "coverage", None)
+        if show is not None:
+            show(done, total, fetched, wheel)
 
 
 def _coverage(
@@ -529,28 +565,45 @@ def _coverage(
     run: RunResult,
     names: Sequence[str] | None = None,
     root: Path | None = None,
+    step: _CoverageStep | None = None,
 ) -> dict[str, Any] | None:
     """The GPU cells' kernel coverage (:mod:`lockgen.wheels.cells`): carried while their GPU
     wheels are the same, else read from the wheels (range requests through the mirrors, cached
     by sha256); a wheel that cannot be read is recorded as unread and warned about, never a
-    failed cell. An interrupted run reads nothing."""
+    failed cell. An interrupted run reads nothing. With the step off (``--no-coverage``) records
+    are only carried; past its budget the wheels left are "not measured: budget"; Ctrl-C while
+    reading marks the wheels left "not measured: interrupted" and the records are still returned
+    (``step.stopped``), so the manifest of the locks written is written."""
     if mirrors is None or run.interrupted:
         return None
-    from lockgen.wheels.reading import Reader
+    from lockgen.wheels.reading import BUDGET, Budget, Reader
 
-    with Reader(project.root, mirrors) as reader:
+    step = step or _CoverageStep(RunOptions(), SILENT)
+    read_on, mb, seconds = step.settings(project)
+    if not read_on:
+        with trace.span("coverage"):
+            return project.coverage(None, names=names, root=root)
+    budget = Budget(mb * 1_000_000, seconds)
+    with Reader(project.root, mirrors, budget=budget, progress=step.progress) as reader:
 
         def read(wheels: Sequence[Any]) -> Any:
             done = reader(wheels)
             for wheel in wheels:
-                if wheel.sha256 in done.unread:
+                if wheel.sha256 in done.unread and not done.unread[wheel.sha256].startswith("not measured"):
                     log.warning(
                         "kernel coverage of %s %s not read: %s", wheel.name, wheel.version, done.unread[wheel.sha256]
                     )
             return done
 
         with trace.span("coverage"):
-            records = project.coverage(read, names=names, root=root)
+            try:
+                records = project.coverage(read, names=names, root=root)
+            except KeyboardInterrupt:  # the manifest of the locks written comes first
+                step.stopped = reader.interrupt = True
+                records = project.coverage(read, names=names, root=root)
+    if budget.spent() and not step.stopped:
+        log.warning("kernel coverage: the budget (%d MB, %.0f s) is spent; the wheels left are recorded '%s' "
+                    "(raise [coverage] budget-mb or budget-seconds, or --coverage-budget)", mb, seconds, BUDGET)  # fmt: skip
     if reader.fetched:
         log.info("read the GPU code of the cells' wheels: %.0f MB", reader.fetched / 1e6)
     _warn_unloadable(records)
