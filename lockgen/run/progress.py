@@ -44,11 +44,11 @@ class PlainReporter:
             note = f": {result.message}" if result.message and result.state is not CellState.FAILED else ""
             print(f"lockgen: {result.name}: {result.state}{extra}{note}", file=self.stream, flush=True)
 
-    def coverage(self, done: int, total: int, fetched: int, wheel: str) -> None:
-        """One line per wheel whose kernel coverage was read: files done of those to read, MB downloaded."""
+    def coverage(self, done: int, fetched: int, wheel: str) -> None:
+        """One line per wheel whose kernel coverage was read: wheels read so far, MB downloaded."""
         with self.lock:
-            print(f"lockgen: kernel coverage: {wheel} read ({done}/{total} wheels, {fetched / 1e6:,.0f} MB)",
-                  file=self.stream, flush=True)  # fmt: skip
+            print(f"lockgen: kernel coverage: {wheel} read ({done} wheel{'s' if done > 1 else ''}, "
+                  f"{fetched / 1e6:,.0f} MB so far)", file=self.stream, flush=True)  # fmt: skip
 
     def finish(self, run: RunResult) -> None:
         print_summary(run, self.stream)
@@ -77,10 +77,10 @@ class LiveReporter:
             table.add_row("kernel coverage", "[cyan]reading", self.reading)
         return table
 
-    def coverage(self, done: int, total: int, fetched: int, wheel: str) -> None:
-        """The kernel-coverage row: files done of those to read, MB downloaded, the last wheel."""
+    def coverage(self, done: int, fetched: int, wheel: str) -> None:
+        """The kernel-coverage row: wheels read so far, MB downloaded, the last wheel."""
         with self.lock:
-            self.reading = f"{done}/{total} wheels, {fetched / 1e6:,.0f} MB ({wheel})"
+            self.reading = f"{done} wheel{'s' if done > 1 else ''}, {fetched / 1e6:,.0f} MB ({wheel})"
             if self.live is None:
                 from rich.live import Live
 

@@ -103,10 +103,10 @@ class Reader:
 
     def __init__(self, root: Path, mirrors: Mirrors | None = None, stop: threading.Event | None = None,
                  offline: bool = False, budget: Budget | None = None,
-                 progress: Callable[[int, int, int, str], None] | None = None) -> None:  # fmt: skip
+                 progress: Callable[[int, int, str], None] | None = None) -> None:  # fmt: skip
         self.root, self.mirrors, self.stop, self.offline = root, mirrors or Mirrors(), stop, offline
         self.budget = budget or Budget()
-        self.progress = progress  # (wheels done, wheels to read, bytes downloaded, the wheel) per wheel
+        self.progress = progress  # (wheels read so far, bytes downloaded, the wheel) after each wheel read
         self.interrupt = False  # set on Ctrl-C: every wheel left is "not measured: interrupted"
         self.cache = root / CACHE
         self.fetched = 0
@@ -114,6 +114,13 @@ class Reader:
         self._reader = PageReader(self.mirrors)
         self._pages = Pages(self._reader, root)
         self._downloads: dict[str, tuple[str, Code]] = {}  # URL -> (sha256, code): a page without hashes
+        # the cells' threads share one reader: a wheel two cells lock is read once, and one that
+        # could not be read is not tried again in the same run
+        self._guard = threading.Lock()
+        self._reading: dict[str, threading.Lock] = {}
+        self._unread: dict[str, str] = {}
+        self._skipped: set[str] = set()
+        self._done = 0
 
     def __enter__(self) -> Reader:
         return self
@@ -144,36 +151,51 @@ class Reader:
         codes: dict[str, Code] = {}
         unread: dict[str, str] = {}
         skipped: set[str] = set()
-        hits = {w.sha256: cached(self.cache, w.sha256) for w in wheels}
-        todo = [w for w in wheels if hits[w.sha256] is None]
-        done = 0
         for wheel in wheels:
             if self.stop is not None and self.stop.is_set() and not self.interrupt:
                 raise Interrupted("interrupted while reading the GPU wheels")
-            hit = hits[wheel.sha256]
-            if hit is not None:
-                codes[wheel.sha256] = hit
-                continue
-            if self.stopped() or self.budget.spent():
-                unread[wheel.sha256] = INTERRUPTED if self.stopped() else BUDGET
-                continue
-            try:
-                code = self._read(wheel)
-            except (CoverageError, OSError) as exc:
-                said = _scrub(str(exc))[:300]
-                budget = BUDGET in said or INTERRUPTED in said
-                unread[wheel.sha256] = (INTERRUPTED if self.stopped() else BUDGET) if budget else said
-                continue
-            finally:
-                done += 1
-                if self.progress is not None:
-                    self.progress(done, len(todo), self.budget.used, f"{wheel.name} {wheel.version}")
-            if code is None:
-                skipped.add(wheel.sha256)
-                continue
-            store(self.cache, wheel.sha256, code)
-            codes[wheel.sha256] = code
+            with self._guard:
+                lock = self._reading.setdefault(wheel.sha256, threading.Lock())
+            with lock:  # another cell's thread may be reading it: wait, then take its result
+                hit = cached(self.cache, wheel.sha256)
+                if hit is not None:
+                    codes[wheel.sha256] = hit
+                elif wheel.sha256 in self._unread:
+                    unread[wheel.sha256] = self._unread[wheel.sha256]
+                elif wheel.sha256 in self._skipped:
+                    skipped.add(wheel.sha256)
+                elif self.stopped() or self.budget.spent():
+                    unread[wheel.sha256] = INTERRUPTED if self.stopped() else BUDGET
+                else:
+                    code = self._one(wheel, unread)
+                    if code is None and wheel.sha256 not in unread:
+                        skipped.add(wheel.sha256)
+                        self._skipped.add(wheel.sha256)
+                    elif code is not None:
+                        codes[wheel.sha256] = code
         return Read(codes, unread, frozenset(skipped))
+
+    def _one(self, wheel: GpuWheel, unread: dict[str, str]) -> Code | None:
+        """Read one wheel not in the cache: its code (stored in the cache), or None with the
+        reason in ``unread`` (a budget or a stop: not remembered, a later run reads it)."""
+        try:
+            code = self._read(wheel)
+        except (CoverageError, OSError) as exc:
+            said = _scrub(str(exc))[:300]
+            if BUDGET in said or INTERRUPTED in said:
+                unread[wheel.sha256] = INTERRUPTED if self.stopped() else BUDGET
+            else:
+                unread[wheel.sha256] = self._unread[wheel.sha256] = said
+            return None
+        finally:
+            with self._guard:
+                self._done += 1
+                done = self._done
+            if self.progress is not None:
+                self.progress(done, self.budget.used, f"{wheel.name} {wheel.version}")
+        if code is not None:
+            store(self.cache, wheel.sha256, code)
+        return code
 
     def _read(self, wheel: GpuWheel) -> Code | None:
         """The code of ``wheel``; None for an artifact that turned out not to be a platform wheel."""

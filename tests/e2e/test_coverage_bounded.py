@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from lockgen.run import lock as lock_module
 from lockgen.wheels import reading
 from tests.conftest import run_cli, write_project
 
@@ -86,12 +87,17 @@ def test_past_the_budget_wheels_are_not_measured_and_the_run_goes_on(tmp_path, f
     assert _coverage(root)["unread"] == []
 
 
-def test_progress_names_each_wheel_read_with_files_and_bytes(tmp_path, fake_host):
+def test_coverage_is_read_beside_its_cell_with_progress_of_files_and_bytes(tmp_path, fake_host):
     root = _project(tmp_path, fake_host)
     run = run_cli("all", "-C", str(root))
     assert run.code == 0, run.err
-    lines = [line for line in run.err.splitlines() if line.startswith("lockgen: kernel coverage:")]
-    assert len(lines) == 2 and "(2/2 wheels, " in lines[-1] and " MB)" in lines[-1], run.err
+    lines = run.err.splitlines()
+    read = [i for i, line in enumerate(lines) if line.startswith("lockgen: kernel coverage:")]
+    assert len(read) == 2 and "(2 wheels, " in lines[read[-1]] and " MB so far)" in lines[read[-1]], run.err
+    # read on the cell's thread as it finished, before the run reports it and writes the manifest
+    locked = next(i for i, line in enumerate(lines) if line.startswith(f"lockgen: {CELL}: locked"))
+    assert read[-1] < locked, run.err
+    assert _coverage(root)["unread"] == []
 
 
 def test_ctrl_c_while_reading_coverage_still_writes_the_manifest(tmp_path, fake_host, monkeypatch):
@@ -103,6 +109,8 @@ def test_ctrl_c_while_reading_coverage_still_writes_the_manifest(tmp_path, fake_
         raise KeyboardInterrupt
 
     monkeypatch.setattr(reading.Reader, "_read", interrupted)
+    # Ctrl-C in the manifest step (the last cell's wheels were not read beside it yet)
+    monkeypatch.setattr(lock_module._CoverageStep, "beside", lambda *args: None)
     run = run_cli("all", "-C", str(root))
     assert run.code == 130, run.err
     assert "interrupted while reading the GPU wheels' kernel coverage" in run.err
