@@ -20,18 +20,19 @@ that report a failed step instead (``audit``: exit 1) catch them and say so.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from lockgen.runtime.errors import InputError, Problem
 
 __all__ = [
     "MAX_BYTES", "MAX_MEMBERS", "MAX_RATIO", "MAX_TOTAL", "Archive", "BadArchive", "NotRegular", "Outside",
-    "TooLarge", "confined_problem", "open_archive", "read_file", "read_in", "read_stream", "read_text",
+    "TooLarge", "confined_problem", "open_archive", "read_cache", "read_file", "read_in", "read_stream", "read_text",
 ]  # fmt: skip
 
 #: Larger than any manifest, lock or shard file lockgen writes (the seed's 12 cells: 60 KiB).
@@ -114,6 +115,18 @@ def read_text(path: Path, where: str, limit: int = MAX_BYTES) -> str:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise InputError(Problem(file=where, message=f"not UTF-8 text (byte offset {exc.start})")) from None
+
+
+def read_cache(path: Path, limit: int = MAX_BYTES) -> Any:
+    """The JSON of a cache file in lockgen's work folder (a speed-up: the hash cache, the no-op
+    stamp, the coverage and provenance caches), or None when it is missing or anything about it is
+    wrong: not a regular file, over ``limit``, not UTF-8, not JSON, nested past the interpreter's
+    recursion limit. lockgen wrote it, but anyone may have changed ``.lockgen/``; its callers check
+    the shape of what it gives."""
+    try:
+        return json.loads(read_file(path, str(path), limit).decode("utf-8"))
+    except (OSError, InputError, ValueError, RecursionError):
+        return None
 
 
 def read_in(folder: Path, rel: str, where: str | None = None, limit: int = MAX_BYTES) -> bytes:
