@@ -131,3 +131,15 @@ def test_read_text_names_the_first_byte_that_is_not_utf8(tmp_path):
         bounded.read_text(tmp_path / "x.txt", "x.txt")
     (tmp_path / "y.txt").write_bytes(b"\xef\xbb\xbfok")
     assert bounded.read_text(tmp_path / "y.txt", "y.txt") == "ok"
+
+
+@pytest.mark.parametrize("content", [b'{"a": 1}', b"[" * 100_000, b"\xff\xfe", b"not json", None, "fifo", "dev-zero"])
+def test_a_cache_that_is_anything_but_json_counts_as_none(tmp_path, content):
+    path = tmp_path / "cache.json"
+    if content == "fifo":
+        os.mkfifo(path)
+    elif content == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif content is not None:
+        path.write_bytes(content)
+    assert bounded.read_cache(path) == ({"a": 1} if content == b'{"a": 1}' else None)
