@@ -486,22 +486,23 @@ class Export:
         return dict(self._records_text(set(members)))
 
     def _records_text(self, members: set[str]) -> Iterator[tuple[str, str]]:
-        for label, raw in self._records():
+        for label, raw in self._records(members):
             if label in members:
                 yield label, raw.decode("utf-8", "replace")
 
-    def _records(self) -> Iterator[tuple[str, bytes]]:
-        """``(member, bytes)`` of every record of the export, through the bounded reader: each
-        record file regular and inside the folder, each zip member within the archive's bounds.
-        Raises :class:`AuditFailed` naming the file and the bound (the audit did not complete)."""
+    def _records(self, only: set[str] | None = None) -> Iterator[tuple[str, bytes]]:
+        """``(member, bytes)`` of every record of the export (of the members ``only`` names, when
+        given: the cached index's), through the bounded reader: each record file regular and
+        inside the folder, each zip member within the archive's bounds. Raises
+        :class:`AuditFailed` naming the file and the bound (the audit did not complete)."""
         try:
             if self.path.is_dir():
-                for rel, _ in self._files():
+                for rel in sorted(only) if only is not None else [rel for rel, _ in self._files()]:
                     yield rel, bounded.read_in(self.path, rel, f"{self.where}/{rel}", MAX_RECORD)
                 return
             with bounded.open_archive(self.path, self.where, MAX_RECORD) as archive:
                 for info in archive.members():
-                    if info.filename.endswith(".json"):
+                    if info.filename.endswith(".json") and (only is None or info.filename in only):
                         yield info.filename, archive.read(info)
         except InputError as exc:
             raise AuditFailed(
