@@ -15,7 +15,7 @@ from typing import Any
 
 from lockgen.config.model import Config
 from lockgen.runtime import bounded
-from lockgen.runtime.errors import ConfigError, UsageError
+from lockgen.runtime.errors import ConfigError, InputError, UsageError
 
 __all__ = ["find_config", "load_config", "parse_toml"]
 
@@ -85,6 +85,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file; raises :class:`ConfigError` naming it when it is not valid TOML."""
     try:
         return parse_toml(bounded.read_text(path, path.name))  # a byte-order mark (Notepad) is not TOML
+    except InputError as exc:  # not UTF-8, a FIFO, too large: the reader's words, the file named once
+        raise ConfigError(path.name, [f"cannot read it: {exc.problems[0].message if exc.problems else exc}"]) from None
     except Exception as exc:  # OSError, tomllib.TOMLDecodeError, tomlkit ParseError
         raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
 

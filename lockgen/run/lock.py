@@ -622,6 +622,8 @@ def _coverage(
     interrupted" and the records are still returned (``step.stopped``), so the manifest of the
     locks written is written."""
     if mirrors is None or run.interrupted:
+        if step is not None:
+            step.close()  # the reader the cells used
         return None
     from lockgen.wheels.reading import BUDGET
 
