@@ -123,3 +123,12 @@ def test_ctrl_c_while_reading_coverage_still_writes_the_manifest(tmp_path, fake_
     done = run_cli("all", "-C", str(root))  # the next run reads what was left
     assert done.code == 0, done.err
     assert _coverage(root)["unread"] == []
+
+
+def test_with_coverage_off_the_next_run_is_a_no_op_and_check_passes(tmp_path, fake_host):
+    root = _project(tmp_path, fake_host, "[tool.lockgen.coverage]\nread = false")
+    assert run_cli("all", "-C", str(root)).code == 0
+    again = run_cli("all", "-C", str(root))
+    assert again.code == 0 and "1 up to date" in again.err, again.err
+    check = run_cli("check", "-C", str(root))
+    assert check.code == 0, check.out + check.err
