@@ -639,6 +639,10 @@ def _coverage(
             except KeyboardInterrupt:  # the manifest of the locks written comes first
                 step.stopped = reader.interrupt = True
                 records = project.coverage(step.read, names=names, root=root)
+            except Exception as exc:  # a bug in a reader must not cost the run its manifest
+                log.warning("kernel coverage not read (%s: %s); the manifest keeps the records it has",
+                            type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))  # fmt: skip
+                records = project.coverage(None, names=names, root=root)
     finally:
         step.close()
     if step.budget.spent() and not step.stopped:

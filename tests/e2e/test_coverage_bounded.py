@@ -132,3 +132,16 @@ def test_with_coverage_off_the_next_run_is_a_no_op_and_check_passes(tmp_path, fa
     assert again.code == 0 and "1 up to date" in again.err, again.err
     check = run_cli("check", "-C", str(root))
     assert check.code == 0, check.out + check.err
+
+
+def test_a_crash_in_the_coverage_step_still_writes_the_manifest(tmp_path, fake_host, monkeypatch, caplog):
+    root = _project(tmp_path, fake_host)
+
+    def broken(self, wheels):
+        raise RuntimeError("a reader bug")
+
+    monkeypatch.setattr(reading.Reader, "__call__", broken)
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 0, run.err
+    assert (root / "locks" / f"{CELL}.txt").is_file() and _coverage(root) is None
+    assert "kernel coverage not read (RuntimeError: a reader bug)" in caplog.text
