@@ -122,6 +122,9 @@ OPTIONS = (
     _Option(("--upgrade-package",), {"action": "append", "metavar": "NAME", "help": "upgrade one package (repeatable)"}, [], _RESOLVING),
     _Option(("--wait",), {"action": "store_true", "help": "wait for another lockgen run on this project (install: into this venv) instead of refusing"}, False, (*_RESOLVING, "merge", "audit", "check", "install")),
     _Option(("--shard",), {"metavar": "I/N", "help": "only shard I of N (1-based) of the selected cells; see lockgen merge"}, None, ("all", "matrix")),
+    _Option(("--no-coverage",), {"action": "store_true", "help": "do not read the GPU wheels' kernel coverage (the manifest records none for cells whose wheels changed)"}, False, _RESOLVING),
+    _Option(("--coverage-budget",), {"type": int, "metavar": "MB", "help": "download at most MB megabytes to read kernel coverage; past it wheels are 'not measured: budget' (default: [coverage] budget-mb, 16000)"}, None, _RESOLVING),
+    _Option(("--coverage-seconds",), {"type": float, "metavar": "S", "help": "spend at most S seconds reading kernel coverage (default: [coverage] budget-seconds, 1800)"}, None, _RESOLVING),
     _Option(("--retry-unavailable",), {"action": "store_true", "help": "re-resolve cells whose optional source was unreachable"}, False, _RESOLVING),
     _Option(("--json",), {"action": "store_true", "help": "print JSON"}, False, ("all", "lock", "matrix", "detect", "check", "bump", "why")),
     _Option(

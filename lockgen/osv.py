@@ -16,6 +16,14 @@ Sources (one per run; each is asked once for every ``(name, public version)`` of
   (any depth) or the zip OSV publishes per ecosystem (``PyPI/all.zip``). Only records that name a
   package of the matrix are parsed (a cheap scan of each record's ``"name"`` values first).
 
+Both are read by the one reader of untrusted bytes (:mod:`lockgen.runtime.bounded`): a record at
+most :data:`MAX_RECORD` bytes and :func:`lockgen.locks.jsonfile.load_json`'s depth, an export's
+files regular and inside its folder (a FIFO, ``/dev/zero`` or a symlink out is refused unread), its
+zip members bounded in size, count and compression ratio, an API answer at most
+:data:`MAX_ANSWER` bytes and :data:`MAX_PAGES` pages per query. A source that breaks a bound fails
+the audit (:class:`AuditFailed`, exit 1): a cut-short read never reads as a clean audit. One
+record of an odd shape is a named skip (an export) or a named failure (the API), never a traceback.
+
 Matching (:meth:`Advisory.affects`) is the schema's: for ``ECOSYSTEM`` ranges the events sorted
 by version (``introduced: "0"`` first), a version is affected from an ``introduced`` up to the
 next ``fixed`` (excluded) or ``last_affected`` (included); a version in ``versions`` is
@@ -30,7 +38,6 @@ import json
 import logging
 import os
 import re
-import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -41,9 +48,10 @@ from typing import Any, Protocol
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from lockgen.locks.jsonfile import load_json
 from lockgen.plan.mirror import Mirrors
-from lockgen.runtime import credentials
-from lockgen.runtime.errors import LockgenError
+from lockgen.runtime import bounded, credentials
+from lockgen.runtime.errors import InputError, LockgenError
 
 __all__ = [
     "Advisory",
@@ -66,8 +74,13 @@ log = logging.getLogger("lockgen.osv")
 ECOSYSTEM = "PyPI"
 #: The OSV API's limit of queries in one ``querybatch`` request.
 BATCH = 1000
-#: Pages of one query followed at most (a result that keeps paging is cut there, and said so).
+#: Pages of one query followed at most: a result that keeps paging past it fails the audit
+#: (an API that pages forever is a broken source, not a clean one).
 MAX_PAGES = 20
+#: Bytes of one OSV record at most (the largest PyPI records are about 200 KB).
+MAX_RECORD = 16 * 1024 * 1024
+#: Bytes of one API answer at most (a ``querybatch`` of 1,000 queries answers ids only).
+MAX_ANSWER = 32 * 1024 * 1024
 
 
 class AuditFailed(LockgenError):
@@ -239,7 +252,17 @@ def _cvss_score(kind: str, vector: str) -> Decimal | None:
 
 def parse(data: Any) -> Advisory:
     """An :class:`Advisory` from one decoded OSV record. Only PyPI ``affected`` entries are kept.
-    Raises :class:`BadRecord` naming the key when the record is not OSV."""
+    Raises :class:`BadRecord` naming the key when the record is not OSV, for any shape of
+    ``data`` (tests/fuzz: any JSON value)."""
+    try:
+        return _parse(data)
+    except BadRecord:
+        raise
+    except (TypeError, AttributeError, ValueError, KeyError, IndexError, RecursionError) as exc:
+        raise BadRecord(f"a record of an odd shape ({type(exc).__name__}: {exc})") from None
+
+
+def _parse(data: Any) -> Advisory:
     if not isinstance(data, dict):
         raise BadRecord("a record must be a JSON object")
     ident = _text(data, "id", required=True)
@@ -250,6 +273,8 @@ def parse(data: Any) -> Advisory:
             continue  # a record may name a git repository only
         if package.get("ecosystem") != ECOSYSTEM or not isinstance(package.get("name"), str):
             continue
+        if not isinstance(entry, dict):
+            continue
         ranges = []
         for j, item in enumerate(_list(entry, "ranges")):
             if not isinstance(item, dict):
@@ -258,11 +283,14 @@ def parse(data: Any) -> Advisory:
             for event in _list(item, "events"):
                 if isinstance(event, dict):
                     events += [Event(kind=k, version=str(v)) for k, v in event.items() if isinstance(v, str)]
-            ranges.append(Range(type=str(item.get("type", "ECOSYSTEM")), events=tuple(events)))
+            kind = item.get("type", "ECOSYSTEM")
+            ranges.append(Range(type=kind if isinstance(kind, str) else "", events=tuple(events)))
         versions = tuple(v for v in _list(entry, "versions") if isinstance(v, str))
         affected.append(Affected(name=canonicalize_name(package["name"]), ranges=tuple(ranges), versions=versions))
     severity = tuple(
-        (str(s.get("type", "")), str(s.get("score", ""))) for s in _list(data, "severity") if isinstance(s, dict)
+        (s.get("type", ""), s.get("score", ""))
+        for s in _list(data, "severity")
+        if isinstance(s, dict) and isinstance(s.get("type", ""), str) and isinstance(s.get("score", ""), str)
     )
     specific = data.get("database_specific")
     rating = specific.get("severity") if isinstance(specific, dict) else None
@@ -271,7 +299,9 @@ def parse(data: Any) -> Advisory:
         (r.get("url") for r in _list(data, "references") if isinstance(r, dict) and r.get("type") == "ADVISORY"), None
     )
     url = (
-        advisory_url or next((u for u in refs if isinstance(u, str)), None) or f"https://osv.dev/vulnerability/{ident}"
+        (advisory_url if isinstance(advisory_url, str) else None)
+        or next((u for u in refs if isinstance(u, str)), None)
+        or f"https://osv.dev/vulnerability/{ident}"
     )
     withdrawn = data.get("withdrawn")
     return Advisory(
@@ -335,9 +365,11 @@ class Export:
         by_name: dict[NormalizedName, list[Advisory]] = {}
         for label, raw in self._wanted(names):
             try:
-                advisory = parse(json.loads(raw))
-            except (ValueError, BadRecord) as exc:
-                log.warning("%s: %s in %s: not an OSV record (%s); skipped", self.where, label, self.path.name, exc)
+                advisory = parse(load_json(raw, label, "an OSV record", ours=False))
+            except (InputError, BadRecord) as exc:
+                said = exc.problems[0].message if isinstance(exc, InputError) and exc.problems else None
+                reason = said or f"not an OSV record ({exc})"
+                log.warning("%s: %s in %s: %s; skipped", self.where, label, self.path.name, reason)
                 continue
             for name in {a.name for a in advisory.affected} & names:
                 by_name.setdefault(name, []).append(advisory)
@@ -403,8 +435,11 @@ class Export:
                     path = f"{rel}/{entry.name}" if rel else entry.name
                     if entry.is_dir(follow_symlinks=False):  # a linked folder could loop
                         pending.append(path)
-                    elif entry.name.endswith(".json") and entry.is_file():
-                        found.append((path, entry.stat()))
+                    elif entry.name.endswith(".json"):  # any kind: the reader refuses what is not a file
+                        try:
+                            found.append((path, entry.stat()))
+                        except OSError:  # a symlink to nowhere
+                            found.append((path, entry.stat(follow_symlinks=False)))
         found.sort(key=lambda item: item[0])
         self._known_files = found
         return found
@@ -416,14 +451,21 @@ class Export:
             return None
 
     def _load(self) -> tuple[dict[str, list[str]], dict[str, str]] | None:
+        """The cached index (lockgen wrote it, but anyone may have changed ``.lockgen/``: it is
+        read bounded, and a shape that is not the index counts as none)."""
         file = self._cache_file()
         try:
-            data = json.loads(file.read_text(encoding="utf-8")) if file is not None else None
-            if isinstance(data, dict) and isinstance(data.get("index"), dict) and isinstance(data.get("records"), dict):
-                return data["index"], data["records"]
-        except (OSError, ValueError):
-            pass
-        return None
+            data = load_json(bounded.read_file(file, str(file)), str(file)) if file else None
+        except (OSError, InputError):
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("index"), dict):
+            return None
+        index, records = data["index"], data.get("records")
+        if not isinstance(records, dict) or not all(isinstance(v, str) for v in records.values()):
+            return None
+        if not all(isinstance(v, list) and all(isinstance(m, str) for m in v) for v in index.values()):
+            return None
+        return index, records
 
     def _save(self, index: Mapping[str, list[str]], records: Mapping[str, str]) -> None:
         file = self._cache_file()
@@ -441,33 +483,35 @@ class Export:
             log.debug("OSV export index not cached: %s", exc)
 
     def _members(self, members: Sequence[str]) -> dict[str, str]:
-        try:
-            if self.path.is_dir():
-                return {m: (self.path / m).read_text(encoding="utf-8", errors="replace") for m in members}
-            with zipfile.ZipFile(self.path) as archive:
-                return {m: archive.read(m).decode("utf-8", "replace") for m in members}
-        except (OSError, KeyError, zipfile.BadZipFile):
-            return dict(self._records_text(set(members)))
+        return dict(self._records_text(set(members)))
 
     def _records_text(self, members: set[str]) -> Iterator[tuple[str, str]]:
-        for label, raw in self._records():
+        for label, raw in self._records(members):
             if label in members:
                 yield label, raw.decode("utf-8", "replace")
 
-    def _records(self) -> Iterator[tuple[str, bytes]]:
+    def _records(self, only: set[str] | None = None) -> Iterator[tuple[str, bytes]]:
+        """``(member, bytes)`` of every record of the export (of the members ``only`` names, when
+        given: the cached index's), through the bounded reader: each record file regular and
+        inside the folder, each zip member within the archive's bounds. Raises
+        :class:`AuditFailed` naming the file and the bound (the audit did not complete)."""
         try:
             if self.path.is_dir():
-                for rel, _ in self._files():
-                    with open(os.path.join(self.path, rel), "rb") as handle:
-                        yield rel, handle.read()
+                for rel in sorted(only) if only is not None else [rel for rel, _ in self._files()]:
+                    yield rel, bounded.read_in(self.path, rel, f"{self.where}/{rel}", MAX_RECORD)
                 return
-            with zipfile.ZipFile(self.path) as archive:
-                for info in archive.infolist():
-                    if info.filename.endswith(".json") and not info.is_dir():
+            with bounded.open_archive(self.path, self.where, MAX_RECORD) as archive:
+                for info in archive.members():
+                    if info.filename.endswith(".json") and (only is None or info.filename in only):
                         yield info.filename, archive.read(info)
-        except (OSError, zipfile.BadZipFile) as exc:
+        except InputError as exc:
             raise AuditFailed(
-                f"{self.where}: cannot read the OSV export ({getattr(exc, 'strerror', None) or exc}); "
+                f"{exc.problems[0].text() if exc.problems else exc}; the OSV export was not read: give a folder "
+                "of OSV records or the zip OSV publishes per ecosystem (PyPI/all.zip)"
+            ) from None
+        except OSError as exc:
+            raise AuditFailed(
+                f"{self.where}: cannot read the OSV export ({exc.strerror or exc}); "
                 "give a folder of OSV records or the zip OSV publishes per ecosystem (PyPI/all.zip)"
             ) from None
 
@@ -519,7 +563,7 @@ class Api:
         found: dict[Key, set[str]] = {key: set() for key in keys}
         pending: list[tuple[Key, str | None]] = [(key, None) for key in keys]
         pages = 0
-        while pending and pages <= MAX_PAGES:
+        while pending and pages < MAX_PAGES:
             pages += 1
             more: list[tuple[Key, str | None]] = []
             for start in range(0, len(pending), BATCH):
@@ -540,8 +584,10 @@ class Api:
                         more.append((key, token))
             pending = more
         if pending:
-            log.warning(
-                "%s: stopped following result pages after %d; some advisories may be missing", self.where, MAX_PAGES
+            raise AuditFailed(
+                f"{self.where}/v1/querybatch: still answering more result pages after {MAX_PAGES} "
+                f"(for {', '.join(sorted({f'{n} {v}' for (n, v), _ in pending})[:3])}…); the audit did not "
+                "complete: the API pages without end"
             )
         return found
 
@@ -563,9 +609,14 @@ class Api:
         url = self.mirrors.fetch_url(self.url + path)
         shown = self._shown + path
         try:
-            response = client.request(method, url, json=body) if body is not None else client.request(method, url)
-            response.raise_for_status()
-            return response.json()
+            with client.stream(method, url, json=body) if body is not None else client.stream(method, url) as response:
+                response.raise_for_status()
+                data = bounded.read_stream(response.iter_bytes(), shown, MAX_ANSWER)
+            return load_json(data, shown, "an OSV answer", ours=False)
+        except InputError as exc:
+            raise AuditFailed(
+                f"{exc.problems[0].text() if exc.problems else exc}; the audit did not complete"
+            ) from None
         except httpx.HTTPStatusError as exc:
             raise AuditFailed(f"{shown}: HTTP {exc.response.status_code}; the audit did not complete") from None
         except httpx.HTTPError as exc:
@@ -576,8 +627,6 @@ class Api:
                 f"{shown}: cannot reach the OSV API ({type(exc).__name__}: {reason}); give a mirror "
                 "(--mirror), or an OSV export on disk with --osv PATH (see docs/supply-chain.md)"
             ) from None
-        except ValueError:
-            raise AuditFailed(f"{shown}: the answer is not JSON") from None
 
 
 def _query(key: Key, token: str | None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, expand
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.target import Target, target_for
+from lockgen.runtime import bounded
 from lockgen.runtime.errors import ConfigError, LockgenError, Problem, TemplateError, merged
 
 if TYPE_CHECKING:
@@ -201,7 +202,7 @@ def _unchanged(root: Path, text: str | None, cell: str, lock: str, record: Mappi
     if cell not in pylocks or not manifest.coverage_current(record):
         return False
     try:
-        pylock = (root / pylocks[cell]).read_text(encoding="utf-8")
+        pylock = bounded.read_text(root / pylocks[cell], pylocks[cell])
         main = Lock.read(root / lock, lock)
     except (OSError, UnicodeDecodeError, LockgenError):
         return False
@@ -212,9 +213,9 @@ def _unchanged(root: Path, text: str | None, cell: str, lock: str, record: Mappi
         return False
     recorded = [(item.get("name"), item.get("sha256")) for item in record.get("layers", [])]
     try:
-        layers = [(ref.name, text_sha256((root / ref.path).read_text(encoding="utf-8")))
+        layers = [(ref.name, text_sha256(bounded.read_text(root / ref.path, ref.path)))
                   for ref in main.header.layers if ref.kind in READ_KINDS]  # fmt: skip
-    except (OSError, UnicodeDecodeError):
+    except (OSError, LockgenError):
         return False
     return recorded == layers
 

@@ -46,7 +46,8 @@ from lockgen.plan import reqline
 from lockgen.plan.plan import Plan
 from lockgen.project import Project
 from lockgen.run.values import SILENT, Reporter, RunOptions, RunResult
-from lockgen.runtime.errors import ConfigError, UsageError
+from lockgen.runtime import bounded
+from lockgen.runtime.errors import ConfigError, InputError, UsageError
 
 __all__ = ["BumpOptions", "BumpOutcome", "bump"]
 
@@ -271,8 +272,8 @@ class _Texts:
     def text(self, rel: str) -> str:
         if rel not in self._texts:
             try:
-                self._texts[rel] = (self.root / rel).read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
+                self._texts[rel] = bounded.read_file(self.root / rel, rel).decode("utf-8")
+            except (OSError, UnicodeDecodeError, InputError) as exc:
                 raise ConfigError(rel, [f"cannot read: {exc}"]) from exc
         return self._texts[rel]
 

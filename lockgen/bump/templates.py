@@ -22,6 +22,8 @@ from packaging.utils import NormalizedName
 from packaging.version import Version
 
 from lockgen.plan import reqline
+from lockgen.runtime import bounded
+from lockgen.runtime.errors import InputError
 
 __all__ = ["TemplateLine", "edited", "find"]
 
@@ -58,8 +60,8 @@ def find(root: Path, templates: str, names: Iterable[NormalizedName]) -> list[Te
     folder = root / templates
     for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:
         try:
-            text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")
-        except (OSError, UnicodeDecodeError):
+            text = bounded.read_in(folder, path.relative_to(folder).as_posix()).decode("utf-8").removeprefix("\ufeff")
+        except (OSError, UnicodeDecodeError, InputError):
             continue
         rel = path.relative_to(root).as_posix()
         for number, line in enumerate(text.splitlines(), 1):
@@ -111,4 +113,4 @@ def edited(text: str, moves: Sequence[tuple[TemplateLine, Version]]) -> str:
 
 def texts(root: Path, paths: Iterable[str]) -> Mapping[str, str]:
     """``{path: text}`` of the project-relative template ``paths`` (UTF-8)."""
-    return {path: (root / path).read_bytes().decode("utf-8") for path in paths}
+    return {path: bounded.read_in(root, path).decode("utf-8") for path in paths}

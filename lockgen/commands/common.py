@@ -38,7 +38,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         force=args.force, uv=uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package)),
         jobs=args.jobs, online=args.online, mirrors=tuple(args.mirror), wait=args.wait,
-        retry_unavailable=args.retry_unavailable, shard=shard(args),
+        retry_unavailable=args.retry_unavailable, shard=shard(args), coverage=not args.no_coverage,
+        coverage_mb=args.coverage_budget, coverage_seconds=args.coverage_seconds,
     )  # fmt: skip
 
 

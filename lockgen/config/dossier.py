@@ -9,13 +9,14 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from lockgen.config.fields import NAME_PATTERN, Checks, KeyPath
-from lockgen.config.model import SEVERITIES, AuditIgnore, AuditSettings, LicensePolicy
+from lockgen.config.model import SEVERITIES, AuditIgnore, AuditSettings, CoverageSettings, LicensePolicy
 
 __all__ = ["DossierChecks"]
 
 _AUDIT_KEYS = {"osv", "fail-on", "ignore"}
 _IGNORE_KEYS = {"id", "reason", "until", "packages"}
 _LICENSE_KEYS = {"allow", "deny", "exceptions"}
+_COVERAGE_KEYS = {"read", "budget-mb", "budget-seconds"}
 
 
 class DossierChecks(Checks):
@@ -62,6 +63,28 @@ class DossierChecks(Checks):
             id=ident.strip(), reason=reason.strip(), until=until, key=self.key(*path),
             packages=tuple(canonicalize_name(p) for p in packages),
         )  # fmt: skip
+
+    def coverage(self, value: Any) -> CoverageSettings:
+        """``[coverage]``: ``read`` (true or false: the off switch), ``budget-mb`` (a positive
+        integer of megabytes) and ``budget-seconds`` (a positive number)."""
+        if not isinstance(value, dict):
+            self.problem(("coverage",), "must be a table with read, budget-mb and/or budget-seconds")
+            return CoverageSettings()
+        self.unknown(value, _COVERAGE_KEYS, ("coverage",))
+        default = CoverageSettings()
+        read = value.get("read", default.read)
+        if not isinstance(read, bool):
+            self.problem(("coverage", "read"), f"{read!r} is not true or false")
+            read = default.read
+        budget = value.get("budget-mb", default.budget_mb)
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+            self.problem(("coverage", "budget-mb"), f"{budget!r} is not a positive number of megabytes (4000)")
+            budget = default.budget_mb
+        seconds = value.get("budget-seconds", default.budget_seconds)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < 10**7:
+            self.problem(("coverage", "budget-seconds"), f"{seconds!r} is not a positive number of seconds (600)")
+            seconds = default.budget_seconds
+        return CoverageSettings(read=read, budget_mb=budget, budget_seconds=float(seconds))
 
     def licenses(self, value: Any) -> LicensePolicy:
         """``[licenses]``: ``allow`` and ``deny`` (SPDX license ids, ``LicenseRef-…`` too) and

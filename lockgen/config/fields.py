@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgen.config.model import AXES
+from lockgen.runtime import bounded
 
 __all__ = ["NAME_PATTERN", "URL", "VAR_NAME", "Checks", "KeyPath"]
 
@@ -41,7 +42,7 @@ class Checks:
         self.prefix = prefix
         self.read_toml = read_toml  # TOML text -> table, for the project's pyproject.toml (load.parse_toml)
         # a project file's text (the pyproject.toml of [project]); lockgen bump reads its edits so
-        self.read_text = read_text or (lambda path: path.read_text(encoding="utf-8"))
+        self.read_text = read_text or (lambda path: bounded.read_text(path, path.name))
         self.problems: list[str] = []
         self.extra: tuple[str, ...] = ()  # the matrix's extra axes, once read
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from lockgen.config.model import Config
-from lockgen.runtime.errors import ConfigError, UsageError
+from lockgen.runtime import bounded
+from lockgen.runtime.errors import ConfigError, InputError, UsageError
 
 __all__ = ["find_config", "load_config", "parse_toml"]
 
@@ -83,7 +84,9 @@ def _warn_if_both(folder: Path) -> None:
 def _read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file; raises :class:`ConfigError` naming it when it is not valid TOML."""
     try:
-        return parse_toml(path.read_text(encoding="utf-8-sig"))  # a byte-order mark (Notepad) is not TOML
+        return parse_toml(bounded.read_text(path, path.name))  # a byte-order mark (Notepad) is not TOML
+    except InputError as exc:  # not UTF-8, a FIFO, too large: the reader's words, the file named once
+        raise ConfigError(path.name, [f"cannot read it: {exc.problems[0].message if exc.problems else exc}"]) from None
     except Exception as exc:  # OSError, tomllib.TOMLDecodeError, tomlkit ParseError
         raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
 
@@ -131,6 +134,6 @@ def load_config(path: Path, overlay: Mapping[str, str] | None = None) -> Config:
         try:
             return overlay[file.relative_to(root).as_posix()].removeprefix("\ufeff")
         except (KeyError, ValueError):
-            return file.read_text(encoding="utf-8-sig")  # a byte-order mark is not TOML
+            return bounded.read_text(file, file.name)  # a byte-order mark is not TOML
 
     return Validator(path.name, prefix, read_toml=parse_toml, read_text=read_text).config(table, root)

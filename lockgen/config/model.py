@@ -35,6 +35,7 @@ __all__ = [
     "AuditSettings",
     "BackendFamily",
     "Config",
+    "CoverageSettings",
     "Include",
     "LicensePolicy",
     "ProjectMetadata",
@@ -261,6 +262,18 @@ class AuditSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CoverageSettings:
+    """``[coverage]``: whether ``lockgen all`` reads the GPU wheels' kernel coverage (``read``),
+    and its budget: at most ``budget_mb`` megabytes (10^6 bytes) downloaded and ``budget_seconds``
+    spent per run; past either, the wheels left are recorded "not measured: budget" and the run goes
+    on (defaults: 16,000 MB and 1,800 s, above the 11.3 GB a cold 14-cell GPU project read)."""
+
+    read: bool = True
+    budget_mb: int = 16_000
+    budget_seconds: float = 1800.0
+
+
+@dataclass(frozen=True, kw_only=True)
 class LicensePolicy:
     """``[licenses]``: SPDX ids allowed (empty: any not denied) and denied, and per-package
     exceptions (canonical name or glob -> reason)."""
@@ -331,6 +344,7 @@ class Config:
     project: ProjectMetadata | None = None  # the `project` template variable
     audit: AuditSettings = AuditSettings()  # [audit]: lockgen audit's source, threshold, ignores
     licenses: LicensePolicy = LicensePolicy()  # [licenses]: lockgen licenses' policy
+    coverage: CoverageSettings = CoverageSettings()  # [coverage]: the kernel-coverage step's switch and budget
 
     @property
     def axis_names(self) -> tuple[str, ...]:

@@ -42,6 +42,7 @@ _LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
 #: Keys only the top level has; it takes every setting too.
 _TOP_ONLY = {
     "templates", "locks", "matrix", "rules", "mirrors", "sources", "detect", "backends", "project", "audit", "licenses",
+    "coverage",
 }  # fmt: skip
 _TOP_KEYS = _TOP_ONLY | SETTING_KEYS
 _MATRIX_KEYS = ("include", "exclude")
@@ -106,6 +107,7 @@ class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks, Dos
             project=self.project(table.get("project"), root),
             audit=self.audit(table.get("audit", {})),
             licenses=self.licenses(table.get("licenses", {})),
+            coverage=self.coverage(table.get("coverage", {})),
         )
         config = self.credentials(config)
         self.source_placeholders(config)

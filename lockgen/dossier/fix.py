@@ -37,6 +37,7 @@ from lockgen.dossier.audit import AuditReport, Finding, audit
 from lockgen.osv import Source
 from lockgen.project import Project
 from lockgen.run.values import Reporter, RunOptions, RunResult
+from lockgen.runtime import bounded
 from lockgen.runtime.words import counted
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def plan_fixes(project: Project, report: AuditReport, source: Source, reader: Pa
 
     config = project.config
     path = find_config(config.root, config.source)
-    configured = plan_bumps(path, path.read_text(encoding="utf-8"), {}).configured
+    configured = plan_bumps(path, bounded.read_text(path, path.name), {}).configured
     by_key: dict[tuple[NormalizedName, Version], list[Finding]] = {}
     for finding in report.findings:
         by_key.setdefault((finding.package, finding.version), []).append(finding)

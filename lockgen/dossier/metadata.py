@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import html.parser
-import json
 import logging
 import threading
 from collections.abc import Iterable, Mapping
@@ -31,7 +30,9 @@ from packaging.version import Version
 
 from lockgen.config import WORK
 from lockgen.dossier.inventory import Artifact, Locked
+from lockgen.locks.jsonfile import load_json
 from lockgen.plan.mirror import Mirrors
+from lockgen.runtime.errors import InputError
 
 __all__ = ["CACHE", "Fetched", "MetadataCache"]
 
@@ -223,9 +224,9 @@ def _files(text: str, content_type: str) -> list[_File]:
     """The files of a project page: PEP 691 JSON or PEP 503 HTML (anchors with ``#sha256=``,
     ``data-core-metadata``/``data-dist-info-metadata``)."""
     if "json" in content_type:
-        try:
-            data = json.loads(text)
-        except ValueError:
+        try:  # bounded: depth, numbers (a page from a host)
+            data = load_json(text, "a project page", "a PEP 691 page", ours=False)
+        except InputError:
             return []
         files = []
         for entry in data.get("files", []) if isinstance(data, dict) else []:

@@ -27,7 +27,8 @@ from lockgen.plan import reqline
 from lockgen.plan.plan import Plan
 from lockgen.plan.render import LineMap
 from lockgen.project import Project
-from lockgen.runtime.errors import UsageError
+from lockgen.runtime import bounded
+from lockgen.runtime.errors import InputError, UsageError
 from lockgen.runtime.words import counted
 
 __all__ = ["MAX_CHAINS", "REFUSED", "Answer", "Chain", "Start", "Why", "render_text", "why"]
@@ -301,9 +302,9 @@ class _Starts:
             if project is not None:
                 rel = project.path
                 try:
-                    text = self.project.overlay.get(rel) or (self.project.root / rel).read_text(encoding="utf-8")
+                    text = self.project.overlay.get(rel) or bounded.read_text(self.project.root / rel, rel)
                     data = bump_toml.loads(text)
-                except (OSError, ValueError):
+                except (OSError, ValueError, InputError):
                     data = {}
                 self._strings = [(f"{rel}: {r.key_path}", r.value) for r in bump_toml.requirement_strings(data)]
         return self._strings

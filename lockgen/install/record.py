@@ -49,6 +49,8 @@ from pathlib import Path
 
 from packaging.utils import NormalizedName, canonicalize_name
 
+from lockgen.runtime import bounded
+
 __all__ = [
     "STATE_FILE", "Installed", "LayerState", "State", "Traced", "by_name", "clear_state", "file_problems", "read_state",
     "recompiled", "record_digest", "stat_hint", "trace", "traced_all", "traced_now", "versions", "write_state",
@@ -120,7 +122,7 @@ def read_state(venv: Path) -> State | None:
     """The record :func:`write_state` left in ``venv``; None when there is none or it is not
     exactly that layout (an older lockgen's, an edit): no record proves nothing."""
     try:
-        data = json.loads((venv / STATE_FILE).read_bytes().decode("utf-8"))
+        data = bounded.read_cache(venv / STATE_FILE)
         if data.get("version") != STATE_VERSION:
             return None
         layers = tuple(

@@ -35,6 +35,7 @@ from lockgen.locks.lock import Entry, LayerKind
 from lockgen.locks.manifestfile import CellEntry, url_problem
 from lockgen.plan.mirror import Mirrors
 from lockgen.project import Project
+from lockgen.runtime import bounded
 from lockgen.runtime.credentials import command_line, redact
 from lockgen.runtime.errors import InstallFailed, InstallRefused, Interrupted, LockgenError, UsageError
 
@@ -372,7 +373,7 @@ def _warn_unused_mirrors(job: _Run) -> None:
 
         path, _ = job.entry.pylock
         try:
-            data = confine(job.root, job.locks, path, f"cells.{job.cell}.pylock.path").read_bytes()
+            data = bounded.read_file(confine(job.root, job.locks, path, f"cells.{job.cell}.pylock.path"), path)
             packages = pylockfile.loads(decode(data, path), path).packages
         except (OSError, LockgenError):
             packages = []

@@ -42,8 +42,9 @@ from typing import Any
 from packaging.utils import NormalizedName
 
 from lockgen.install.record import Installed, by_name, versions
+from lockgen.runtime import bounded
 from lockgen.runtime.credentials import command_line, redact
-from lockgen.runtime.errors import InstallRefused, LockgenError
+from lockgen.runtime.errors import InputError, InstallRefused, LockgenError
 from lockgen.runtime.uvbin import WIDE
 
 __all__ = [
@@ -410,8 +411,8 @@ class Venv:
     def _config(self, key: str) -> str | None:
         """The value of ``key`` in the venv's ``pyvenv.cfg`` (``key = value`` lines), or None."""
         try:
-            text = (self.path / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")[:65536]
-        except OSError:
+            text = bounded.read_file(self.path / "pyvenv.cfg", "pyvenv.cfg", 65536).decode("utf-8", "replace")
+        except (OSError, InputError):  # missing, a FIFO, larger than any pyvenv.cfg
             return None
         for line in text.splitlines():
             name, sep, value = line.partition("=")

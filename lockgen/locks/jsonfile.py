@@ -22,11 +22,12 @@ class NotJson(InputError):
     """Text that is not JSON at all (a syntax error), as opposed to JSON beyond the bounds."""
 
 
-def load_json(data: bytes | str, where: str, what: str = "JSON") -> Any:
+def load_json(data: bytes | str, where: str, what: str = "JSON", ours: bool = True) -> Any:
     """``data`` (UTF-8 bytes or text) as bounded JSON. Raises :class:`InputError` (exit 2)
     naming ``where`` and the key path: over :data:`MAX_BYTES`, not UTF-8, not JSON, nested
     deeper than the selector's bound, a number out of range (:class:`NotJson` for a syntax
-    error, which some readers take as "no record")."""
+    error, which some readers take as "no record"). ``ours``: ``what`` is a file lockgen
+    writes (a manifest), said so in the message; False for others' JSON (an OSV record)."""
     if len(data) > MAX_BYTES:
         raise TooLarge(Problem(file=where, message=f"{len(data)} bytes: larger than any file lockgen writes"))
     if isinstance(data, bytes):
@@ -38,5 +39,5 @@ def load_json(data: bytes | str, where: str, what: str = "JSON") -> Any:
     if problem is not None:
         if path is None:
             raise NotJson(Problem(file=where, message=f"not valid JSON ({problem[len('not JSON (') : -1]})"))
-        raise InputError(Problem(file=where, key=path or None, message=f"not {what} lockgen wrote: {problem}"))
+        raise InputError(Problem(file=where, key=path or None, message=f"not {what}{' lockgen wrote' if ours else ''}: {problem}"))
     return value

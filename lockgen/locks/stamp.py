@@ -22,6 +22,7 @@ from lockgen import __version__
 from lockgen.config import WORK
 from lockgen.runtime.errors import LockgenError
 from lockgen.locks.manifest import Row
+from lockgen.runtime import bounded
 
 if TYPE_CHECKING:
     from lockgen.plan.content import Digests
@@ -106,7 +107,7 @@ def write(
 def read(root: Path, config_name: str, extra: str = "") -> Memo | None:
     """The memo if the stamp's key matches the project as it is now, else None."""
     try:
-        data = json.loads((root / STAMP).read_text(encoding="utf-8"))
+        data = bounded.read_cache(root / STAMP)
         if data["key"] != key(
             root, config_name, data["templates"], data.get("folders", []), extra, data.get("files", [])
         ):

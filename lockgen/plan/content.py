@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from lockgen.config import WORK
+from lockgen.runtime import bounded
 
 __all__ = ["CACHE", "RACY_SECONDS", "Digests"]
 
@@ -49,7 +50,7 @@ class Digests:
         self._changed = False
         self.hashed = 0  # files read in this process (tests and benchmarks look)
         try:
-            data = json.loads((root / CACHE).read_text(encoding="utf-8"))
+            data = bounded.read_cache(root / CACHE)
             for path, (hint, digest) in data.items():
                 if isinstance(path, str) and isinstance(digest, str) and isinstance(hint, list):
                     self._known[path] = ([int(v) for v in hint], digest)

@@ -39,6 +39,7 @@ from lockgen.plan.sources import (
     requirement_lines,
 )
 from lockgen.plan.target import Target
+from lockgen.runtime import bounded
 from lockgen.runtime.errors import ConfigError, Problem, TemplateError
 
 if TYPE_CHECKING:
@@ -425,7 +426,7 @@ def project_files(folder: Path) -> list[str]:
 
     found = {name for name in PROJECT_FILES if (folder / name).is_file()}
     try:
-        data = parse_toml((folder / "pyproject.toml").read_text(encoding="utf-8"))
+        data = parse_toml(bounded.read_text(folder / "pyproject.toml", "pyproject.toml"))
     except Exception:  # no pyproject.toml, or one uv will complain about itself
         data = {}
     tool = data.get("tool", {}) if isinstance(data.get("tool"), dict) else {}

@@ -15,6 +15,8 @@ from packaging.version import InvalidVersion, Version
 from lockgen.plan import reqline
 from lockgen.plan.plan import Plan
 from lockgen.resolve import uvout
+from lockgen.runtime import bounded
+from lockgen.runtime.errors import InputError
 
 __all__ = ["blame"]
 
@@ -77,8 +79,8 @@ def _template_line(root: Path, plan: Plan, template: str, name: str, line: str) 
     for match in (lambda text: text.strip() == line, lambda text: _requirement_name(text) == name):
         for path in paths:
             try:
-                source = path.read_text(encoding="utf-8-sig").splitlines()
-            except (OSError, UnicodeDecodeError):
+                source = bounded.read_text(path, path.name).splitlines()
+            except (OSError, InputError):
                 continue
             for number, text in enumerate(source, 1):
                 if match(text):

@@ -40,6 +40,7 @@ from lockgen.locks.pylockfile import artifacts
 from lockgen.plan import identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
+from lockgen.runtime import bounded
 from lockgen.runtime.errors import Interrupted
 
 __all__ = ["DEFAULT_INDEX", "LIMIT", "Checked", "Verified", "check", "origin"]
@@ -109,7 +110,7 @@ class Verified:
     def __post_init__(self) -> None:
         if self.root is not None and not self.fresh:
             try:
-                data = json.loads((self.root / _CACHE).read_text(encoding="utf-8"))
+                data = bounded.read_cache(self.root / _CACHE)
                 self._known = {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
             except (OSError, ValueError):
                 self._known = {}

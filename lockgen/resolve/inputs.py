@@ -38,6 +38,7 @@ from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan, exact_pin, index_pins, required
 from lockgen.plan.sources import INDEX_PROJECT, CellSource, index_project
 from lockgen.resolve import builds, choose, fetch
+from lockgen.runtime import bounded
 from lockgen.runtime.errors import CellFailed, LockgenError
 
 __all__ = [
@@ -226,12 +227,12 @@ def _locked_versions(root: Path, plan: Plan, locked: Mapping[str, str] | None) -
     if locked is not None:
         return dict(locked)
     try:
-        committed = (root / pylockfile.pylock_path(plan.lock)).read_text(encoding="utf-8")
+        committed = bounded.read_text(root / pylockfile.pylock_path(plan.lock), plan.lock)
         return {p.name: str(p.version) for p in pylockfile.loads(committed, plan.lock).packages if p.version}
     except (OSError, UnicodeDecodeError, LockgenError):  # an edited or foreign file: the main lock, else nothing
         pass
     try:
-        text = (root / plan.lock).read_text(encoding="utf-8")
+        text = bounded.read_text(root / plan.lock, plan.lock)
         return {e.name: str(e.version) for e in body_entries(text, plan.lock) if e.version and not e.url}
     except (OSError, UnicodeDecodeError, LockgenError):
         return {}

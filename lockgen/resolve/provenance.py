@@ -40,6 +40,7 @@ from lockgen.locks import publishers, pylockfile
 from lockgen.locks.publishers import Identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve.simplepages import PageReader, netrc_auth, project_url
+from lockgen.runtime import bounded
 
 __all__ = ["CACHE", "INTEGRITY_ACCEPT", "Provenance", "identities_of"]
 
@@ -166,7 +167,7 @@ class Provenance:
 
     def _cached(self, digest: str) -> tuple[Identity, ...] | None:
         try:
-            data = json.loads((self.folder / f"{digest}.json").read_text(encoding="utf-8"))
+            data = bounded.read_cache(self.folder / f"{digest}.json")
             tables = data["identities"]
         except (OSError, ValueError, KeyError, TypeError):
             return None

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
+from lockgen.locks.jsonfile import load_json
 from lockgen.plan.mirror import Mirrors
+from lockgen.runtime.errors import InputError
 
 __all__ = ["JSON_ACCEPT", "Page", "PageFile", "PageReader", "Status", "parse", "parse_page", "project_url", "status_of"]
 
@@ -111,9 +113,9 @@ def parse_page(text: str, content_type: str, base: str) -> tuple[tuple[PageFile,
     """``(files, api_version, status)``: :func:`parse` and the project's PEP 792 status
     (:func:`status_of`)."""
     if "json" in content_type:
-        try:
-            data = json.loads(text)
-        except ValueError:
+        try:  # bounded: a page nested 100,000 deep is no page, not a RecursionError
+            data = load_json(text, base, "a PEP 691 page", ours=False)
+        except InputError:
             return (), None, Status()
         if not isinstance(data, dict):
             return (), None, Status()

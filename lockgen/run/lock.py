@@ -114,6 +114,7 @@ def _run(
     if before is not None:
         check_upgrade_names(before, plans, options.uv.upgrade_packages)
     run = RunResult()
+    step = _CoverageStep(project, mirrors, options, reporter)  # the kernel coverage: beside the cells, then all
     reporter.start([c.name for c in chosen])
     with trace.span("stale"):
         todo = _stale(project, chosen, plans, options, run, reporter)
@@ -130,7 +131,7 @@ def _run(
                 copied = copy_cells(root / locks, touched, old)  # the touched cells' files before the run
             left = _egg_info(root, [p for p, _ in todo])
             try:
-                failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out))
+                failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out, step))
             finally:
                 _remove_new(root, left, [p for p, _ in todo])
             held = _holders(project, [p for p, _ in todo], mirrors) if options.uv.upgrade_packages else None
@@ -151,8 +152,15 @@ def _run(
     if not names and not only and options.shard is None and not run.interrupted:
         _remove_orphans(project, run, reporter, out)
     with trace.span("manifest"):
-        _write_manifest(project, failed, run, options.shard, [c.name for c in chosen], out, mirrors, plans)
+        stopped = _write_manifest(
+            project, failed, run, options.shard, [c.name for c in chosen], out, mirrors, plans, step
+        )
     reporter.finish(run)
+    if stopped:  # Ctrl-C while reading kernel coverage: the manifest is written, then the run ends
+        raise Interrupted(
+            "interrupted while reading the GPU wheels' kernel coverage; the manifest lists the locks written, "
+            "their coverage recorded as incomplete (the next lockgen all reads the rest)"
+        )
     return run
 
 
@@ -314,9 +322,11 @@ def _resolve_all(
     reach: Reach,
     verified: Verified,
     out: Path,
+    step: _CoverageStep | None = None,
 ) -> dict[str, str]:
     """Resolve ``todo`` concurrently, in matrix order, ``jobs`` cells at once, writing each
-    cell's files under ``out`` (the project root, or a stage); returns ``{cell: reason}`` of
+    cell's files under ``out`` (the project root, or a stage), each cell's GPU wheels read for
+    kernel coverage by ``step`` on its thread as it finishes; returns ``{cell: reason}`` of
     the failed cells. Unless ``online``, uv goes through the run's page cache and
     cells resolve offline where this run's pages cover them (:mod:`lockgen.resolve.freshness`);
     no cell waits for another."""
@@ -347,7 +357,10 @@ def _resolve_all(
             locked=locked.get(plan.cell.name), reach=reach, verified=verified, provenance=provenance,
             hint=built.get(plan.cell.name, frozenset()), gate=gate,
         )  # fmt: skip
-        return _resolve_one(cell_run, fresh, states[plan.cell.name], reporter, out)
+        result = _resolve_one(cell_run, fresh, states[plan.cell.name], reporter, out)
+        if step is not None and result.state in (CellState.LOCKED, CellState.UNCHANGED):
+            step.beside(plan.cell.name, out, runner.stopped)
+        return result
 
     for plan in plans:
         reporter.update(CellResult(plan.cell.name, CellState.WAITING))
@@ -518,14 +531,18 @@ def _write_manifest(
     out: Path | None = None,
     mirrors: Mirrors | None = None,
     plans: Sequence[Plan] = (),
-) -> None:
+    step: _CoverageStep | None = None,
+) -> bool:
     """Write the manifest under ``out`` (default: the project root; a shard run: the shard
     manifest of its ``cells``); a failure to write it is reported, not raised: every cell's
     result is still printed (issue 8).
 
     The manifest describes the locks, not the run (issue 16): a cell whose lock is current and
     intact stays ``locked`` though this run failed to re-resolve it (a network blip under
-    ``--force``); ``failed`` is for a cell without such a lock. The run still fails and says so."""
+    ``--force``); ``failed`` is for a cell without such a lock. The run still fails and says so.
+
+    Returns whether Ctrl-C stopped the kernel-coverage step (the manifest is written all the same,
+    that coverage recorded as incomplete: :func:`_coverage`)."""
     from lockgen.locks.shard import shard_manifest_text
 
     where = manifest.manifest_path(project.config.locks)
@@ -544,15 +561,79 @@ def _write_manifest(
     recorded = {name: why for name, why in recorded.items() if name not in current}
     try:
         if shard is not None:
-            coverage = _coverage(project, mirrors, run, cells, root=out)
+            coverage = _coverage(project, mirrors, run, cells, root=out, step=step)
             journal.replace_files(
                 out, "manifest", {where: shard_manifest_text(project, cells, recorded, shard, coverage)}
             )
-            return
-        text = project.manifest_text(recorded, out, _coverage(project, mirrors, run, root=out))
+            return bool(step and step.stopped)
+        text = project.manifest_text(recorded, out, _coverage(project, mirrors, run, root=out, step=step))
         journal.replace_files(out, "manifest", {where: text})
     except LockgenError as exc:
         run.manifest_error = str(exc)
+    return bool(step and step.stopped)
+
+
+class _CoverageStep:
+    """How a run reads kernel coverage (docs/select.md, "Kernel coverage"): on or off
+    (``--no-coverage``, ``[coverage] read = false``), one :class:`~lockgen.wheels.reading.Budget`
+    for the run (the options over the config), one reader shared by the cells' threads (each cell's
+    wheels are read :meth:`beside` it, as it finishes; the manifest step then finds them in the
+    cache), progress through the reporter's ``coverage`` (when it has one), and ``stopped``:
+    Ctrl-C came while the manifest step read."""
+
+    def __init__(self, project: Project, mirrors: Mirrors | None, options: RunOptions, reporter: Reporter) -> None:
+        from lockgen.wheels.reading import Budget
+
+        config = project.config.coverage
+        self.project, self.mirrors, self.reporter, self.stopped = project, mirrors, reporter, False
+        self.mb = options.coverage_mb if options.coverage_mb is not None else config.budget_mb
+        self.seconds = options.coverage_seconds if options.coverage_seconds is not None else config.budget_seconds
+        self.on = options.coverage and config.read and mirrors is not None
+        self.budget = Budget(self.mb * 1_000_000, self.seconds)
+        self._reader: Any = None
+        self._lock = threading.Lock()
+
+    def reader(self, stop: threading.Event | None = None) -> Any:
+        from lockgen.wheels.reading import Reader
+
+        with self._lock:
+            if self._reader is None:
+                self._reader = Reader(self.project.root, self.mirrors, stop=stop, budget=self.budget,
+                                      progress=self.progress)  # fmt: skip
+            return self._reader
+
+    def read(self, wheels: Sequence[Any]) -> Any:
+        """What :meth:`lockgen.project.Project.coverage` reads with: the reader, warning of each
+        wheel that could not be read (not of those past the budget: one warning says that)."""
+        done = self.reader()(wheels)
+        for wheel in wheels:
+            reason = done.unread.get(wheel.sha256)
+            if reason is not None and not reason.startswith("not measured"):
+                log.warning("kernel coverage of %s %s not read: %s", wheel.name, wheel.version, reason)
+        return done
+
+    def beside(self, cell: str, root: Path, stop: threading.Event) -> None:
+        """Read the GPU wheels of ``cell``, just locked under ``root``, into the cache, on the
+        cell's own thread while other cells resolve. Best effort: anything that goes wrong here
+        is met again (and reported) by the manifest step."""
+        if not self.on or stop.is_set():
+            return
+        try:
+            self.reader(stop)
+            with trace.span("coverage"):
+                self.project.coverage(self.read, names=[cell], root=root)
+        except Exception as exc:  # Interrupted, an unreadable lock: the manifest step says so
+            log.debug("kernel coverage of %s beside the cells: %s", cell, exc)
+
+    def progress(self, done: int, fetched: int, wheel: str) -> None:
+        show = getattr(self.reporter, "coverage", None)
+        if show is not None:
+            show(done, fetched, wheel)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.__exit__(None, None, None)
+            self._reader = None
 
 
 def _coverage(
@@ -561,28 +642,44 @@ def _coverage(
     run: RunResult,
     names: Sequence[str] | None = None,
     root: Path | None = None,
+    step: _CoverageStep | None = None,
 ) -> dict[str, Any] | None:
     """The GPU cells' kernel coverage (:mod:`lockgen.wheels.cells`): carried while their GPU
     wheels are the same, else read from the wheels (range requests through the mirrors, cached
-    by sha256); a wheel that cannot be read is recorded as unread and warned about, never a
-    failed cell. An interrupted run reads nothing."""
+    by sha256; most were read beside their cells already); a wheel that cannot be read is
+    recorded as unread and warned about, never a failed cell. An interrupted run reads nothing.
+    With the step off (``--no-coverage``) records are only carried; past its budget the wheels
+    left are "not measured: budget"; Ctrl-C while reading marks the wheels left "not measured:
+    interrupted" and the records are still returned (``step.stopped``), so the manifest of the
+    locks written is written."""
     if mirrors is None or run.interrupted:
+        if step is not None:
+            step.close()  # the reader the cells used
         return None
-    from lockgen.wheels.reading import Reader
+    from lockgen.wheels.reading import BUDGET
 
-    with Reader(project.root, mirrors) as reader:
-
-        def read(wheels: Sequence[Any]) -> Any:
-            done = reader(wheels)
-            for wheel in wheels:
-                if wheel.sha256 in done.unread:
-                    log.warning(
-                        "kernel coverage of %s %s not read: %s", wheel.name, wheel.version, done.unread[wheel.sha256]
-                    )
-            return done
-
+    step = step or _CoverageStep(project, mirrors, RunOptions(), SILENT)
+    if not step.on:
         with trace.span("coverage"):
-            records = project.coverage(read, names=names, root=root)
+            return project.coverage(None, names=names, root=root)
+    reader = step.reader()
+    try:
+        with trace.span("coverage"):
+            try:
+                records = project.coverage(step.read, names=names, root=root)
+            except KeyboardInterrupt:  # the manifest of the locks written comes first
+                step.stopped = reader.interrupt = True
+                records = project.coverage(step.read, names=names, root=root)
+            except Exception as exc:  # a bug in a reader must not cost the run its manifest
+                log.warning("kernel coverage not read (%s: %s); the manifest keeps the records it has",
+                            type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))  # fmt: skip
+                records = project.coverage(None, names=names, root=root)
+    finally:
+        step.close()
+    if step.budget.spent() and not step.stopped:
+        log.warning("kernel coverage: the budget (%d MB, %.0f s) is spent; the wheels left are recorded '%s' "
+                    "(raise [coverage] budget-mb or budget-seconds, or --coverage-budget)",
+                    step.mb, step.seconds, BUDGET)  # fmt: skip
     if reader.fetched:
         log.info("read the GPU code of the cells' wheels: %.0f MB", reader.fetched / 1e6)
     _warn_unloadable(records)

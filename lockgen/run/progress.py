@@ -44,6 +44,12 @@ class PlainReporter:
             note = f": {result.message}" if result.message and result.state is not CellState.FAILED else ""
             print(f"lockgen: {result.name}: {result.state}{extra}{note}", file=self.stream, flush=True)
 
+    def coverage(self, done: int, fetched: int, wheel: str) -> None:
+        """One line per wheel whose kernel coverage was read: wheels read so far, MB downloaded."""
+        with self.lock:
+            print(f"lockgen: kernel coverage: {wheel} read ({done} wheel{'s' if done > 1 else ''}, "
+                  f"{fetched / 1e6:,.0f} MB so far)", file=self.stream, flush=True)  # fmt: skip
+
     def finish(self, run: RunResult) -> None:
         print_summary(run, self.stream)
 
@@ -59,6 +65,7 @@ class LiveReporter:
         self.rows: dict[str, CellResult] = {}
         self.lock = threading.Lock()
         self.live: Live | None = None
+        self.reading: str | None = None  # the kernel-coverage row, while it reads
 
     def _table(self) -> Table:
         from rich.table import Table
@@ -66,7 +73,20 @@ class LiveReporter:
         table = Table(box=None, show_header=False)
         for row in self.rows.values():
             table.add_row(row.name, f"[{_STYLE.get(row.state, '')}]{row.state}", _seconds(row))
+        if self.reading is not None:
+            table.add_row("kernel coverage", "[cyan]reading", self.reading)
         return table
+
+    def coverage(self, done: int, fetched: int, wheel: str) -> None:
+        """The kernel-coverage row: wheels read so far, MB downloaded, the last wheel."""
+        with self.lock:
+            self.reading = f"{done} wheel{'s' if done > 1 else ''}, {fetched / 1e6:,.0f} MB ({wheel})"
+            if self.live is None:
+                from rich.live import Live
+
+                self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=True)
+                self.live.start()
+            self.live.update(self._table())
 
     def start(self, names: Sequence[str]) -> None:
         self.rows = {n: CellResult(n, CellState.WAITING) for n in names}

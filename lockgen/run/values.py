@@ -37,7 +37,8 @@ class RunOptions:
     reuse of pages fetched in the run; ``mirrors`` are ``CANONICAL=MIRROR`` strings; ``wait``
     queues behind another run instead of refusing; ``retry_unavailable`` re-resolves cells whose
     optional source was unreachable; ``shard`` locks only that shard of the selected cells
-    (:mod:`lockgen.locks.shard`) and writes a shard manifest."""
+    (:mod:`lockgen.locks.shard`) and writes a shard manifest; ``coverage*``: the kernel-coverage
+    step's off switch and budget (docs/select.md, "Kernel coverage")."""
 
     force: bool = False
     uv: uv.Options = field(default_factory=uv.Options)
@@ -47,6 +48,11 @@ class RunOptions:
     wait: bool = False
     retry_unavailable: bool = False
     shard: Shard | None = None
+    #: the kernel-coverage step: False turns it off (``--no-coverage``); a budget in MB and seconds
+    #: (``--coverage-budget``, ``--coverage-seconds``) over the config's ``[coverage]`` (None: the config's)
+    coverage: bool = True
+    coverage_mb: int | None = None
+    coverage_seconds: float | None = None
 
     @property
     def refresh(self) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgen.plan.reqfile import REQUIREMENT_FIX
+from lockgen.runtime import bounded
 from lockgen.runtime.errors import UsageError
 from lockgen.scaffold.builds import PypiTorch, Survey
 from lockgen.scaffold.compose import Draft, compose
@@ -30,6 +31,7 @@ __all__ = ["Draft", "Options", "default_index_builds", "discover", "is_dev", "sc
 
 #: The Python versions init may choose from ``requires-python``.
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
+#: Bytes of one requirement file ``init`` reads at most (real projects: a few KB).
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -278,12 +280,10 @@ def _read_text(root: Path, rel: str) -> str:
     refused, naming it, when it is a symlink out of the project, a FIFO, a device or a folder
     (:func:`~lockgen.runtime.bounded.confined_problem`), larger than :data:`MAX_INPUT`, or not
     UTF-8; read with :func:`~lockgen.runtime.bounded.read_file` (never blocks, never reads more)."""
-    from lockgen.runtime.bounded import confined_problem, read_file
-
-    problem = confined_problem(root, rel)
+    problem = bounded.confined_problem(root, rel)
     if problem is not None:
         raise UsageError(f"{rel}: {problem}; refused unread (name a file inside the project)")
-    raw = read_file(root / rel, rel, MAX_INPUT)
+    raw = bounded.read_file(root / rel, rel, MAX_INPUT)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -35,7 +35,8 @@ from lockgen.config import WORK
 from lockgen.config.model import BackendFamily
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Lock
-from lockgen.runtime.errors import LockFormatError
+from lockgen.runtime import bounded
+from lockgen.runtime.errors import InputError, LockFormatError
 from lockgen.wheels.coverage import Code
 from lockgen.wheels.layers import layer_wheels
 from lockgen.wheels.model import GpuLayer, GpuWheel, Read
@@ -66,11 +67,13 @@ def gpu_wheels(root: Path, lock_path: str, family: BackendFamily) -> list[GpuWhe
     Raises :class:`LockFormatError` for a pylock or lock that cannot be read."""
     pylock_path = f"{lock_path.removesuffix('.txt')}/{pylockfile.PYLOCK_NAME}"
     try:
-        text = (root / pylock_path).read_text(encoding="utf-8")
+        text = bounded.read_text(root / pylock_path, pylock_path)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise LockFormatError(f"{pylock_path}: cannot read it ({exc.strerror})") from None
+    except InputError as exc:
+        raise LockFormatError(exc.problems[0].text() if exc.problems else str(exc)) from None
     pylock = pylockfile.loads(text, pylock_path)
     main = Lock.read(root / lock_path, lock_path)
     builds: set[str] = {canonicalize_name(b) for b in family.builds}

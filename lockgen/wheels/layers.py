@@ -25,7 +25,8 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from lockgen.config.model import BackendFamily
 from lockgen.locks.lock import Entry, LayerKind, Lock, is_local, text_sha256
-from lockgen.runtime.errors import LockFormatError
+from lockgen.runtime import bounded
+from lockgen.runtime.errors import InputError, LockFormatError
 from lockgen.wheels.model import GpuLayer, GpuWheel
 
 __all__ = ["layer_wheels", "runtime_package"]
@@ -45,9 +46,11 @@ def layer_wheels(root: Path, main: Lock, family: BackendFamily, fits: frozenset[
         if ref.kind not in READ_KINDS:
             continue
         try:
-            text = (root / ref.path).read_bytes().decode("utf-8", "replace")
+            text = bounded.read_file(root / ref.path, ref.path).decode("utf-8", "replace")
         except OSError as exc:
             raise LockFormatError(f"{ref.path}: cannot read it ({exc.strerror}); re-lock the cell") from None
+        except InputError as exc:
+            raise LockFormatError(f"{exc.problems[0].text() if exc.problems else exc}; re-lock the cell") from None
         layer = Lock.parse(text, ref.path)
         wheels: list[GpuWheel] = []
         for entry in layer.entries:

@@ -5,6 +5,18 @@ one whole (its sha256 checked), a remote one by HTTP range requests through the 
 (:mod:`lockgen.wheels.pages`; a page without hashes: the fitting wheels downloaded whole and
 hashed). A wheel that cannot be read (offline, HTTP errors, a broken file, not on its pages) is
 ``unread`` with the reason: the selector then says the cell's coverage is partial.
+
+A run's reading has a :class:`Budget` (bytes downloaded, seconds spent: ``[coverage]``,
+``--coverage-budget``, ``--coverage-seconds``): once spent, every wheel not yet read is ``unread``
+as "not measured: budget", and the run goes on. A stop (Ctrl-C) makes the wheels left
+"not measured: interrupted" the same way, so the manifest is still written. ``progress`` hears of
+each wheel read (files done and to do, bytes downloaded).
+
+What is read of a wheel: its zip central directory and each shared object's compressed bytes,
+over HTTP range requests (:mod:`.remote`). A deflated member can only be inflated from its
+start, and an ELF object's section headers sit at its end, so a member with GPU code is inflated
+whole (to a temporary file, never into memory); members that are not ELF or PE are left after
+their first bytes, and a wheel is read once per sha256 in the cache's lifetime.
 """
 
 from __future__ import annotations
@@ -12,7 +24,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +38,60 @@ from lockgen.wheels.model import GpuWheel, Read
 from lockgen.wheels.pages import Pages
 from lockgen.wheels.remote import cached, read_local, read_remote, read_verified, store
 
-__all__ = ["Reader", "refresh"]
+__all__ = ["BUDGET", "INTERRUPTED", "Budget", "Reader", "refresh"]
+
+#: The reason recorded for a wheel left unread because the budget was spent.
+BUDGET = "not measured: budget"
+#: The reason recorded for a wheel left unread because the run was stopped (Ctrl-C).
+INTERRUPTED = "not measured: interrupted"
+
+
+class Budget:
+    """At most ``max_bytes`` downloaded and ``seconds`` spent (None: no bound), counted from
+    its creation; ``used``: bytes so far. Thread-safe enough for one reader."""
+
+    def __init__(self, max_bytes: int | None = None, seconds: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+        self.max_bytes, self.clock = max_bytes, clock
+        self.deadline = clock() + seconds if seconds is not None else None
+        self.used = 0
+
+    def spent(self) -> bool:
+        over_bytes = self.max_bytes is not None and self.used >= self.max_bytes
+        return over_bytes or (self.deadline is not None and self.clock() >= self.deadline)
+
+
+class _Metered:
+    """An httpx client whose requests count against a :class:`Budget` and stop once it is spent
+    or the run is stopped (raising :class:`CoverageError` with :data:`BUDGET` or
+    :data:`INTERRUPTED`): a 4 GB wheel is cut between two range requests, not read to its end."""
+
+    def __init__(self, client: Any, reader: Reader) -> None:
+        self.client, self.reader = client, reader
+
+    def _check(self) -> None:
+        if self.reader.stopped():
+            raise CoverageError(INTERRUPTED)
+        if self.reader.budget.spent():
+            raise CoverageError(BUDGET)
+
+    def get(self, url: str, **kwargs: Any) -> Any:
+        self._check()
+        response = self.client.get(url, **kwargs)
+        self.reader.budget.used += len(response.content)
+        return response
+
+    def head(self, url: str, **kwargs: Any) -> Any:
+        self._check()
+        return self.client.head(url, **kwargs)
+
+    def stream(self, method: str, url: str, **kwargs: Any) -> Any:
+        self._check()
+        return self.client.stream(method, url, **kwargs)
+
+    def close(self) -> None:
+        self.client.close()
+
 
 log = logging.getLogger("lockgen.coverage")
 
@@ -36,14 +102,25 @@ class Reader:
     Use it as a context manager (it closes its clients)."""
 
     def __init__(self, root: Path, mirrors: Mirrors | None = None, stop: threading.Event | None = None,
-                 offline: bool = False) -> None:  # fmt: skip
+                 offline: bool = False, budget: Budget | None = None,
+                 progress: Callable[[int, int, str], None] | None = None) -> None:  # fmt: skip
         self.root, self.mirrors, self.stop, self.offline = root, mirrors or Mirrors(), stop, offline
+        self.budget = budget or Budget()
+        self.progress = progress  # (wheels read so far, bytes downloaded, the wheel) after each wheel read
+        self.interrupt = False  # set on Ctrl-C: every wheel left is "not measured: interrupted"
         self.cache = root / CACHE
         self.fetched = 0
         self._client: Any = None
         self._reader = PageReader(self.mirrors)
         self._pages = Pages(self._reader, root)
         self._downloads: dict[str, tuple[str, Code]] = {}  # URL -> (sha256, code): a page without hashes
+        # the cells' threads share one reader: a wheel two cells lock is read once, and one that
+        # could not be read is not tried again in the same run
+        self._guard = threading.Lock()
+        self._reading: dict[str, threading.Lock] = {}
+        self._unread: dict[str, str] = {}
+        self._skipped: set[str] = set()
+        self._done = 0
 
     def __enter__(self) -> Reader:
         return self
@@ -62,8 +139,11 @@ class Reader:
 
             from lockgen.resolve import tls
 
-            self._client = httpx.Client(follow_redirects=True, timeout=60, verify=tls.context())
+            self._client = _Metered(httpx.Client(follow_redirects=True, timeout=60, verify=tls.context()), self)
         return self._client
+
+    def stopped(self) -> bool:
+        return self.interrupt or (self.stop is not None and self.stop.is_set())
 
     def __call__(self, wheels: Sequence[GpuWheel]) -> Read:
         """Read ``wheels`` (:class:`Read`: codes, unread, skipped). Raises :class:`Interrupted`."""
@@ -72,23 +152,50 @@ class Reader:
         unread: dict[str, str] = {}
         skipped: set[str] = set()
         for wheel in wheels:
-            if self.stop is not None and self.stop.is_set():
+            if self.stop is not None and self.stop.is_set() and not self.interrupt:
                 raise Interrupted("interrupted while reading the GPU wheels")
-            hit = cached(self.cache, wheel.sha256)
-            if hit is not None:
-                codes[wheel.sha256] = hit
-                continue
-            try:
-                code = self._read(wheel)
-            except (CoverageError, OSError) as exc:
-                unread[wheel.sha256] = _scrub(str(exc))[:300]
-                continue
-            if code is None:
-                skipped.add(wheel.sha256)
-                continue
-            store(self.cache, wheel.sha256, code)
-            codes[wheel.sha256] = code
+            with self._guard:
+                lock = self._reading.setdefault(wheel.sha256, threading.Lock())
+            with lock:  # another cell's thread may be reading it: wait, then take its result
+                hit = cached(self.cache, wheel.sha256)
+                if hit is not None:
+                    codes[wheel.sha256] = hit
+                elif wheel.sha256 in self._unread:
+                    unread[wheel.sha256] = self._unread[wheel.sha256]
+                elif wheel.sha256 in self._skipped:
+                    skipped.add(wheel.sha256)
+                elif self.stopped() or self.budget.spent():
+                    unread[wheel.sha256] = INTERRUPTED if self.stopped() else BUDGET
+                else:
+                    code = self._one(wheel, unread)
+                    if code is None and wheel.sha256 not in unread:
+                        skipped.add(wheel.sha256)
+                        self._skipped.add(wheel.sha256)
+                    elif code is not None:
+                        codes[wheel.sha256] = code
         return Read(codes, unread, frozenset(skipped))
+
+    def _one(self, wheel: GpuWheel, unread: dict[str, str]) -> Code | None:
+        """Read one wheel not in the cache: its code (stored in the cache), or None with the
+        reason in ``unread`` (a budget or a stop: not remembered, a later run reads it)."""
+        try:
+            code = self._read(wheel)
+        except (CoverageError, OSError) as exc:
+            said = _scrub(str(exc))[:300]
+            if BUDGET in said or INTERRUPTED in said:
+                unread[wheel.sha256] = INTERRUPTED if self.stopped() else BUDGET
+            else:
+                unread[wheel.sha256] = self._unread[wheel.sha256] = said
+            return None
+        finally:
+            with self._guard:
+                self._done += 1
+                done = self._done
+            if self.progress is not None:
+                self.progress(done, self.budget.used, f"{wheel.name} {wheel.version}")
+        if code is not None:
+            store(self.cache, wheel.sha256, code)
+        return code
 
     def _read(self, wheel: GpuWheel) -> Code | None:
         """The code of ``wheel``; None for an artifact that turned out not to be a platform wheel."""
@@ -112,6 +219,7 @@ class Reader:
             if url not in self._downloads:
                 sha256, code, count = read_verified(self.client(), self.fetch_url(url), self.cache.parent)
                 self.fetched += count
+                self.budget.used += count  # a whole download (streamed): counted when done
                 self._downloads[url] = (sha256, code)
                 store(self.cache, sha256, code)  # by its own sha256: another locked hash may be it
             sha256, code = self._downloads[url]

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lockgen.runtime import bounded
 from lockgen.wheels.coverage import Code, CoverageError, scan_wheel
 
 __all__ = ["READER", "RangeFile", "cached", "read_local", "read_remote", "read_verified", "store"]
@@ -99,10 +100,7 @@ def _remote_size(client: Any, url: str) -> int:
 
 def cached(cache: Path, sha256: str) -> Code | None:
     """The cached code of the wheel ``sha256`` (``<cache>/<sha256>.json``), or None."""
-    try:
-        data = json.loads((cache / f"{sha256}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data = bounded.read_cache(cache / f"{sha256}.json")
     if not isinstance(data, dict) or data.get("reader") != READER or data.get("sha256") != sha256:
         return None
     return Code.from_dict(data)

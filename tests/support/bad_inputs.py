@@ -213,7 +213,7 @@ CONFIG_CASES = [
         "config-not-utf8",
         lambda ctx: (ctx.config.write_bytes(ctx.config.read_bytes() + b"# \xff\xfe\n"), ["all"])[1],
         2,
-        ("pyproject.toml", "utf-8"),
+        ("pyproject.toml", "not UTF-8 text (byte offset"),
     ),
     Case(
         "two-sources-serve-one-package",
