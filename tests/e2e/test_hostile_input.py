@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from lockgen.dossier import osv as osv_module
+from lockgen import osv as osv_module
 from tests.conftest import Run, run_cli, run_ok
 from tests.support import dossier_world
 from tests.support.dossier_world import OLD

@@ -21,8 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lockgen import select
-from lockgen.dossier import osv
+from lockgen import osv, select
 from lockgen.locks import lock as lockmodel
 from lockgen.locks import manifestfile
 from lockgen.locks.jsonfile import load_json
