@@ -14,6 +14,7 @@ import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lockgen.locks import manifest
 from lockgen.locks.folder import edited, orphan_cells
@@ -23,8 +24,11 @@ from lockgen.plan.matrix import select
 from lockgen.plan.plan import PART_NAMES, Plan
 from lockgen.project import Project
 from lockgen.runtime.bounded import read_file
-from lockgen.runtime.errors import InputError, LockFormatError
+from lockgen.runtime.errors import InputError, LockFormatError, LockgenError
 from lockgen.runtime.states import CellState
+
+if TYPE_CHECKING:
+    from lockgen.locks.spread import Difference
 
 __all__ = ["CellCheck", "CheckResult", "check", "current_locks", "state_of"]
 
@@ -45,15 +49,23 @@ class CellCheck:
 class CheckResult:
     cells: list[CellCheck] = field(default_factory=list)
     manifest: str | None = None  # why the manifest does not match, if it does not
+    #: the last run's record of the versions that differ across cells (locks/differences.json;
+    #: None: no record); informational, never a reason to fail
+    differences: list[Difference] | None = None
+    differences_error: str | None = None  # why the record could not be read
 
     @property
     def exit_code(self) -> int:
         return 1 if self.manifest or any(c.state.bad for c in self.cells) else 0
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "ok": self.exit_code == 0, "cells": [c.to_dict() for c in self.cells], "manifest": self.manifest,
+            "differences": None if self.differences is None else [d.to_dict() for d in self.differences],
         }  # fmt: skip
+        if self.differences_error:
+            data["differences_error"] = self.differences_error
+        return data
 
 
 def state_of(root: Path, plan: Plan) -> CellCheck:
@@ -158,7 +170,26 @@ def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ())
         result.cells.append(row)
     result.cells += [_orphan(project, name, paths) for name, paths in left.items()]
     result.manifest = manifest_problem(project)
+    result.differences, result.differences_error = recorded_differences(project.root, project.config.locks)
     return result
+
+
+def recorded_differences(root: Path, locks: str) -> tuple[list[Difference] | None, str | None]:
+    """``(differences, error)`` of ``<locks>/differences.json`` (:mod:`lockgen.locks.spread`):
+    (None, None) when there is none; (None, why) when it cannot be read."""
+    from lockgen.locks.spread import differences_path, loads
+
+    where = differences_path(locks)
+    try:
+        text = decode(read_file(root / where, where), where)
+    except FileNotFoundError:
+        return None, None
+    except (OSError, LockgenError) as exc:
+        return None, str(exc)
+    try:
+        return loads(text, where), None
+    except LockFormatError as exc:
+        return None, str(exc)
 
 
 def _orphan(project: Project, name: str, paths: Sequence[str]) -> CellCheck:
