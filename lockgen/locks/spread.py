@@ -19,18 +19,22 @@ versions and is not listed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from functools import lru_cache
+from typing import Any, Protocol
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
+from lockgen.plan.plan import Plan
 from lockgen.runtime.errors import LockFormatError
 
 __all__ = [
-    "DIFFERENCES_NAME", "Cause", "Difference", "Off", "changes", "common_version", "differences_path", "dumps",
-    "loads", "spread",
+    "DIFFERENCES_NAME", "Cause", "Difference", "Evidence", "Off", "Release", "cause", "changes", "common_version",
+    "differences_path", "dumps", "explain", "loads", "spread",
 ]  # fmt: skip
 
 DIFFERENCES_NAME = "differences.json"
@@ -137,6 +141,108 @@ def spread(locked: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, tuple
         for name, by in sorted(seen.items())
         if len(by) > 1
     }
+
+
+class Release(Protocol):
+    """What an index page says of one version (:class:`lockgen.resolve.releases.Release`)."""
+
+    @property
+    def requires_python(self) -> str | None: ...
+    @property
+    def tags(self) -> frozenset[Tag]: ...
+    @property
+    def sdist(self) -> bool: ...
+
+
+#: ``(plan, name) -> {version: Release}`` from the run's pages (None where there is none).
+Evidence = Callable[[Plan, str], Mapping[str, Release]]
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+@lru_cache(maxsize=4096)
+def _specifier(text: str) -> SpecifierSet | None:
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        return None
+
+
+def cause(
+    name: str,
+    target: str,
+    version: str,
+    plan: Plan,
+    evidence: Evidence | None,
+    held: Mapping[tuple[str, str], str] | None = None,
+    recorded: Mapping[tuple[str, str, str, str], tuple[Cause, str]] | None = None,
+) -> tuple[Cause, str]:
+    """Why ``plan``'s cell locks ``name`` at ``version`` and not at ``target``: a cause and a
+    sentence (see the module docstring for the order of the evidence). ``recorded``: causes a
+    run wrote, by ``(cell, name, version, target)``, used where no page evidence is at hand
+    (``lockgen merge``)."""
+    want, have = _version(target), _version(version)
+    if (want is not None and want.local) or (have is not None and have.local):
+        return (
+            Cause.BACKEND_LABEL,
+            f"{name} {version} and {target} carry backend labels, never harmonized across backends",
+        )
+    pin = plan.pin_requirements().get(name)
+    spec = _specifier(pin) if pin else None
+    if spec is not None and want is not None and not spec.contains(want, prereleases=True):
+        return Cause.PIN, f"{plan.cell.name} pins {name}{pin}"
+    if evidence is None and recorded:
+        found = recorded.get((plan.cell.name, name, version, target))
+        if found is not None:
+            return found
+    release = evidence(plan, name).get(target) if evidence is not None else None
+    if release is not None:
+        python = plan.target.python
+        requires = _specifier(release.requires_python) if release.requires_python else None
+        if requires is not None and not requires.contains(python, prereleases=True):
+            return (
+                Cause.REQUIRES_PYTHON,
+                f"{name} {target} requires Python {release.requires_python} (the cell has {python})",
+            )
+        buildable = release.sdist and name in plan.allow_build
+        if not buildable and not (release.tags & plan.target.supported_tags()):
+            return Cause.NO_WHEEL, f"{name} {target} has no wheel for {plan.target.platform}, Python {python}"
+    said = (held or {}).get((plan.cell.name, name))
+    if said is not None:
+        return Cause.HELD, said
+    return Cause.DRIFT, ""
+
+
+def explain(
+    locked: Mapping[str, Mapping[str, str]],
+    plans: Mapping[str, Plan],
+    evidence: Evidence | None = None,
+    held: Mapping[tuple[str, str], str] | None = None,
+    recorded: Iterable[Difference] = (),
+) -> list[Difference]:
+    """Every package ``locked`` (``{cell: {name: version}}``) holds at more than one version,
+    each cell off the common version with its cause. Cells without a plan (not in the matrix
+    any more) are left out. ``recorded``: differences runs wrote (see :func:`cause`)."""
+    causes = {(o.cell, d.name, o.version, d.common): (o.cause, o.detail) for d in recorded for o in d.off}
+    found = []
+    known = {cell: versions for cell, versions in locked.items() if cell in plans}
+    for name, versions in spread(known).items():
+        common = common_version(versions)
+        off = tuple(
+            sorted(
+                Off(cell, version, *cause(name, common, version, plans[cell], evidence, held, causes))
+                for version, cells in versions.items()
+                if version != common
+                for cell in cells
+            )
+        )
+        found.append(Difference(name, common, versions, off))
+    return found
 
 
 def differences_path(locks: str) -> str:

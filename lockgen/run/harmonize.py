@@ -24,21 +24,15 @@ this run upgrades (``--upgrade-package``) is not moved: uv ignores a preference 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
-from functools import lru_cache
+from collections.abc import Collection, Mapping
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from lockgen.config.model import Harmonize
-from lockgen.locks.spread import Cause, Difference, Off, common_version, spread
+from lockgen.locks.spread import Cause, Difference, Evidence, cause, explain
 from lockgen.plan.plan import Plan
-from lockgen.resolve.releases import Release
 
-__all__ = ["Evidence", "Release", "explain", "moves"]
-
-#: ``(plan, name) -> {version: Release}`` from the run's pages; None: no page evidence.
-Evidence = Callable[[Plan, str], Mapping[str, Release]]
+__all__ = ["explain", "moves"]
 
 
 def _version(text: str) -> Version | None:
@@ -47,76 +41,6 @@ def _version(text: str) -> Version | None:
     except InvalidVersion:
         return None
 
-
-@lru_cache(maxsize=4096)
-def _specifier(text: str) -> SpecifierSet | None:
-    try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
-        return None
-
-
-def cause(
-    name: str,
-    target: str,
-    version: str,
-    plan: Plan,
-    evidence: Evidence | None,
-    held: Mapping[tuple[str, str], str] | None = None,
-) -> tuple[Cause, str]:
-    """Why ``plan``'s cell locks ``name`` at ``version`` and not at ``target``: a cause and a
-    sentence (see the module docstring for the order of the evidence)."""
-    want, have = _version(target), _version(version)
-    if (want is not None and want.local) or (have is not None and have.local):
-        return (
-            Cause.BACKEND_LABEL,
-            f"{name} {version} and {target} carry backend labels, never harmonized across backends",
-        )
-    pin = plan.pin_requirements().get(name)
-    spec = _specifier(pin) if pin else None
-    if spec is not None and want is not None and not spec.contains(want, prereleases=True):
-        return Cause.PIN, f"{plan.cell.name} pins {name}{pin}"
-    release = evidence(plan, name).get(target) if evidence is not None else None
-    if release is not None:
-        python = plan.target.python
-        requires = _specifier(release.requires_python) if release.requires_python else None
-        if requires is not None and not requires.contains(python, prereleases=True):
-            return (
-                Cause.REQUIRES_PYTHON,
-                f"{name} {target} requires Python {release.requires_python} (the cell has {python})",
-            )
-        buildable = release.sdist and name in plan.allow_build
-        if not buildable and not (release.tags & plan.target.supported_tags()):
-            return Cause.NO_WHEEL, f"{name} {target} has no wheel for {plan.target.platform}, Python {python}"
-    said = (held or {}).get((plan.cell.name, name))
-    if said is not None:
-        return Cause.HELD, said
-    return Cause.DRIFT, ""
-
-
-def explain(
-    locked: Mapping[str, Mapping[str, str]],
-    plans: Mapping[str, Plan],
-    evidence: Evidence | None = None,
-    held: Mapping[tuple[str, str], str] | None = None,
-) -> list[Difference]:
-    """Every package ``locked`` (``{cell: {name: version}}``) holds at more than one version,
-    each cell off the common version with its cause. Cells without a plan (not in the matrix
-    any more) are left out."""
-    found = []
-    known = {cell: versions for cell, versions in locked.items() if cell in plans}
-    for name, versions in spread(known).items():
-        common = common_version(versions)
-        off = tuple(
-            sorted(
-                Off(cell, version, *cause(name, common, version, plans[cell], evidence, held))
-                for version, cells in versions.items()
-                if version != common
-                for cell in cells
-            )
-        )
-        found.append(Difference(name, common, versions, off))
-    return found
 
 
 def moves(

@@ -348,7 +348,7 @@ def _resolve_all(
     cell's files under ``out`` (the project root, or a stage); returns ``{cell: reason}`` of
     the failed cells. Unless ``online``, uv goes through the run's page cache and
     cells resolve offline where this run's pages cover them (:mod:`lockgen.resolve.freshness`);
-    no cell waits for another. Then, unless a shard or interrupted, the harmonizing pass
+    no cell waits for another. Then, unless interrupted or upgrading every package, the harmonizing pass
     (:func:`_harmonize`) weighs the versions of ``every`` cell and resolves again the cells of
     ``todo`` it moves, preferring the versions it chose."""
     from lockgen.resolve import freshness
@@ -385,7 +385,7 @@ def _resolve_all(
     pending = set(futures)
     try:
         _collect(pending, run, reporter, failed)
-        if options.shard is None and not options.uv.upgrade and not runner.stopped.is_set():
+        if not options.uv.upgrade and not runner.stopped.is_set():
             with trace.span("harmonize"):
                 again = _harmonize(project, every or plans, plans, options, run, fresh, locked, out)
             if again:
