@@ -42,7 +42,6 @@ def _version(text: str) -> Version | None:
         return None
 
 
-
 def moves(
     differences: Collection[Difference],
     setting: Harmonize,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,7 @@ def test_off_keeps_drift_and_names_it(index, tmp_path):
     index.add("alpha", "1.1")
     index.publish()
     _project(root, index.index_url(), ["3.11", "3.12", "3.13"], 'harmonize = "off"')
+    shutil.copytree(root / "locks", tmp_path / "before")
 
     run = run_ok("-C", str(root), "all")
 
@@ -85,6 +87,10 @@ def test_off_keeps_drift_and_names_it(index, tmp_path):
     assert "alpha: 1.0 in 2 cells, 1.1 in 1 cell (not forced, drift: linux-x86_64-cpu-py3.13)" in run.err
     check = json.loads(run_ok("-C", str(root), "check", "--json").out)
     assert [d["name"] for d in check["differences"]] == ["alpha"]
+    diff = run_ok("-C", str(root), "diff", str(tmp_path / "before"), str(root / "locks")).out
+    assert "now differs across cells: alpha: 1.0, 1.1" in diff
+    back = run_ok("-C", str(root), "diff", str(root / "locks"), str(tmp_path / "before")).out
+    assert "no longer differs across cells: alpha" in back
 
 
 def test_requires_python_is_forced_and_common_takes_the_newest_all_can(index, tmp_path):
