@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from lockgen.locks import manifest
 from lockgen.locks.folder import edited, orphan_cells
 from lockgen.locks.lock import Lock, decode, older_lock
-from lockgen.locks.paths import confine_file
+from lockgen.locks.paths import confine_file, resolving_once
 from lockgen.plan.matrix import select
 from lockgen.plan.plan import PART_NAMES, Plan
 from lockgen.project import Project
@@ -153,6 +153,11 @@ def _of(plan: Plan, path: str, how: str) -> str:
 def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ()) -> CheckResult:
     """Compare each selected cell's lock with its plan, and the manifest with the locks.
     Resolves nothing, starts no process and writes nothing."""
+    with resolving_once():
+        return _check(project, names, only)
+
+
+def _check(project: Project, names: Sequence[str], only: Sequence[str]) -> CheckResult:
     chosen = select(project.cells, names, only)
     result = CheckResult()
     by_name = {p.cell.name: p for p in project.plans(chosen)}

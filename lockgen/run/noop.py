@@ -27,6 +27,13 @@ def up_to_date(
     """The no-op fast path: a :class:`RunResult` if the stamp (:mod:`lockgen.locks.stamp`) still
     describes the project and every selected lock and the manifest match it; None otherwise
     (then a full run decides). Reads files only: no rendering, no process."""
+    from lockgen.locks.paths import resolving_once
+
+    with resolving_once():
+        return _up_to_date(start, config_path, names, only)
+
+
+def _up_to_date(start: Path, config_path: str | None, names: Sequence[str], only: Sequence[str]) -> RunResult | None:
     from lockgen.locks.lock import Lock
 
     path = find_config(start, config_path)
