@@ -54,10 +54,12 @@ checkouts have no hash pip ``--require-hashes`` could check: they go to the ``un
 from __future__ import annotations
 
 import codecs
+import contextlib
 import hashlib
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -150,10 +152,19 @@ class Lock:
     def parse(cls, text: str, where: str) -> Lock:
         """Parse a lock's text. Raises :class:`LockFormatError` naming ``where`` and the line
         when it is not a lock lockgen wrote (no header, an unknown kind, a bad requirement)."""
+        memo = _PARSED.get()
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest() if memo is not None else b""
+        if memo is not None:
+            found = memo.get(key)
+            if found is not None:
+                return found
         refuse_unsafe(text, where)
         parser = Parser(normalized(text), where)
         header, entries = parser.lock()
-        return cls(header=header, entries=entries, read_lines=dict(parser.starts))
+        lock = cls(header=header, entries=entries, read_lines=dict(parser.starts))
+        if memo is not None:
+            memo[key] = lock
+        return lock
 
     @classmethod
     def read(cls, path: Path, where: str | None = None) -> Lock | None:
@@ -177,6 +188,23 @@ class Lock:
         """Parse a lock's bytes (:func:`decode`, then :meth:`parse`). Raises
         :class:`LockFormatError` naming ``where``."""
         return cls.parse(decode(data, where), where)
+
+
+#: Locks parsed in a read-only pass (:func:`parsing_once`), by text; None outside one.
+_PARSED: ContextVar[dict[bytes, Lock] | None] = ContextVar("lockgen_parsed", default=None)
+
+
+@contextlib.contextmanager
+def parsing_once() -> Iterator[None]:
+    """Within it, :meth:`Lock.parse` parses each text once (``check`` and the no-op path read
+    every lock for its state and again for the manifest: the parse, ~1 ms a lock, was paid
+    twice). Keyed by the text's sha256 (not the text: memory), so a file rewritten meanwhile is
+    parsed again."""
+    token = _PARSED.set({})
+    try:
+        yield
+    finally:
+        _PARSED.reset(token)
 
 
 #: Byte-order marks of the encodings a lock saved by an editor may come in, by name.

@@ -87,10 +87,14 @@ _RESOLVED: ContextVar[dict[str, Path] | None] = ContextVar("lockgen_resolved", d
 def resolving_once() -> Iterator[None]:
     """Within it, each folder is resolved once (``check`` and the no-op path confine ~5 files a
     cell, each under the same few folders: resolving every one from the root cost ~1 ms a cell).
-    Only for a pass that writes nothing: a folder swapped for a symlink meanwhile is not seen."""
+    Only for a pass that writes nothing: a folder swapped for a symlink meanwhile is not seen.
+    Each lock text is parsed once in it too (:func:`lockgen.locks.lock.parsing_once`)."""
+    from lockgen.locks.lock import parsing_once
+
     token = _RESOLVED.set({})
     try:
-        yield
+        with parsing_once():
+            yield
     finally:
         _RESOLVED.reset(token)
 
