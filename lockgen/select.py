@@ -744,9 +744,26 @@ def bounded_problem(text: str) -> tuple[Any, str | None, str | None]:
     # json parses in C and raises RecursionError, never crashes, on nesting past the interpreter's
     # limit; the depth is then measured on the parsed value, and the token scan that names the
     # key path (~2 s on a 5,000-cell manifest) runs only for text that is too deep or not JSON
+    made: list[_Oversized] = []  # the walk that names an oversized number's key path runs only if one was read
+
+    def bounded_int(number: str) -> int | _Oversized:
+        value = _bounded_int(number)
+        if isinstance(value, _Oversized):
+            made.append(value)
+        return value
+
+    def bounded_float(number: str) -> float | _Oversized:
+        value = _bounded_float(number)
+        if isinstance(value, _Oversized):
+            made.append(value)
+        return value
+
+    def constant(name: str) -> _Oversized:
+        made.append(_Oversized(name))
+        return made[-1]
+
     try:
-        data = json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float,
-                          parse_constant=_Oversized)  # fmt: skip
+        data = json.loads(text, parse_int=bounded_int, parse_float=bounded_float, parse_constant=constant)
     except RecursionError:
         return None, _too_deep(text) or "", f"nested deeper than {MAX_DEPTH} levels"
     except ValueError as exc:
@@ -756,7 +773,7 @@ def bounded_problem(text: str) -> tuple[Any, str | None, str | None]:
         return None, None, f"not JSON ({exc})"
     if _deeper(data, MAX_DEPTH):
         return None, _too_deep(text) or "", f"nested deeper than {MAX_DEPTH} levels"
-    found = _find_oversized(data, "")
+    found = _find_oversized(data, "") if made else None
     if found is not None:
         path, value = found
         what = f"{len(value.text)} characters" if len(value.text) > 40 else repr(value.text)

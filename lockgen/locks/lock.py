@@ -62,6 +62,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
@@ -152,19 +153,13 @@ class Lock:
     def parse(cls, text: str, where: str) -> Lock:
         """Parse a lock's text. Raises :class:`LockFormatError` naming ``where`` and the line
         when it is not a lock lockgen wrote (no header, an unknown kind, a bad requirement)."""
-        memo = _PARSED.get()
-        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest() if memo is not None else b""
-        if memo is not None:
-            found = memo.get(key)
-            if found is not None:
-                return found
         refuse_unsafe(text, where)
         parser = Parser(normalized(text), where)
         header, entries = parser.lock()
-        lock = cls(header=header, entries=entries, read_lines=dict(parser.starts))
-        if memo is not None:
-            memo[key] = lock
-        return lock
+        memo = _PARSED.get()
+        if memo is not None:  # for parsed_header: the header alone, so memory stays small
+            memo[parsed_key(text)] = header
+        return cls(header=header, entries=entries, read_lines=dict(parser.starts))
 
     @classmethod
     def read(cls, path: Path, where: str | None = None) -> Lock | None:
@@ -191,15 +186,35 @@ class Lock:
 
 
 #: Locks parsed in a read-only pass (:func:`parsing_once`), by text; None outside one.
-_PARSED: ContextVar[dict[bytes, Lock] | None] = ContextVar("lockgen_parsed", default=None)
+_PARSED: ContextVar[dict[Any, Any] | None] = ContextVar("lockgen_parsed", default=None)
+
+
+def pass_memo() -> dict[Any, Any] | None:
+    """The memo of the current :func:`parsing_once` pass (None outside one): other readers of
+    files lockgen wrote (the manifest's) keep what they parsed there, under keys of their own."""
+    return _PARSED.get()
+
+
+def parsed_key(text: str) -> tuple[str, bytes]:
+    """The memo key of a lock's ``text`` (its sha256)."""
+    return ("lock", hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+
+
+def parsed_header(text: str) -> Header | None:
+    """The header of lock ``text`` when :meth:`Lock.parse` parsed (and so validated) this very
+    text in the current :func:`parsing_once` pass; None otherwise (then parse it)."""
+    memo = _PARSED.get()
+    found = memo.get(parsed_key(text)) if memo is not None else None
+    return found if isinstance(found, Header) else None
 
 
 @contextlib.contextmanager
 def parsing_once() -> Iterator[None]:
-    """Within it, :meth:`Lock.parse` parses each text once (``check`` and the no-op path read
-    every lock for its state and again for the manifest: the parse, ~1 ms a lock, was paid
-    twice). Keyed by the text's sha256 (not the text: memory), so a file rewritten meanwhile is
-    parsed again."""
+    """Within it, a lock text :meth:`Lock.parse` parsed once need not be parsed again where only
+    its header is read (:func:`parsed_header`: ``check`` and the no-op path read every lock for
+    its state and again for the manifest, whose fields are all in the header; the parse, ~1 ms
+    a lock, was paid twice). Keyed by the text's sha256, so a file rewritten meanwhile is parsed
+    again; only headers are kept (memory)."""
     token = _PARSED.set({})
     try:
         yield
