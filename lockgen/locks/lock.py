@@ -150,19 +150,22 @@ class Lock:
         return replace(self, entries=entries, read_lines=None)
 
     @classmethod
-    def parse(cls, text: str, where: str) -> Lock:
+    def parse(cls, text: str, where: str, entries: bool = True) -> Lock:
         """Parse a lock's text. Raises :class:`LockFormatError` naming ``where`` and the line
-        when it is not a lock lockgen wrote (no header, an unknown kind, a bad requirement)."""
+        when it is not a lock lockgen wrote (no header, an unknown kind, a bad requirement).
+        Without ``entries`` only the header is parsed (the lock has no entries): for readers of
+        the header alone (the no-op path: that the body is what lockgen wrote, its
+        ``content-sha256`` says)."""
         refuse_unsafe(text, where)
         parser = Parser(normalized(text), where)
-        header, entries = parser.lock()
+        header, found = parser.lock(entries)
         memo = _PARSED.get()
         if memo is not None:  # for parsed_header: the header alone, so memory stays small
             memo[parsed_key(text)] = header
-        return cls(header=header, entries=entries, read_lines=dict(parser.starts))
+        return cls(header=header, entries=found, read_lines=dict(parser.starts))
 
     @classmethod
-    def read(cls, path: Path, where: str | None = None) -> Lock | None:
+    def read(cls, path: Path, where: str | None = None, entries: bool = True) -> Lock | None:
         """The lock at ``path``; None when the file does not exist. Raises
         :class:`LockFormatError` when it exists but is not a lock lockgen can read."""
         from lockgen.runtime.bounded import read_file
@@ -176,13 +179,13 @@ class Lock:
             raise LockFormatError(f"{where or path}: cannot read it ({exc.strerror})") from None
         except InputError as exc:  # over the size limit, not a regular file: refused unread
             raise LockFormatError(exc.problems[0].text() if exc.problems else str(exc)) from None
-        return cls.from_bytes(data, where or str(path))
+        return cls.from_bytes(data, where or str(path), entries)
 
     @classmethod
-    def from_bytes(cls, data: bytes, where: str) -> Lock:
+    def from_bytes(cls, data: bytes, where: str, entries: bool = True) -> Lock:
         """Parse a lock's bytes (:func:`decode`, then :meth:`parse`). Raises
         :class:`LockFormatError` naming ``where``."""
-        return cls.parse(decode(data, where), where)
+        return cls.parse(decode(data, where), where, entries)
 
 
 #: Locks parsed in a read-only pass (:func:`parsing_once`), by text; None outside one.

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lockgen.config import WORK
 from lockgen.runtime.errors import InputError, LockFormatError, Problem, UsageError
 from lockgen.runtime.bounded import read_file
-from lockgen.locks import manifest, manifestfile, spread, store
+from lockgen.locks import manifest, manifestfile, store
 from lockgen.locks.lock import LayerKind, Lock, decode, intact, normalized, text_sha256
 from lockgen.locks.manifestfile import CellEntry
 from lockgen.locks.paths import refs_problem
@@ -389,11 +389,11 @@ def _merged_differences(
     parts: Sequence[_Part],
     owners: Mapping[str, tuple[_Part, Mapping[str, str]]],
     texts: Mapping[str, str],
-) -> str:
-    """The merged ``differences.json`` (:mod:`lockgen.locks.spread`): the merged cells' versions,
+) -> dict[str, str]:
+    """``{path: text}`` of the merged ``differences.json`` (:mod:`lockgen.locks.spread`): the merged cells' versions,
     each cell's cause as the shard that locked it recorded it (a shard run weighed its own
     cells' pages), else what the locks and plans alone show."""
-    from lockgen.locks import pylockfile
+    from lockgen.locks import pylockfile, spread
 
     locks = project.config.locks
     plans = {p.cell.name: p for p in project.plans([c for c in project.cells if c.resolves])}
@@ -418,7 +418,7 @@ def _merged_differences(
         except (OSError, LockFormatError):
             continue
         recorded += [replace(d, off=tuple(o for o in d.off if o.cell in mine)) for d in found]
-    return spread.dumps(spread.explain(versions, plans, recorded=recorded))
+    return {spread.differences_path(locks): spread.dumps(spread.explain(versions, plans, recorded=recorded))}
 
 
 def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> MergeResult:
@@ -474,7 +474,7 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
             result.removed += [path.rstrip("/") for path in paths]
         shards = {c: r for part in parts for c, r in _shard_coverage(part.folder).items() if c in part.cells}
         texts[manifest.manifest_path(locks)] = _merged_manifest(project, texts, removals, result.failed, shards)
-        texts[spread.differences_path(locks)] = _merged_differences(project, parts, owners, texts)
+        texts.update(_merged_differences(project, parts, owners, texts))
         store.replace_files(root, "merge", texts, removals)
         after = LockSet.from_folder(root / locks, locks)
         result.report = change_report(before, after, sorted(owners)).lines()

@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lockgen.locks.shard import Shard
-from lockgen.locks.spread import Difference
 from lockgen.resolve import uv
 from lockgen.runtime.states import CellState
 from lockgen.runtime.words import cut
+
+if TYPE_CHECKING:  # the no-op path imports this module: the spread's imports are not paid there
+    from lockgen.locks.spread import Difference
 
 __all__ = ["REASON_CHARS", "SILENT", "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs"]
 
