@@ -47,6 +47,7 @@ class Cause(str, Enum):
 
     BACKEND_LABEL = "backend label"  # versions carry backend labels (2.13.0+cu130 vs +cpu): never harmonized
     PIN = "pin"  # the cell's own pin (its config or template) excludes the common version
+    PRERELEASE = "prerelease"  # the common version is a pre-release the cell's prerelease setting does not allow
     REQUIRES_PYTHON = "requires-python"  # the common version's requires-python excludes the cell's Python
     NO_WHEEL = "no wheel"  # the common version has no wheel for the cell's platform and Python (and no build)
     HELD = "held"  # uv kept the cell's version when asked for the common one (another requirement holds it)
@@ -196,6 +197,9 @@ def cause(
     spec = _specifier(pin) if pin else None
     if spec is not None and want is not None and not spec.contains(want, prereleases=True):
         return Cause.PIN, f"{plan.cell.name} pins {name}{pin}"
+    mode = plan.prerelease_package.get(name, plan.prerelease)
+    if want is not None and want.is_prerelease and mode != "allow" and not (spec is not None and spec.prereleases):
+        return Cause.PRERELEASE, f"{name} {target} is a pre-release; the cell allows one only with prerelease = \"allow\""
     if evidence is None and recorded:
         found = recorded.get((plan.cell.name, name, version, target))
         if found is not None:

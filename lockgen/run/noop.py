@@ -62,9 +62,7 @@ def _up_to_date(start: Path, config_path: str | None, names: Sequence[str], only
     if text is None or manifest.failures(text) or any(manifest.coverage_incomplete(r) for r in recorded.values()):
         return None  # a failed cell or a GPU wheel whose code was not read: the full path tries again
     try:
-        expected = manifest.dumps(
-            manifest.build(root, memo.rows, memo.detect, coverage=manifest.recorded_coverage(text))
-        )
+        expected = manifest.dumps(manifest.build(root, memo.rows, memo.detect, coverage=recorded))
     except LockgenError:
         return None
     if text != expected:

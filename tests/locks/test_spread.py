@@ -33,6 +33,8 @@ class _Plan:
     target: Target
     pins: dict[str, str] = field(default_factory=dict)
     allow_build: frozenset[str] = frozenset()
+    prerelease: str | None = None
+    prerelease_package: dict[str, str] = field(default_factory=dict)
 
     def pin_requirements(self) -> dict[str, str]:
         return self.pins
@@ -79,6 +81,8 @@ def test_causes_in_order_of_evidence():
     pinned["a"].pins = {"x": "==1.0"}
     found = spread.explain({"a": {"x": "1.0"}, "b": {"x": "1.1"}, "c": {"x": "1.1"}}, pinned)
     assert found[0].off[0].cause is Cause.PIN and found[0].off[0].detail == "a pins x==1.0"
+    pre = spread.explain({"a": {"x": "1.0"}, "b": {"x": "2.0b1"}}, _plans(a=LINUX, b=LINUX))
+    assert pre[0].common == "2.0b1" and pre[0].off[0].cause is Cause.PRERELEASE
     labels = spread.explain({"a": {"torch": "2.13.0+cpu"}, "b": {"torch": "2.13.0+cu130"}}, _plans(a=LINUX, b=LINUX))
     assert labels[0].causes == (Cause.BACKEND_LABEL,)
     drift = spread.explain({"a": {"x": "1.0"}, "b": {"x": "1.1"}, "c": {"x": "1.1"}}, _plans(a=LINUX, b=LINUX, c=LINUX))
