@@ -147,3 +147,30 @@ def test_no_wheel_for_the_platform_is_forced(index, tmp_path):
     }
     assert found["forced"] is True and found["causes"] == ["no wheel"]
     assert found["off"][0]["detail"].startswith("alpha 1.1 has no wheel for aarch64-manylinux")
+
+
+def test_only_the_cells_a_run_resolves_move(index, tmp_path):
+    """``lockgen lock CELL --upgrade-package alpha`` upgrades that cell alone and leaves alpha
+    unmoved (uv ignores a preference for an upgraded package): the difference is listed as
+    drift; ``lockgen lock CELL`` moves only its cell (here: none off the common version);
+    ``lockgen all --force`` moves the other cell to the common version (a tie: the newest)."""
+    index.add("alpha", "1.0")
+    index.add("beta", "1.0")
+    index.publish()
+    root = _project(tmp_path / "proj", index.index_url(), ["3.11", "3.12"])
+    run_ok("-C", str(root), "all")
+    index.add("alpha", "1.1")
+    index.publish()
+
+    run_ok("-C", str(root), "lock", _cell("3.12"), "--upgrade-package", "alpha")
+    assert (_versions(root, _cell("3.11"))["alpha"], _versions(root, _cell("3.12"))["alpha"]) == ("1.0", "1.1")
+    assert _differences(root)["alpha"]["off"] == [
+        {"cell": _cell("3.11"), "version": "1.0", "cause": "drift", "detail": ""}
+    ]
+    run_ok("-C", str(root), "lock", _cell("3.12"), "--force")
+    assert _versions(root, _cell("3.11"))["alpha"] == "1.0"  # not selected: not moved
+
+    run_ok("-C", str(root), "all", "--force")
+
+    assert {_versions(root, _cell(p))["alpha"] for p in ("3.11", "3.12")} == {"1.1"}
+    assert _differences(root) == {}
