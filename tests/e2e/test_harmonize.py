@@ -174,3 +174,26 @@ def test_only_the_cells_a_run_resolves_move(index, tmp_path):
 
     assert {_versions(root, _cell(p))["alpha"] for p in ("3.11", "3.12")} == {"1.1"}
     assert _differences(root) == {}
+
+
+def test_a_version_uv_will_not_take_is_held(index, tmp_path):
+    """alpha 1.1 needs beta 2, which the Python 3.11 cell's template pins to 1.0: asked to prefer
+    alpha 1.1 there, uv keeps 1.0, and the run says so (held), changing nothing; a re-run with
+    ``--force`` changes no byte."""
+    index.add("alpha", "1.0")
+    index.add("alpha", "1.1", requires=("beta>=2",))
+    index.add("beta", "1.0")
+    index.add("beta", "2.0")
+    index.publish()
+    root = _project(tmp_path / "proj", index.index_url(), ["3.11", "3.12", "3.13"])
+    (root / "templates" / "requirements.in.j2").write_text("alpha\nbeta{{ '==1.0' if python == '3.11' else '' }}\n")
+
+    run_ok("-C", str(root), "all")
+
+    assert _versions(root, _cell("3.11"))["alpha"] == "1.0"
+    off = _differences(root)["alpha"]["off"]
+    assert [(o["cell"], o["cause"]) for o in off] == [(_cell("3.11"), "held")]
+    assert off[0]["detail"].startswith("uv kept 1.0 when asked to prefer 1.1")
+    before = {p: p.read_bytes() for p in (root / "locks").rglob("*") if p.is_file()}
+    run_ok("-C", str(root), "all", "--force")
+    assert {p: p.read_bytes() for p in (root / "locks").rglob("*") if p.is_file()} == before
