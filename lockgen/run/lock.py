@@ -387,7 +387,12 @@ def _resolve_all(
         _collect(pending, run, reporter, failed)
         if not options.uv.upgrade and not runner.stopped.is_set():
             with trace.span("harmonize"):
-                again = _harmonize(project, every or plans, plans, options, run, fresh, locked, out)
+                try:
+                    again = _harmonize(project, every or plans, plans, options, run, fresh, locked, out)
+                except Exception:  # a bug in the explanation must not fail a run that locked
+                    log.warning("could not weigh the differences across cells; nothing harmonized (-v shows why)")
+                    log.debug("harmonizing failed", exc_info=True)
+                    again, run.differences = {}, None
             if again:
                 redo = [p for p in plans if p.cell.name in again and p.cell.name not in failed]
                 states.update({p.cell.name: CellState.STALE for p in redo})  # their new lock is preferred
@@ -397,7 +402,12 @@ def _resolve_all(
                 second = RunResult()
                 _collect(pending, second, reporter, {})
                 _merge_second(run, first, second, again)
-                run.differences = _explained(project, every or plans, options, fresh, out, again)
+                try:
+                    run.differences = _explained(project, every or plans, options, fresh, out, again)
+                except Exception:
+                    log.warning("could not explain the differences across cells after harmonizing (-v shows why)")
+                    log.debug("explaining the differences failed", exc_info=True)
+                    run.differences = None
     except KeyboardInterrupt:
         for future in pending:
             future.cancel()  # queued cells first: none starts now
@@ -423,6 +433,8 @@ def _evidence(fresh: Freshness | None) -> Any:
     lock = threading.Lock()
 
     def evidence(plan: Plan, name: str) -> Any:
+        if any(name in source.packages for source in plan.sources):
+            return {}  # locked from a source of its own, not the index page read here: no evidence
         index = fresh.base.fetch_url(plan.index_url).rstrip("/")
         key = (index, name)
         with lock:
