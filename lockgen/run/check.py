@@ -70,22 +70,41 @@ class CheckResult:
 
 def state_of(root: Path, plan: Plan) -> CellCheck:
     """The state of ``plan``'s cell from its files on disk (see the module docstring)."""
-    name = plan.cell.name
+    found = _state(root, plan.cell.name, plan.lock, plan.input_hash, plan)
+    return found if found is not None else CellCheck(plan.cell.name, CellState.STALE, ())  # with a plan: never None
+
+
+def _state(root: Path, name: str, lock: str, input_hash: str, plan: Plan | None) -> CellCheck | None:
+    """:func:`state_of` for the cell ``name`` whose main lock is at ``lock`` and whose inputs
+    hash to ``input_hash``; None when the lock is stale and there is no ``plan`` to say why."""
     try:
-        main = Lock.read(confine_file(root, posixpath.dirname(plan.lock), plan.lock, LockFormatError), plan.lock)
+        main = Lock.read(confine_file(root, posixpath.dirname(lock), lock, LockFormatError), lock)
     except LockFormatError as exc:
-        if _older_format(root / plan.lock):
+        if _older_format(root / lock):
             return CellCheck(name, CellState.STALE, ("it was written by an older lockgen (the lock format changed)",))
         return CellCheck(name, CellState.EDITED, (str(exc),))
     if main is None:
-        return CellCheck(name, CellState.MISSING, (f"{plan.lock} does not exist",))
-    if main.header.input_hash != plan.input_hash:
-        return CellCheck(name, CellState.STALE, changed_inputs(main, plan))
-    problem = edited(root, plan.lock, main)
+        return CellCheck(name, CellState.MISSING, (f"{lock} does not exist",))
+    if main.header.input_hash != input_hash:
+        return CellCheck(name, CellState.STALE, changed_inputs(main, plan)) if plan is not None else None
+    problem = edited(root, lock, main)
     if problem:
         return CellCheck(name, CellState.EDITED, (problem,))
     notes = tuple(f"optional {u.requirement} unavailable: {u.reason}" for u in main.header.unavailable if u.retry)
     return CellCheck(name, CellState.UP_TO_DATE, notes)
+
+
+def _stamped(project: Project) -> dict[str, tuple[str, str]]:
+    """``{cell: (main lock path, input hash)}`` from the no-op stamp (:mod:`lockgen.locks.stamp`)
+    when it still describes the project (its config, templates and every file the plans read
+    are as when it was written): then a cell's input hash is known without rendering its
+    templates, which is most of what ``check`` paid per cell. Empty otherwise."""
+    from lockgen.locks import stamp
+
+    memo = stamp.read(project.root, project.config.source)
+    if memo is None or memo.locks != project.config.locks:
+        return {}
+    return {r.name: (r.lock, r.input_hash) for r in memo.rows if r.input_hash and not (r.skip or r.alias)}
 
 
 def _older_format(path: Path) -> bool:
@@ -160,11 +179,20 @@ def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ())
 def _check(project: Project, names: Sequence[str], only: Sequence[str]) -> CheckResult:
     chosen = select(project.cells, names, only)
     result = CheckResult()
-    by_name = {p.cell.name: p for p in project.plans(chosen)}
+    stamped = _stamped(project)
+    quick: dict[str, CellCheck] = {}  # decided from the stamp's input hash, without a plan
+    for cell in chosen:
+        if cell.resolves and cell.name in stamped and stamped[cell.name][0] == cell.lock_path(project.config):
+            found = _state(project.root, cell.name, *stamped[cell.name], None)
+            if found is not None:
+                quick[cell.name] = found
+    by_name = {p.cell.name: p for p in project.plans([c for c in chosen if c.name not in quick])}
     resolved = {c.name for c in project.cells if c.resolves}
     left = orphan_cells(project.root, project.config.locks, resolved)
     for cell in chosen:
-        if cell.name in by_name:
+        if cell.name in quick:
+            row = quick[cell.name]
+        elif cell.name in by_name:
             row = state_of(project.root, by_name[cell.name])
         elif cell.settings.skip:
             row = CellCheck(cell.name, CellState.SKIPPED, (cell.settings.skip,))
