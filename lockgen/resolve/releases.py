@@ -28,7 +28,7 @@ from lockgen.resolve.pagecache import SIMPLE_ACCEPT
 from lockgen.resolve.pageserver import Pages
 from lockgen.resolve.simplepages import parse, project_url
 
-__all__ = ["Release", "releases"]
+__all__ = ["Release", "releases", "version_map"]
 
 
 @dataclass(frozen=True)
