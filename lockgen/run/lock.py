@@ -413,8 +413,14 @@ def _resolve_all(
             future.cancel()  # queued cells first: none starts now
         runner.stop()  # uv ended; lockgen's own downloads stop at their next chunk
         wait(pending, timeout=_GRACE)
+        reported = {r.name for r in run.results}  # in the harmonizing pass: the first pass's cells
         for future in pending:
-            _finish(run, reporter, _stopped(future, futures[future]), failed)
+            result = _stopped(future, futures[future])
+            if result.name in reported:  # one row per cell: the interruption replaces the first pass's
+                run.results = [result if r.name == result.name else r for r in run.results]
+                reporter.update(result)
+            else:
+                _finish(run, reporter, result, failed)
     finally:
         if fresh is not None:
             fresh.close()
