@@ -64,6 +64,31 @@ RESERVED_NAMES = frozenset(
 )  # fmt: skip
 #: uv's ``--prerelease`` strategies (uv 0.13 ``pip compile --help``); uv's default is the last.
 PRERELEASE_MODES = ("disallow", "allow", "if-necessary", "explicit", "if-necessary-or-explicit")
+#: ``harmonize`` modes (docs/configuration.md, "Harmonizing"); the default is the first.
+HARMONIZE_MODES = ("unforced", "common", "off")
+
+
+@dataclass(frozen=True)
+class Harmonize:
+    """``harmonize`` and ``harmonize-package``: how a package whose versions differ across the
+    matrix's cells is brought to one version. ``mode`` is one of :data:`HARMONIZE_MODES`;
+    ``packages`` maps a canonical name to its own mode (an exception)."""
+
+    mode: str = HARMONIZE_MODES[0]
+    packages: Mapping[str, str] = field(default_factory=dict)
+
+    def of(self, name: str) -> str:
+        """The mode of package ``name`` (canonical)."""
+        return self.packages.get(name, self.mode)
+
+    @property
+    def default(self) -> bool:
+        """The default setting (nothing written): no part of the input hash, so that adding the
+        setting left every lock's hash as it was."""
+        return self.mode == HARMONIZE_MODES[0] and not self.packages
+
+    def to_dict(self) -> dict[str, object]:
+        return {"mode": self.mode, "packages": dict(sorted(self.packages.items()))}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -345,6 +370,7 @@ class Config:
     audit: AuditSettings = AuditSettings()  # [audit]: lockgen audit's source, threshold, ignores
     licenses: LicensePolicy = LicensePolicy()  # [licenses]: lockgen licenses' policy
     coverage: CoverageSettings = CoverageSettings()  # [coverage]: the kernel-coverage step's switch and budget
+    harmonize: Harmonize = Harmonize()  # harmonize, harmonize-package: one version across the cells
 
     @property
     def axis_names(self) -> tuple[str, ...]:

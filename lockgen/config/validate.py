@@ -25,9 +25,11 @@ from lockgen.config.model import (
     DEFAULT_INDEX_URL,
     DEFAULT_MACOS,
     DEFAULT_MANYLINUX,
+    HARMONIZE_MODES,
     OSES,
     RESERVED_NAMES,
     Config,
+    Harmonize,
     Include,
     Rule,
     Settings,
@@ -43,6 +45,7 @@ _LABEL = re.compile(r"^[a-z0-9][a-z0-9._]*$")
 _TOP_ONLY = {
     "templates", "locks", "matrix", "rules", "mirrors", "sources", "detect", "backends", "project", "audit", "licenses",
     "coverage",
+    "harmonize", "harmonize-package",
 }  # fmt: skip
 _TOP_KEYS = _TOP_ONLY | SETTING_KEYS
 _MATRIX_KEYS = ("include", "exclude")
@@ -108,6 +111,7 @@ class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks, Dos
             audit=self.audit(table.get("audit", {})),
             licenses=self.licenses(table.get("licenses", {})),
             coverage=self.coverage(table.get("coverage", {})),
+            harmonize=self.harmonize(table),
         )
         config = self.credentials(config)
         self.source_placeholders(config)
@@ -116,6 +120,36 @@ class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks, Dos
         if self.problems:
             raise ConfigError(self.source, self.problems)
         return config
+
+    def harmonize(self, table: dict[str, Any]) -> Harmonize:
+        """``harmonize`` (one of :data:`HARMONIZE_MODES`) and ``harmonize-package`` (package ->
+        mode: the exceptions)."""
+        from packaging.utils import InvalidName, canonicalize_name
+
+        modes = ", ".join(f'"{m}"' for m in HARMONIZE_MODES)
+        mode = HARMONIZE_MODES[0]
+        if "harmonize" in table:
+            given = self.string(table["harmonize"], ("harmonize",))
+            if given is not None and given not in HARMONIZE_MODES:
+                self.problem(("harmonize",), f"unknown mode {given!r}; use one of {modes}")
+            elif given is not None:
+                mode = given
+        packages: dict[str, str] = {}
+        raw = table.get("harmonize-package", {})
+        if not isinstance(raw, dict):
+            self.problem(("harmonize-package",), 'must be a table of package = "mode", such as { numpy = "off" }')
+            raw = {}
+        for name, value in raw.items():
+            try:
+                canonical = canonicalize_name(name, validate=True)
+            except InvalidName:
+                self.problem(("harmonize-package", name), "not a valid package name")
+                continue
+            if value not in HARMONIZE_MODES:
+                self.problem(("harmonize-package", name), f"unknown mode {value!r}; use one of {modes}")
+                continue
+            packages[canonical] = value
+        return Harmonize(mode, dict(sorted(packages.items())))
 
     # -- the matrix and the rules
 

@@ -78,8 +78,8 @@ class Parser:
     def fail(self, number: int, message: str) -> LockFormatError:
         return LockFormatError(f"{self.where}:{number}: {message}")
 
-    def lock(self) -> tuple[Header, tuple[Entry, ...]]:
-        """The header and the entries of a whole lock."""
+    def lock(self, entries: bool = True) -> tuple[Header, tuple[Entry, ...]]:
+        """The header and the entries of a whole lock (no entries, unread, without ``entries``)."""
         head, sep, body = self.text.partition("\n\n")
         if not head.startswith(FIRST_PREFIX):
             raise self.fail(1, "not a lock written by lockgen (no lockgen header)")
@@ -100,6 +100,8 @@ class Parser:
                 "re-lock the cell with this lockgen (lockgen all)",
             )
         header = self.header()
+        if not entries:
+            return header, ()
         return header, tuple(self.entries(body, head.count("\n") + 3, header.kind))
 
     def one(self, key: str, default: str | None = None) -> str:

@@ -18,6 +18,7 @@ from lockgen.locks.diffformat import render_json, render_markdown, render_text
 from lockgen.locks.lock import is_lock_file
 from lockgen.locks.lockset import LockSet, is_git_repository
 from lockgen.locks.manifest import MANIFEST_NAME
+from lockgen.runtime.errors import LockFormatError
 
 __all__ = ["FORMATS", "diff_command", "folders_only"]
 
@@ -56,9 +57,40 @@ def diff_command(
     after, new_name = _side(root, locks, new, None)
     groups = group(diff(before, after))
     output = render(groups, f"Lock changes: {old_name} → {new_name}")
+    spread_lines = _spread_changes(before, after, root / locks if new is None else None, locks)
+    if spread_lines and fmt == "text":
+        output += "".join(f"{line}\n" for line in spread_lines)
+    elif spread_lines and fmt == "markdown":
+        output += "\n**Versions across cells**\n\n" + "".join(f"- {_md_text(line)}\n" for line in spread_lines)
     if stale and new is None and fmt != "json":
         output = _with_stale(output, groups, stale, fmt)
-    return output, 1 if exit_code and groups else 0
+    return output, 1 if exit_code and (groups or spread_lines) else 0
+
+
+def _md_text(line: str) -> str:
+    return line.replace("|", "\\|").replace("<", "&lt;")
+
+
+def _spread_changes(before: LockSet, after: LockSet, folder: Path | None, locks: str) -> list[str]:
+    """Each package whose versions started or stopped differing across the cells between the two
+    sides (:func:`lockgen.locks.spread.changes`), said with the new side's recorded cause when
+    the new side is the work tree (its ``differences.json``)."""
+    from lockgen.locks import spread
+
+    def versions(side: LockSet) -> dict[str, dict[str, tuple[str, ...]]]:
+        return spread.spread(
+            {name: {e.name: str(e.version) for e in cell.main.entries if e.version} for name, cell in side.cells.items()}
+        )
+
+    explained: dict[str, spread.Difference] = {}
+    if folder is not None and (folder / spread.DIFFERENCES_NAME).is_file():
+        where = spread.differences_path(locks)
+        try:
+            found = spread.loads((folder / spread.DIFFERENCES_NAME).read_text(encoding="utf-8"), where)
+            explained = {d.name: d for d in found}
+        except (OSError, UnicodeDecodeError, LockFormatError):
+            explained = {}
+    return spread.changes(versions(before), versions(after), explained)
 
 
 def _with_stale(output: str, groups: Sequence[Group], stale: str, fmt: str) -> str:

@@ -54,12 +54,15 @@ checkouts have no hash pip ``--require-hashes`` could check: they go to the ``un
 from __future__ import annotations
 
 import codecs
+import contextlib
 import hashlib
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
@@ -147,16 +150,22 @@ class Lock:
         return replace(self, entries=entries, read_lines=None)
 
     @classmethod
-    def parse(cls, text: str, where: str) -> Lock:
+    def parse(cls, text: str, where: str, entries: bool = True) -> Lock:
         """Parse a lock's text. Raises :class:`LockFormatError` naming ``where`` and the line
-        when it is not a lock lockgen wrote (no header, an unknown kind, a bad requirement)."""
+        when it is not a lock lockgen wrote (no header, an unknown kind, a bad requirement).
+        Without ``entries`` only the header is parsed (the lock has no entries): for readers of
+        the header alone (the no-op path: that the body is what lockgen wrote, its
+        ``content-sha256`` says)."""
         refuse_unsafe(text, where)
         parser = Parser(normalized(text), where)
-        header, entries = parser.lock()
-        return cls(header=header, entries=entries, read_lines=dict(parser.starts))
+        header, found = parser.lock(entries)
+        memo = _PARSED.get()
+        if memo is not None:  # for parsed_header: the header alone, so memory stays small
+            memo[parsed_key(text)] = header
+        return cls(header=header, entries=found, read_lines=dict(parser.starts))
 
     @classmethod
-    def read(cls, path: Path, where: str | None = None) -> Lock | None:
+    def read(cls, path: Path, where: str | None = None, entries: bool = True) -> Lock | None:
         """The lock at ``path``; None when the file does not exist. Raises
         :class:`LockFormatError` when it exists but is not a lock lockgen can read."""
         from lockgen.runtime.bounded import read_file
@@ -170,13 +179,50 @@ class Lock:
             raise LockFormatError(f"{where or path}: cannot read it ({exc.strerror})") from None
         except InputError as exc:  # over the size limit, not a regular file: refused unread
             raise LockFormatError(exc.problems[0].text() if exc.problems else str(exc)) from None
-        return cls.from_bytes(data, where or str(path))
+        return cls.from_bytes(data, where or str(path), entries)
 
     @classmethod
-    def from_bytes(cls, data: bytes, where: str) -> Lock:
+    def from_bytes(cls, data: bytes, where: str, entries: bool = True) -> Lock:
         """Parse a lock's bytes (:func:`decode`, then :meth:`parse`). Raises
         :class:`LockFormatError` naming ``where``."""
-        return cls.parse(decode(data, where), where)
+        return cls.parse(decode(data, where), where, entries)
+
+
+#: Locks parsed in a read-only pass (:func:`parsing_once`), by text; None outside one.
+_PARSED: ContextVar[dict[Any, Any] | None] = ContextVar("lockgen_parsed", default=None)
+
+
+def pass_memo() -> dict[Any, Any] | None:
+    """The memo of the current :func:`parsing_once` pass (None outside one): other readers of
+    files lockgen wrote (the manifest's) keep what they parsed there, under keys of their own."""
+    return _PARSED.get()
+
+
+def parsed_key(text: str) -> tuple[str, bytes]:
+    """The memo key of a lock's ``text`` (its sha256)."""
+    return ("lock", hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+
+
+def parsed_header(text: str) -> Header | None:
+    """The header of lock ``text`` when :meth:`Lock.parse` parsed (and so validated) this very
+    text in the current :func:`parsing_once` pass; None otherwise (then parse it)."""
+    memo = _PARSED.get()
+    found = memo.get(parsed_key(text)) if memo is not None else None
+    return found if isinstance(found, Header) else None
+
+
+@contextlib.contextmanager
+def parsing_once() -> Iterator[None]:
+    """Within it, a lock text :meth:`Lock.parse` parsed once need not be parsed again where only
+    its header is read (:func:`parsed_header`: ``check`` and the no-op path read every lock for
+    its state and again for the manifest, whose fields are all in the header; the parse, ~1 ms
+    a lock, was paid twice). Keyed by the text's sha256, so a file rewritten meanwhile is parsed
+    again; only headers are kept (memory)."""
+    token = _PARSED.set({})
+    try:
+        yield
+    finally:
+        _PARSED.reset(token)
 
 
 #: Byte-order marks of the encodings a lock saved by an editor may come in, by name.

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgen.runtime.errors import LockFormatError
-from lockgen.locks.lock import LayerKind, Lock, decode, text_sha256
+from lockgen.locks.lock import LayerKind, Lock, decode, parsed_header, text_sha256
 
 __all__ = [
     "MANIFEST_FORMAT", "Row", "build", "coverage_current", "coverage_incomplete", "dumps", "failures", "flags",
@@ -207,7 +207,8 @@ def _read(root: Path, path: str, locks: str) -> tuple[Lock, str] | None:
     if data is None:
         return None
     text = decode(data, path)
-    return Lock.parse(text, path), text_sha256(text)
+    header = parsed_header(text)  # the state pass parsed this text already: its header is all the manifest reads
+    return (Lock(header=header) if header is not None else Lock.parse(text, path)), text_sha256(text)
 
 
 def _publishers(text: str, where: str) -> dict[str, list[dict[str, str]]]:
@@ -315,13 +316,23 @@ def _cells(text: str | None) -> Any:
     Text that is not JSON counts as no record (the run writes the manifest again); JSON beyond
     the bounds (too deep, a number out of range) raises :class:`~lockgen.runtime.errors.InputError`
     naming the file (exit 2): it was not written by lockgen."""
-    from lockgen.locks.jsonfile import NotJson, load_json
+    import hashlib
 
+    from lockgen.locks.jsonfile import NotJson, load_json
+    from lockgen.locks.lock import pass_memo
+
+    memo = pass_memo()  # check and the no-op path read the manifest's cells three times: parsed once
+    key = ("manifest", hashlib.sha256((text or "").encode("utf-8", "surrogatepass")).digest())
+    if memo is not None and key in memo:
+        return memo[key]
     try:
         value = load_json(text or "{}", "locks/manifest.json", "a manifest")
     except NotJson:
-        return {}
-    return value.get("cells", {}) if isinstance(value, dict) else {}
+        value = {}
+    cells = value.get("cells", {}) if isinstance(value, dict) else {}
+    if memo is not None:
+        memo[key] = cells
+    return cells
 
 
 def dumps(manifest: Mapping[str, Any]) -> str:

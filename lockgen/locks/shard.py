@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -384,6 +384,43 @@ def _merged_manifest(
         stage.discard()
 
 
+def _merged_differences(
+    project: Project,
+    parts: Sequence[_Part],
+    owners: Mapping[str, tuple[_Part, Mapping[str, str]]],
+    texts: Mapping[str, str],
+) -> dict[str, str]:
+    """``{path: text}`` of the merged ``differences.json`` (:mod:`lockgen.locks.spread`): the merged cells' versions,
+    each cell's cause as the shard that locked it recorded it (a shard run weighed its own
+    cells' pages), else what the locks and plans alone show."""
+    from lockgen.locks import pylockfile, spread
+
+    locks = project.config.locks
+    plans = {p.cell.name: p for p in project.plans([c for c in project.cells if c.resolves])}
+    versions: dict[str, dict[str, str]] = {}
+    for cell, plan in plans.items():
+        rel = pylockfile.pylock_path(plan.lock)
+        text = texts.get(rel)
+        try:
+            if text is None:
+                text = decode((project.root / rel).read_bytes(), rel)
+            pylock = pylockfile.loads(text, rel)
+        except (OSError, LockFormatError):
+            continue
+        versions[cell] = {p.name: str(p.version) for p in pylock.packages if p.version}
+    recorded: list[spread.Difference] = []
+    by_folder = {part.folder: part for part in parts}
+    for folder in sorted(by_folder):
+        path = folder / spread.DIFFERENCES_NAME
+        try:
+            mine = {c for c, (part, _) in owners.items() if part.folder == folder}
+            found = spread.loads(decode(path.read_bytes(), str(path)), str(path))
+        except (OSError, LockFormatError):
+            continue
+        recorded += [replace(d, off=tuple(o for o in d.off if o.cell in mine)) for d in found]
+    return {spread.differences_path(locks): spread.dumps(spread.explain(versions, plans, recorded=recorded))}
+
+
 def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> MergeResult:
     """``lockgen merge DIR…``: write every resolved cell's files from the shard folder that holds
     it into the project's locks folder, remove locks of cells the matrix no longer resolves, and
@@ -437,6 +474,7 @@ def merge(project: Project, folders: Sequence[Path], wait: bool = False) -> Merg
             result.removed += [path.rstrip("/") for path in paths]
         shards = {c: r for part in parts for c, r in _shard_coverage(part.folder).items() if c in part.cells}
         texts[manifest.manifest_path(locks)] = _merged_manifest(project, texts, removals, result.failed, shards)
+        texts.update(_merged_differences(project, parts, owners, texts))
         journal.replace_files(root, "merge", texts, removals)
         after = LockSet.from_folder(root / locks, locks)
         result.report = change_report(before, after, sorted(owners)).lines()

@@ -89,6 +89,9 @@ class Plan:
     # every local input file (folder wheels, local projects' metadata files, local archives) -> sha256: the
     # main lock lists them (``local-file``) so that ``check`` can name the file that changed
     local_inputs: Mapping[str, str] = field(default_factory=dict)
+    #: the ``harmonize`` setting when it is not the default (docs/configuration.md): part of the
+    #: input hash only then, so that the setting's arrival left every lock's hash as it was
+    harmonize: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def index_url(self) -> str:
@@ -206,6 +209,8 @@ class Plan:
             data["local_projects"] = dict(self.local_projects)
         if self.exclude_newer_package:  # issue 17, only when set
             data["exclude_newer_package"] = dict(sorted(self.exclude_newer_package.items()))
+        if self.harmonize:  # only when not the default
+            data["harmonize"] = dict(self.harmonize)
         for role, (template, text) in sorted(self.rendered.files.items()):
             data[role] = {"template": template, "text": text}
         return data
@@ -513,6 +518,7 @@ def make_plan(
         local_projects=projects,
         read_files=tuple(sorted(set(read))),
         local_inputs=dict(sorted({**local_inputs, **project_inputs}.items())),
+        harmonize={} if config.harmonize.default else config.harmonize.to_dict(),
     )
 
 

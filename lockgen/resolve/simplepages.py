@@ -43,7 +43,9 @@ class PageFile:
     """One file a page lists. ``url``: absolute (canonical once read by :class:`PageReader`),
     without its fragment; ``sha256``: the hash the page states (None: it states none); ``yanked``:
     False, or the reason ("" when none is given); ``provenance``: the URL of its PEP 740
-    provenance object (None: the page names none)."""
+    provenance object (None: the page names none); ``requires_python``: the file's
+    ``requires-python`` as the page states it (PEP 691 key, PEP 503 ``data-requires-python``;
+    None: none stated)."""
 
     filename: str
     url: str
@@ -52,6 +54,7 @@ class PageFile:
     upload_time: datetime.datetime | None = None
     yanked: str | bool = False
     provenance: str | None = None
+    requires_python: str | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +182,7 @@ def _json_file(entry: object, base: str) -> PageFile | None:
     size = entry.get("size")
     yanked = entry.get("yanked", False)
     provenance = entry.get("provenance")
+    requires = entry.get("requires-python")
     return PageFile(
         filename=str(entry.get("filename") or _name(url)),
         url=url,
@@ -187,6 +191,7 @@ def _json_file(entry: object, base: str) -> PageFile | None:
         upload_time=_time(entry.get("upload-time")),
         yanked=yanked if isinstance(yanked, (str, bool)) else bool(yanked),
         provenance=urljoin(base, provenance) if isinstance(provenance, str) and provenance else None,
+        requires_python=requires if isinstance(requires, str) and requires.strip() else None,
     )
 
 
@@ -227,6 +232,7 @@ class _Anchors(html.parser.HTMLParser):
         digest = fragment.removeprefix("sha256=").lower() if fragment.startswith("sha256=") else None
         yanked = values.get("data-yanked")
         provenance = values.get("data-provenance")
+        requires = values.get("data-requires-python")  # HTMLParser unescapes &gt;=
         self.files.append(
             PageFile(
                 filename=_name(url),
@@ -234,6 +240,7 @@ class _Anchors(html.parser.HTMLParser):
                 sha256=digest,
                 yanked=False if yanked is None else yanked,
                 provenance=urljoin(self.base, provenance) if provenance else None,
+                requires_python=requires.strip() if requires and requires.strip() else None,
             )
         )
 

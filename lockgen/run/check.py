@@ -14,19 +14,23 @@ import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lockgen.locks import manifest
 from lockgen.locks.folder import edited, orphan_cells
 from lockgen.locks.lock import Lock, decode, older_lock
-from lockgen.locks.paths import confine_file
+from lockgen.locks.paths import confine_file, resolving_once
 from lockgen.plan.matrix import select
 from lockgen.plan.plan import PART_NAMES, Plan
 from lockgen.project import Project
 from lockgen.runtime.bounded import read_file
-from lockgen.runtime.errors import InputError, LockFormatError
+from lockgen.runtime.errors import InputError, LockFormatError, LockgenError
 from lockgen.runtime.states import CellState
 
-__all__ = ["CellCheck", "CheckResult", "check", "current_locks", "stale_note", "state_of"]
+if TYPE_CHECKING:
+    from lockgen.locks.spread import Difference
+
+__all__ = ["CellCheck", "CheckResult", "check", "current_locks", "recorded_differences", "stale_note", "state_of"]
 
 
 @dataclass(frozen=True)
@@ -45,35 +49,62 @@ class CellCheck:
 class CheckResult:
     cells: list[CellCheck] = field(default_factory=list)
     manifest: str | None = None  # why the manifest does not match, if it does not
+    #: the last run's record of the versions that differ across cells (locks/differences.json;
+    #: None: no record); informational, never a reason to fail
+    differences: list[Difference] | None = None
+    differences_error: str | None = None  # why the record could not be read
 
     @property
     def exit_code(self) -> int:
         return 1 if self.manifest or any(c.state.bad for c in self.cells) else 0
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "ok": self.exit_code == 0, "cells": [c.to_dict() for c in self.cells], "manifest": self.manifest,
+            "differences": None if self.differences is None else [d.to_dict() for d in self.differences],
         }  # fmt: skip
+        if self.differences_error:
+            data["differences_error"] = self.differences_error
+        return data
 
 
 def state_of(root: Path, plan: Plan) -> CellCheck:
     """The state of ``plan``'s cell from its files on disk (see the module docstring)."""
-    name = plan.cell.name
+    found = _state(root, plan.cell.name, plan.lock, plan.input_hash, plan)
+    return found if found is not None else CellCheck(plan.cell.name, CellState.STALE, ())  # with a plan: never None
+
+
+def _state(root: Path, name: str, lock: str, input_hash: str, plan: Plan | None) -> CellCheck | None:
+    """:func:`state_of` for the cell ``name`` whose main lock is at ``lock`` and whose inputs
+    hash to ``input_hash``; None when the lock is stale and there is no ``plan`` to say why."""
     try:
-        main = Lock.read(confine_file(root, posixpath.dirname(plan.lock), plan.lock, LockFormatError), plan.lock)
+        main = Lock.read(confine_file(root, posixpath.dirname(lock), lock, LockFormatError), lock)
     except LockFormatError as exc:
-        if _older_format(root / plan.lock):
+        if _older_format(root / lock):
             return CellCheck(name, CellState.STALE, ("it was written by an older lockgen (the lock format changed)",))
         return CellCheck(name, CellState.EDITED, (str(exc),))
     if main is None:
-        return CellCheck(name, CellState.MISSING, (f"{plan.lock} does not exist",))
-    if main.header.input_hash != plan.input_hash:
-        return CellCheck(name, CellState.STALE, changed_inputs(main, plan))
-    problem = edited(root, plan.lock, main)
+        return CellCheck(name, CellState.MISSING, (f"{lock} does not exist",))
+    if main.header.input_hash != input_hash:
+        return CellCheck(name, CellState.STALE, changed_inputs(main, plan)) if plan is not None else None
+    problem = edited(root, lock, main)
     if problem:
         return CellCheck(name, CellState.EDITED, (problem,))
     notes = tuple(f"optional {u.requirement} unavailable: {u.reason}" for u in main.header.unavailable if u.retry)
     return CellCheck(name, CellState.UP_TO_DATE, notes)
+
+
+def _stamped(project: Project) -> dict[str, tuple[str, str]]:
+    """``{cell: (main lock path, input hash)}`` from the no-op stamp (:mod:`lockgen.locks.stamp`)
+    when it still describes the project (its config, templates and every file the plans read
+    are as when it was written): then a cell's input hash is known without rendering its
+    templates, which is most of what ``check`` paid per cell. Empty otherwise."""
+    from lockgen.locks import stamp
+
+    memo = stamp.read(project.root, project.config.source)
+    if memo is None or memo.locks != project.config.locks:
+        return {}
+    return {r.name: (r.lock, r.input_hash) for r in memo.rows if r.input_hash and not (r.skip or r.alias)}
 
 
 def _older_format(path: Path) -> bool:
@@ -141,13 +172,27 @@ def _of(plan: Plan, path: str, how: str) -> str:
 def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ()) -> CheckResult:
     """Compare each selected cell's lock with its plan, and the manifest with the locks.
     Resolves nothing, starts no process and writes nothing."""
+    with resolving_once():
+        return _check(project, names, only)
+
+
+def _check(project: Project, names: Sequence[str], only: Sequence[str]) -> CheckResult:
     chosen = select(project.cells, names, only)
     result = CheckResult()
-    by_name = {p.cell.name: p for p in project.plans(chosen)}
+    stamped = _stamped(project)
+    quick: dict[str, CellCheck] = {}  # decided from the stamp's input hash, without a plan
+    for cell in chosen:
+        if cell.resolves and cell.name in stamped and stamped[cell.name][0] == cell.lock_path(project.config):
+            found = _state(project.root, cell.name, *stamped[cell.name], None)
+            if found is not None:
+                quick[cell.name] = found
+    by_name = {p.cell.name: p for p in project.plans([c for c in chosen if c.name not in quick])}
     resolved = {c.name for c in project.cells if c.resolves}
     left = orphan_cells(project.root, project.config.locks, resolved)
     for cell in chosen:
-        if cell.name in by_name:
+        if cell.name in quick:
+            row = quick[cell.name]
+        elif cell.name in by_name:
             row = state_of(project.root, by_name[cell.name])
         elif cell.settings.skip:
             row = CellCheck(cell.name, CellState.SKIPPED, (cell.settings.skip,))
@@ -158,6 +203,7 @@ def check(project: Project, names: Sequence[str] = (), only: Sequence[str] = ())
         result.cells.append(row)
     result.cells += [_orphan(project, name, paths) for name, paths in left.items()]
     result.manifest = manifest_problem(project)
+    result.differences, result.differences_error = recorded_differences(project.root, project.config.locks)
     return result
 
 
@@ -180,6 +226,24 @@ def stale_note(project: Project) -> str | None:
         f"the locks of {counted(len(cells), 'cell')} ({names}) are stale: {', and '.join(what)}; "
         "run `lockgen all`, then `lockgen diff` shows what the edit does to the locks"
     )
+
+
+def recorded_differences(root: Path, locks: str) -> tuple[list[Difference] | None, str | None]:
+    """``(differences, error)`` of ``<locks>/differences.json`` (:mod:`lockgen.locks.spread`):
+    (None, None) when there is none; (None, why) when it cannot be read."""
+    from lockgen.locks.spread import differences_path, loads
+
+    where = differences_path(locks)
+    try:
+        text = decode(read_file(root / where, where), where)
+    except FileNotFoundError:
+        return None, None
+    except (OSError, LockgenError) as exc:
+        return None, str(exc)
+    try:
+        return loads(text, where), None
+    except LockFormatError as exc:
+        return None, str(exc)
 
 
 def _orphan(project: Project, name: str, paths: Sequence[str]) -> CellCheck:

@@ -104,8 +104,9 @@ def _run(
     root = project.root
     out = stage.out if stage is not None else root  # where lock files are written
     mirrors = project.mirrors(options.mirrors)
+    every: list[Plan] = []  # every resolving cell's plan (harmonizing weighs them all)
     with trace.span("plan", cells=len(chosen)):
-        plans = _plan_all(project, chosen, stamp_it=stage is None)
+        plans = _plan_all(project, chosen, stamp_it=stage is None, every=every)
     mirrors.refuse_shadowed(_configured_urls(plans))
     locks = project.config.locks
     # every lock is read up front only for an upgrade (its names are checked, its outcome
@@ -131,7 +132,9 @@ def _run(
                 copied = copy_cells(root / locks, touched, old)  # the touched cells' files before the run
             left = _egg_info(root, [p for p, _ in todo])
             try:
-                failed.update(_resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out, step))
+                failed.update(
+                    _resolve_all(project, todo, options, mirrors, run, reporter, reach, verified, out, step, every)
+                )
             finally:
                 _remove_new(root, left, [p for p, _ in todo])
             held = _holders(project, [p for p, _ in todo], mirrors) if options.uv.upgrade_packages else None
@@ -147,6 +150,8 @@ def _run(
                 )
         for prefix in mirrors.never_used() if not run.interrupted else ():
             log.warning("mirror for %s served nothing in this run; check its spelling", prefix)
+    if run.differences is not None and not run.interrupted:
+        _record_differences(project, run, out)
     order = {c.name: i for i, c in enumerate(chosen)}
     run.results.sort(key=lambda r: order.get(r.name, len(order)))
     if not names and not only and options.shard is None and not run.interrupted:
@@ -162,6 +167,27 @@ def _run(
             "their coverage recorded as incomplete (the next lockgen all reads the rest)"
         )
     return run
+
+
+def _record_differences(project: Project, run: RunResult, out: Path) -> None:
+    """Write ``<locks>/differences.json`` under ``out`` and add the differences to the run's
+    report, one line per package (:mod:`lockgen.locks.spread`); a failure to write is reported
+    as the manifest's is, never raised."""
+    from lockgen.locks.spread import differences_path, dumps
+
+    differences = run.differences or []
+    where = differences_path(project.config.locks)
+    try:
+        store.write_text(out / where, dumps(differences), where)
+    except LockgenError as exc:
+        run.manifest_error = str(exc)
+    if differences:
+        forced = sum(1 for d in differences if d.forced)
+        run.report.append(
+            f"versions differ across cells: {len(differences)} package{'s' if len(differences) != 1 else ''}, "
+            f"{forced} forced ({where})"
+        )
+        run.report.extend(f"  {d.sentence()}" for d in differences)
 
 
 def _egg_info(root: Path, plans: Sequence[Plan]) -> set[Path]:
@@ -212,7 +238,9 @@ def _holders(project: Project, plans: Sequence[Plan], mirrors: Mirrors) -> Held:
     return held
 
 
-def _plan_all(project: Project, chosen: Sequence[Cell], stamp_it: bool = True) -> list[Plan]:
+def _plan_all(
+    project: Project, chosen: Sequence[Cell], stamp_it: bool = True, every: list[Plan] | None = None
+) -> list[Plan]:
     """Plans of the ``chosen`` cells; all cells when they plan, to refresh the no-op stamp
     (unless not ``stamp_it``: a staged run plans files that are not on disk). A problem in a
     cell that was not chosen (a template error, or a per-cell config problem such as a
@@ -225,9 +253,14 @@ def _plan_all(project: Project, chosen: Sequence[Cell], stamp_it: bool = True) -
     try:
         everything = project.plans(project.cells, digests)
     except (TemplateError, ConfigError):
-        return project.plans(chosen, digests)  # report only the selected cells' problems
+        found = project.plans(chosen, digests)  # report only the selected cells' problems
+        if every is not None:
+            every.extend(found)
+        return found
     finally:
         digests.save()
+    if every is not None:
+        every.extend(everything)
     names = {c.name for c in chosen}
     if not stamp_it:
         return [p for p in everything if p.cell.name in names]
@@ -323,13 +356,16 @@ def _resolve_all(
     verified: Verified,
     out: Path,
     step: _CoverageStep | None = None,
+    every: Sequence[Plan] = (),
 ) -> dict[str, str]:
     """Resolve ``todo`` concurrently, in matrix order, ``jobs`` cells at once, writing each
     cell's files under ``out`` (the project root, or a stage), each cell's GPU wheels read for
     kernel coverage by ``step`` on its thread as it finishes; returns ``{cell: reason}`` of
     the failed cells. Unless ``online``, uv goes through the run's page cache and
     cells resolve offline where this run's pages cover them (:mod:`lockgen.resolve.freshness`);
-    no cell waits for another."""
+    no cell waits for another. Then, unless interrupted or upgrading every package, the harmonizing pass
+    (:func:`_harmonize`) weighs the versions of ``every`` cell and resolves again the cells of
+    ``todo`` it moves, preferring the versions it chose."""
     from lockgen.resolve import freshness
     from lockgen.resolve.cellrun import CellRun, read_committed
     from lockgen.resolve.provenance import Provenance
@@ -368,13 +404,42 @@ def _resolve_all(
     pending = set(futures)
     try:
         _collect(pending, run, reporter, failed)
+        if not options.uv.upgrade and not runner.stopped.is_set():
+            with trace.span("harmonize"):
+                try:
+                    again = _harmonize(project, every or plans, plans, options, run, fresh, locked, out)
+                except Exception:  # a bug in the explanation must not fail a run that locked
+                    log.warning("could not weigh the differences across cells; nothing harmonized (-v shows why)")
+                    log.debug("harmonizing failed", exc_info=True)
+                    again, run.differences = {}, None
+            if again:
+                redo = [p for p in plans if p.cell.name in again and p.cell.name not in failed]
+                states.update({p.cell.name: CellState.STALE for p in redo})  # their new lock is preferred
+                futures = _start(work, redo, options.jobs or default_jobs(len(redo)))
+                pending = set(futures)
+                first = {r.name: r for r in run.results}
+                second = RunResult()
+                _collect(pending, second, reporter, {})
+                _merge_second(run, first, second, again)
+                try:
+                    run.differences = _explained(project, every or plans, options, fresh, out, again)
+                except Exception:
+                    log.warning("could not explain the differences across cells after harmonizing (-v shows why)")
+                    log.debug("explaining the differences failed", exc_info=True)
+                    run.differences = None
     except KeyboardInterrupt:
         for future in pending:
             future.cancel()  # queued cells first: none starts now
         runner.stop()  # uv ended; lockgen's own downloads stop at their next chunk
         wait(pending, timeout=_GRACE)
+        reported = {r.name for r in run.results}  # in the harmonizing pass: the first pass's cells
         for future in pending:
-            _finish(run, reporter, _stopped(future, futures[future]), failed)
+            result = _stopped(future, futures[future])
+            if result.name in reported:  # one row per cell: the interruption replaces the first pass's
+                run.results = [result if r.name == result.name else r for r in run.results]
+                reporter.update(result)
+            else:
+                _finish(run, reporter, result, failed)
     finally:
         if fresh is not None:
             fresh.close()
@@ -405,6 +470,124 @@ def _gate(project: Project, mirrors: Mirrors, fresh: Freshness | None) -> tuple[
         return page.status if page.error is None else Status()
 
     return Gate(source, status, settings.ignore), reader
+
+
+def _evidence(fresh: Freshness | None) -> Any:
+    """The page evidence of :mod:`lockgen.run.harmonize` from the run's page cache, each page
+    parsed once; None without a page cache (``--online``): no page evidence."""
+    if fresh is None:
+        return None
+    from lockgen.resolve.releases import releases, version_map
+
+    seen: dict[tuple[str, str], Any] = {}
+    lock = threading.Lock()
+
+    def evidence(plan: Plan, name: str) -> Any:
+        if any(name in source.packages for source in plan.sources):
+            return {}  # locked from a source of its own, not the index page read here: no evidence
+        index = fresh.base.fetch_url(plan.index_url).rstrip("/")
+        key = (index, name)
+        with lock:
+            found = seen.get(key)
+        if found is None:
+            try:
+                found = version_map(releases(fresh.pages, index, name))
+            except Exception:  # evidence, never a failed run
+                log.debug("could not read the page of %s", name, exc_info=True)
+                found = {}
+            with lock:
+                seen[key] = found
+        return found
+
+    return evidence
+
+
+def _versions(out: Path, plans: Sequence[Plan]) -> dict[str, dict[str, str]]:
+    """``{cell: {name: version}}`` of the cells' ``pylock.toml`` files under ``out``."""
+    from lockgen.resolve.cellrun import committed
+
+    return committed(out, plans)
+
+
+def _harmonize(
+    project: Project,
+    every: Sequence[Plan],
+    resolved: Sequence[Plan],
+    options: RunOptions,
+    run: RunResult,
+    fresh: Freshness | None,
+    locked: dict[str, dict[str, str]],
+    out: Path,
+) -> dict[str, dict[str, str]]:
+    """The cells of ``resolved`` to resolve again and the versions to prefer there
+    (:func:`lockgen.run.harmonize.moves`; the preferences are put into ``locked``, which the
+    cells' work reads); sets ``run.differences`` to the explained differences as they are now."""
+    from lockgen.run.harmonize import explain, moves
+
+    by_cell = {p.cell.name: p for p in every}
+    evidence = _evidence(fresh)
+    now = _versions(out, every)
+    differences = explain(now, by_cell, evidence)
+    run.differences = differences
+    movable = {p.cell.name for p in resolved} - {r.name for r in run.results if r.state is CellState.FAILED}
+    from packaging.utils import canonicalize_name
+
+    upgrade = {canonicalize_name(n) for n in options.uv.upgrade_packages}
+    wanted = moves(differences, project.config.harmonize, by_cell, movable, evidence, upgrade)
+    for cell, prefer in wanted.items():  # what the first pass locked, and the versions chosen
+        locked[cell] = {**now.get(cell, {}), **prefer}
+    return wanted
+
+
+def _explained(
+    project: Project,
+    every: Sequence[Plan],
+    options: RunOptions,
+    fresh: Freshness | None,
+    out: Path,
+    asked: Mapping[str, Mapping[str, str]],
+) -> Any:
+    """The differences after the harmonizing pass: a cell uv did not move to the version it was
+    asked to prefer is ``held`` there."""
+    from lockgen.run.harmonize import explain
+
+    now = _versions(out, every)
+    held = {
+        (cell, name): f"uv kept {now.get(cell, {}).get(name, '?')} when asked to prefer {version}: "
+        "the cell's other requirements hold it"
+        for cell, prefer in asked.items()
+        for name, version in prefer.items()
+        if now.get(cell, {}).get(name) != version
+    }
+    return explain(now, {p.cell.name: p for p in every}, _evidence(fresh), held)
+
+
+def _merge_second(
+    run: RunResult, first: Mapping[str, CellResult], second: RunResult, asked: Mapping[str, Mapping[str, str]]
+) -> None:
+    """Fold the harmonizing pass's results into the run's: a cell it changed is ``locked``; one
+    it failed keeps the first pass's files and result, with a note (its lock is valid)."""
+    for result in second.results:
+        before = first.get(result.name)
+        if before is None:
+            continue
+        moved = ", ".join(f"{name} {version}" for name, version in asked.get(result.name, {}).items())
+        if result.state is CellState.FAILED:
+            merged = replace(
+                before,
+                message="; ".join(filter(None, [before.message, f"harmonizing to {moved} failed: {result.message}"])),
+            )
+        elif result.state in (CellState.LOCKED, CellState.UNCHANGED):
+            state = CellState.LOCKED if CellState.LOCKED in (before.state, result.state) else result.state
+            merged = replace(
+                result,
+                state=state,
+                seconds=before.seconds + result.seconds,
+                message="; ".join(filter(None, [result.message, f"harmonized: preferred {moved}"])),
+            )
+        else:
+            merged = before
+        run.results[run.results.index(before)] = merged
 
 
 #: Seconds an interrupted run waits for its cells to notice (uv is ended within 0.5 s); a cell

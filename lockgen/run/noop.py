@@ -27,6 +27,13 @@ def up_to_date(
     """The no-op fast path: a :class:`RunResult` if the stamp (:mod:`lockgen.locks.stamp`) still
     describes the project and every selected lock and the manifest match it; None otherwise
     (then a full run decides). Reads files only: no rendering, no process."""
+    from lockgen.locks.paths import resolving_once
+
+    with resolving_once():
+        return _up_to_date(start, config_path, names, only)
+
+
+def _up_to_date(start: Path, config_path: str | None, names: Sequence[str], only: Sequence[str]) -> RunResult | None:
     from lockgen.locks.lock import Lock
 
     path = find_config(start, config_path)
@@ -44,7 +51,7 @@ def up_to_date(
             run.results.append(CellResult(row.name, state, message=row.skip or f"reuses {row.alias}"))
             continue
         try:
-            main = Lock.read(root / row.lock, row.lock)
+            main = Lock.read(root / row.lock, row.lock, entries=False)  # the header: its body is checked by sha
             if main is None or main.header.input_hash != row.input_hash or edited(root, row.lock, main):
                 return None
         except (OSError, LockgenError):
@@ -55,9 +62,7 @@ def up_to_date(
     if text is None or manifest.failures(text) or any(manifest.coverage_incomplete(r) for r in recorded.values()):
         return None  # a failed cell or a GPU wheel whose code was not read: the full path tries again
     try:
-        expected = manifest.dumps(
-            manifest.build(root, memo.rows, memo.detect, coverage=manifest.recorded_coverage(text))
-        )
+        expected = manifest.dumps(manifest.build(root, memo.rows, memo.detect, coverage=recorded))
     except LockgenError:
         return None
     if text != expected:

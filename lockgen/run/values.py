@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lockgen.locks.shard import Shard
 from lockgen.resolve import uv
 from lockgen.runtime.states import CellState
 from lockgen.runtime.words import cut
+
+if TYPE_CHECKING:  # the no-op path imports this module: the spread's imports are not paid there
+    from lockgen.locks.spread import Difference
 
 __all__ = ["REASON_CHARS", "SILENT", "CellResult", "Reporter", "RunOptions", "RunResult", "Silent", "default_jobs"]
 
@@ -104,6 +107,9 @@ class RunResult:
     report: list[str] = field(default_factory=list)  # the change report, one line per group
     changes: list[dict[str, object]] = field(default_factory=list)  # the same, for --json
     would_write: list[str] | None = None  # --dry-run: the project files the run would write or remove
+    #: the packages whose versions differ across the cells after the run, with their causes
+    #: (lockgen.run.harmonize); None: the run resolved nothing (or was a shard), none computed
+    differences: list[Difference] | None = None
 
     def to_dict(self) -> dict[str, object]:
         """``lockgen all --json``: each cell's state and message, the changes, the manifest error
@@ -122,6 +128,8 @@ class RunResult:
         }
         if self.would_write is not None:
             data.update(dry_run=True, would_write=list(self.would_write))
+        if self.differences is not None:
+            data["differences"] = [d.to_dict() for d in self.differences]
         return data
 
     @property

@@ -132,7 +132,29 @@ CONFIG_ERRORS = {
         ],
         [],
     ),
+    "harmonize": (
+        "pyproject.toml",
+        """
+        harmonize = "always"
+        harmonize-package = { numpy = "never", "bad name!" = "off" }
+        """,
+        [
+            'tool.lockgen.harmonize: unknown mode \'always\'; use one of "unforced", "common", "off"',
+            "tool.lockgen.harmonize-package.numpy: unknown mode 'never'",
+            "tool.lockgen.harmonize-package.bad name!: not a valid package name",
+        ],
+        [],
+    ),
 }
+
+
+def test_harmonize_setting(tmp_path):
+    """``harmonize`` with per-package exceptions (canonical names); the default is no part of
+    the input hash (docs/configuration.md, "Harmonizing")."""
+    write_project(tmp_path, 'harmonize = "common"\nharmonize-package = { Py_Wavelets = "off" }\n', {})
+    config = load_config(tmp_path / "pyproject.toml")
+    assert config.harmonize.mode == "common" and config.harmonize.of("py-wavelets") == "off"
+    assert config.harmonize.of("numpy") == "common" and not config.harmonize.default
 
 
 @pytest.mark.parametrize(("name", "text", "expected", "unexpected"), CONFIG_ERRORS.values(), ids=CONFIG_ERRORS)

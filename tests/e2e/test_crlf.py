@@ -68,7 +68,7 @@ def clone(origin: Path, where: Path, autocrlf: bool) -> Path:
 def test_a_crlf_checkout_is_up_to_date_and_a_run_there_rewrites_nothing(tmp_path, origin):
     crlf = clone(origin, tmp_path / "windows", autocrlf=True)
     before = locked_files(crlf)
-    assert len(before) == 2 * 3 + 1  # per cell: lock, pylock.toml, layer; the manifest
+    assert len(before) == 2 * 3 + 2  # per cell: lock, pylock.toml, layer; the manifest, differences.json
     assert all(b"\r\n" in data for data in before.values())  # git converted every file
     run = run_cli("check", "-C", str(crlf))
     assert run.code == 0, run.out

@@ -120,7 +120,7 @@ def test_each_lock_fits_its_target(locked_once, cell, present, absent):
 def test_lock_all(locked_once, packages):
     root = locked_once
     files = locks(root)
-    assert len(files) == 8 * 2 + 1  # 8 cells (lock + pylock.toml) and the manifest
+    assert len(files) == 8 * 2 + 2  # 8 cells (lock + pylock.toml), the manifest and differences.json
     text = {name: data.decode() for name, data in files.items()}
 
     lock = text["linux-aarch64-cpu-py3.10.txt"]
@@ -281,10 +281,11 @@ def test_installers_accept_the_lock(tmp_path, index):
 def test_lock_selected_cells_only(tmp_path, packages):
     root = project(tmp_path / "proj", packages)
     run_ok("lock", "linux-x86_64-cpu-py3.10", "-C", str(root))
-    assert main_locks(root) == ["linux-x86_64-cpu-py3.10.txt", "manifest.json"]
+    assert main_locks(root) == ["differences.json", "linux-x86_64-cpu-py3.10.txt", "manifest.json"]
     run_ok("all", "--only", "os=windows", "-C", str(root))
     assert main_locks(root) == [
-        "linux-x86_64-cpu-py3.10.txt", "manifest.json", "windows-x86_64-cpu-py3.10.txt", "windows-x86_64-cpu-py3.13.txt",
+        "differences.json", "linux-x86_64-cpu-py3.10.txt", "manifest.json", "windows-x86_64-cpu-py3.10.txt",
+        "windows-x86_64-cpu-py3.13.txt",
     ]  # fmt: skip
 
 

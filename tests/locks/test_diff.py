@@ -388,11 +388,19 @@ def repo(tmp_path: Path) -> Path:
     return project
 
 
+#: The line a diff ends with when one cell's numpy moves alone (lockgen.locks.spread.changes).
+APPEARS = "now differs across cells: numpy: 2.4.5, 2.4.6\n"
+
+
 def test_git_revisions(repo: Path) -> None:
     out, code = diff_command(repo, "locks", "HEAD~1", "HEAD", "text", exit_code=True)
     assert (out, code) == ("matplotlib 3.10.1 → 3.10.3 (3 of 3 cells)\n", 1)
     out, code = diff_command(repo, "locks", None, None, "text", exit_code=False)
-    assert (out, code) == (f"Needs a look:\n  ! numpy 2.4.5 → 2.4.4 (downgrade) (1 of 3 cells: {A})\n", 0)
+    assert (out, code) == (
+        f"Needs a look:\n  ! numpy 2.4.5 → 2.4.4 (downgrade) (1 of 3 cells: {A})\n"
+        "now differs across cells: numpy: 2.4.4, 2.4.5\n",  # one cell moved alone: a difference appears
+        0,
+    )
     assert diff_command(repo, "locks", "HEAD", "HEAD", "json", exit_code=True) == ("[]\n", 0)
 
 
@@ -431,7 +439,7 @@ def test_outside_git_asks_for_two_folders(tmp_path: Path) -> None:
     cells[C].pins["numpy"] = Pin("2.4.6")
     new = write_locks(tmp_path / "b", cells)
     assert diff_command(tmp_path, "locks", str(old), str(new), "text", exit_code=True) == (
-        f"numpy 2.4.5 → 2.4.6 (1 of 3 cells: {C})\n", 1,
+        f"numpy 2.4.5 → 2.4.6 (1 of 3 cells: {C})\n{APPEARS}", 1,
     )  # fmt: skip
 
 
@@ -460,7 +468,7 @@ def test_a_project_folder_with_txt_files_at_its_root(tmp_path: Path, config: tup
             (project / config[0]).write_text(config[1])
         sides.append(str(project))
     out, code = diff_command(tmp_path, "locks", *sides, "text", exit_code=True)
-    assert (out, code) == (f"numpy 2.4.5 → 2.4.6 (1 of 3 cells: {C})\n", 1)
+    assert (out, code) == (f"numpy 2.4.5 → 2.4.6 (1 of 3 cells: {C})\n{APPEARS}", 1)
 
 
 def test_a_locks_folder_is_itself_even_beside_a_locks_subfolder(tmp_path: Path) -> None:
@@ -496,7 +504,7 @@ def test_two_folders_need_no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     write_locks(tmp_path / "b", cells)
     monkeypatch.chdir(tmp_path)
     run = run_cli("diff", "a", str(tmp_path / "b"), "--exit-code")
-    assert (run.code, run.out) == (1, f"numpy 2.4.5 → 2.4.6 (1 of 3 cells: {C})\n"), run.err
+    assert (run.code, run.out) == (1, f"numpy 2.4.5 → 2.4.6 (1 of 3 cells: {C})\n{APPEARS}"), run.err
     assert old.is_dir()
 
 
