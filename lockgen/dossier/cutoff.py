@@ -22,8 +22,8 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from lockgen.index.pages import PageReader, project_url
 from lockgen.plan.plan import Plan
-from lockgen.resolve.simplepages import PageReader, project_url
 
 __all__ = ["Late", "cutoff_of", "late"]
 

@@ -71,7 +71,7 @@ class MetadataCache:
         jobs = {key: _choose(its, known) for key, its in sorted(by_key.items())}
         import httpx
 
-        from lockgen.resolve import tls
+        from lockgen.index import tls
 
         with httpx.Client(verify=tls.context(), timeout=30, follow_redirects=True) as client:
             self._client = client

@@ -503,7 +503,7 @@ class Api:
         Raises :class:`AuditFailed` naming the URL (never a login) when the API cannot be read."""
         import httpx
 
-        from lockgen.resolve import tls
+        from lockgen.index import tls
 
         with httpx.Client(verify=tls.context(), timeout=self.timeout, follow_redirects=True) as client:
             ids = self._query(client, list(keys))

@@ -26,10 +26,10 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, NormalizedName, parse_wheel_filename
 from packaging.version import Version
 
+from lockgen.index.pages import PageReader, project_url
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.resolve import choose, fetch
-from lockgen.resolve.simplepages import PageReader, project_url
 
 __all__ = ["Builds", "read"]
 

@@ -6,7 +6,7 @@ A cell installs, per locked hash, one file. Where each one is:
   canonical URL (or a project-relative ``path`` for a local find-links folder), size and sha256;
 * **layers** (layer locks list hashes, not URLs, and have no pylock): looked up by sha256 on the
   pages an install of that layer reads: the project page of its ``index-url`` and each of its
-  ``find-links`` pages (:class:`~lockgen.resolve.simplepages.PageReader`, through the mirrors);
+  ``find-links`` pages (:class:`~lockgen.index.pages.PageReader`, through the mirrors);
   a ``name @ URL`` entry names its URL, a local archive its path.
 
 A hash that no page lists is an :class:`Unlocated` record (pip and uv would not find the file
@@ -25,11 +25,11 @@ from urllib.parse import unquote, urlsplit
 from packaging.pylock import Package
 from packaging.utils import NormalizedName
 
+from lockgen.index.pages import PageReader, project_url
 from lockgen.locks import publishers, pylockfile
 from lockgen.locks.lock import Entry, Header, is_local
 from lockgen.locks.lockset import MAIN, CellLocks, LockSet
 from lockgen.locks.publishers import Identity
-from lockgen.resolve.simplepages import PageReader, project_url
 
 __all__ = ["Located", "LockedFile", "Unlocated", "locate", "pages_for"]
 

@@ -2,7 +2,7 @@
 hash of each file an installer of the cell may pick, and the pages it was resolved from (its
 header's ``find-links`` and ``index-url``), not the files' URLs (``lockgen/locks/lock.py``).
 
-:class:`Pages` reads those pages with :class:`lockgen.resolve.simplepages.PageReader` (through the
+:class:`Pages` reads those pages with :class:`lockgen.index.pages.PageReader` (through the
 mirrors, each page once, every URL canonical again): the index's project page for the name and
 each find-links page (PEP 691 JSON or PEP 503 / flat HTML), and each local find-links folder (its
 wheels, hashed here). A file listed with the hash is the artifact (as :mod:`lockgen.rot.locate`
@@ -29,7 +29,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from lockgen.resolve.simplepages import PageReader, project_url
+from lockgen.index.pages import PageReader, project_url
 
 __all__ = ["Found", "LayerFile", "Pages"]
 

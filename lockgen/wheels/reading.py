@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lockgen.index.pages import PageReader
 from lockgen.plan.mirror import Mirrors
-from lockgen.resolve.simplepages import PageReader
 from lockgen.runtime.errors import Interrupted
 from lockgen.wheels.cells import CACHE, main_record
 from lockgen.wheels.coverage import Code, CoverageError
@@ -60,7 +60,7 @@ class Reader:
         if self._client is None:
             import httpx
 
-            from lockgen.resolve import tls
+            from lockgen.index import tls
 
             self._client = httpx.Client(follow_redirects=True, timeout=60, verify=tls.context())
         return self._client

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
+from lockgen.index.pageserver import UNREACHABLE, Page, Server, serve, stop_all
 from lockgen.plan.mirror import Mirrors
-from lockgen.resolve.pageserver import UNREACHABLE, Page, Server, serve, stop_all
 from lockgen.runtime import trace
 
 if TYPE_CHECKING:
@@ -372,11 +372,11 @@ class PageCache:
 def _client() -> httpx.Client:
     """An upstream client: HTTP/1.1 (httpx's HTTP/2 over threads was 10x slower here:
     docs/benchmarks.md), at most :data:`MAX_CONNECTIONS`, the shared TLS context
-    (:func:`lockgen.resolve.tls.context`), no redirects followed (uv follows them, through the
+    (:func:`lockgen.index.tls.context`), no redirects followed (uv follows them, through the
     cache)."""
     import httpx
 
-    from lockgen.resolve import tls
+    from lockgen.index import tls
 
     limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS)
     return httpx.Client(verify=tls.context(), limits=limits, timeout=httpx.Timeout(60, connect=15))

@@ -1,4 +1,4 @@
-"""The loopback HTTP side of :mod:`lockgen.resolve.pagecache`: one threaded server per upstream origin.
+"""The loopback HTTP side of :mod:`lockgen.index.pagecache`: one threaded server per upstream origin.
 
 A request whose ``Accept`` asks for the simple API or HTML (and no byte range) is a page: it is
 answered from the run's copy (``304`` when uv's ``If-None-Match`` names it). Any other request is
@@ -43,7 +43,7 @@ class Page:
 
 
 class Pages(Protocol):
-    """What a server answers from: the run's pages and reads (:class:`lockgen.resolve.pagecache.PageCache`)."""
+    """What a server answers from: the run's pages and reads (:class:`lockgen.index.pagecache.PageCache`)."""
 
     def page(self, url: str, accept: str, headers: Mapping[str, str], serving: bool = True) -> Page: ...
     def read(self, method: str, url: str, headers: Mapping[str, str]) -> Page: ...
