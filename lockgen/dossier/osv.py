@@ -41,6 +41,7 @@ from typing import Any, Protocol
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from lockgen.index.client import Client, HostError
 from lockgen.plan.mirror import Mirrors
 from lockgen.runtime import credentials
 from lockgen.runtime.errors import LockgenError
@@ -66,8 +67,12 @@ log = logging.getLogger("lockgen.osv")
 ECOSYSTEM = "PyPI"
 #: The OSV API's limit of queries in one ``querybatch`` request.
 BATCH = 1000
-#: Pages of one query followed at most (a result that keeps paging is cut there, and said so).
+#: Pages of one query followed at most (a result that keeps paging fails the audit: not the whole answer).
 MAX_PAGES = 20
+#: Bytes one API answer may have (a querybatch of 1,000 packages is well under 1 MB), and the
+#: seconds the API may take in all for one audit (a host that trickles ends here).
+MAX_ANSWER = 32 * 1024 * 1024
+DEADLINE = 120.0
 
 
 class AuditFailed(LockgenError):
@@ -491,6 +496,7 @@ class Api:
     mirrors: Mirrors
     where: str = ""
     timeout: float = 30.0
+    deadline: float = DEADLINE
 
     def __post_init__(self) -> None:
         self.url = self.url.rstrip("/")
@@ -501,11 +507,7 @@ class Api:
     def advisories(self, keys: Sequence[Key]) -> dict[Key, list[Advisory]]:
         """One ``querybatch`` per 1,000 keys (and per further page), then each advisory id once.
         Raises :class:`AuditFailed` naming the URL (never a login) when the API cannot be read."""
-        import httpx
-
-        from lockgen.index import tls
-
-        with httpx.Client(verify=tls.context(), timeout=self.timeout, follow_redirects=True) as client:
+        with Client(self.mirrors, timeout=self.timeout, deadline=self.deadline, max_body=MAX_ANSWER) as client:
             ids = self._query(client, list(keys))
             wanted = sorted({i for found in ids.values() for i in found} - set(self._records))
             with ThreadPoolExecutor(max_workers=8) as pool:
@@ -539,9 +541,9 @@ class Api:
                     if isinstance(token, str) and token:
                         more.append((key, token))
             pending = more
-        if pending:
-            log.warning(
-                "%s: stopped following result pages after %d; some advisories may be missing", self.where, MAX_PAGES
+        if pending:  # an API that pages on and on: what it gave is not the whole answer
+            raise AuditFailed(
+                f"{self.where}/v1/querybatch: still more result pages after {MAX_PAGES}; the audit did not complete"
             )
         return found
 
@@ -557,25 +559,19 @@ class Api:
         except BadRecord as exc:
             raise AuditFailed(f"{self.where}/v1/vulns/{ident}: not an OSV record ({exc})") from None
 
-    def _call(self, client: Any, method: str, path: str, body: Mapping[str, Any] | None) -> Any:
-        import httpx
-
-        url = self.mirrors.fetch_url(self.url + path)
+    def _call(self, client: Client, method: str, path: str, body: Mapping[str, Any] | None) -> Any:
         shown = self._shown + path
         try:
-            response = client.request(method, url, json=body) if body is not None else client.request(method, url)
-            response.raise_for_status()
-            return response.json()
-        except httpx.HTTPStatusError as exc:
-            raise AuditFailed(f"{shown}: HTTP {exc.response.status_code}; the audit did not complete") from None
-        except httpx.HTTPError as exc:
-            reason = credentials.redact(
-                self.mirrors.scrub(str(exc)), secrets=[i for i in [credentials.split(self.url)[1]] if i]
-            )
+            reply = client.post(self.url + path, body) if body is not None else client.get(self.url + path)
+        except HostError as exc:
             raise AuditFailed(
-                f"{shown}: cannot reach the OSV API ({type(exc).__name__}: {reason}); give a mirror "
-                "(--mirror), or an OSV export on disk with --osv PATH (see docs/supply-chain.md)"
+                f"{shown}: cannot reach the OSV API ({exc.detail}); give a mirror (--mirror), or an OSV "
+                "export on disk with --osv PATH (see docs/supply-chain.md)"
             ) from None
+        if not reply.ok:
+            raise AuditFailed(f"{shown}: HTTP {reply.status}; the audit did not complete")
+        try:
+            return json.loads(reply.body)
         except ValueError:
             raise AuditFailed(f"{shown}: the answer is not JSON") from None
 

@@ -88,13 +88,15 @@ class HostError(LockgenError):
 class Reply:
     """An HTTP answer: the canonical ``url`` it came from (after redirects), its ``status``,
     ``headers`` (lower-case names), ``body`` (empty for HEAD and for :meth:`Client.download`) and
-    the redirect ``hops`` followed on the way, ``(status, canonical location)`` each."""
+    the redirect ``hops`` followed on the way, ``(status, canonical location)`` each; ``fetched``
+    is the URL really asked last (a mirror's, without login): relative links resolve against it."""
 
     url: str
     status: int
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
     hops: tuple[tuple[int, str], ...] = ()
+    fetched: str = ""
 
     @property
     def ok(self) -> bool:
@@ -187,7 +189,7 @@ class Client:
             location = answered.get("location")
             if status not in (301, 302, 303, 307, 308) or (method == "HEAD" and location is None):
                 return Reply(url=self.mirrors.canonical(_public(fetch)), status=status, headers=answered,
-                             body=body, hops=tuple(hops))  # fmt: skip
+                             body=body, hops=tuple(hops), fetched=_public(fetch))  # fmt: skip
             if not location:
                 raise HostError(Failure.REDIRECT, url, f"HTTP {status} without a Location")
             following = urljoin(fetch, location)

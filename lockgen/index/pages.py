@@ -203,12 +203,9 @@ class PageReader:
         self.mirrors = mirrors
         self._own = client is None
         self.http = client if client is not None else Client(mirrors, timeout=timeout)
+        self.requests = 0  # pages asked for
         self._lock = threading.Lock()
         self._pages: dict[str, Future[Page]] = {}
-
-    @property
-    def requests(self) -> int:
-        return self.http.requests
 
     def client(self) -> Client:
         """The client pages are read with (for the callers' other requests to the same hosts)."""
@@ -242,13 +239,15 @@ class PageReader:
         return page
 
     def _fetch(self, url: str, accept: str) -> Page:
+        with self._lock:
+            self.requests += 1
         try:
             reply = self.http.get(url, headers={"Accept": accept})
         except HostError as exc:
             return Page(url=url, error=f"cannot be read ({exc.detail})")
         if reply.status != 200:
             return Page(url=url, error=f"HTTP {reply.status}")
-        files, version = parse(reply.text, reply.content_type, reply.url)
+        files, version = parse(reply.text, reply.content_type, reply.fetched)
         canonical = tuple(
             dataclasses.replace(
                 f,

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lockgen.index.client import Client
 from lockgen.index.pages import PageReader
 from lockgen.plan.mirror import Mirrors
 from lockgen.runtime.errors import Interrupted
@@ -40,8 +41,8 @@ class Reader:
         self.root, self.mirrors, self.stop, self.offline = root, mirrors or Mirrors(), stop, offline
         self.cache = root / CACHE
         self.fetched = 0
-        self._client: Any = None
-        self._reader = PageReader(self.mirrors)
+        self._client = Client(self.mirrors, timeout=60, stop=stop)
+        self._reader = PageReader(self.mirrors, client=self._client)
         self._pages = Pages(self._reader, root)
         self._downloads: dict[str, tuple[str, Code]] = {}  # URL -> (sha256, code): a page without hashes
 
@@ -49,20 +50,9 @@ class Reader:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._client is not None:
-            self._client.close()
-        self._reader.close()
+        self._client.close()
 
-    def fetch_url(self, url: str) -> str:
-        return self.mirrors.fetch_url(url)
-
-    def client(self) -> Any:
-        if self._client is None:
-            import httpx
-
-            from lockgen.index import tls
-
-            self._client = httpx.Client(follow_redirects=True, timeout=60, verify=tls.context())
+    def client(self) -> Client:
         return self._client
 
     def __call__(self, wheels: Sequence[GpuWheel]) -> Read:
@@ -110,7 +100,7 @@ class Reader:
         for candidate in found.candidates:  # listed without hashes: download, hash, compare
             url = candidate.url or ""
             if url not in self._downloads:
-                sha256, code, count = read_verified(self.client(), self.fetch_url(url), self.cache.parent)
+                sha256, code, count = read_verified(self.client(), url, self.cache.parent)
                 self.fetched += count
                 self._downloads[url] = (sha256, code)
                 store(self.cache, sha256, code)  # by its own sha256: another locked hash may be it
@@ -124,7 +114,7 @@ class Reader:
                             + (f" ({'; '.join(found.problems)})" if found.problems else ""))  # fmt: skip
 
     def _remote(self, wheel: GpuWheel, url: str, size: int | None) -> Code:
-        code, count = read_remote(self.client(), self.fetch_url(url), size, self.cache.parent)
+        code, count = read_remote(self.client(), url, size, self.cache.parent)
         self.fetched += count
         log.info("read the GPU code of %s %s (%d MB)", wheel.name, wheel.version, count // 10**6)
         return code
