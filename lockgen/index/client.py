@@ -194,7 +194,9 @@ class Client:
                 raise HostError(Failure.REDIRECT, url, f"HTTP {status} without a Location")
             following = urljoin(fetch, location)
             if urlsplit(fetch).scheme == "https" and urlsplit(following).scheme != "https":
-                raise HostError(Failure.REDIRECT, url, f"redirected from https to {urlsplit(following).scheme}; refused")
+                raise HostError(
+                    Failure.REDIRECT, url, f"redirected from https to {urlsplit(following).scheme}; refused"
+                )
             if len(hops) >= MAX_REDIRECTS or following in seen:
                 why = "a redirect loop" if following in seen else f"more than {MAX_REDIRECTS} redirects"
                 raise HostError(Failure.REDIRECT, url, f"{why}; refused")
@@ -219,7 +221,9 @@ class Client:
                                        timeout=httpx.Timeout(wait)) as response:  # fmt: skip
                 length = response.headers.get("content-length", "")
                 if length.isdigit() and int(length) > bound and method != "HEAD" and response.status_code < 300:
-                    raise HostError(Failure.TOO_LARGE, url, f"its answer has {int(length)} bytes, over the bound of {bound}")
+                    raise HostError(
+                        Failure.TOO_LARGE, url, f"its answer has {int(length)} bytes, over the bound of {bound}"
+                    )
                 size = 0
                 if method != "HEAD" and not 300 <= response.status_code < 400:
                     for chunk in response.iter_bytes(_CHUNK):  # decoded: a compressed bomb is bounded too
@@ -241,7 +245,9 @@ class Client:
         except httpx.RemoteProtocolError as exc:
             raise HostError(Failure.CUT_SHORT, url, f"the answer was cut short ({_first_line(exc)})") from None
         except httpx.HTTPError as exc:
-            raise HostError(Failure.UNREACHABLE, url, f"could not be reached ({_why(exc) or type(exc).__name__})") from None
+            raise HostError(
+                Failure.UNREACHABLE, url, f"could not be reached ({_why(exc) or type(exc).__name__})"
+            ) from None
 
     def _client(self) -> httpx.Client:
         with self._lock:

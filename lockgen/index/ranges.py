@@ -112,7 +112,9 @@ def wheel_metadata(client: Client, url: str, size: int | None = None) -> tuple[b
     try:
         with zipfile.ZipFile(io.BufferedReader(raw, buffer_size=64 * 1024)) as archive:
             members = [
-                i for i in archive.infolist() if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/METADATA")
+                i
+                for i in archive.infolist()
+                if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/METADATA")
             ]
             if len(members) != 1:
                 raise RangeError(f"{url}: {len(members)} .dist-info/METADATA members (one expected)")

@@ -251,7 +251,9 @@ class _Store:
             with open(tmp, "wb") as fh:
                 reply = self.reader.client().download(item.url, sink, max_body=MAX_FILE)
         except HostError as exc:
-            return _Failed(f"{item.where}: {item.package} {item.version}: {item.url}: cannot download it ({exc.detail})")
+            return _Failed(
+                f"{item.where}: {item.package} {item.version}: {item.url}: cannot download it ({exc.detail})"
+            )
         if reply.status != 200:
             return _Failed(f"{item.where}: {item.package} {item.version}: {item.url}: HTTP {reply.status}")
         return digest.hexdigest()

@@ -59,6 +59,7 @@ def test_an_index_source_without_the_pinned_build_says_what_it_has(tmp_path, pyp
 
 def test_pages_are_read_as_file_names():
     html = b'<a href="/whl/torch-2.12.0%2Brocm6.2-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=ab">x</a>\n<a href="../t/torch-2.0.tar.gz">t</a>'
+
     def names(body: bytes, content_type: str) -> list[str]:
         return [f.filename for f in parse(body.decode(), content_type, "https://h/simple/torch/")[0]]
 
