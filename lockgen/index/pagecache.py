@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
+from lockgen.index.client import pool
 from lockgen.index.pageserver import UNREACHABLE, Page, Server, serve, stop_all
 from lockgen.plan.mirror import Mirrors
 from lockgen.runtime import trace
@@ -370,16 +371,9 @@ class PageCache:
 
 
 def _client() -> httpx.Client:
-    """An upstream client: HTTP/1.1 (httpx's HTTP/2 over threads was 10x slower here:
-    docs/benchmarks.md), at most :data:`MAX_CONNECTIONS`, the shared TLS context
-    (:func:`lockgen.index.tls.context`), no redirects followed (uv follows them, through the
-    cache)."""
-    import httpx
-
-    from lockgen.index import tls
-
-    limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS)
-    return httpx.Client(verify=tls.context(), limits=limits, timeout=httpx.Timeout(60, connect=15))
+    """An upstream client: :func:`lockgen.index.client.pool` (HTTP/1.1, the shared TLS
+    context, no redirects followed: uv follows them, through the cache), 60 s per request."""
+    return pool(60, MAX_CONNECTIONS)
 
 
 @dataclass(frozen=True)
