@@ -11,7 +11,9 @@ Every request lockgen makes itself (pages, metadata files, range reads, download
 * **time**: each request has ``timeout`` seconds (connect, and between two reads) *and* must end
   by the client's ``deadline`` (seconds from the client's creation, for the whole command): a
   host that never answers costs at most the deadline, and so does one that trickles a byte at a
-  time (the body is read in chunks and the clock checked after each);
+  time (the body is read in chunks and the clock checked after each). ``LOCKGEN_HTTP_TIMEOUT``
+  and ``LOCKGEN_DEADLINE`` (seconds) lower both for every command (as ``UV_HTTP_TIMEOUT`` does
+  for uv);
 * **size**: every body is streamed and bounded (``max_body`` bytes, per call overridable); a
   body over the bound, or cut short (fewer bytes than its ``Content-Length``), is an error, never
   a short result;
@@ -59,7 +61,6 @@ MAX_BODY = 64 * 1024 * 1024
 MAX_REDIRECTS = 10
 #: Seconds per request (connect, and between two reads) unless the caller says otherwise.
 TIMEOUT = 30.0
-_CHUNK = 1 << 16
 
 
 class Failure(str, enum.Enum):
@@ -120,6 +121,7 @@ class Client:
     def __init__(self, mirrors: Mirrors | None = None, *, timeout: float = TIMEOUT, deadline: float | None = None,
                  max_body: int = MAX_BODY, stop: threading.Event | None = None) -> None:  # fmt: skip
         self.mirrors = mirrors if mirrors is not None else Mirrors()
+        timeout, deadline = _bounded(timeout, deadline, os.environ)
         self.timeout, self.max_body, self.stop = timeout, max_body, stop
         self.ends = None if deadline is None else time.monotonic() + deadline
         self.requests = 0
@@ -193,7 +195,7 @@ class Client:
             if not location:
                 raise HostError(Failure.REDIRECT, url, f"HTTP {status} without a Location")
             following = urljoin(fetch, location)
-            if urlsplit(fetch).scheme == "https" and urlsplit(following).scheme != "https":
+            if _downgrade(fetch, following, self.mirrors):
                 raise HostError(
                     Failure.REDIRECT, url, f"redirected from https to {urlsplit(following).scheme}; refused"
                 )
@@ -226,7 +228,7 @@ class Client:
                     )
                 size = 0
                 if method != "HEAD" and not 300 <= response.status_code < 400:
-                    for chunk in response.iter_bytes(_CHUNK):  # decoded: a compressed bomb is bounded too
+                    for chunk in response.iter_bytes():  # decoded: a compressed bomb is bounded too
                         size += len(chunk)
                         if size > bound:
                             raise HostError(Failure.TOO_LARGE, url, f"its answer is over the bound of {bound} bytes")
@@ -254,6 +256,24 @@ class Client:
             if self._http is None:
                 self._http = pool(self.timeout)
             return self._http
+
+
+def _bounded(timeout: float, deadline: float | None, environ: Mapping[str, str]) -> tuple[float, float | None]:
+    """``(timeout, deadline)`` capped by ``LOCKGEN_HTTP_TIMEOUT`` and ``LOCKGEN_DEADLINE``
+    (seconds; the smaller wins; a value that is not a positive number is ignored)."""
+
+    def seconds(name: str) -> float | None:
+        try:
+            value = float(environ.get(name, ""))
+        except ValueError:
+            return None
+        return value if value > 0 else None
+
+    cap, overall = seconds("LOCKGEN_HTTP_TIMEOUT"), seconds("LOCKGEN_DEADLINE")
+    timeout = min(timeout, cap) if cap is not None else timeout
+    if overall is not None:
+        deadline = overall if deadline is None else min(deadline, overall)
+    return timeout, deadline
 
 
 def pool(timeout: float, connections: int = 16) -> httpx.Client:
@@ -325,6 +345,15 @@ def _netrc(url: str) -> Any:
     except Exception as exc:  # netrc.NetrcParseError, OSError: go without, say why with -v
         log.debug("netrc file %s not used: %s", path, exc)
         return None
+
+
+def _downgrade(fetch: str, following: str, mirrors: Mirrors) -> bool:
+    """Whether a redirect from ``fetch`` to ``following`` leaves https: judged on the URLs asked
+    and on their canonical forms (a mirror on plain http stands for an https source; a redirect
+    off the mirror to plain http is still a downgrade)."""
+    was = {urlsplit(fetch).scheme, urlsplit(mirrors.canonical(_public(fetch))).scheme}
+    now = {urlsplit(following).scheme, urlsplit(mirrors.canonical(_public(following))).scheme}
+    return "https" in was and "https" not in now
 
 
 def _public(url: str) -> str:
