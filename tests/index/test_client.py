@@ -45,9 +45,8 @@ def _client(host: FaultHost, **kwargs) -> Client:
 def test_every_hostile_host_ends_in_a_named_failure_within_the_deadline(host, behaviour):
     host.faults["/files/"] = HOSTILE[behaviour]
     started = time.monotonic()
-    with _client(host, timeout=1.0, deadline=1.5, max_body=1024 * 1024) as client:
-        with pytest.raises(HostError) as caught:
-            client.get(f"{CANONICAL}/alpha-1.0-py3-none-any.whl")
+    with _client(host, timeout=1.0, deadline=1.5, max_body=1024 * 1024) as client, pytest.raises(HostError) as caught:
+        client.get(f"{CANONICAL}/alpha-1.0-py3-none-any.whl")
     assert caught.value.kind in EXPECTED[behaviour]
     assert "files.example.org" in str(caught.value) and "127.0.0.1" not in str(caught.value)
     assert time.monotonic() - started < 3.0
