@@ -38,7 +38,7 @@ from lockgen.config import WORK
 from lockgen.dossier.inventory import Artifact, Locked
 from lockgen.index.client import Client, HostError
 from lockgen.index.pages import PageReader, project_url
-from lockgen.index.ranges import RangeError, wheel_metadata
+from lockgen.index.ranges import MAX_METADATA, RangeError, wheel_metadata
 from lockgen.plan.mirror import Mirrors
 
 __all__ = ["CACHE", "Fetched", "MetadataCache"]
@@ -66,7 +66,7 @@ class MetadataCache:
         self.folder = root / CACHE
         self.ranged = 0  # metadata read from wheels by range requests
         self._lock = threading.Lock()
-        self._client = Client(mirrors, timeout=30)
+        self._client = Client(mirrors, timeout=30, max_body=MAX_METADATA)
         self._reader = PageReader(mirrors, client=self._client)
 
     @property

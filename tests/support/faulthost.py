@@ -180,6 +180,17 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         else:
             self._truncated(fault.truncate or 0)
 
+    def do_POST(self) -> None:
+        """An API (the OSV ``querybatch``): its faults as for GET; without one, 501."""
+        self.host.requests.append("POST " + self.path)
+        fault = self.host.fault(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        if fault is not None and fault.head_status is None:
+            self.do_GET()
+        else:
+            self._send(501, b"no API here\n")
+
     def do_HEAD(self) -> None:
         self.host.requests.append("HEAD " + self.path)
         fault = self.host.fault(self.path)
