@@ -348,12 +348,15 @@ def _netrc(url: str) -> Any:
 
 
 def _downgrade(fetch: str, following: str, mirrors: Mirrors) -> bool:
-    """Whether a redirect from ``fetch`` to ``following`` leaves https: judged on the URLs asked
-    and on their canonical forms (a mirror on plain http stands for an https source; a redirect
-    off the mirror to plain http is still a downgrade)."""
-    was = {urlsplit(fetch).scheme, urlsplit(mirrors.canonical(_public(fetch))).scheme}
-    now = {urlsplit(following).scheme, urlsplit(mirrors.canonical(_public(following))).scheme}
-    return "https" in was and "https" not in now
+    """Whether a redirect from ``fetch`` to ``following`` leaves https: on the wire, or, off the
+    mirror's host, for the canonical URL (a plain-http mirror of an https source stands for
+    https: it may move a file on its own host, not hand it to a plain-http one elsewhere)."""
+    asked, going = urlsplit(fetch), urlsplit(following)
+    if asked.scheme == "https":
+        return going.scheme != "https"
+    if (going.scheme, going.netloc) == (asked.scheme, asked.netloc):
+        return False
+    return urlsplit(mirrors.canonical(_public(fetch))).scheme == "https" and going.scheme != "https"
 
 
 def _public(url: str) -> str:
