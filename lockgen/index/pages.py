@@ -119,7 +119,7 @@ def parse(text: str, content_type: str, base: str) -> tuple[tuple[PageFile, ...]
 def _json_file(entry: object, base: str) -> PageFile | None:
     if not isinstance(entry, Mapping) or not isinstance(entry.get("url"), str):
         return None
-    url = urljoin(base, entry["url"]).partition("#")[0]
+    url = _joined(base, entry["url"]).partition("#")[0]
     hashes = entry.get("hashes")
     sha = hashes.get("sha256") if isinstance(hashes, Mapping) else None
     size = entry.get("size")
@@ -137,6 +137,12 @@ def _json_file(entry: object, base: str) -> PageFile | None:
         core_metadata=_metadata(entry.get("core-metadata", entry.get("dist-info-metadata"))),
         requires_python=requires if isinstance(requires, str) else None,
     )
+
+
+def _joined(base: str, link: str) -> str:
+    """``link`` made absolute against ``base``; an absolute one as is (``urljoin`` costs ~12 µs
+    a link: 1.4 s for the pages of this repository's own matrix)."""
+    return link if link.startswith(("https://", "http://")) else urljoin(base, link)
 
 
 def _metadata(value: object) -> str | bool | None:
@@ -177,7 +183,7 @@ class _Anchors(html.parser.HTMLParser):
         href = values.get("href")
         if not href:
             return
-        url, _, fragment = urljoin(self.base, href).partition("#")
+        url, _, fragment = _joined(self.base, href).partition("#")
         digest = fragment.removeprefix("sha256=").lower() if fragment.startswith("sha256=") else None
         yanked = values.get("data-yanked")
         provenance = values.get("data-provenance")

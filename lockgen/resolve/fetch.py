@@ -18,18 +18,18 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from lockgen.config import WORK
 from lockgen.index.client import Client, HostError
-from lockgen.index.files import filename_of
+from lockgen.index.files import Kind, artifact, filename_of
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.target import Target
 from lockgen.runtime.credentials import realm
 from lockgen.runtime.errors import LockgenError
 
-__all__ = ["LOGIN_HINT", "FetchError", "best", "fitting", "sha256_of", "version_of", "wheel_name"]
+__all__ = ["LOGIN_HINT", "FetchError", "best", "fitting", "sha256_of", "version_of"]
 
 _CACHE = f"{WORK}/downloads.json"
 _lock = threading.Lock()
@@ -56,36 +56,30 @@ class FetchError(LockgenError):
         self.unauthorized = unauthorized
 
 
-def wheel_name(url: str) -> str:
-    """The file name a URL points at, ``%2B`` decoded."""
-    return filename_of(url)
-
-
 def fitting(urls: Iterable[str], target: Target, name: str | None = None) -> tuple[list[str], list[str]]:
     """Split wheel URLs into ``(kept, notes)``: kept URLs have a tag the target supports (and the
     project ``name`` when given); each skipped URL gets a note saying why."""
     supported = target.supported_tags()
     kept, notes = [], []
     for url in urls:
-        filename = wheel_name(url)
-        try:
-            project, _, _, tags = parse_wheel_filename(filename)
-        except InvalidWheelFilename as exc:
-            notes.append(f"{filename}: not a wheel file name ({exc})")
+        filename = filename_of(url)
+        parsed = artifact(filename)
+        if parsed is None or parsed.kind is not Kind.WHEEL:
+            notes.append(f"{filename}: not a wheel file name")
             continue
-        if name is not None and project != name:
+        if name is not None and parsed.name != name:
             continue
-        if tags & supported:
+        if parsed.tags & supported:
             kept.append(url)
         else:
-            shown = ", ".join(sorted(str(t) for t in tags))
+            shown = ", ".join(sorted(str(t) for t in parsed.tags))
             notes.append(f"{filename}: tags {shown} do not fit {target.platform} {target.python_tag}")
     return kept, notes
 
 
 def version_of(url: str) -> Version:
     """The version in a wheel URL's file name."""
-    return parse_wheel_filename(wheel_name(url))[1]
+    return parse_wheel_filename(filename_of(url))[1]
 
 
 def best(kept: list[str], specifiers: Iterable[SpecifierSet] = ()) -> str | None:
