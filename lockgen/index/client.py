@@ -161,12 +161,6 @@ class Client:
             return reply
         return self.request("GET", url, {**(headers or {}), "Range": "bytes=0-0"}, max_body=1024)
 
-    def range(self, url: str, start: int, end: int) -> Reply:
-        """Bytes ``start``-``end`` (inclusive) of ``url``: HTTP 206, or 200 with the whole file
-        from a host without range support (then bounded by ``end - start`` plus the default
-        bound). Raises :class:`HostError`."""
-        return self.request("GET", url, {"Range": f"bytes={start}-{end}"}, max_body=max(end - start + 1, self.max_body))
-
     def download(self, url: str, sink: Callable[[bytes], None], max_body: int | None = None,
                  headers: Mapping[str, str] | None = None) -> Reply:  # fmt: skip
         """``GET url`` with each chunk of the body handed to ``sink`` (a hash, a file), not kept.
@@ -233,7 +227,7 @@ class Client:
                         if size > bound:
                             raise HostError(Failure.TOO_LARGE, url, f"its answer is over the bound of {bound} bytes")
                         if self.stop is not None and self.stop.is_set():
-                            raise Interrupted(f"interrupted while reading {self.mirrors.canonical(_public(fetch))}")
+                            raise Interrupted(f"interrupted while downloading {self.mirrors.canonical(_public(fetch))}")
                         if time.monotonic() > ends:
                             raise HostError(Failure.DEADLINE, url, "the answer did not end within the time allowed")
                         if sink is not None and response.status_code < 300:
