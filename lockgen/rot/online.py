@@ -176,7 +176,8 @@ def _finding(kind: Kind, items: Sequence[LockedFile], detail: str, url: str | No
 
 def _unlocated(located: Located) -> list[Finding]:
     return [
-        Finding(kind=Kind.HASH if u.others else Kind.UNLISTED, package=u.package, version=u.version, url="",
+        Finding(kind=Kind.HASH if u.others else Kind.UNREACHABLE if u.unread else Kind.UNLISTED,
+                package=u.package, version=u.version, url="",
                 detail=u.reason,
                 where=(u.cell if u.layer == "main" else f"{u.cell} [{u.layer}]",))
         for u in located.unlocated
