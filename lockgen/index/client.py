@@ -51,7 +51,7 @@ from lockgen.runtime.errors import Interrupted, LockgenError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["MAX_BODY", "MAX_REDIRECTS", "Client", "Failure", "HostError", "Reply", "reach"]
+__all__ = ["MAX_BODY", "MAX_REDIRECTS", "Client", "Failure", "HostError", "Reply", "capped", "pool", "reach"]
 
 log = logging.getLogger("lockgen.client")
 
@@ -268,6 +268,18 @@ def _bounded(timeout: float, deadline: float | None, environ: Mapping[str, str])
     if overall is not None:
         deadline = overall if deadline is None else min(deadline, overall)
     return timeout, deadline
+
+
+def capped(response: Any, url: str, bound: int = MAX_BODY) -> bytes:
+    """The body of a streamed ``httpx`` response, at most ``bound`` bytes (decoded: a compressed
+    bomb is bounded too). Raises :class:`HostError` (``too-large``). For the page cache, which
+    keeps its own connection pools (one per origin)."""
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) > bound:
+            raise HostError(Failure.TOO_LARGE, url, f"its answer is over the bound of {bound} bytes")
+    return bytes(body)
 
 
 def pool(timeout: float, connections: int = 16) -> httpx.Client:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
-from lockgen.index.client import pool
+from lockgen.index.client import HostError, capped, pool
 from lockgen.index.pages import parse
 from lockgen.index.pageserver import UNREACHABLE, Page, Server, serve, stop_all
 from lockgen.plan.mirror import Mirrors
@@ -314,12 +314,14 @@ class PageCache:
 
         origin = origin_of(url) or ""
         try:
-            with trace.span("upstream page", url=url):
-                response = self.client(origin).get(url, headers=dict(headers))
-        except (httpx.HTTPError, RuntimeError) as exc:  # RuntimeError: a client closed by close()
+            with (
+                trace.span("upstream page", url=url),
+                self.client(origin).stream("GET", url, headers=dict(headers)) as response,
+            ):
+                body = capped(response, url)
+        except (httpx.HTTPError, RuntimeError, HostError) as exc:  # RuntimeError: a client closed by close()
             log.debug("page cache: %s: %s: %s", url, type(exc).__name__, exc)
             return Page(UNREACHABLE, [], b"", "")
-        body = response.content
         kept = [(k, v) for k, v in response.headers.items() if k.lower() == "content-type"]
         if "location" in response.headers:
             kept.append(("location", self.local(urljoin(url, response.headers["location"]))))

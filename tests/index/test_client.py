@@ -136,3 +136,15 @@ def test_a_wheel_s_metadata_is_read_by_ranges_not_whole(host):
         data, fetched = wheel_metadata(client, f"{CANONICAL}/{big.name}", big.stat().st_size)
     assert b"License-Expression: MIT" in data and b"Name: bulky" in data
     assert fetched < big.stat().st_size // 4  # the central directory and one member, not the blob
+
+
+def test_the_page_cache_s_reads_are_bounded_too():
+    from types import SimpleNamespace
+
+    from lockgen.index.client import capped
+
+    answer = SimpleNamespace(iter_bytes=lambda: iter([b"x" * 600, b"y" * 600]))
+    with pytest.raises(HostError) as caught:
+        capped(answer, "https://pypi.org/simple/torch/", bound=1000)
+    assert caught.value.kind is Failure.TOO_LARGE and "pypi.org" in str(caught.value)
+    assert capped(SimpleNamespace(iter_bytes=lambda: iter([b"ok"])), "https://h/", bound=2) == b"ok"
