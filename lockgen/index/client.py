@@ -11,7 +11,8 @@ Every request lockgen makes itself (pages, metadata files, range reads, download
 * **time**: each request has ``timeout`` seconds (connect, and between two reads) *and* must end
   by the client's ``deadline`` (seconds from the client's creation, for the whole command): a
   host that never answers costs at most the deadline, and so does one that trickles a byte at a
-  time (the body is read in chunks and the clock checked after each). ``LOCKGEN_HTTP_TIMEOUT``
+  time (the body is read in chunks and the clock checked after each; past ``timeout`` seconds a
+  body must average :data:`MIN_RATE` bytes a second, so a trickle ends without a deadline too). ``LOCKGEN_HTTP_TIMEOUT``
   and ``LOCKGEN_DEADLINE`` (seconds) lower both for every command (as ``UV_HTTP_TIMEOUT`` does
   for uv);
 * **size**: every body is streamed and bounded (``max_body`` bytes, per call overridable); a
@@ -61,6 +62,9 @@ MAX_BODY = 64 * 1024 * 1024
 MAX_REDIRECTS = 10
 #: Seconds per request (connect, and between two reads) unless the caller says otherwise.
 TIMEOUT = 30.0
+#: Bytes a second a body must average once it has taken ``timeout`` seconds (a host that
+#: trickles a byte at a time never trips the timeout between reads; curl's ``--speed-limit``).
+MIN_RATE = 1024
 
 
 class Failure(str, enum.Enum):
@@ -210,7 +214,8 @@ class Client:
         if left <= 0:
             raise HostError(Failure.DEADLINE, url, "not asked: the time allowed (the deadline) was spent")
         wait = min(self.timeout, left)
-        ends = time.monotonic() + left
+        started = time.monotonic()
+        ends = started + left
         chunks: list[bytes] = []
         try:
             with self._client().stream(method, fetch, headers=dict(headers or {}), json=json, auth=_netrc(fetch),
@@ -228,8 +233,13 @@ class Client:
                             raise HostError(Failure.TOO_LARGE, url, f"its answer is over the bound of {bound} bytes")
                         if self.stop is not None and self.stop.is_set():
                             raise Interrupted(f"interrupted while downloading {self.mirrors.canonical(_public(fetch))}")
-                        if time.monotonic() > ends:
+                        now = time.monotonic()
+                        if now > ends:
                             raise HostError(Failure.DEADLINE, url, "the answer did not end within the time allowed")
+                        if now - started > wait and size < MIN_RATE * (now - started):
+                            raise HostError(
+                                Failure.TIMEOUT, url, f"the answer trickles ({size} bytes in {now - started:.0f} s)"
+                            )
                         if sink is not None and response.status_code < 300:
                             sink(chunk)
                         else:

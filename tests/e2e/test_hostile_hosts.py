@@ -121,7 +121,7 @@ OWN_DEADLINE = {"check_online", "audit"}
 #: What the failure says, by behaviour (rows that carry a reason: all but sbom and provenance).
 SAID = {
     "never answers": ("no answer within", "time allowed", "time budget"),
-    "trickles": ("time allowed", "time budget", "no answer within", "bound"),  # its length is over a range asked
+    "trickles": ("time allowed", "time budget", "trickles", "bound"),  # bound: its length is over a range asked
     "huge body": ("bound",),
     "redirect loop": ("redirect loop",),
     "https to http": ("from https to http",),

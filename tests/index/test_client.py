@@ -22,7 +22,7 @@ CANONICAL = "https://files.example.org"
 #: What a GET of a faulty path ends in (HEAD refused: no failure, see below).
 EXPECTED = {
     "never answers": {Failure.TIMEOUT, Failure.DEADLINE},
-    "trickles": {Failure.DEADLINE},
+    "trickles": {Failure.DEADLINE, Failure.TIMEOUT},
     "huge body": {Failure.TOO_LARGE},
     "redirect loop": {Failure.REDIRECT},
     "https to http": {Failure.REDIRECT},
@@ -50,6 +50,14 @@ def test_every_hostile_host_ends_in_a_named_failure_within_the_deadline(host, be
     assert caught.value.kind in EXPECTED[behaviour]
     assert "files.example.org" in str(caught.value) and "127.0.0.1" not in str(caught.value)
     assert time.monotonic() - started < 3.0
+
+
+def test_a_trickle_ends_without_a_deadline(host):
+    host.faults["/files/"] = HOSTILE["trickles"]
+    started = time.monotonic()
+    with _client(host, timeout=1.0) as client, pytest.raises(HostError, match="trickles") as caught:
+        client.get(f"{CANONICAL}/alpha-1.0-py3-none-any.whl")
+    assert caught.value.kind is Failure.TIMEOUT and time.monotonic() - started < 3.0
 
 
 def test_head_refused_falls_back_to_a_ranged_get(host):
