@@ -300,6 +300,7 @@ def pool(timeout: float, connections: int = 16) -> httpx.Client:
 
     from lockgen.index import tls
 
+    timeout, _ = _bounded(timeout, None, os.environ)
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     return httpx.Client(verify=tls.context(), limits=limits, timeout=httpx.Timeout(timeout, connect=min(timeout, 15)),
                         follow_redirects=False)  # fmt: skip
