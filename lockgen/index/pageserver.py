@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: The status of a page whose upstream could not be reached: uv's connection is reset, so uv
-#: reports the network failure it would have met itself (lockgen tells outages apart, issue 8).
+#: reports the network failure it would have met itself (lockgen tells outages apart).
 UNREACHABLE = 0
 
 __all__ = ["UNREACHABLE", "Page", "Pages", "Server", "serve", "stop_all"]
@@ -85,7 +85,7 @@ class Server:
 
 def stop_all(servers: list[Server]) -> None:
     """Stop ``servers`` at once: each waits up to one poll for its loop, so stopping them one
-    after another cost a run 25 ms per origin (a tenth of a small test's time, issue 10)."""
+    after another cost a run 25 ms per origin (a tenth of a small test's time)."""
     if len(servers) == 1:
         servers[0].stop()
         return
