@@ -59,7 +59,8 @@ class Fetched:
 
 
 class MetadataCache:
-    """Fetches and caches metadata files for a run (see the module docstring)."""
+    """Fetches and caches metadata files for a run (see the module docstring); a context manager
+    (it closes its client)."""
 
     def __init__(self, root: Path, mirrors: Mirrors, offline: bool = False, workers: int = 8) -> None:
         self.root, self.mirrors, self.offline, self.workers = root, mirrors, offline, workers
@@ -68,6 +69,12 @@ class MetadataCache:
         self._lock = threading.Lock()
         self._client = Client(mirrors, timeout=30, max_body=MAX_METADATA)
         self._reader = PageReader(mirrors, client=self._client)
+
+    def __enter__(self) -> MetadataCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._client.close()
 
     @property
     def requests(self) -> int:

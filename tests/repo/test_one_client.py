@@ -39,7 +39,7 @@ def test_only_the_index_package_opens_connections_or_parses_pages():
     found = {
         str(p.relative_to(ROOT)): sorted(m for m in _imports(p) if m in NETWORK | PAGE_PARSERS) for p in _outside()
     }
-    assert {k: v for k, v in found.items() if v and k != "select.py"} == {}
+    assert {k: v for k, v in found.items() if v} == {}
 
 
 def test_the_index_package_holds_the_client_the_parser_and_the_ranges():
