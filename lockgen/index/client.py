@@ -238,7 +238,7 @@ class Client:
                             raise HostError(Failure.DEADLINE, url, "the answer did not end within the time allowed")
                         if now - started > wait and size < MIN_RATE * (now - started):
                             raise HostError(
-                                Failure.TIMEOUT, url, f"the answer trickles ({size} bytes in {now - started:.0f} s)"
+                                Failure.TIMEOUT, url, f"the answer trickles: {size} bytes in {now - started:.0f} s"
                             )
                         if sink is not None and response.status_code < 300:
                             sink(chunk)
