@@ -13,15 +13,10 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    NormalizedName,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
+from packaging.utils import NormalizedName
 from packaging.version import Version
 
+from lockgen.index.files import artifact
 from lockgen.index.pages import PageReader, project_url
 from lockgen.plan.plan import Plan
 
@@ -71,16 +66,11 @@ def late(reader: PageReader, plan: Plan, name: NormalizedName, version: Version)
     if cutoff is None or not plan.index_url:
         return None
     page = reader.page(project_url(plan.index_url, name))
-    times = [f.upload_time for f in page.files if f.upload_time is not None and _version(f.filename) == version]
+    times = [
+        f.upload_time
+        for f in page.files
+        if f.upload_time is not None and getattr(artifact(f.filename), "version", None) == version
+    ]
     if not times or min(times) < cutoff[0]:
         return None
     return Late(uploaded=min(times), cutoff=cutoff[0], setting=cutoff[1])
-
-
-def _version(filename: str) -> Version | None:
-    try:
-        if filename.endswith(".whl"):
-            return parse_wheel_filename(filename)[1]
-        return parse_sdist_filename(filename)[1]
-    except (InvalidWheelFilename, InvalidSdistFilename):
-        return None
