@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lockgen.config",),  # data only
     ("lockgen.plan",),  # what to resolve: cells, targets, rendered inputs, input hashes
     ("lockgen.locks",),  # the lock model and the files of the locks folder
+    ("lockgen.index",),  # package hosts: the one client, pages, artifacts, range reads, the page cache
     ("lockgen.resolve",),  # one cell, top to bottom
     ("lockgen.osv",),  # OSV advisories: the record model and its sources (audit; the lock-time gate's source)
     ("lockgen.wheels",),  # readers of the locked wheels (GPU kernel coverage)

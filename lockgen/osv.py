@@ -48,6 +48,7 @@ from typing import Any, Protocol
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from lockgen.index.client import Client, HostError
 from lockgen.locks.jsonfile import load_json
 from lockgen.plan.mirror import Mirrors
 from lockgen.runtime import bounded, credentials
@@ -79,8 +80,10 @@ BATCH = 1000
 MAX_PAGES = 20
 #: Bytes of one OSV record at most (the largest PyPI records are about 200 KB).
 MAX_RECORD = 16 * 1024 * 1024
-#: Bytes of one API answer at most (a ``querybatch`` of 1,000 queries answers ids only).
+#: Bytes one API answer may have (a querybatch of 1,000 packages is well under 1 MB), and the
+#: seconds the API may take in all for one audit (a host that trickles ends here).
 MAX_ANSWER = 32 * 1024 * 1024
+DEADLINE = 120.0
 
 
 class AuditFailed(LockgenError):
@@ -535,6 +538,7 @@ class Api:
     mirrors: Mirrors
     where: str = ""
     timeout: float = 30.0
+    deadline: float = DEADLINE
 
     def __post_init__(self) -> None:
         self.url = self.url.rstrip("/")
@@ -545,11 +549,7 @@ class Api:
     def advisories(self, keys: Sequence[Key]) -> dict[Key, list[Advisory]]:
         """One ``querybatch`` per 1,000 keys (and per further page), then each advisory id once.
         Raises :class:`AuditFailed` naming the URL (never a login) when the API cannot be read."""
-        import httpx
-
-        from lockgen.resolve import tls
-
-        with httpx.Client(verify=tls.context(), timeout=self.timeout, follow_redirects=True) as client:
+        with Client(self.mirrors, timeout=self.timeout, deadline=self.deadline, max_body=MAX_ANSWER) as client:
             ids = self._query(client, list(keys))
             wanted = sorted({i for found in ids.values() for i in found} - set(self._records))
             with ThreadPoolExecutor(max_workers=8) as pool:
@@ -603,29 +603,22 @@ class Api:
         except BadRecord as exc:
             raise AuditFailed(f"{self.where}/v1/vulns/{ident}: not an OSV record ({exc})") from None
 
-    def _call(self, client: Any, method: str, path: str, body: Mapping[str, Any] | None) -> Any:
-        import httpx
-
-        url = self.mirrors.fetch_url(self.url + path)
+    def _call(self, client: Client, method: str, path: str, body: Mapping[str, Any] | None) -> Any:
         shown = self._shown + path
         try:
-            with client.stream(method, url, json=body) if body is not None else client.stream(method, url) as response:
-                response.raise_for_status()
-                data = bounded.read_stream(response.iter_bytes(), shown, MAX_ANSWER)
-            return load_json(data, shown, "an OSV answer", ours=False)
+            reply = client.post(self.url + path, body) if body is not None else client.get(self.url + path)
+        except HostError as exc:
+            raise AuditFailed(
+                f"{shown}: cannot reach the OSV API ({exc.detail}); give a mirror (--mirror), or an OSV "
+                "export on disk with --osv PATH (see docs/supply-chain.md)"
+            ) from None
+        if not reply.ok:
+            raise AuditFailed(f"{shown}: HTTP {reply.status}; the audit did not complete")
+        try:  # bounded: depth and numbers (an answer from a host)
+            return load_json(reply.body, shown, "an OSV answer", ours=False)
         except InputError as exc:
             raise AuditFailed(
                 f"{exc.problems[0].text() if exc.problems else exc}; the audit did not complete"
-            ) from None
-        except httpx.HTTPStatusError as exc:
-            raise AuditFailed(f"{shown}: HTTP {exc.response.status_code}; the audit did not complete") from None
-        except httpx.HTTPError as exc:
-            reason = credentials.redact(
-                self.mirrors.scrub(str(exc)), secrets=[i for i in [credentials.split(self.url)[1]] if i]
-            )
-            raise AuditFailed(
-                f"{shown}: cannot reach the OSV API ({type(exc).__name__}: {reason}); give a mirror "
-                "(--mirror), or an OSV export on disk with --osv PATH (see docs/supply-chain.md)"
             ) from None
 
 

@@ -13,17 +13,12 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    NormalizedName,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
+from packaging.utils import NormalizedName
 from packaging.version import Version
 
+from lockgen.index.files import artifact
+from lockgen.index.pages import PageReader, project_url
 from lockgen.plan.plan import Plan
-from lockgen.resolve.simplepages import PageReader, project_url
 
 __all__ = ["Late", "cutoff_of", "late", "yanked"]
 
@@ -71,19 +66,14 @@ def late(reader: PageReader, plan: Plan, name: NormalizedName, version: Version)
     if cutoff is None or not plan.index_url:
         return None
     page = reader.page(project_url(plan.index_url, name))
-    times = [f.upload_time for f in page.files if f.upload_time is not None and _version(f.filename) == version]
+    times = [
+        f.upload_time
+        for f in page.files
+        if f.upload_time is not None and getattr(artifact(f.filename), "version", None) == version
+    ]
     if not times or min(times) < cutoff[0]:
         return None
     return Late(uploaded=min(times), cutoff=cutoff[0], setting=cutoff[1])
-
-
-def _version(filename: str) -> Version | None:
-    try:
-        if filename.endswith(".whl"):
-            return parse_wheel_filename(filename)[1]
-        return parse_sdist_filename(filename)[1]
-    except (InvalidWheelFilename, InvalidSdistFilename):
-        return None
 
 
 def yanked(reader: PageReader, plan: Plan, name: NormalizedName) -> tuple[set[Version], set[Version], str | None]:
@@ -99,7 +89,7 @@ def yanked(reader: PageReader, plan: Plan, name: NormalizedName) -> tuple[set[Ve
         return set(), set(), f"{page.url}: {page.error}"
     files: dict[Version, list[bool]] = {}
     for f in page.files:
-        version = _version(f.filename)
+        version = f.artifact.version if f.artifact is not None else None
         if version is not None:
             files.setdefault(version, []).append(f.yanked is not False)
     return set(files), {v for v, flags in files.items() if all(flags)}, None

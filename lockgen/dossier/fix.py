@@ -42,8 +42,8 @@ from lockgen.runtime.words import counted
 
 if TYPE_CHECKING:
     from lockgen.dossier.inventory import Inventory
+    from lockgen.index.pages import PageReader
     from lockgen.plan.plan import Plan
-    from lockgen.resolve.simplepages import PageReader
 
 __all__ = ["Blocked", "FixPlan", "fix_command", "plan_fixes"]
 
@@ -237,7 +237,7 @@ def fix_command(
     source = open_source(value, project.root, project.mirrors(options.mirrors))
     settings = project.config.audit
     threshold = fail_on or settings.fail_on
-    from lockgen.resolve.simplepages import PageReader
+    from lockgen.index.pages import PageReader
 
     old = inventory.read(project.root, project.config.locks, cells, artifacts=False)
     before = audit(old, source, settings.ignore, threshold, today)

@@ -1,28 +1,34 @@
-"""Core metadata of locked packages, fetched as the index's PEP 658 metadata file (no wheel is
-downloaded), cached by the artifact's sha256.
+"""Core metadata of locked packages, fetched as the index's PEP 658 metadata file, else read
+from the wheel itself by range requests (no wheel is downloaded), cached by the artifact's sha256.
 
 For each ``(name, version)`` of the inventory one artifact is chosen (a wheel with a URL, a pure
 ``py3-none-any`` one first). Its metadata file is ``<artifact URL>.metadata`` (PEP 658; PyPI
 serves it for every wheel). A package that only a layer lock has (layer locks list hashes, not
 URLs) is looked up on its index's project page (PEP 691 JSON, else the PEP 503 HTML page) by its
 sha256; the page also gives the metadata file's own hash (``core-metadata`` /
-``data-core-metadata``), which is then checked. Every URL goes through the run's mirrors. The
-file is kept in ``.lockgen/metadata/<artifact sha256>.metadata``: the same artifact never needs
-another request, and ``offline`` reads only that cache.
+``data-core-metadata``), which is then checked. Pages are read and parsed by
+:mod:`lockgen.index.pages`; every request goes through the one client (mirrors, logins, bounds).
+
+An index that serves no metadata file (HTTP 404 for ``<url>.metadata``, or a page that says
+``core-metadata: false``: a private index, a caching proxy) costs no download either: the wheel's
+``*.dist-info/METADATA`` is read with range requests (the zip's central directory, then that one
+member; :func:`lockgen.index.ranges.wheel_metadata`), as pip's and uv's lazy wheels do. An sdist
+has no such member: it stays unknown.
+
+The metadata is kept in ``.lockgen/metadata/<artifact sha256>.metadata``: the same artifact never
+needs another request, and ``offline`` reads only that cache.
 """
 
 from __future__ import annotations
 
 import hashlib
-import html.parser
 import logging
 import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from packaging.metadata import RawMetadata, parse_email
 from packaging.utils import NormalizedName
@@ -30,16 +36,16 @@ from packaging.version import Version
 
 from lockgen.config import WORK
 from lockgen.dossier.inventory import Artifact, Locked
-from lockgen.locks.jsonfile import load_json
+from lockgen.index.client import Client, HostError
+from lockgen.index.pages import PageReader, project_url
+from lockgen.index.ranges import MAX_METADATA, RangeError, wheel_metadata
 from lockgen.plan.mirror import Mirrors
-from lockgen.runtime.errors import InputError
 
 __all__ = ["CACHE", "Fetched", "MetadataCache"]
 
 log = logging.getLogger("lockgen.metadata")
 
 CACHE = f"{WORK}/metadata"
-_JSON = "application/vnd.pypi.simple.v1+json"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,14 +59,27 @@ class Fetched:
 
 
 class MetadataCache:
-    """Fetches and caches metadata files for a run (see the module docstring)."""
+    """Fetches and caches metadata files for a run (see the module docstring); a context manager
+    (it closes its client)."""
 
     def __init__(self, root: Path, mirrors: Mirrors, offline: bool = False, workers: int = 8) -> None:
         self.root, self.mirrors, self.offline, self.workers = root, mirrors, offline, workers
         self.folder = root / CACHE
-        self.requests = 0
+        self.ranged = 0  # metadata read from wheels by range requests
         self._lock = threading.Lock()
-        self._client: Any = None
+        self._client = Client(mirrors, timeout=30, max_body=MAX_METADATA)
+        self._reader = PageReader(mirrors, client=self._client)
+
+    def __enter__(self) -> MetadataCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._client.close()
+
+    @property
+    def requests(self) -> int:
+        """Requests made (metadata files, pages, ranges)."""
+        return self._client.requests
 
     def fetch(self, items: Iterable[Locked]) -> dict[tuple[NormalizedName, Version], Fetched]:
         """The metadata of every ``(name, exact version)`` among ``items`` that has a version."""
@@ -70,14 +89,8 @@ class MetadataCache:
                 by_key.setdefault((item.name, item.version), []).append(item)
         known = {a.sha256: a for its in by_key.values() for i in its for a in i.artifacts if a.url and a.sha256}
         jobs = {key: _choose(its, known) for key, its in sorted(by_key.items())}
-        import httpx
-
-        from lockgen.resolve import tls
-
-        with httpx.Client(verify=tls.context(), timeout=30, follow_redirects=True) as client:
-            self._client = client
-            with ThreadPoolExecutor(max_workers=self.workers) as pool:
-                results = list(pool.map(lambda kv: (kv[0], self._one(kv[0], kv[1], by_key[kv[0]])), jobs.items()))
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            results = list(pool.map(lambda kv: (kv[0], self._one(kv[0], kv[1], by_key[kv[0]])), jobs.items()))
         return dict(results)
 
     def _one(self, key: tuple[NormalizedName, Version], artifact: Artifact | None, items: list[Locked]) -> Fetched:
@@ -103,30 +116,42 @@ class MetadataCache:
                 if result.raw is not None or "serves no metadata file" not in (result.missing or ""):
                     return result
             return result
-        url, expected = self._from_page(key, items)
-        if url is None:
-            return Fetched(missing=expected or "no download URL for it")
-        return self._download(url, expected, _digest_of(url, items))
+        found, expected, size = self._from_page(key, items)
+        if found is None:
+            return Fetched(missing=expected if isinstance(expected, str) else "no download URL for it")
+        digest = _digest_of(found, items)
+        if expected is False:  # the page says the index serves no metadata file: read the wheel
+            return self._ranged(found, digest, size, f"{_host(found)} serves no metadata file for it (PEP 658)")
+        return self._download(found, expected if isinstance(expected, str) else None, digest, size)
 
-    def _download(self, url: str, expected: str | None, digest: str) -> Fetched:
-        import httpx
-
+    def _download(self, url: str, expected: str | None, digest: str, size: int | None = None) -> Fetched:
         target = f"{url.split('#', 1)[0]}.metadata"
         try:
-            with self._lock:
-                self.requests += 1
-            response = self._client.get(self.mirrors.fetch_url(target))
-        except httpx.HTTPError as exc:
-            return Fetched(missing=f"{_host(target)} could not be reached ({type(exc).__name__})")
-        if response.status_code == 404:
-            return Fetched(missing=f"{_host(target)} serves no metadata file for it (PEP 658)")
-        if response.status_code != 200:
-            return Fetched(missing=f"{_host(target)} answered HTTP {response.status_code} for its metadata file")
-        data = response.content
-        if expected is not None and hashlib.sha256(data).hexdigest() != expected:
+            reply = self._client.get(target)
+        except HostError as exc:
+            return Fetched(missing=f"its metadata file could not be read ({exc})")
+        if reply.status == 404:
+            return self._ranged(url, digest, size, f"{_host(target)} serves no metadata file for it (PEP 658)")
+        if reply.status != 200:
+            return Fetched(missing=f"{_host(target)} answered HTTP {reply.status} for its metadata file")
+        if expected is not None and hashlib.sha256(reply.body).hexdigest() != expected:
             return Fetched(missing=f"its metadata file from {_host(target)} does not match the index's hash")
+        self._store(digest, reply.body)
+        return _parsed(reply.body, target)
+
+    def _ranged(self, url: str, digest: str, size: int | None, why: str) -> Fetched:
+        """The metadata read from the wheel at ``url`` by range requests (the index serves no
+        metadata file: ``why``, said when the wheel cannot be read either)."""
+        if not urlsplit(url).path.endswith(".whl"):
+            return Fetched(missing=why)
+        try:
+            data, _ = wheel_metadata(self._client, url, size)
+        except (HostError, RangeError) as exc:
+            return Fetched(missing=f"{why}, and its wheel could not be read ({exc})")
+        with self._lock:
+            self.ranged += 1
         self._store(digest, data)
-        return _parsed(data, target)
+        return _parsed(data, url)
 
     def _cached(self, digest: str) -> bytes | None:
         try:
@@ -143,34 +168,21 @@ class MetadataCache:
         except OSError as exc:  # a cache that cannot be written only costs a request next time
             log.debug("metadata cache not written: %s", exc)
 
-    def _from_page(self, key: tuple[NormalizedName, Version], items: list[Locked]) -> tuple[str | None, str | None]:
-        """``(artifact URL, metadata sha256 or None)`` from the project page of the package's
-        index (layers: the lock's ``index-url``), by the artifact's sha256."""
+    def _from_page(
+        self, key: tuple[NormalizedName, Version], items: list[Locked]
+    ) -> tuple[str | None, str | bool | None, int | None]:
+        """``(artifact URL, what the page says of its metadata file, size)`` from the project
+        page of the package's index (layers: the lock's ``index-url``), by the artifact's sha256;
+        without a URL, the second item says why."""
         name, _ = key
         wanted = {a.sha256 for i in items for a in i.artifacts if a.sha256}
-        indexes = sorted({i.index_url for i in items if i.index_url})
-        for index in indexes:
-            page = f"{index.rstrip('/')}/{name}/"
-            try:
-                with self._lock:
-                    self.requests += 1
-                response = self._client.get(
-                    self.mirrors.fetch_url(page), headers={"Accept": f"{_JSON}, text/html;q=0.1"}
-                )
-            except Exception as exc:  # httpx.HTTPError: try the next index
-                log.debug("%s: %s", page, exc)
-                continue
-            if response.status_code != 200:
-                continue
-            for file in _files(response.text, response.headers.get("content-type", "")):
-                if file.sha256 in wanted:
-                    if file.metadata is False:
-                        return None, f"{_host(page)} serves no metadata file for it (PEP 658)"
-                    joined = self.mirrors.canonical(
-                        urljoin(self.mirrors.mirrored(page), file.url)
-                    )  # links are relative to the page fetched
-                    return joined, file.metadata if isinstance(file.metadata, str) else None
-        return None, "not found by its hash on its index's project page"
+        for index in sorted({i.index_url for i in items if i.index_url}):
+            page = self._reader.page(project_url(index, name))
+            listed = [f for f in page.files if f.sha256 in wanted]
+            listed.sort(key=lambda f: (not f.filename.endswith(".whl"), "none-any" not in f.filename, f.filename))
+            if listed:
+                return listed[0].url, listed[0].core_metadata, listed[0].size
+        return None, "not found by its hash on its index's project page", None
 
 
 def _others(items: list[Locked], first: Artifact) -> list[Artifact]:
@@ -211,59 +223,3 @@ def _parsed(data: bytes, url: str | None) -> Fetched:
 
 def _host(url: str) -> str:
     return urlsplit(url).netloc or url
-
-
-@dataclass(frozen=True)
-class _File:
-    url: str
-    sha256: str | None
-    metadata: str | bool | None  # its sha256, True (served, no hash), False (not served), None (unsaid)
-
-
-def _files(text: str, content_type: str) -> list[_File]:
-    """The files of a project page: PEP 691 JSON or PEP 503 HTML (anchors with ``#sha256=``,
-    ``data-core-metadata``/``data-dist-info-metadata``)."""
-    if "json" in content_type:
-        try:  # bounded: depth, numbers (a page from a host)
-            data = load_json(text, "a project page", "a PEP 691 page", ours=False)
-        except InputError:
-            return []
-        files = []
-        for entry in data.get("files", []) if isinstance(data, dict) else []:
-            if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
-                continue
-            meta = entry.get("core-metadata", entry.get("dist-info-metadata"))
-            files.append(_File(entry["url"], (entry.get("hashes") or {}).get("sha256"), _meta(meta)))
-        return files
-    parser = _Anchors()
-    parser.feed(text)
-    return parser.files
-
-
-def _meta(value: Any) -> str | bool | None:
-    if isinstance(value, dict):
-        return value.get("sha256") or True
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        return value.removeprefix("sha256=") if value.startswith("sha256=") else True
-    return None
-
-
-class _Anchors(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.files: list[_File] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag != "a":
-            return
-        values = dict(attrs)
-        href = values.get("href")
-        if not href:
-            return
-        base, _, fragment = href.partition("#")
-        digest = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None
-        meta = values.get("data-core-metadata", values.get("data-dist-info-metadata"))
-        served: str | bool | None = None if meta is None else _meta(meta if meta != "true" else True)
-        self.files.append(_File(base, digest, served))

@@ -65,8 +65,8 @@ def licenses_command(
     if fmt not in ("text", "json"):
         raise UsageError(f"unknown --format {fmt!r}; use text or json")
     items = inventory.read(project.root, project.config.locks, cells)
-    cache = MetadataCache(project.root, project.mirrors(mirrors), offline=offline)
-    report = check(items, cache, project.config.licenses)
+    with MetadataCache(project.root, project.mirrors(mirrors), offline=offline) as cache:
+        report = check(items, cache, project.config.licenses)
     return (render_json(report) if fmt == "json" else render_text(report)), report.exit_code
 
 
@@ -88,8 +88,8 @@ def sbom_command(
     from lockgen.dossier.sbom import build_all
 
     items = inventory.read(project.root, project.config.locks, cells)
-    cache = MetadataCache(project.root, project.mirrors(mirrors), offline=offline)
-    documents = build_all(project, items, cache, serial=serial, timestamp=timestamp)
+    with MetadataCache(project.root, project.mirrors(mirrors), offline=offline) as cache:
+        documents = build_all(project, items, cache, serial=serial, timestamp=timestamp)
     if output is None:
         key = items.cells[0] if len(cells) == 1 else "matrix"
         return documents[key], 0

@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
 
-from packaging.utils import NormalizedName, parse_wheel_filename
+from packaging.utils import NormalizedName
 from packaging.version import InvalidVersion, Version
 
 from lockgen import select
+from lockgen.index.files import Kind, artifact, filename_of
 from lockgen.locks.lock import Entry, LayerKind, Lock
 from lockgen.locks.manifestfile import CellEntry, LayerEntry
 from lockgen.plan.mirror import Mirrors
@@ -69,9 +69,8 @@ class Layer:
 def _entry_version(entry: Entry) -> str | None:
     if entry.version is not None:
         return str(entry.version)
-    if entry.url and not entry.editable and urlsplit(entry.url).path.endswith(".whl"):
-        return str(parse_wheel_filename(unquote(urlsplit(entry.url).path.rsplit("/", 1)[-1]))[1])
-    return None
+    found = artifact(filename_of(entry.url)) if entry.url and not entry.editable else None
+    return str(found.version) if found is not None and found.kind is Kind.WHEEL else None
 
 
 def map_sources(argv: Sequence[str], mirrors: Mirrors, index_url: str | None) -> list[str]:

@@ -23,13 +23,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import InvalidWheelFilename, NormalizedName, parse_wheel_filename
+from packaging.utils import NormalizedName
 from packaging.version import Version
 
+from lockgen.index.files import Kind, artifact, filename_of
+from lockgen.index.pages import PageReader, project_url
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.resolve import choose, fetch
-from lockgen.resolve.simplepages import PageReader, project_url
 
 __all__ = ["Builds", "read"]
 
@@ -104,11 +105,9 @@ def read(
 
 
 def _add(found: dict[NormalizedName, dict[str, str]], url: str, place: str) -> None:
-    try:
-        name = parse_wheel_filename(fetch.wheel_name(url))[0]
-    except InvalidWheelFilename:
-        return
-    found.setdefault(name, {}).setdefault(url, place)
+    parsed = artifact(filename_of(url))
+    if parsed is not None and parsed.kind is Kind.WHEEL:
+        found.setdefault(parsed.name, {}).setdefault(url, place)
 
 
 def _listed(root: Path, reader: PageReader, link: str) -> list[str]:

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from packaging.specifiers import SpecifierSet
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
+from lockgen.index.files import Kind, artifact, filename_of
 from lockgen.plan.plan import Plan
 from lockgen.resolve import fetch, labels
 from lockgen.resolve.invariants import fits_cell, label_build, mix_allowed
@@ -64,11 +64,11 @@ def by_label(urls: Sequence[str], plan: Plan, torch: Version | None) -> Choice:
     ``plan`` with ``torch`` locked (None: not known yet, the backend alone decides)."""
     fitting, unknown, notes, passed = [], [], [], []
     for url in urls:
-        filename = fetch.wheel_name(url)
-        try:
-            project, version, _, _ = parse_wheel_filename(filename)
-        except InvalidWheelFilename:
+        filename = filename_of(url)
+        parsed = artifact(filename)
+        if parsed is None or parsed.kind is not Kind.WHEEL:
             continue
+        project, version = parsed.name, parsed.version
         label = labels.read(version.local or "")
         if not isinstance(label, labels.Label):
             unknown.append(url)

@@ -3,7 +3,7 @@
 Choosing is pure (:func:`fitting`: wheel tags from the file name, via
 ``packaging.utils.parse_wheel_filename``, against the target's supported tags; CASES C09;
 :func:`best`: the newest fitting version a specifier allows). :func:`sha256_of` downloads a kept
-URL once with httpx (through the mirrors, with the realm's login or a netrc entry) and caches its
+URL once with the one client (:mod:`lockgen.index.client`: mirrors, logins, bounds) and caches its
 hash by canonical URL in ``.lockgen/downloads.json``, so later runs need no download; ``refresh``
 (``--force``, ``--upgrade``) downloads again, so a file replaced under the same URL does not keep
 its old hash (issue 8).
@@ -13,29 +13,28 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import os
 import threading
 from collections.abc import Iterable
-from pathlib import Path, PurePosixPath
-from typing import Any
-from urllib.parse import unquote, urlsplit
+from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from lockgen.config import WORK
+from lockgen.index.client import Client, HostError
+from lockgen.index.files import Kind, artifact, filename_of
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.target import Target
 from lockgen.runtime.credentials import realm
-from lockgen.runtime.errors import Interrupted, LockgenError
+from lockgen.runtime.errors import LockgenError
 
-__all__ = ["LOGIN_HINT", "FetchError", "best", "fitting", "sha256_of", "version_of", "wheel_name"]
+__all__ = ["LOGIN_HINT", "FetchError", "best", "fitting", "sha256_of", "version_of"]
 
 _CACHE = f"{WORK}/downloads.json"
 _lock = threading.Lock()
-log = logging.getLogger("lockgen.fetch")
+#: Bytes a downloaded file may have (the largest CUDA wheels are ~4 GB).
+MAX_DOWNLOAD = 16 * 1024**3
 
 #: How to give a login, for "unauthorized" messages.
 LOGIN_HINT = (
@@ -57,36 +56,30 @@ class FetchError(LockgenError):
         self.unauthorized = unauthorized
 
 
-def wheel_name(url: str) -> str:
-    """The file name a URL points at, ``%2B`` decoded."""
-    return unquote(PurePosixPath(urlsplit(url).path).name)
-
-
 def fitting(urls: Iterable[str], target: Target, name: str | None = None) -> tuple[list[str], list[str]]:
     """Split wheel URLs into ``(kept, notes)``: kept URLs have a tag the target supports (and the
     project ``name`` when given); each skipped URL gets a note saying why."""
     supported = target.supported_tags()
     kept, notes = [], []
     for url in urls:
-        filename = wheel_name(url)
-        try:
-            project, _, _, tags = parse_wheel_filename(filename)
-        except InvalidWheelFilename as exc:
-            notes.append(f"{filename}: not a wheel file name ({exc})")
+        filename = filename_of(url)
+        parsed = artifact(filename)
+        if parsed is None or parsed.kind is not Kind.WHEEL:
+            notes.append(f"{filename}: not a wheel file name")
             continue
-        if name is not None and project != name:
+        if name is not None and parsed.name != name:
             continue
-        if tags & supported:
+        if parsed.tags & supported:
             kept.append(url)
         else:
-            shown = ", ".join(sorted(str(t) for t in tags))
+            shown = ", ".join(sorted(str(t) for t in parsed.tags))
             notes.append(f"{filename}: tags {shown} do not fit {target.platform} {target.python_tag}")
     return kept, notes
 
 
 def version_of(url: str) -> Version:
     """The version in a wheel URL's file name."""
-    return parse_wheel_filename(wheel_name(url))[1]
+    return parse_wheel_filename(filename_of(url))[1]
 
 
 def best(kept: list[str], specifiers: Iterable[SpecifierSet] = ()) -> str | None:
@@ -114,32 +107,19 @@ def sha256_of(
         cache = _read(cache_path)
         if url in cache and not refresh:
             return cache[url]
-    import httpx
-
-    from lockgen.resolve import tls
-
     digest = hashlib.sha256()
-    fetch = mirrors.fetch_url(url)
     try:
-        with httpx.stream(
-            "GET", fetch, follow_redirects=True, timeout=60, auth=_netrc(fetch), verify=tls.context()
-        ) as response:
-            response.raise_for_status()
-            for chunk in response.iter_bytes():
-                if stop is not None and stop.is_set():
-                    raise Interrupted(f"interrupted while downloading {url}")
-                digest.update(chunk)
-    except httpx.HTTPStatusError as exc:
-        status = exc.response.status_code
-        if status in (401, 403):
-            host = realm(mirrors.mirrored(url))
-            raise FetchError(
-                f"unauthorized: {host} answered HTTP {status} for {url}; {LOGIN_HINT}", unauthorized=True
-            ) from None
-        raise FetchError(f"{url}: HTTP {status}", transient=status >= 500 or status == 429) from None
-    except httpx.HTTPError as exc:
-        reason = mirrors.scrub(str(exc))
-        raise FetchError(f"{url}: cannot download it ({type(exc).__name__}: {reason})") from None
+        with Client(mirrors, timeout=60, max_body=MAX_DOWNLOAD, stop=stop) as client:
+            reply = client.download(url, digest.update)
+    except HostError as exc:
+        raise FetchError(f"{url}: cannot download it ({exc.detail})") from None
+    if reply.status in (401, 403):
+        host = realm(mirrors.mirrored(url))
+        raise FetchError(
+            f"unauthorized: {host} answered HTTP {reply.status} for {url}; {LOGIN_HINT}", unauthorized=True
+        ) from None
+    if not reply.ok:
+        raise FetchError(f"{url}: HTTP {reply.status}", transient=reply.status >= 500 or reply.status == 429)
     value = digest.hexdigest()
     with _lock:
         cache = _read(cache_path)
@@ -147,23 +127,6 @@ def sha256_of(
         cache_path.parent.mkdir(parents=True, exist_ok=True)
         cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
     return value
-
-
-def _netrc(url: str) -> Any:
-    """httpx auth from a netrc file (``NETRC``, else ``~/.netrc``, as curl and uv read) for a URL
-    without a login of its own; None when there is no such file or it cannot be read."""
-    import httpx
-
-    if "@" in urlsplit(url).netloc:
-        return None
-    path = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
-    if not path.is_file():
-        return None
-    try:
-        return httpx.NetRCAuth(str(path))
-    except Exception as exc:  # netrc.NetrcParseError, OSError: go without, say why with -v
-        log.debug("netrc file %s not used: %s", path, exc)
-        return None
 
 
 def _read(path: Path) -> dict[str, str]:

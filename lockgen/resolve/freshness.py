@@ -3,7 +3,7 @@
 Two mechanisms, both off with ``--online`` (then every uv run is the plain ``uv pip compile`` a
 user would write):
 
-1. Every index page uv reads goes through the run's :class:`~lockgen.resolve.pagecache.PageCache`:
+1. Every index page uv reads goes through the run's :class:`~lockgen.index.pagecache.PageCache`:
    fetched upstream once per run, then answered ``304 Not Modified`` to every later uv process,
    which reuses the copy it parsed before. This never costs more than plain uv (one fetch
    instead of one per process) and changes nothing uv sees.
@@ -26,9 +26,9 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 
+from lockgen.index.pagecache import FLAT_ACCEPT, SIMPLE_ACCEPT, PageCache, origin_of
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
-from lockgen.resolve.pagecache import FLAT_ACCEPT, SIMPLE_ACCEPT, PageCache, origin_of
 
 __all__ = ["OFFLINE", "ONLINE", "Freshness", "start"]
 

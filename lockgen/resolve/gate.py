@@ -35,8 +35,8 @@ from packaging.utils import NormalizedName
 from packaging.version import Version
 
 from lockgen.config.model import AuditIgnore
+from lockgen.index.pages import Status, project_url
 from lockgen.locks import pylockfile
-from lockgen.resolve.simplepages import Status, project_url
 
 __all__ = [
     "REFUSED_STATUSES",

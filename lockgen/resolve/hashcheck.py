@@ -36,12 +36,12 @@ from packaging.pylock import Package, Pylock
 from packaging.utils import NormalizedName
 
 from lockgen.config import WORK
+from lockgen.index.client import Client, Failure, HostError
 from lockgen.locks.pylockfile import artifacts
 from lockgen.plan import identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.runtime import bounded
-from lockgen.runtime.errors import Interrupted
 
 __all__ = ["DEFAULT_INDEX", "LIMIT", "Checked", "Verified", "check", "origin"]
 
@@ -209,33 +209,21 @@ def _remote(url: str, expected: str, mirrors: Mirrors, verified: Verified, stop:
     it stays unverified: uv has just read it)."""
     if verified.get(url) == expected:
         return expected
-    import httpx
-
-    from lockgen.resolve import tls
-
     digest = hashlib.sha256()
-    size = 0
-    fetch = mirrors.fetch_url(url)
     try:
-        with httpx.stream("GET", fetch, follow_redirects=True, timeout=60, verify=tls.context()) as response:
-            response.raise_for_status()
-            for chunk in response.iter_bytes():
-                if stop is not None and stop.is_set():
-                    raise Interrupted(f"interrupted while downloading {url}")
-                size += len(chunk)
-                if size > LIMIT:
-                    return None
-                digest.update(chunk)
-    except httpx.HTTPError as exc:
-        log.warning("could not download %s to check its hash (%s); it stays unverified", url, _short(exc))
+        with Client(mirrors, timeout=60, max_body=LIMIT, stop=stop) as client:
+            reply = client.download(url, digest.update)
+    except HostError as exc:
+        if exc.kind is Failure.TOO_LARGE:
+            return None
+        log.warning("could not download %s to check its hash (%s); it stays unverified", url, exc.detail)
+        return None
+    if not reply.ok:
+        log.warning("could not download %s to check its hash (HTTP %s); it stays unverified", url, reply.status)
         return None
     value = digest.hexdigest()
     verified.put(url, value)
     return value
-
-
-def _short(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".split("\n", 1)[0]
 
 
 def merge(*names: Iterable[str]) -> tuple[str, ...]:

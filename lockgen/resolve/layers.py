@@ -33,6 +33,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from lockgen.index.files import filename_of
 from lockgen.locks.lock import UNREACHABLE, LayerKind, LayerRef, Lock, Replacement, Unavailable, text_sha256
 from lockgen.plan.direct import SDISTS, EntryRefused, read_optional
 from lockgen.plan.plan import Plan
@@ -411,7 +412,7 @@ def _requirement(run: CellRun, entry: str, torch: str | None = None) -> tuple[st
         seen = "; ".join([*notes, *chosen.notes]) or "none listed"
         raise LayerUnavailable(f"no build fits this cell (builds seen: {seen})")
     url = best
-    project = canonicalize_name(parse_wheel_filename(fetch.wheel_name(url))[0])
+    project = parse_wheel_filename(filename_of(url))[0]
     try:
         digest = fetch.sha256_of(run.root, url, run.mirrors, refresh=run.options.refresh, stop=run.stop)
     except fetch.FetchError as exc:  # unauthorized is retried too: a login may be given next time

@@ -4,8 +4,8 @@ When uv cannot have a package from the index or find-links page the config sends
 is no version of torch==2.13.0+rocm6.2``), uv's text names neither the source nor its URL nor
 what it has. :func:`offers` reads that source's page for the package once (through the mirrors,
 with the realm's login) and returns an :class:`Offer`: the versions it lists, split into those
-with a file the cell's target can install and the others. :func:`page_files` is the pure parser
-(PEP 691 JSON or PEP 503 HTML, a flat find-links page too), tested on canned pages.
+with a file the cell's target can install and the others. Pages are read and parsed by
+:mod:`lockgen.index.pages` (PEP 691 JSON or PEP 503 HTML, a flat find-links page too).
 
 A step after a failed uv run (:mod:`lockgen.resolve.pipeline` calls it, then
 :mod:`lockgen.resolve.hints` words the message); a page that cannot be read is said as such,
@@ -14,34 +14,23 @@ never raised.
 
 from __future__ import annotations
 
-import html
-import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
 
 from packaging.tags import Tag
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    NormalizedName,
-    canonicalize_name,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
+from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
+from lockgen.index.files import artifact
+from lockgen.index.pages import PageReader
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import CellSource
 
-__all__ = ["Offer", "offers", "other_pythons", "page_files", "pythons_of"]
+__all__ = ["Offer", "offers", "other_pythons", "pythons_of", "versions"]
 
 #: At most this many versions are named in a message (newest first).
 SHOWN = 5
-_ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
-_HREF = re.compile(r"""<a\s[^>]*href\s*=\s*["']([^"']+)["']""", re.I)
 
 
 @dataclass(frozen=True)
@@ -74,47 +63,20 @@ def _listed(versions: tuple[Version, ...]) -> str:
     return shown + (f" and {len(versions) - SHOWN} older" if len(versions) > SHOWN else "")
 
 
-def page_files(body: bytes, content_type: str) -> list[str]:
-    """The file names a simple-API project page or a flat find-links page lists: PEP 691 JSON
-    (``files[].filename``) or the last path segment of each HTML anchor (PEP 503), unquoted."""
-    if "json" in content_type:
-        try:
-            files = json.loads(body).get("files", [])
-        except (ValueError, AttributeError):
-            return []
-        return [f["filename"] for f in files if isinstance(f, dict) and isinstance(f.get("filename"), str)]
-    text = body.decode("utf-8", "replace")
-    names = []
-    for href in _HREF.findall(text):
-        path = urlsplit(html.unescape(href)).path
-        names.append(unquote(path.rsplit("/", 1)[-1]))
-    return [n for n in names if n]
-
-
 def versions(
     files: Iterable[str], name: str, supported: frozenset[Tag]
 ) -> tuple[tuple[Version, ...], tuple[Version, ...]]:
     """``(fitting, other)`` versions of ``name`` among ``files`` (wheel and sdist names, read with
-    ``packaging``): a version is fitting when one of its wheels has a tag in ``supported``, or it
-    has an sdist; each newest first."""
+    ``packaging``, :func:`lockgen.index.files.artifact`): a version is fitting when one of its
+    wheels has a tag in ``supported``, or it has an sdist; each newest first."""
     key = canonicalize_name(name)
     fitting: set[Version] = set()
     seen: set[Version] = set()
-    for file in files:
-        try:
-            if file.endswith(".whl"):
-                project, version, _, tags = parse_wheel_filename(file)
-                if project == key:
-                    seen.add(version)
-                    if tags & supported:
-                        fitting.add(version)
-            else:
-                project, version = parse_sdist_filename(file)
-                if project == key:
-                    seen.add(version)
-                    fitting.add(version)
-        except (InvalidWheelFilename, InvalidSdistFilename):
-            continue
+    for parsed in map(artifact, files):
+        if parsed is not None and parsed.name == key:
+            seen.add(parsed.version)
+            if parsed.fits(supported):
+                fitting.add(parsed.version)
     return tuple(sorted(fitting, reverse=True)), tuple(sorted(seen - fitting, reverse=True))
 
 
@@ -122,54 +84,56 @@ def offers(plan: Plan, mirrors: Mirrors, names: Iterable[NormalizedName]) -> Map
     """What the source each of ``names`` is sent to (an index or find-links source of ``plan``)
     lists of it: one page read each, through ``mirrors``. Names no such source serves are left
     out."""
-    found = {}
+    found: dict[NormalizedName, Offer] = {}
     supported = plan.target.supported_tags()
-    for name in dict.fromkeys(names):
-        source = plan.served_by(name)
-        if source is None or source.kind not in ("index", "find-links") or not source.urls:
-            continue
-        base = source.urls[0]
-        if "://" not in base:
-            continue  # a project folder: uv's own text names its files
-        page = f"{base.rstrip('/')}/{name}/" if source.kind == "index" else base
-        body, content_type, error = _read(mirrors, page)
-        if error is not None:
-            found[name] = Offer(source, name, page, error=error)
-            continue
-        fitting, other = versions(page_files(body, content_type), name, supported)
-        found[name] = Offer(source, name, page, fitting, other)
+    with PageReader(mirrors, timeout=15) as reader:
+        for name in dict.fromkeys(names):
+            _offer(plan, reader, name, supported, found)
     return found
+
+
+def _offer(plan: Plan, reader: PageReader, name: NormalizedName, supported: frozenset[Tag],
+           found: dict[NormalizedName, Offer]) -> None:  # fmt: skip
+    """Put what ``reader`` reads of ``name`` on its source's page into ``found``."""
+    source = plan.served_by(name)
+    if source is None or source.kind not in ("index", "find-links") or not source.urls:
+        return
+    base = source.urls[0]
+    if "://" not in base:
+        return  # a project folder: uv's own text names its files
+    page = f"{base.rstrip('/')}/{name}/" if source.kind == "index" else base
+    read = reader.page(page)
+    if read.error is not None:
+        found[name] = Offer(source, name, page, error=read.error)
+        return
+    fitting, other = versions((f.filename for f in read.files), name, supported)
+    found[name] = Offer(source, name, page, fitting, other)
 
 
 def pythons_of(
     files: Iterable[str], name: str, platforms: frozenset[str], supported: frozenset[Tag]
 ) -> dict[Version, list[str]]:
     """``{version: ["3.10", "3.11"]}`` for each version of ``name`` among ``files`` (wheel and
-    sdist names) whose wheels for the cell's ``platforms`` all need another Python than the cell's:
-    none has a tag in ``supported``, at least one has a platform in ``platforms``; the Pythons
-    are those the CPython tags of those wheels name (``cp310`` -> 3.10; ``cp38-abi3`` -> 3.8+).
-    A version with a wheel the cell can install, or with no wheel for its platforms, is left out:
-    the Python is not why it cannot be installed."""
+    sdist names, read with :func:`lockgen.index.files.artifact`) whose wheels for the cell's
+    ``platforms`` all need another Python than the cell's: none has a tag in ``supported``, at
+    least one has a platform in ``platforms``; the Pythons are those the CPython tags of those
+    wheels name (``cp310`` -> 3.10; ``cp38-abi3`` -> 3.8+). A version with a wheel the cell can
+    install, or with no wheel for its platforms, is left out: the Python is not why it cannot be
+    installed."""
     key = canonicalize_name(name)
     fits: set[Version] = set()
     others: dict[Version, set[str]] = {}
-    for file in files:
-        if not file.endswith(".whl"):
+    for parsed in map(artifact, files):
+        if parsed is None or parsed.name != key or not parsed.tags:
             continue
-        try:
-            project, version, _, tags = parse_wheel_filename(file)
-        except InvalidWheelFilename:
+        if parsed.tags & supported:
+            fits.add(parsed.version)
             continue
-        if project != key:
-            continue
-        if tags & supported:
-            fits.add(version)
-            continue
-        for tag in tags:
+        for tag in parsed.tags:
             if tag.platform in platforms and tag.interpreter.startswith("cp") and tag.interpreter[2:].isdigit():
                 digits = tag.interpreter[2:]
                 python = f"{digits[0]}.{digits[1:]}" + ("+" if tag.abi == "abi3" else "")
-                others.setdefault(version, set()).add(python)
+                others.setdefault(parsed.version, set()).add(python)
     return {
         v: sorted(pys, key=lambda p: tuple(int(x) for x in p.rstrip("+").split(".")))
         for v, pys in others.items()
@@ -187,37 +151,19 @@ def other_pythons(plan: Plan, mirrors: Mirrors, wanted: Mapping[NormalizedName, 
     found: dict[NormalizedName, str] = {}
     supported = plan.target.supported_tags()
     platforms = frozenset(t.platform for t in supported)
-    for name, version in wanted.items():
-        source = plan.served_by(name)
-        if source is not None and source.kind in ("index", "find-links") and source.urls:
-            base, kind = source.urls[0], source.kind
-        else:
-            base, kind = plan.index_url or "https://pypi.org/simple", "index"
-        if "://" not in base:
-            continue
-        page = f"{base.rstrip('/')}/{name}/" if kind == "index" else base
-        body, content_type, error = _read(mirrors, page)
-        if error is not None:
-            continue
-        pythons = pythons_of(page_files(body, content_type), name, platforms, supported).get(version)
-        if pythons:
-            found[name] = f"{name} {version} has wheels for CPython {', '.join(pythons)} only"
+    with PageReader(mirrors) as reader:
+        for name, version in wanted.items():
+            source = plan.served_by(name)
+            if source is not None and source.kind in ("index", "find-links") and source.urls:
+                base, kind = source.urls[0], source.kind
+            else:
+                base, kind = plan.index_url or "https://pypi.org/simple", "index"
+            if "://" not in base:
+                continue
+            read = reader.page(f"{base.rstrip('/')}/{name}/" if kind == "index" else base)
+            if read.error is not None:
+                continue
+            pythons = pythons_of((f.filename for f in read.files), name, platforms, supported).get(version)
+            if pythons:
+                found[name] = f"{name} {version} has wheels for CPython {', '.join(pythons)} only"
     return found
-
-
-def _read(mirrors: Mirrors, page: str) -> tuple[bytes, str, str | None]:
-    """``(body, content type, error)`` of ``page`` fetched through ``mirrors``."""
-    import httpx
-
-    from lockgen.resolve import tls
-
-    try:
-        response = httpx.get(
-            mirrors.fetch_url(page), headers={"accept": _ACCEPT}, timeout=15, follow_redirects=True,
-            verify=tls.context(),
-        )  # fmt: skip
-    except httpx.HTTPError as exc:
-        return b"", "", f"cannot read it ({type(exc).__name__})"
-    if response.status_code != 200:
-        return b"", "", f"HTTP {response.status_code}"
-    return response.content, response.headers.get("content-type", ""), None

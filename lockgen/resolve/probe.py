@@ -19,11 +19,8 @@ manifest's failure reasons and in lock headers, which hold no host detail. The m
 
 from __future__ import annotations
 
-import errno
 import logging
 import queue
-import socket
-import ssl
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +30,7 @@ from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from lockgen.index.client import reach
 from lockgen.plan import reqline
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan, index_pins
@@ -178,7 +176,7 @@ def probe(plans: Sequence[Plan], mirrors: Mirrors, timeout: float = TIMEOUT) -> 
                 wanted[host] = mirrors.fetch_url(url)
     results: queue.Queue[tuple[str, str | None]] = queue.Queue()
     for host, url in wanted.items():
-        threading.Thread(target=lambda h=host, u=url: results.put((h, _reach(u, timeout))), daemon=True).start()
+        threading.Thread(target=lambda h=host, u=url: results.put((h, reach(u, timeout))), daemon=True).start()
     down = {}
     for _ in wanted:
         host, why = results.get()
@@ -187,42 +185,3 @@ def probe(plans: Sequence[Plan], mirrors: Mirrors, timeout: float = TIMEOUT) -> 
             down[host] = Down(host=host, why=why, mirror=mirrored, via=redact(wanted[host]) if mirrored else "")
             log.debug("probe: %s is down (%s)", wanted[host], why)
     return Reach(down=dict(sorted(down.items())))
-
-
-def _reach(url: str, timeout: float) -> str | None:
-    """Why ``url``'s host cannot be connected to; None when it answered (whatever it said)."""
-    import httpx
-
-    try:
-        with httpx.Client(timeout=timeout, verify=False, follow_redirects=False) as client:
-            client.head(url)
-    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.ProxyError) as exc:
-        return _why(exc, timeout)
-    except httpx.HTTPError:
-        return None  # it answered, slowly or oddly: uv will say what is wrong
-    return None
-
-
-def _why(exc: BaseException, timeout: float) -> str | None:
-    """A short, stable reason for a failed connection (None: a TLS problem, so it answered)."""
-    import httpx
-
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and len(chain) < 10:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    if any(isinstance(e, ssl.SSLError) for e in chain):
-        return None
-    if isinstance(exc, httpx.ConnectTimeout) or any(isinstance(e, (TimeoutError, socket.timeout)) for e in chain):
-        return f"no connection within {timeout:g} s"
-    if isinstance(exc, httpx.ProxyError):
-        return f"the proxy failed: {exc}"
-    if any(isinstance(e, socket.gaierror) for e in chain) or "name or service not known" in str(exc).lower():
-        return "its name does not resolve"
-    codes = {getattr(e, "errno", None) for e in chain}
-    if isinstance(exc, ConnectionRefusedError) or errno.ECONNREFUSED in codes or "refused" in str(exc).lower():
-        return "connection refused"
-    if codes & {errno.ENETUNREACH, errno.EHOSTUNREACH}:
-        return "no route to it"
-    return str(exc) or type(exc).__name__

@@ -10,7 +10,7 @@ What it costs, so that ``lockgen all`` is not slower for indexes and files that 
 
 * **once per index and run, a probe**: the first project page read from an index (the cell's
   ``index-url`` and its ``index`` sources; find-links pages never carry provenance) says whether
-  it serves provenance at all (:attr:`~lockgen.resolve.simplepages.Page.serves_provenance`). One
+  it serves provenance at all (:attr:`~lockgen.index.pages.Page.serves_provenance`). One
   that does not (a mirror, download.pytorch.org, the tests' fake hosts) is asked nothing more.
 * **per file, once ever**: the verdict for a file (its publishers, or none) is kept in
   ``.lockgen/provenance/<sha256>.json``; provenance is uploaded with the file and never changes,
@@ -36,10 +36,11 @@ from typing import Any
 from packaging.pylock import Package, Pylock
 
 from lockgen.config import WORK
+from lockgen.index.client import HostError
+from lockgen.index.pages import PageReader, project_url
 from lockgen.locks import publishers, pylockfile
 from lockgen.locks.publishers import Identity
 from lockgen.plan.mirror import Mirrors
-from lockgen.resolve.simplepages import PageReader, netrc_auth, project_url
 from lockgen.runtime import bounded
 
 __all__ = ["CACHE", "INTEGRITY_ACCEPT", "Provenance", "identities_of"]
@@ -143,23 +144,20 @@ class Provenance:
     def _fetch(self, url: str, name: str) -> tuple[Identity, ...] | None:
         """The publishers in the provenance object at ``url`` (``()``: the index has none for the
         file, HTTP 404); None when it could not be read (asked again next run)."""
-        import httpx
-
-        fetch = self.mirrors.fetch_url(url)
         with self._lock:
             self.requests += 1
         try:
-            response = self.reader.client().get(fetch, headers={"Accept": INTEGRITY_ACCEPT}, auth=netrc_auth(fetch))
-        except httpx.HTTPError as exc:
-            log.debug("provenance of %s: cannot be read (%s)", name, type(exc).__name__)
+            reply = self.reader.client().get(url, headers={"Accept": INTEGRITY_ACCEPT})
+        except HostError as exc:
+            log.debug("provenance of %s: cannot be read (%s)", name, exc.detail)
             return None
-        if response.status_code == 404:
+        if reply.status == 404:
             return ()
-        if response.status_code != 200:
-            log.debug("provenance of %s: HTTP %s", name, response.status_code)
+        if reply.status != 200:
+            log.debug("provenance of %s: HTTP %s", name, reply.status)
             return None
         try:
-            data = response.json()
+            data = json.loads(reply.body)
         except ValueError:
             log.debug("provenance of %s: not JSON", name)
             return None

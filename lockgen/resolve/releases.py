@@ -3,8 +3,8 @@ its wheels, whether it has an sdist. The evidence :mod:`lockgen.run.harmonize` w
 whether a cell is forced off a version (cheap and deterministic: the run's own copy of the page,
 no resolution).
 
-Pages come from the run's page cache (:class:`lockgen.resolve.pageserver.Pages`, the pages uv
-read in this run) and are parsed by the one page parser, :func:`lockgen.resolve.simplepages.parse`;
+Pages come from the run's page cache (:class:`lockgen.index.pageserver.Pages`, the pages uv
+read in this run) and are parsed by the one page parser, :func:`lockgen.index.pages.parse`;
 file names by ``packaging.utils`` (wheel names, PEP 427; sdist names, PEP 625). Yanked files
 are left out (PEP 592: a resolver takes them only when pinned exactly).
 """
@@ -24,9 +24,9 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from lockgen.resolve.pagecache import SIMPLE_ACCEPT
-from lockgen.resolve.pageserver import Pages
-from lockgen.resolve.simplepages import parse, project_url
+from lockgen.index.pagecache import SIMPLE_ACCEPT
+from lockgen.index.pages import parse, project_url
+from lockgen.index.pageserver import Pages
 
 __all__ = ["Release", "releases", "version_map"]
 

@@ -22,10 +22,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lockgen.index.client import HostError
+from lockgen.index.pages import PageReader
 from lockgen.locks.publishers import Identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve.provenance import INTEGRITY_ACCEPT, identities_of
-from lockgen.resolve.simplepages import PageReader, netrc_auth
 from lockgen.rot.findings import Finding, Kind
 from lockgen.runtime.errors import UsageError
 
@@ -121,22 +122,16 @@ def _verify_at(
 ) -> tuple[list[str], tuple[Identity, ...]] | str:
     """``(problems, publishers)`` of the provenance object at ``url`` for ``item``'s file, or why
     it could not be read."""
-    import httpx
-
-    left = deadline - time.monotonic()
-    if left <= 0:
+    if deadline - time.monotonic() <= 0:
         return "not checked: the time budget (--timeout) was spent"
-    fetch = mirrors.fetch_url(url)
     try:
-        response = reader.client().get(
-            fetch, headers={"Accept": INTEGRITY_ACCEPT}, auth=netrc_auth(fetch), timeout=min(left, 30.0)
-        )
-    except httpx.HTTPError as exc:
-        return f"its provenance could not be read ({type(exc).__name__})"
-    if response.status_code != 200:
-        return f"its provenance could not be read (HTTP {response.status_code})"
+        reply = reader.client().get(url, headers={"Accept": INTEGRITY_ACCEPT})
+    except HostError as exc:
+        return f"its provenance could not be read ({exc.detail})"
+    if reply.status != 200:
+        return f"its provenance could not be read (HTTP {reply.status})"
     try:
-        data = response.json()
+        data = json.loads(reply.body)
     except ValueError:
         return "its provenance is not JSON"
     if not isinstance(data, Mapping):

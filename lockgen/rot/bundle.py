@@ -51,12 +51,13 @@ from urllib.parse import quote
 from packaging.pylock import Pylock
 
 from lockgen.config import WORK
+from lockgen.index.client import HostError
+from lockgen.index.pages import PageReader
 from lockgen.locks import manifest, pylockfile
 from lockgen.locks.journal import Journal, pending, recover
 from lockgen.locks.lock import FileRef, LayerKind, LayerRef, Lock, text_sha256
 from lockgen.locks.lockset import CellLocks, LockSet
 from lockgen.project import Project
-from lockgen.resolve.simplepages import PageReader, netrc_auth
 from lockgen.rot.locate import LockedFile, locate
 from lockgen.runtime.errors import LockgenError, UsageError
 
@@ -78,6 +79,8 @@ FILES = "files"
 LOCKS = "locks"
 JOBS = 8
 _CHUNK = 1 << 20
+#: Bytes one bundled file may have (the largest CUDA wheels are ~4 GB).
+MAX_FILE = 16 * 1024**3
 
 
 class BundleError(LockgenError):
@@ -306,24 +309,22 @@ class _Store:
         return _sha256(tmp)
 
     def _download(self, item: LockedFile, tmp: Path) -> str | _Failed:
-        import httpx
-
         assert item.url is not None
-        fetch = self.reader.mirrors.fetch_url(item.url)
         digest = hashlib.sha256()
+
+        def sink(chunk: bytes) -> None:
+            digest.update(chunk)
+            fh.write(chunk)
+
         try:
-            with self.reader.client().stream("GET", fetch, auth=netrc_auth(fetch), timeout=120) as response:
-                if response.status_code != 200:
-                    return _Failed(
-                        f"{item.where}: {item.package} {item.version}: {item.url}: HTTP {response.status_code}"
-                    )
-                with open(tmp, "wb") as fh:
-                    for chunk in response.iter_bytes(_CHUNK):
-                        digest.update(chunk)
-                        fh.write(chunk)
-        except httpx.HTTPError as exc:
-            why = self.reader.mirrors.scrub(f"{type(exc).__name__}")
-            return _Failed(f"{item.where}: {item.package} {item.version}: {item.url}: cannot download it ({why})")
+            with open(tmp, "wb") as fh:
+                reply = self.reader.client().download(item.url, sink, max_body=MAX_FILE)
+        except HostError as exc:
+            return _Failed(
+                f"{item.where}: {item.package} {item.version}: {item.url}: cannot download it ({exc.detail})"
+            )
+        if reply.status != 200:
+            return _Failed(f"{item.where}: {item.package} {item.version}: {item.url}: HTTP {reply.status}")
         return digest.hexdigest()
 
 
@@ -597,8 +598,8 @@ def check_index(folder: Path, locks: Sequence[Lock]) -> None:
     :class:`~lockgen.runtime.errors.InstallRefused` naming the page and the link."""
     from urllib.parse import unquote, urlsplit
 
+    from lockgen.index.pages import parse
     from lockgen.locks.paths import resolved_inside
-    from lockgen.resolve.simplepages import parse
     from lockgen.runtime.bounded import read_file
     from lockgen.runtime.errors import InstallRefused
 

@@ -6,7 +6,7 @@ A cell installs, per locked hash, one file. Where each one is:
   canonical URL (or a project-relative ``path`` for a local find-links folder), size and sha256;
 * **layers** (layer locks list hashes, not URLs, and have no pylock): looked up by sha256 on the
   pages an install of that layer reads: the project page of its ``index-url`` and each of its
-  ``find-links`` pages (:class:`~lockgen.resolve.simplepages.PageReader`, through the mirrors);
+  ``find-links`` pages (:class:`~lockgen.index.pages.PageReader`, through the mirrors);
   a ``name @ URL`` entry names its URL, a local archive its path.
 
 A hash that no page lists is an :class:`Unlocated` record (pip and uv would not find the file
@@ -25,11 +25,12 @@ from urllib.parse import unquote, urlsplit
 from packaging.pylock import Package
 from packaging.utils import NormalizedName
 
+from lockgen.index.files import artifact as file_name
+from lockgen.index.pages import PageReader, project_url
 from lockgen.locks import publishers, pylockfile
 from lockgen.locks.lock import Entry, Header, is_local
 from lockgen.locks.lockset import MAIN, CellLocks, LockSet
 from lockgen.locks.publishers import Identity
-from lockgen.resolve.simplepages import PageReader, project_url
 
 __all__ = ["Located", "LockedFile", "Unlocated", "locate", "pages_for"]
 
@@ -61,7 +62,8 @@ class LockedFile:
 
 @dataclass(frozen=True, kw_only=True)
 class Unlocated:
-    """A locked hash whose file no page lists (``reason`` says which were asked)."""
+    """A locked hash whose file no page lists (``reason`` says which were asked; ``unread``: a
+    page could not be read, so the file may still be listed there)."""
 
     cell: str
     layer: str
@@ -70,6 +72,7 @@ class Unlocated:
     sha256: str
     reason: str
     others: tuple[str, ...] = ()  # files of the same version the pages list, with other hashes (``name sha256``)
+    unread: bool = False
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,7 @@ def _from_pages(
                     sha256=digest,
                     reason=reason,
                     others=others,
+                    unread=any(reader.page(p).error for p in pages),
                 )
             )
             continue
@@ -230,16 +234,8 @@ def _from_pages(
 def _of_version(filename: str, entry: Entry) -> bool:
     """Whether ``filename`` is a wheel or sdist of ``entry``'s project and version (packaging
     parses the name)."""
-    from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
-
-    try:
-        if filename.endswith(".whl"):
-            name, version = parse_wheel_filename(filename)[:2]
-        else:
-            name, version = parse_sdist_filename(filename)
-    except (InvalidWheelFilename, InvalidSdistFilename):
-        return False
-    return name == entry.name and version == entry.version
+    parsed = file_name(filename)
+    return parsed is not None and parsed.name == entry.name and parsed.version == entry.version
 
 
 def _asked(pages: Iterable[str], reader: PageReader) -> str:

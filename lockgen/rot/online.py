@@ -36,12 +36,12 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
+from lockgen.index.client import Client, Failure, HostError, Reply
+from lockgen.index.pages import PageFile, PageReader
 from lockgen.locks.lockset import LockSet
 from lockgen.plan.mirror import Mirrors
-from lockgen.resolve.simplepages import PageFile, PageReader, netrc_auth
 from lockgen.rot.findings import _ORDER, Finding, Kind
 from lockgen.rot.locate import Located, LockedFile, locate
 from lockgen.runtime.words import counted
@@ -56,7 +56,6 @@ REQUEST_TIMEOUT = 20.0
 #: Seconds the whole check may take by default.
 TIMEOUT = 600.0
 _RETRIES = (0.5, 1.5)  # seconds before each retry of a transient failure
-_REDIRECTS = 5
 
 
 @dataclass
@@ -126,7 +125,7 @@ def check_online(
         attest.require()
     deadline = time.monotonic() + timeout
     own = reader is None
-    reader = reader or PageReader(mirrors, timeout=REQUEST_TIMEOUT)
+    reader = reader or PageReader(mirrors, client=Client(mirrors, timeout=REQUEST_TIMEOUT, deadline=timeout))
     try:
         located = locate(lockset, cells, reader, jobs)
         files = [f for f in located.files if f.url is not None]
@@ -153,7 +152,7 @@ def check_online(
         return report
     finally:
         if own:
-            reader.close()
+            reader.client().close()
 
 
 def _merged(findings: Iterable[Finding]) -> list[Finding]:
@@ -178,7 +177,8 @@ def _finding(kind: Kind, items: Sequence[LockedFile], detail: str, url: str | No
 
 def _unlocated(located: Located) -> list[Finding]:
     return [
-        Finding(kind=Kind.HASH if u.others else Kind.UNLISTED, package=u.package, version=u.version, url="",
+        Finding(kind=Kind.HASH if u.others else Kind.UNREACHABLE if u.unread else Kind.UNLISTED,
+                package=u.package, version=u.version, url="",
                 detail=u.reason,
                 where=(u.cell if u.layer == "main" else f"{u.cell} [{u.layer}]",))
         for u in located.unlocated
@@ -208,6 +208,9 @@ def _page_findings(files: Sequence[LockedFile], reader: PageReader) -> list[Find
             out.append(_finding(Kind.HASH, [item], detail))
         elif not listed and all(p.error is None for p in pages):
             out.append(_finding(Kind.UNLISTED, [item], f"no page an installer reads lists it: {', '.join(item.pages)}"))
+        elif not listed:  # a page that could not be read says nothing: never a clean result
+            why = "; ".join(f"{p.url} {p.error}" for p in pages if p.error is not None)
+            out.append(_finding(Kind.UNREACHABLE, [item], f"its page could not be read: {why}"))
     return out
 
 
@@ -241,71 +244,53 @@ class _Checker:
         return out
 
     def _ask(self, url: str) -> _Seen:
-        """Follow temporary redirects from ``url``; raise :class:`_Unchecked` when it cannot be
-        checked (deleted, refused, unreachable, out of time)."""
-        current = url
-        for _ in range(_REDIRECTS):
-            response = self._request(current)
-            status = response.status_code
-            if status in (301, 308):
-                return _Seen(status=status, moved=self._location(current, response))
-            if status in (302, 303, 307):
-                current = self._location(current, response)
-                continue
-            if status in (404, 410):
-                raise _Unchecked(Kind.DELETED, f"HTTP {status} from {_host(current)}")
-            if status in (401, 403):
-                raise _Unchecked(
-                    Kind.REFUSED,
-                    f"HTTP {status} from {_host(current)}: give a login (in the URL's mirror as "
-                    "https://user:${TOKEN}@host, or in ~/.netrc), or the file is gone (some hosts answer 403)",
-                )
-            if status >= 400:
-                raise _Unchecked(Kind.UNREACHABLE, f"HTTP {status} from {_host(current)}")
-            return _Seen(
-                status=status, size=_size(response.headers, status), sha256=_header_sha256(response.headers),
-                html=response.headers.get("content-type", "").startswith("text/html"),
-            )  # fmt: skip
-        raise _Unchecked(Kind.UNREACHABLE, f"more than {_REDIRECTS} redirects from {_host(url)}")
+        """What the host says of ``url`` (temporary redirects followed by the client); raise
+        :class:`_Unchecked` when it cannot be checked (deleted, refused, unreachable, out of time)."""
+        reply = self._request(url)
+        moved = next(((status, to) for status, to in reply.hops if status in (301, 308)), None)
+        if moved is not None:
+            return _Seen(status=moved[0], moved=moved[1])
+        status = reply.status
+        if status in (404, 410):
+            raise _Unchecked(Kind.DELETED, f"HTTP {status} from {_host(reply.url)}")
+        if status in (401, 403):
+            raise _Unchecked(
+                Kind.REFUSED,
+                f"HTTP {status} from {_host(reply.url)} (to HEAD and to a ranged GET): give a login (in the URL's "
+                "mirror as https://user:${TOKEN}@host, or in ~/.netrc), or the file is gone (some hosts answer 403)",
+            )
+        if status >= 400:
+            raise _Unchecked(Kind.UNREACHABLE, f"HTTP {status} from {_host(reply.url)}")
+        return _Seen(
+            status=status, size=_size(reply.headers, status), sha256=_header_sha256(reply.headers),
+            html=reply.content_type.startswith("text/html"),
+        )  # fmt: skip
 
-    def _location(self, current: str, response: Any) -> str:
-        location = response.headers.get("location", "")
-        return self.mirrors.canonical(urljoin(self.mirrors.mirrored(current), location))
-
-    def _request(self, url: str) -> Any:
-        """``HEAD url`` (a one-byte ranged ``GET`` where ``HEAD`` is refused: 405, 501, 403), through the mirrors,
-        retried on transient failures; its response (body unread)."""
-        import httpx
-
-        fetch = self.mirrors.fetch_url(url)
+    def _request(self, url: str) -> Reply:
+        """``HEAD url`` (a one-byte ranged ``GET`` where ``HEAD`` is refused: the client),
+        retried on transient failures within the deadline."""
         client = self.reader.client()
         for attempt in range(len(_RETRIES) + 1):
-            left = self.deadline - time.monotonic()
-            if left <= 0:
-                raise _Unchecked(Kind.UNREACHABLE, "not checked: the time budget (--timeout) was spent")
             try:
                 with self._lock:
                     self.requests += 1
-                response = client.head(
-                    fetch, auth=netrc_auth(fetch), follow_redirects=False, timeout=min(left, REQUEST_TIMEOUT)
-                )
-                if response.status_code in (403, 405, 501):  # 403: a signed GET URL (S3) refuses HEAD
-                    with client.stream(
-                        "GET", fetch, headers={"Range": "bytes=0-0"}, auth=netrc_auth(fetch), follow_redirects=False,
-                        timeout=min(left, REQUEST_TIMEOUT),
-                    ) as streamed:  # fmt: skip
-                        response = streamed
-            except httpx.HTTPError as exc:
-                why = f"{_host(url)} could not be reached ({type(exc).__name__})"
-                if attempt == len(_RETRIES):
-                    raise _Unchecked(Kind.UNREACHABLE, why) from None
-                time.sleep(_RETRIES[attempt])
+                reply = client.head(url)
+            except HostError as exc:
+                if exc.kind is Failure.DEADLINE or attempt == len(_RETRIES):
+                    raise _Unchecked(Kind.UNREACHABLE, f"not checked: {exc}") from None
+                self._pause(attempt)
                 continue
-            if (response.status_code >= 500 or response.status_code == 429) and attempt < len(_RETRIES):
-                time.sleep(_RETRIES[attempt])
+            if (reply.status >= 500 or reply.status == 429) and attempt < len(_RETRIES):
+                self._pause(attempt)
                 continue
-            return response
+            return reply
         raise _Unchecked(Kind.UNREACHABLE, f"{_host(url)} could not be reached")
+
+    def _pause(self, attempt: int) -> None:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise _Unchecked(Kind.UNREACHABLE, "not checked: the time budget (--timeout) was spent")
+        time.sleep(min(_RETRIES[attempt], left))
 
 
 @dataclass(frozen=True, kw_only=True)

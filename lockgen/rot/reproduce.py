@@ -7,7 +7,7 @@ committed versions (a fresh resolution, as a new clone's first ``lockgen all`` w
 ``locks/`` is not touched; nor is the no-op stamp (it is put back as it was). The committed locks
 and the scratch ones are then compared with the diff engine (:mod:`lockgen.locks.diff`), and
 each difference is explained from the pages an installer reads
-(:class:`~lockgen.resolve.simplepages.PageReader`), as one of:
+(:class:`~lockgen.index.pages.PageReader`), as one of:
 
 * **a file deleted**: a locked file's hash is on no page any more;
 * **a yank**: the locked version's files are yanked (PEP 592: uv keeps a yanked version only
@@ -36,13 +36,13 @@ from dataclasses import dataclass, field
 from packaging.utils import canonicalize_name
 
 from lockgen.config import WORK
+from lockgen.index.pages import PageFile, PageReader
 from lockgen.locks.diff import Change, Kind, diff, group
 from lockgen.locks.diffformat import headline
 from lockgen.locks.lock import Entry, Lock
 from lockgen.locks.lockset import MAIN, CellLocks, LockSet
 from lockgen.locks.stamp import STAMP
 from lockgen.project import Project
-from lockgen.resolve.simplepages import PageFile, PageReader
 from lockgen.rot.locate import pages_for
 from lockgen.run.values import SILENT, Reporter, RunOptions
 from lockgen.runtime.states import CellState

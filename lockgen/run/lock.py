@@ -38,6 +38,7 @@ from lockgen.runtime.errors import Interrupted, LockgenError, UsageError
 from lockgen.runtime.states import CellState
 
 if TYPE_CHECKING:  # the no-op path (lockgen.run.noop) imports this module: heavy imports are lazy
+    from lockgen.index.pages import PageReader
     from lockgen.locks.changed import Held
     from lockgen.locks.shard import Shard
     from lockgen.locks.stage import Stage
@@ -47,7 +48,6 @@ if TYPE_CHECKING:  # the no-op path (lockgen.run.noop) imports this module: heav
     from lockgen.resolve.gate import Gate
     from lockgen.resolve.hashcheck import Verified
     from lockgen.resolve.probe import Reach
-    from lockgen.resolve.simplepages import PageReader
 
 # the run's values live in lockgen.run.values and the no-op path in lockgen.run.noop; named here too, as
 # the pipeline's interface
@@ -455,8 +455,8 @@ def _gate(project: Project, mirrors: Mirrors, fresh: Freshness | None) -> tuple[
     ``[audit] ignore`` exempts. Raises :class:`~lockgen.osv.AuditFailed` when the configured
     export does not exist."""
     from lockgen import osv
+    from lockgen.index.pages import PageReader, Status
     from lockgen.resolve.gate import Gate
-    from lockgen.resolve.simplepages import PageReader, Status
 
     settings = project.config.audit
     source = osv.open_source(settings.osv, project.root, mirrors) if settings.osv else None

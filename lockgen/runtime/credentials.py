@@ -9,7 +9,7 @@ userinfo is kept per realm (scheme, host and port, as uv keys credentials) in a 
 (``Config.credentials``). At run time :func:`resolve` expands the ``${VAR}`` references from the
 environment into :class:`Logins`, which :class:`~lockgen.plan.mirror.Mirrors` uses to fetch:
 
-* a URL lockgen or uv fetches directly (command line, httpx) gets the userinfo inline
+* a URL lockgen or uv fetches directly (command line, :mod:`lockgen.index.client`) gets the userinfo inline
   (:meth:`Logins.attach`);
 * a URL written into a file uv reads gets an environment reference
   (``${LOCKGEN_CREDENTIALS_0}@``, which uv expands in requirements files; :meth:`Logins.reference`)

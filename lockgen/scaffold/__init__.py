@@ -15,7 +15,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from lockgen.plan.reqfile import REQUIREMENT_FIX
 from lockgen.runtime import bounded
@@ -84,8 +83,8 @@ def default_index_builds(mirrors: Sequence[str] = ()) -> PypiTorch:
     all nothing more is asked."""
     import os
 
+    from lockgen.index.pages import JSON_ACCEPT, PageFile, PageReader
     from lockgen.plan import mirror
-    from lockgen.resolve.simplepages import JSON_ACCEPT, PageFile, PageReader
 
     table = mirror.build([mirror.from_env(os.environ.get(mirror.ENV_VAR)), mirror.parse(mirrors)])
     reader = PageReader(table, timeout=10.0)
@@ -100,45 +99,24 @@ def default_index_builds(mirrors: Sequence[str] = ()) -> PypiTorch:
         return page.files
 
     def read(url: str) -> bytes | None:
-        import httpx
+        from lockgen.index.client import HostError
+        from lockgen.index.ranges import RangeError, wheel_metadata
 
         if down:
             return None
         try:
-            response = reader.client().get(table.fetch_url(url))
-        except httpx.HTTPError as exc:
-            down.append(type(exc).__name__)
-            return None
-        if response.status_code == 200:
-            return bytes(response.content)
-        if response.status_code == 404 and url.endswith(".whl.metadata"):  # no PEP 658 file: a range read
-            return _wheel_metadata(reader.client(), table.fetch_url(url.removesuffix(".metadata")))
+            reply = reader.client().get(url)
+            if reply.status == 200:
+                return reply.body
+            if reply.status == 404 and url.endswith(".whl.metadata"):  # no PEP 658 file: a range read
+                return wheel_metadata(reader.client(), url.removesuffix(".metadata"))[0]
+        except HostError as exc:
+            down.append(exc.kind.value)
+        except RangeError:
+            pass
         return None
 
     return PypiTorch(read=read, files=files)
-
-
-def _wheel_metadata(client: Any, url: str) -> bytes | None:
-    """The ``METADATA`` of the wheel at ``url`` read with HTTP range requests (its zip central
-    directory, then that member: :class:`~lockgen.wheels.remote.RangeFile`), None when the
-    server does not answer ranges or the wheel is not one. For an index without PEP 658 files."""
-    import zipfile
-
-    import httpx
-
-    from lockgen.wheels.coverage import CoverageError
-    from lockgen.wheels.remote import RangeFile
-
-    try:
-        head = client.head(url)
-        size = int(head.headers.get("content-length", "0"))
-        if head.status_code != 200 or size <= 0:
-            return None
-        with zipfile.ZipFile(RangeFile(client, url, size)) as wheel:
-            name = next((n for n in wheel.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1), None)
-            return bytes(wheel.read(name)) if name else None
-    except (httpx.HTTPError, CoverageError, zipfile.BadZipFile, ValueError, OSError):
-        return None
 
 
 def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None) -> Draft:

@@ -31,7 +31,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from lockgen.resolve.simplepages import PageFile
+from lockgen.index.pages import PageFile
 
 __all__ = [
     "CPU_INDEX",
@@ -109,7 +109,7 @@ class PypiTorch:
     """What the default index serves as torch per platform (see the module docstring).
 
     ``files(url)`` lists the files of a project page (canonical URLs; empty when it cannot be
-    read: a :class:`~lockgen.resolve.simplepages.PageReader` through the mirrors), ``read(url)``
+    read: a :class:`~lockgen.index.pages.PageReader` through the mirrors), ``read(url)``
     returns the bytes at a canonical URL, or None (both None: no reading, the table only);
     ``index``: the default index; ``exclude_newer``: the
     config's cutoff (``YYYY-MM-DD`` or RFC 3339), so the release read is the one a lock takes."""
@@ -170,7 +170,7 @@ class PypiTorch:
     def _newest(self, spec: SpecifierSet, arch: str, python: str) -> tuple[Version, str] | None:
         """(version, URL) of the newest linux ``arch`` wheel of torch for ``python`` that ``spec``
         and ``exclude-newer`` allow, from the index's project page."""
-        from lockgen.resolve.simplepages import project_url
+        from lockgen.index.pages import project_url
 
         url = project_url(self.index, "torch")
         if url not in self._pages:
@@ -256,7 +256,7 @@ def _survey_one(
     it allows (a pin: that version); ``via``: the package that requires it."""
     from packaging.utils import parse_sdist_filename
 
-    from lockgen.resolve.simplepages import project_url
+    from lockgen.index.pages import project_url
 
     name = canonicalize_name(requirement.name)
     files = list(torch.files(project_url(torch.index, name))) if torch.files else []

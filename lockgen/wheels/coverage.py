@@ -5,7 +5,7 @@ GPU runtime libraries the objects are linked against and the wheel does not ship
 
 A member is inflated into a temporary file and mapped (``mmap``): a 470 MB ``libtorch_cuda.so``
 is never held in memory, and only its sections' headers are parsed. The wheel comes as any
-seekable binary file: a local file, or :class:`lockgen.wheels.remote.RangeFile` over HTTP.
+seekable binary file: a local file, or :class:`lockgen.index.ranges.RangeFile` over HTTP.
 """
 
 from __future__ import annotations

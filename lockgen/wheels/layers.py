@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import functools
 import re
-from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlsplit
+from pathlib import Path
 
 from packaging.tags import Tag
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from lockgen.config.model import BackendFamily
+from lockgen.index.files import Kind, artifact, filename_of
 from lockgen.locks.lock import Entry, LayerKind, Lock, is_local, text_sha256
 from lockgen.runtime import bounded
 from lockgen.runtime.errors import InputError, LockFormatError
@@ -66,15 +65,13 @@ def layer_wheels(root: Path, main: Lock, family: BackendFamily, fits: frozenset[
 def _artifacts(entry: Entry, hashes: list[str], layer: Lock, fits: frozenset[Tag]) -> list[GpuWheel]:
     version = str(entry.version) if entry.version is not None else ""
     if entry.url is not None:
-        name = unquote(PurePosixPath(urlsplit(entry.url).path).name)
-        try:
-            _, parsed, _, tags = parse_wheel_filename(name)
-        except InvalidWheelFilename:
+        found = artifact(filename_of(entry.url))
+        if found is None or found.kind is not Kind.WHEEL:
             return []  # an sdist or a VCS checkout: nothing built to read
-        if all(tag.platform == "any" for tag in tags):
+        if all(tag.platform == "any" for tag in found.tags):
             return []
         local = is_local(entry.url)
-        return [GpuWheel(name=str(entry.name), version=version or str(parsed), sha256=sha, size=None,
+        return [GpuWheel(name=str(entry.name), version=version or str(found.version), sha256=sha, size=None,
                          url=None if local else entry.url, path=entry.url.removeprefix("./") if local else None)
                 for sha in hashes]  # fmt: skip
     header = layer.header

@@ -2,7 +2,7 @@
 hash of each file an installer of the cell may pick, and the pages it was resolved from (its
 header's ``find-links`` and ``index-url``), not the files' URLs (``lockgen/locks/lock.py``).
 
-:class:`Pages` reads those pages with :class:`lockgen.resolve.simplepages.PageReader` (through the
+:class:`Pages` reads those pages with :class:`lockgen.index.pages.PageReader` (through the
 mirrors, each page once, every URL canonical again): the index's project page for the name and
 each find-links page (PEP 691 JSON or PEP 503 / flat HTML), and each local find-links folder (its
 wheels, hashed here). A file listed with the hash is the artifact (as :mod:`lockgen.rot.locate`
@@ -20,16 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.tags import Tag
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from lockgen.resolve.simplepages import PageReader, project_url
+from lockgen.index.files import Artifact, artifact
+from lockgen.index.pages import PageReader, project_url
 
 __all__ = ["Found", "LayerFile", "Pages"]
 
@@ -45,22 +40,16 @@ class LayerFile:
     sha256: str | None = None
     size: int | None = None
 
-    def parsed(self) -> tuple[str, Version, frozenset[Tag]] | None:
-        """(canonical name, version, tags) of a wheel or an sdist (no tags); None for other files."""
-        try:
-            if self.name.endswith(".whl"):
-                name, version, _, tags = parse_wheel_filename(self.name)
-                return str(name), version, tags
-            name, version = parse_sdist_filename(self.name)
-            return str(name), version, frozenset()
-        except (InvalidWheelFilename, InvalidSdistFilename):
-            return None
+    @property
+    def artifact(self) -> Artifact | None:
+        """The file name parsed (:func:`lockgen.index.files.artifact`); None for other files."""
+        return artifact(self.name)
 
     @property
     def platform(self) -> bool:
         """A wheel with a platform tag (not ``-any``): a file that can carry GPU code."""
-        parsed = self.parsed()
-        return parsed is not None and any(tag.platform != "any" for tag in parsed[2])
+        parsed = self.artifact
+        return parsed is not None and any(tag.platform != "any" for tag in parsed.tags)
 
 
 @dataclass(frozen=True)
@@ -103,14 +92,14 @@ class Pages:
             if problem:
                 problems.append(problem)
             for file in files:
-                parsed = file.parsed()
-                if parsed is None or parsed[0] != wanted or parsed[1] != release:
+                parsed = file.artifact
+                if parsed is None or parsed.name != wanted or parsed.version != release:
                     continue
                 if file.sha256 == sha256:
                     return Found(exact=file, places=tuple(places))
                 if not file.platform:
                     other = True
-                elif file.sha256 is None and parsed[2] & fits and file not in candidates:
+                elif file.sha256 is None and parsed.tags & fits and file not in candidates:
                     candidates.append(file)
         return Found(candidates=tuple(candidates), other=other, places=tuple(places), problems=tuple(problems))
 

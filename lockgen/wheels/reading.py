@@ -25,12 +25,13 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lockgen.index.client import Client, Reply
+from lockgen.index.pages import PageReader
 from lockgen.plan.mirror import Mirrors
-from lockgen.resolve.simplepages import PageReader
 from lockgen.runtime.errors import Interrupted
 from lockgen.wheels.cells import CACHE, main_record
 from lockgen.wheels.coverage import Code, CoverageError
@@ -61,36 +62,26 @@ class Budget:
         return over_bytes or (self.deadline is not None and self.clock() >= self.deadline)
 
 
-class _Metered:
-    """An httpx client whose requests count against a :class:`Budget` and stop once it is spent
-    or the run is stopped (raising :class:`CoverageError` with :data:`BUDGET` or
-    :data:`INTERRUPTED`): a 4 GB wheel is cut between two range requests, not read to its end."""
+class _Metered(Client):
+    """The one client (:class:`lockgen.index.client.Client`), its requests counted against a
+    :class:`Budget` and refused once it is spent or the run is stopped (raising
+    :class:`CoverageError` with :data:`BUDGET` or :data:`INTERRUPTED`): a 4 GB wheel is cut between
+    two range requests, not read to its end."""
 
-    def __init__(self, client: Any, reader: Reader) -> None:
-        self.client, self.reader = client, reader
+    def __init__(self, reader: Reader, mirrors: Mirrors, stop: threading.Event | None) -> None:
+        super().__init__(mirrors, timeout=60, stop=stop)
+        self.reader = reader
 
-    def _check(self) -> None:
+    def request(self, method: str, url: str, headers: Mapping[str, str] | None = None, *,
+                max_body: int | None = None, sink: Callable[[bytes], None] | None = None,
+                json: Any = None) -> Reply:  # fmt: skip
         if self.reader.stopped():
             raise CoverageError(INTERRUPTED)
         if self.reader.budget.spent():
             raise CoverageError(BUDGET)
-
-    def get(self, url: str, **kwargs: Any) -> Any:
-        self._check()
-        response = self.client.get(url, **kwargs)
-        self.reader.budget.used += len(response.content)
-        return response
-
-    def head(self, url: str, **kwargs: Any) -> Any:
-        self._check()
-        return self.client.head(url, **kwargs)
-
-    def stream(self, method: str, url: str, **kwargs: Any) -> Any:
-        self._check()
-        return self.client.stream(method, url, **kwargs)
-
-    def close(self) -> None:
-        self.client.close()
+        reply = super().request(method, url, headers, max_body=max_body, sink=sink, json=json)
+        self.reader.budget.used += len(reply.body)
+        return reply
 
 
 log = logging.getLogger("lockgen.coverage")
@@ -110,8 +101,8 @@ class Reader:
         self.interrupt = False  # set on Ctrl-C: every wheel left is "not measured: interrupted"
         self.cache = root / CACHE
         self.fetched = 0
-        self._client: Any = None
-        self._reader = PageReader(self.mirrors)
+        self._client = _Metered(self, self.mirrors, stop)
+        self._reader = PageReader(self.mirrors, client=self._client)
         self._pages = Pages(self._reader, root)
         self._downloads: dict[str, tuple[str, Code]] = {}  # URL -> (sha256, code): a page without hashes
         # the cells' threads share one reader: a wheel two cells lock is read once, and one that
@@ -126,20 +117,9 @@ class Reader:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._client is not None:
-            self._client.close()
-        self._reader.close()
+        self._client.close()
 
-    def fetch_url(self, url: str) -> str:
-        return self.mirrors.fetch_url(url)
-
-    def client(self) -> Any:
-        if self._client is None:
-            import httpx
-
-            from lockgen.resolve import tls
-
-            self._client = _Metered(httpx.Client(follow_redirects=True, timeout=60, verify=tls.context()), self)
+    def client(self) -> Client:
         return self._client
 
     def stopped(self) -> bool:
@@ -217,7 +197,7 @@ class Reader:
         for candidate in found.candidates:  # listed without hashes: download, hash, compare
             url = candidate.url or ""
             if url not in self._downloads:
-                sha256, code, count = read_verified(self.client(), self.fetch_url(url), self.cache.parent)
+                sha256, code, count = read_verified(self.client(), url, self.cache.parent)
                 self.fetched += count
                 self.budget.used += count  # a whole download (streamed): counted when done
                 self._downloads[url] = (sha256, code)
@@ -232,7 +212,7 @@ class Reader:
                             + (f" ({'; '.join(found.problems)})" if found.problems else ""))  # fmt: skip
 
     def _remote(self, wheel: GpuWheel, url: str, size: int | None) -> Code:
-        code, count = read_remote(self.client(), self.fetch_url(url), size, self.cache.parent)
+        code, count = read_remote(self.client(), url, size, self.cache.parent)
         self.fetched += count
         log.info("read the GPU code of %s %s (%d MB)", wheel.name, wheel.version, count // 10**6)
         return code

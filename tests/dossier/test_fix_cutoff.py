@@ -11,7 +11,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from lockgen.dossier.cutoff import cutoff_of, late
-from lockgen.resolve.simplepages import Page, PageFile
+from lockgen.index.pages import Page, PageFile
 
 UTC = datetime.timezone.utc
 URLLIB3 = canonicalize_name("urllib3")

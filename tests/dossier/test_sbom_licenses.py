@@ -72,13 +72,13 @@ def test_metadata_is_cached_by_hash_and_no_wheel_is_downloaded(world, monkeypatc
     import httpx
 
     asked: list[str] = []
-    original = httpx.Client.get
+    original = httpx.Client.stream
 
-    def get(self, url, *args, **kwargs):
+    def stream(self, method, url, *args, **kwargs):
         asked.append(str(url))
-        return original(self, url, *args, **kwargs)
+        return original(self, method, url, *args, **kwargs)
 
-    monkeypatch.setattr(httpx.Client, "get", get)
+    monkeypatch.setattr(httpx.Client, "stream", stream)
     cache = world.root / ".lockgen" / "metadata"
     for file in cache.glob("*.metadata") if cache.is_dir() else []:
         file.unlink()
@@ -256,3 +256,30 @@ def test_purl_repository_url_for_an_index_source():
         == "pkg:pypi/torch@2.13.0%2Bcu130?repository_url=https://download.pytorch.org/whl/cu130"
     )
     assert purl_of(item, None).to_string() == "pkg:pypi/torch@2.13.0%2Bcu130"
+
+
+def test_without_metadata_files_licenses_and_the_sbom_read_the_wheels_by_ranges(
+    world, shared_fake_host, tmp_path_factory
+):
+    """An index that serves no PEP 658 metadata file (HTTP 404 for ``<wheel>.metadata``): the
+    licenses and the SBOM come from each wheel's ``METADATA``, read through the one client, and
+    are cached by sha256 like metadata files: the same answers as from metadata files."""
+    pypi = shared_fake_host("bare")
+    dossier_world.publish(pypi, metadata_files=False)
+    bare = dossier_world.write(tmp_path_factory.mktemp("bare") / "p", pypi, POLICY)
+    assert run_cli("all", "-C", str(bare.root), *bare.mirror_args()).code == 0
+    assert not list(pypi.root.rglob("*.metadata"))
+
+    def licenses(w) -> list[tuple[str, dict]]:
+        rows = json.loads(cli(w, "licenses", "--format", "json").out)["merged"]
+        return [(r["package"], r["license"]) for r in rows]
+
+    found = licenses(bare)
+    assert found == licenses(world) and not [p for p, lic in found if lic["missing"]]
+    assert len(list((bare.root / ".lockgen" / "metadata").glob("*.metadata"))) == 7
+    folder = tmp_path_factory.mktemp("bare-sbom")
+    assert cli(bare, "sbom", "-o", str(folder), "--offline").code == 0
+    components = json.loads((folder / f"{NEW}.cdx.json").read_text())["components"]
+    assert {c["name"]: c.get("licenses") for c in components}["numpy"] == [
+        {"expression": "BSD-3-Clause AND 0BSD AND MIT"}
+    ]

@@ -9,7 +9,8 @@ import pytest
 from packaging.tags import Tag
 from packaging.version import Version
 
-from lockgen.resolve.offers import page_files, versions
+from lockgen.index.pages import parse
+from lockgen.resolve.offers import versions
 from lockgen.resolve.verify import Finding, render
 from tests.conftest import run_cli, write_project
 from tests.support.faulthost import FaultHost
@@ -58,12 +59,16 @@ def test_an_index_source_without_the_pinned_build_says_what_it_has(tmp_path, pyp
 
 def test_pages_are_read_as_file_names():
     html = b'<a href="/whl/torch-2.12.0%2Brocm6.2-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=ab">x</a>\n<a href="../t/torch-2.0.tar.gz">t</a>'
-    assert page_files(html, "text/html") == [
+
+    def names(body: bytes, content_type: str) -> list[str]:
+        return [f.filename for f in parse(body.decode(), content_type, "https://h/simple/torch/")[0]]
+
+    assert names(html, "text/html") == [
         "torch-2.12.0+rocm6.2-cp312-cp312-manylinux_2_28_x86_64.whl", "torch-2.0.tar.gz",
     ]  # fmt: skip
-    body = json.dumps({"files": [{"filename": "torch-2.1.0-py3-none-any.whl", "url": "x"}, {"url": "y"}]}).encode()
-    assert page_files(body, "application/vnd.pypi.simple.v1+json") == ["torch-2.1.0-py3-none-any.whl"]
-    assert page_files(b"{not json", "application/json") == []
+    body = json.dumps({"files": [{"filename": "torch-2.1.0-py3-none-any.whl", "url": "x"}, {"url": 1}]}).encode()
+    assert names(body, "application/vnd.pypi.simple.v1+json") == ["torch-2.1.0-py3-none-any.whl"]
+    assert names(b"{not json", "application/json") == []
 
 
 def test_versions_split_into_what_the_target_can_install_and_the_rest():

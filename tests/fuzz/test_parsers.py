@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lockgen import osv, select
+from lockgen.index import pages as simplepages
 from lockgen.locks import lock as lockmodel
 from lockgen.locks import manifestfile
 from lockgen.locks.jsonfile import load_json
 from lockgen.plan import reqfile
-from lockgen.resolve import simplepages
 from lockgen.runtime.errors import LockgenError
 from lockgen.scaffold.reading import read_requirements, requirement_line
 from tests.support.fakeosv import record

@@ -17,8 +17,8 @@ from packaging.version import Version
 
 from lockgen import osv
 from lockgen.config.model import AuditIgnore
+from lockgen.index.pages import Status, parse_page, status_of
 from lockgen.resolve.gate import Gate, is_malicious
-from lockgen.resolve.simplepages import Status, parse_page, status_of
 from tests.conftest import one_cell, run_cli
 from tests.support.fakeosv import FakeOsv, record
 

@@ -8,9 +8,10 @@ import socket
 import httpx
 import pytest
 
+from lockgen.index.client import _why
 from lockgen.plan.reqfile import refused
 from lockgen.resolve import uvout
-from lockgen.resolve.probe import Down, _why, host_of
+from lockgen.resolve.probe import Down, host_of
 from lockgen.run.lock import CellResult
 from lockgen.run.progress import failure_groups
 from lockgen.runtime.states import CellState

@@ -62,7 +62,10 @@ def records() -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def publish(pypi: FakeHost) -> None:
+def publish(pypi: FakeHost, metadata_files: bool = True) -> None:
+    """The packages on ``pypi``; ``metadata_files``: serve PEP 658 ``.metadata`` files (False:
+    an index without them, as a private index or a plain mirror)."""
+
     def add(name: str, version: str, requires: tuple[str, ...] = ()) -> None:
         pypi.add(name, version, requires=requires, metadata=LICENSES.get(name, ()))
 
@@ -75,7 +78,8 @@ def publish(pypi: FakeHost) -> None:
     add("extra-lib", "1.0")
     add("nvidia-cublas", "13.1.0")
     pypi.publish()
-    pypi.metadata_files()
+    if metadata_files:
+        pypi.metadata_files()
 
 
 @dataclass

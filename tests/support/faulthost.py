@@ -5,8 +5,11 @@ answer slowly (``delay``: a host that accepts connections and stalls, for Ctrl-C
 a path with an HTTP status (500, 404), with garbage, or with a file cut short (``Content-Length``
 of the whole file, then the connection closed), to send ``Cache-Control: max-age=…`` (a page uv
 may keep without asking again), and to publish pages whose ``#sha256=`` is wrong. It records the
-paths it was asked for. :func:`refusing_url` is an address whose connections are refused, and
-:data:`UNRESOLVABLE` a host name no resolver knows (RFC 6761 ``.invalid``).
+paths it was asked for. The hostile hosts of the client's table test are faults too (:data:`HOSTILE`):
+one that accepts and never answers, one that trickles, a huge body with no length, ``HEAD``
+refused (``GET`` still served, with ``Range`` answered 206 as CDNs do), a redirect loop, and a
+redirect to plain ``http`` of another host. :func:`refusing_url` is an address whose connections
+are refused, and :data:`UNRESOLVABLE` a host name no resolver knows (RFC 6761 ``.invalid``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,22 @@ class Fault:
     status: int | None = None
     body: bytes | None = None
     truncate: int | None = None
+    hang: bool = False  # accept, read the request, never answer
+    trickle: float | None = None  # send the headers, then one byte every this many seconds
+    huge: int | None = None  # a body of this many bytes, no Content-Length
+    head_status: int | None = None  # HEAD answered with this status (GET served as usual)
+    redirect: str | None = None  # answer 302 to this location ("{self}": the path asked)
+
+
+#: The hostile behaviours a host can show, by name (the client's table test drives each).
+HOSTILE: dict[str, Fault] = {
+    "never answers": Fault(hang=True),
+    "trickles": Fault(trickle=0.2),
+    "huge body": Fault(huge=256 * 1024 * 1024),
+    "HEAD refused": Fault(head_status=403),
+    "redirect loop": Fault(redirect="{self}"),
+    "https to http": Fault(redirect="http://127.0.0.2:9{self}"),
+}
 
 
 class FaultHost:
@@ -51,6 +70,7 @@ class FaultHost:
         self.faults: dict[str, Fault] = {}  # path prefix -> fault
         self.cache_control = "no-cache"
         self.requests: list[str] = []
+        self.authorizations: list[str | None] = []  # the Authorization header of each GET
         self.asked = threading.Event()  # set at the first request
         self.stopping = threading.Event()
         handler = partial(_Handler, self, directory=str(root))
@@ -132,13 +152,27 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.host.requests.append(self.path)
+        self.host.authorizations.append(self.headers.get("Authorization"))
         self.host.asked.set()
         if self.host.delay and self.host.stopping.wait(self.host.delay):
             return
         del self.headers["If-Modified-Since"]
         fault = self.host.fault(self.path)
-        if fault is None:
-            super().do_GET()
+        if fault is None or fault.head_status is not None:
+            if not self._ranged():
+                super().do_GET()
+        elif fault.hang:
+            self.host.stopping.wait()
+            self.close_connection = True
+        elif fault.trickle is not None:
+            self._trickle(fault.trickle)
+        elif fault.huge is not None:
+            self._huge(fault.huge)
+        elif fault.redirect is not None:
+            self.send_response(302)
+            self.send_header("Location", fault.redirect.replace("{self}", self.path))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif fault.status is not None:
             self._send(fault.status, f"{fault.status} from the fault host\n".encode())
         elif fault.body is not None:
@@ -146,9 +180,78 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         else:
             self._truncated(fault.truncate or 0)
 
+    def do_POST(self) -> None:
+        """An API (the OSV ``querybatch``): its faults as for GET; without one, 501."""
+        self.host.requests.append("POST " + self.path)
+        fault = self.host.fault(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        if fault is not None and fault.head_status is None:
+            self.do_GET()
+        else:
+            self._send(501, b"no API here\n")
+
     def do_HEAD(self) -> None:
         self.host.requests.append("HEAD " + self.path)
+        fault = self.host.fault(self.path)
+        if fault is not None and (fault.head_status or fault.redirect or fault.hang):
+            if fault.hang:
+                self.host.stopping.wait()
+                self.close_connection = True
+                return
+            self.send_response(fault.head_status or 302)
+            if fault.redirect:
+                self.send_header("Location", fault.redirect.replace("{self}", self.path))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         super().do_HEAD()
+
+    def _ranged(self) -> bool:
+        """Answer ``Range: bytes=A-B`` of a file with 206 (as CDNs do); False when not asked."""
+        wanted = self.headers.get("Range", "")
+        path = Path(self.translate_path(self.path))
+        if not wanted.startswith("bytes=") or not path.is_file():
+            return False
+        data = path.read_bytes()
+        first, _, last = wanted.removeprefix("bytes=").partition("-")
+        start = int(first)
+        end = min(int(last) if last else len(data) - 1, len(data) - 1)
+        body = data[start : end + 1]
+        self.send_response(206)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return True
+
+    def _trickle(self, pause: float) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        for _ in range(100000):
+            if self.host.stopping.wait(pause):
+                return
+            try:
+                self.wfile.write(b" ")
+                self.wfile.flush()
+            except OSError:
+                return
+
+    def _huge(self, size: int) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        block = b"[" * 65536
+        try:
+            for _ in range(size // len(block)):
+                self.wfile.write(block)
+        except OSError:
+            pass
+        self.close_connection = True
 
     def _send(self, status: int, body: bytes) -> None:
         self.send_response(status)

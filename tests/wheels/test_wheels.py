@@ -12,13 +12,14 @@ import threading
 from pathlib import Path
 from typing import ClassVar
 
-import httpx
 import pytest
 
+from lockgen.index.client import Client
+from lockgen.index.ranges import RangeError, RangeFile
 from lockgen.wheels import binaries, fatbin, offload
 from lockgen.wheels.binaries import gpu_sections
 from lockgen.wheels.coverage import Code, CoverageError, Linked, is_shared_object, scan_binary, scan_wheel
-from lockgen.wheels.remote import RangeFile, cached, read_remote, store
+from lockgen.wheels.remote import cached, read_remote, store
 from tests.support.wheels import make_wheel
 
 CUDA = Path(__file__).parents[1] / "data" / "cuda"
@@ -205,7 +206,7 @@ def served(request: pytest.FixtureRequest, tmp_path: Path):
 
 def test_a_remote_wheel_is_read_by_ranges(served) -> None:
     url, wheel, handler = served
-    with httpx.Client() as client:
+    with Client() as client:
         code, fetched = read_remote(client, url, wheel.stat().st_size)
     assert code.sass == ("sm_90a", "sm_100f") and code.ptx == ("compute_120",)
     assert fetched >= wheel.stat().st_size  # a tiny wheel fits one window
@@ -220,7 +221,7 @@ def test_the_range_file_refuses_a_wrong_size_without_ranges(tmp_path: Path) -> N
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/{wheel.name}"
-        with httpx.Client() as client, pytest.raises(CoverageError, match="the lock says the wheel has"):
+        with Client() as client, pytest.raises(RangeError, match="expected"):
             RangeFile(client, url, wheel.stat().st_size + 1).read(10)
     finally:
         server.shutdown()

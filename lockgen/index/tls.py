@@ -2,7 +2,7 @@
 
 httpx builds a new :class:`ssl.SSLContext` for each client it makes, and loading the CA bundle
 costs tens of milliseconds of CPU each time: with one client per checked artifact (hash checks,
-direct URLs) that was a fifth of the CPU of a run against loopback hosts (py-spy; issue 10). An
+direct URLs) that was a fifth of the CPU of a run against loopback hosts (py-spy). An
 ``SSLContext`` may be shared by any number of connections and threads, so lockgen builds one.
 """
 

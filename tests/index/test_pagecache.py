@@ -1,4 +1,4 @@
-"""The run's page cache (lockgen.resolve.pagecache): pages once per run, 304s, file ETags, URLs back.
+"""The run's page cache (lockgen.index.pagecache): pages once per run, 304s, file ETags, URLs back.
 
 Hermetic: the fake index on loopback is the upstream; httpx plays uv where a request is needed,
 and the real uv resolves through the cache in the end-to-end checks.
@@ -12,8 +12,7 @@ import socket
 import httpx
 import pytest
 
-from lockgen.plan.mirror import Mirrors
-from lockgen.resolve.pagecache import (
+from lockgen.index.pagecache import (
     PORT_BASE,
     PORT_SPAN,
     SIMPLE_ACCEPT,
@@ -23,6 +22,7 @@ from lockgen.resolve.pagecache import (
     origin_of,
     port_candidates,
 )
+from lockgen.plan.mirror import Mirrors
 from tests.conftest import locked_versions, write_project
 
 SHA = "a" * 64

@@ -1,4 +1,4 @@
-"""The loopback HTTP side of :mod:`lockgen.resolve.pagecache`: one threaded server per upstream origin.
+"""The loopback HTTP side of :mod:`lockgen.index.pagecache`: one threaded server per upstream origin.
 
 A request whose ``Accept`` asks for the simple API or HTML (and no byte range) is a page: it is
 answered from the run's copy (``304`` when uv's ``If-None-Match`` names it). Any other request is
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: The status of a page whose upstream could not be reached: uv's connection is reset, so uv
-#: reports the network failure it would have met itself (lockgen tells outages apart, issue 8).
+#: reports the network failure it would have met itself (lockgen tells outages apart).
 UNREACHABLE = 0
 
 __all__ = ["UNREACHABLE", "Page", "Pages", "Server", "serve", "stop_all"]
@@ -43,7 +43,7 @@ class Page:
 
 
 class Pages(Protocol):
-    """What a server answers from: the run's pages and reads (:class:`lockgen.resolve.pagecache.PageCache`)."""
+    """What a server answers from: the run's pages and reads (:class:`lockgen.index.pagecache.PageCache`)."""
 
     def page(self, url: str, accept: str, headers: Mapping[str, str], serving: bool = True) -> Page: ...
     def read(self, method: str, url: str, headers: Mapping[str, str]) -> Page: ...
@@ -85,7 +85,7 @@ class Server:
 
 def stop_all(servers: list[Server]) -> None:
     """Stop ``servers`` at once: each waits up to one poll for its loop, so stopping them one
-    after another cost a run 25 ms per origin (a tenth of a small test's time, issue 10)."""
+    after another cost a run 25 ms per origin (a tenth of a small test's time)."""
     if len(servers) == 1:
         servers[0].stop()
         return

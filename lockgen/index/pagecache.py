@@ -30,8 +30,6 @@ refreshed in place, never one per run. Loopback only; URLs with credentials are 
 from __future__ import annotations
 
 import hashlib
-import html
-import json
 import logging
 import queue
 import re
@@ -42,9 +40,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
+from lockgen.index.client import HostError, capped, pool
+from lockgen.index.pages import Status, parse, status_of
+from lockgen.index.pageserver import UNREACHABLE, Page, Server, serve, stop_all
 from lockgen.plan.mirror import Mirrors
-from lockgen.resolve.pageserver import UNREACHABLE, Page, Server, serve, stop_all
-from lockgen.resolve.simplepages import Status, status_of
 from lockgen.runtime import trace
 
 if TYPE_CHECKING:
@@ -70,8 +69,6 @@ FLAT_ACCEPT = "text/html"
 _LINKED_ORIGIN = re.compile(rb"""(?:"url"\s*:\s*"|href\s*=\s*["'])(https?://[^/"'\s]+)/""")
 #: PyPI's file layout: ``/packages/<2 hex>/<2 hex>/<60 hex>/<file>``, the blake2b-256 of the file.
 _CONTENT_ADDRESSED = re.compile(r"/packages/([0-9a-f]{2})/([0-9a-f]{2})/([0-9a-f]{60})/[^/]+$")
-_ABSOLUTE = ("https://", "http://")  # urljoin costs 12 µs a link: 1.4 s for this matrix's pages
-_HREF = re.compile(rb"""href\s*=\s*["']([^"']+)["']""", re.I)
 
 
 def origin_of(url: str) -> str | None:
@@ -91,27 +88,10 @@ def port_candidates(origin: str) -> list[int]:
 
 
 def file_hashes(page_url: str, content_type: str, body: bytes) -> dict[str, str]:
-    """``{absolute file URL: sha256}`` of the files a simple-API page lists with a sha256: the
-    JSON form (PEP 691 ``files[].url``/``hashes``) or HTML anchors with a ``#sha256=`` fragment
-    (PEP 503); relative links are resolved against ``page_url``. Unreadable pages give ``{}``."""
-    found: dict[str, str] = {}
-    if "json" in content_type:
-        try:
-            files = json.loads(body).get("files", [])
-        except (ValueError, AttributeError):
-            return {}
-        for item in files if isinstance(files, list) else []:
-            if isinstance(item, dict) and isinstance(url := item.get("url"), str):
-                sha = (item.get("hashes") or {}).get("sha256")
-                if isinstance(sha, str):
-                    found[url if url.startswith(_ABSOLUTE) else urljoin(page_url, url)] = sha
-        return found
-    for match in _HREF.finditer(body):
-        href = html.unescape(match.group(1).decode("utf-8", "replace"))
-        url, _, fragment = href.partition("#")
-        if fragment.startswith("sha256="):
-            found[urljoin(page_url, url)] = fragment.removeprefix("sha256=")
-    return found
+    """``{absolute file URL: sha256}`` of the files a simple-API page lists with a sha256, read
+    by the one page parser (:func:`lockgen.index.pages.parse`); unreadable pages give ``{}``."""
+    files, _ = parse(body.decode("utf-8", "replace"), content_type, page_url)
+    return {f.url: f.sha256 for f in files if f.sha256}
 
 
 @dataclass
@@ -341,12 +321,14 @@ class PageCache:
 
         origin = origin_of(url) or ""
         try:
-            with trace.span("upstream page", url=url):
-                response = self.client(origin).get(url, headers=dict(headers))
-        except (httpx.HTTPError, RuntimeError) as exc:  # RuntimeError: a client closed by close()
+            with (
+                trace.span("upstream page", url=url),
+                self.client(origin).stream("GET", url, headers=dict(headers)) as response,
+            ):
+                body = capped(response, url)
+        except (httpx.HTTPError, RuntimeError, HostError) as exc:  # RuntimeError: a client closed by close()
             log.debug("page cache: %s: %s: %s", url, type(exc).__name__, exc)
             return Page(UNREACHABLE, [], b"", "")
-        body = response.content
         kept = [(k, v) for k, v in response.headers.items() if k.lower() == "content-type"]
         if "location" in response.headers:
             kept.append(("location", self.local(urljoin(url, response.headers["location"]))))
@@ -380,16 +362,9 @@ class PageCache:
 
 
 def _client() -> httpx.Client:
-    """An upstream client: HTTP/1.1 (httpx's HTTP/2 over threads was 10x slower here:
-    docs/benchmarks.md), at most :data:`MAX_CONNECTIONS`, the shared TLS context
-    (:func:`lockgen.resolve.tls.context`), no redirects followed (uv follows them, through the
-    cache)."""
-    import httpx
-
-    from lockgen.resolve import tls
-
-    limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS)
-    return httpx.Client(verify=tls.context(), limits=limits, timeout=httpx.Timeout(60, connect=15))
+    """An upstream client: :func:`lockgen.index.client.pool` (HTTP/1.1, the shared TLS
+    context, no redirects followed: uv follows them, through the cache), 60 s per request."""
+    return pool(60, MAX_CONNECTIONS)
 
 
 @dataclass(frozen=True)
