@@ -48,7 +48,7 @@ from typing import Any, Protocol
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from lockgen.index.client import Client, HostError
+from lockgen.index.client import Client, Failure, HostError
 from lockgen.locks.jsonfile import load_json
 from lockgen.plan.mirror import Mirrors
 from lockgen.runtime import bounded, credentials
@@ -608,6 +608,8 @@ class Api:
         try:
             reply = client.post(self.url + path, body) if body is not None else client.get(self.url + path)
         except HostError as exc:
+            if exc.kind is not Failure.UNREACHABLE:  # it answered, but not a usable answer
+                raise AuditFailed(f"{shown}: {exc.detail}; the audit did not complete") from None
             raise AuditFailed(
                 f"{shown}: cannot reach the OSV API ({exc.detail}); give a mirror (--mirror), or an OSV "
                 "export on disk with --osv PATH (see docs/supply-chain.md)"
