@@ -141,7 +141,7 @@ def read_in(folder: Path, rel: str, where: str | None = None, limit: int = MAX_B
 
 
 def read_stream(chunks: Iterable[bytes], where: str, limit: int = MAX_BYTES) -> bytes:
-    """The bytes of ``chunks`` (an HTTP body as it arrives: ``httpx.Response.iter_bytes()``), at
+    """The bytes of ``chunks`` (an HTTP body as it arrives, chunk by chunk), at
     most ``limit``: the read stops at the first chunk past it, so an endless answer costs at most
     ``limit`` plus one chunk. Raises :class:`TooLarge` naming ``where``."""
     parts, size = [], 0

@@ -74,12 +74,12 @@ class _Metered(Client):
 
     def request(self, method: str, url: str, headers: Mapping[str, str] | None = None, *,
                 max_body: int | None = None, sink: Callable[[bytes], None] | None = None,
-                json: Any = None) -> Reply:  # fmt: skip
+                json: Any = None, body: bool = True) -> Reply:  # fmt: skip
         if self.reader.stopped():
             raise CoverageError(INTERRUPTED)
         if self.reader.budget.spent():
             raise CoverageError(BUDGET)
-        reply = super().request(method, url, headers, max_body=max_body, sink=sink, json=json)
+        reply = super().request(method, url, headers, max_body=max_body, sink=sink, json=json, body=body)
         self.reader.budget.used += len(reply.body)
         return reply
 
