@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any, NoReturn
 
 from lockgen import __version__
+from lockgen.runtime import clock
 from lockgen.runtime.credentials import redact
 from lockgen.runtime.errors import LockgenError
 
@@ -391,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(relativeCreated)7.0fms %(name)s: %(message)s" if args.verbose else "%(name)s: %(message)s",
     )
     _redact_logs()
+    clock.start()  # a cooldown (exclude-newer = "7 days") counts back from here, for the whole run
     try:
         previous = signal.signal(signal.SIGTERM, _interrupt)
     except ValueError:  # not the main thread (tests may call main from one)

@@ -130,7 +130,8 @@ class CellRun:
         return Header(
             cell=plan.cell.name, kind=kind, path=path, config=self.config, uv=plan.uv_version,
             target=f"{target.platform}, Python {target.python}{macos}, backend {plan.cell.backend}",
-            input_hash=plan.input_hash, exclude_newer=plan.exclude_newer, index_url=plan.index_url, **fields,
+            input_hash=plan.input_hash, exclude_newer=plan.exclude_newer, exclude_newer_span=plan.exclude_newer_span,
+            index_url=plan.index_url, **fields,
         )  # fmt: skip
 
 
