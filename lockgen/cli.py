@@ -247,6 +247,11 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
             "--from", dest="from_dir", metavar="DIR", default=None,
             help="install from a bundle folder (lockgen bundle): its locks and files, no network, no project",
         )  # fmt: skip
+        p.add_argument(
+            "--format", choices=("txt", "pylock"), default="txt",
+            help="install from the layers' .txt locks, layer by layer (default), or from the cell's pylock.toml in "
+            "one command, its optional layers as PEP 751 extras",
+        )  # fmt: skip
     elif command == "merge":
         p.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
     elif command in ("audit", "sbom", "licenses"):
