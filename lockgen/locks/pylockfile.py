@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "artifacts", "dumps", "file_name", "for_target", "loads", "map_artifacts", "pylock_path", "registry", "sha256s",
-    "target_environment", "target_only", "with_layers",
+    "main_only", "target_environment", "target_only", "with_layers",
 ]  # fmt: skip
 
 PYLOCK_NAME = "pylock.toml"
@@ -284,6 +284,21 @@ def with_layers(main: Pylock, layers: Sequence[tuple[NormalizedName | None, Sequ
         return Pylock.from_dict(dataclasses.replace(main, packages=packages, extras=extras).to_dict())
     except PylockValidationError as exc:
         raise LockFormatError(f"the cell's pylock.toml with its layers is not valid PEP 751: {exc}") from None
+
+
+def main_only(pylock: Pylock) -> Pylock:
+    """``pylock`` with only what installs when no extra is asked (main and no-deps, each package
+    once: a main version a layer replaces is kept, the layer's left out): what the readers of a
+    cell's main resolution (uv's preferences, the main layer's GPU wheels, the dossier's lookups
+    by name) read, as before the layers were in the pylock (:func:`with_layers`)."""
+    from packaging.markers import default_environment
+
+    env: dict[str, str | frozenset[str]] = {key: str(value) for key, value in default_environment().items()}
+    env.update(extras=frozenset(), dependency_groups=frozenset())
+    kept = [
+        p for p in pylock.packages if p.marker is None or "extras" not in str(p.marker) or p.marker.evaluate(env, "lock_file")
+    ]
+    return pylock if len(kept) == len(pylock.packages) else dataclasses.replace(pylock, packages=kept)
 
 
 def _identity(package: Package) -> str:

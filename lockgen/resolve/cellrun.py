@@ -160,7 +160,7 @@ def read_committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[st
     for plan in plans:
         path = root / pylockfile.pylock_path(plan.lock)
         try:
-            pylock = pylockfile.loads(decode(path.read_bytes(), str(path)), str(path))
+            pylock = pylockfile.main_only(pylockfile.loads(decode(path.read_bytes(), str(path)), str(path)))
         except (OSError, LockgenError):
             continue
         locked[plan.cell.name] = {sys.intern(p.name): sys.intern(str(p.version)) for p in pylock.packages if p.version}
