@@ -325,7 +325,11 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
             metavar="URL",
             help="a backend index (…/whl/cu128) for files that name none (repeatable)",
         )
-        p.add_argument("--exclude-newer", metavar="DATE", help="resolve as of this date or time (default: today, UTC)")
+        p.add_argument(
+            "--exclude-newer",
+            metavar="DATE",
+            help='resolve as of this date or time, or a cooldown such as "7 days" (default: today, UTC)',
+        )
     elif command == "bump":
         p.add_argument("pins", nargs="+", metavar="NAME==VERSION")
         p.add_argument("--no-lock", action="store_true", help="only edit the pins (config and templates); lock nothing")

@@ -95,6 +95,12 @@ def test_the_layers_are_extras_with_their_markers(locked):
         assert chosen == wanted
 
 
+def test_the_main_view_of_the_pylock_is_what_installs_without_extras(locked):
+    """uv's preferences and the other readers of main see each package once, at main's version."""
+    pylock = pylockfile.main_only(pylockfile.loads(pylock_of(locked).read_text(), "pylock"))
+    assert {p.name: str(p.version) for p in pylock.packages} == DEFAULT
+
+
 def test_a_cell_without_layers_keeps_its_pylock_as_it_was():
     """No layers: the writer returns main's pylock unchanged (no ``extras`` key), so the committed
     locks' pylocks stay byte-identical."""
