@@ -38,8 +38,7 @@ from packaging.utils import canonicalize_name
 from lockgen.config import WORK, cooldown
 from lockgen.locks.diff import Change, Kind, diff, group
 from lockgen.locks.diffformat import headline
-from lockgen.locks.header import Header
-from lockgen.locks.lock import Entry, Lock
+from lockgen.locks.lock import Entry, Header, Lock
 from lockgen.locks.lockset import MAIN, CellLocks, LockSet
 from lockgen.locks.stamp import STAMP
 from lockgen.project import Project
