@@ -618,30 +618,42 @@ def _from_pylock(job: _Run) -> list[tuple[Layer, bool, str]]:
     """Install the cell's ``pylock.toml`` in one command with every optional layer still wanted
     as an extra (``--format pylock``), then the unhashed layer from its lock; ``(layer,
     installed, command)`` each. When that command fails and optional layers were asked, it runs
-    once more without them (they count as rolled back, as a failed optional layer does). pip
-    cannot sync: what the pylock does not install is uninstalled after. Raises
-    :class:`InstallFailed` when the pylock does not install even without its optional layers."""
+    without them, then adds them back one at a time in install order, keeping each that
+    installs (a failed optional layer is a warning, as layer by layer). pip cannot sync: what
+    the pylock does not install is uninstalled after. Raises :class:`InstallFailed` when the
+    pylock does not install even without its optional layers."""
     extras = _extras(job.layers)
     argv = job.pylock_argv(extras)
     names = ", ".join(layer.name for layer in job.layers if layer.kind is not LayerKind.UNHASHED)
     job.say(f"{names}: {job.shown(argv)}")
-    ok = optional_ok = job.run(argv)
+    kept = list(extras)
+    ok = job.run(argv)
     if not ok and extras:
-        argv = job.pylock_argv([])
-        job.warn(
-            f"the pylock install with the optional layers {', '.join(extras)} failed; installing without them: "
-            f"{job.shown(argv)}"
-        )
+        kept = []
+        argv = job.pylock_argv(kept)
+        job.warn(f"installing again without the optional layers, then adding them one at a time: {job.shown(argv)}")
         ok = job.run(argv)
+        for extra in extras if ok else ():
+            trial = job.pylock_argv([*kept, extra])
+            if job.run(trial):
+                kept.append(extra)
+                argv = trial
+            else:
+                job.warn(f"optional layer optional-{extra} failed and was left out; the install goes on without it")
+                argv = job.pylock_argv(kept)
+                ok = job.run(argv)  # back to the last set that installed
+                if not ok:
+                    break
     chosen = [
         layer
         for layer in job.layers
-        if layer.kind is not LayerKind.UNHASHED and (optional_ok or layer.kind is not LayerKind.OPTIONAL)
+        if layer.kind is not LayerKind.UNHASHED
+        and (layer.kind is not LayerKind.OPTIONAL or layer.name.removeprefix("optional-") in kept)
     ]
     if ok and job.options.installer == "pip":
         listed = {name for layer in chosen for name in layer.versions()}
-        extra = [n for n in job.venv.distributions(job.root) if n not in listed and n not in SEED]
-        ok = job.uninstall(extra)
+        surplus = [n for n in job.venv.distributions(job.root) if n not in listed and n not in SEED]
+        ok = job.uninstall(surplus)
     if not ok:
         raise InstallFailed(
             f"the pylock.toml of cell {job.cell} did not install into {job.venv.path}; see the installer's output above"
