@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any, NoReturn
 
 from lockgen import __version__
+from lockgen.runtime import clock
 from lockgen.runtime.credentials import redact
 from lockgen.runtime.errors import LockgenError
 
@@ -249,6 +250,11 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
             "--from", dest="from_dir", metavar="DIR", default=None,
             help="install from a bundle folder (lockgen bundle): its locks and files, no network, no project",
         )  # fmt: skip
+        p.add_argument(
+            "--format", choices=("txt", "pylock"), default="txt",
+            help="install from the layers' .txt locks, layer by layer (default), or from the cell's pylock.toml in "
+            "one command, its optional layers as PEP 751 extras",
+        )  # fmt: skip
     elif command == "merge":
         p.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
     elif command in ("audit", "sbom", "licenses"):
@@ -322,7 +328,11 @@ def _positionals(command: str, p: argparse.ArgumentParser) -> None:
             metavar="URL",
             help="a backend index (…/whl/cu128) for files that name none (repeatable)",
         )
-        p.add_argument("--exclude-newer", metavar="DATE", help="resolve as of this date or time (default: today, UTC)")
+        p.add_argument(
+            "--exclude-newer",
+            metavar="DATE",
+            help='resolve as of this date or time, or a cooldown such as "7 days" (default: today, UTC)',
+        )
         p.add_argument(
             "--offline",
             action="store_true",
@@ -418,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(relativeCreated)7.0fms %(name)s: %(message)s" if args.verbose else "%(name)s: %(message)s",
     )
     _redact_logs()
+    clock.start()  # a cooldown (exclude-newer = "7 days") counts back from here, for the whole run
     try:
         previous = signal.signal(signal.SIGTERM, _interrupt)
     except ValueError:  # not the main thread (tests may call main from one)

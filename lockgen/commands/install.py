@@ -16,8 +16,7 @@ def run(args: argparse.Namespace) -> int:
     options = Options(
         cell=args.cell, detect=args.detect, venv=args.venv, cpu=args.cpu, python=args.python, dry_run=args.dry_run,
         installer=args.installer, mirrors=tuple(args.mirror), index_url=args.index_url, force=args.reinstall,
-        wait=args.wait,
-        axes=tuple(args.axis),
+        wait=args.wait, axes=tuple(args.axis), format=args.format,
     )  # fmt: skip
     if args.from_dir is not None:  # a bundle: its own locks and manifest, no project, no network
         return install_bundle(Path(args.from_dir), options)

@@ -8,6 +8,7 @@ and rules in :mod:`.validate`, which puts them together as :class:`~lockgen.conf
 
 from __future__ import annotations
 
+import datetime as _dt
 import difflib
 import re
 from collections.abc import Callable
@@ -16,6 +17,9 @@ from typing import Any
 
 from lockgen.config.model import AXES
 from lockgen.runtime import bounded
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$")
 
 __all__ = ["NAME_PATTERN", "URL", "VAR_NAME", "Checks", "KeyPath"]
 
@@ -109,4 +113,36 @@ class Checks:
             self.problem(
                 path, f"{text!r} is not a URL; write it with its scheme, such as https://{text.split('://')[-1]}"
             )
+        return text
+
+    def timestamp(self, value: Any, path: KeyPath) -> str | None:
+        """A cutoff: an RFC 3339 timestamp with a time zone, a date (UTC midnight), or a duration
+        back from the run's start (``"7 days"``, ``"P7D"``: :mod:`lockgen.config.cooldown`, as uv
+        and pixi accept), kept as written."""
+        from lockgen.config import cooldown
+
+        text = value.isoformat() if isinstance(value, (_dt.date, _dt.datetime)) else value
+        text = self.string(text, path)
+        if text is None:
+            return None
+        try:
+            if cooldown.span(text) is not None:
+                return text.strip()
+        except ValueError as exc:
+            self.problem(path, str(exc))
+            return None
+        try:
+            if not (_DATE.match(text) or _TIMESTAMP.match(text)):
+                raise ValueError(text)
+            parsed = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            self.problem(
+                path, f'{text!r} is not a date, an RFC 3339 timestamp (2026-11-25T00:00:00Z) or a duration ("7 days")'
+            )
+            return None
+        if _DATE.match(text):  # uv reads a bare date in the local time zone: pin it to UTC midnight
+            return f"{text}T00:00:00Z"
+        if parsed.tzinfo is None:
+            self.problem(path, f"{text!r} needs a time zone (end it with Z) so it means the same everywhere")
+            return None
         return text

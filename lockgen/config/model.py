@@ -204,6 +204,9 @@ class Source:
     #: index: package -> the local label its versions carry there ("{flavor}"; "" none; "*" as served).
     #: Unlisted packages: DEFAULT_LABELLED carry "{flavor}", the others "*" (lockgen.plan.sources).
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: the cutoff of the packages it serves (a timestamp or a duration, as ``exclude-newer``); None:
+    #: no cutoff for them (a backend index or a flat page states no upload times: uv would drop all)
+    exclude_newer: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

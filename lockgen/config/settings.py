@@ -6,7 +6,6 @@ names its key path.
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,6 @@ from lockgen.config.model import ARCHES, EXTENDABLE, MANYLINUX_LEVELS, PRERELEAS
 __all__ = ["SETTING_KEYS", "SettingsChecks"]
 
 _MACOS = re.compile(r"^\d{2}\.\d{1,2}$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$")
 
 SETTING_KEYS = {
     "requirements", "constraints", "overrides", "vars", "index-url", "find-links",
@@ -110,7 +107,7 @@ class SettingsChecks(Checks):
         from packaging.utils import InvalidName, canonicalize_name
 
         if not isinstance(value, dict):
-            self.problem(path, 'must be a table of package = false or "2026-01-01T00:00:00Z"')
+            self.problem(path, 'must be a table of package = false, "2026-01-01T00:00:00Z" or "3 days"')
             return {}
         result = {}
         for name, cutoff in value.items():
@@ -178,25 +175,6 @@ class SettingsChecks(Checks):
                 continue
             result[name] = tuple(items)
         return result
-
-    def timestamp(self, value: Any, path: KeyPath) -> str | None:
-        text = value.isoformat() if isinstance(value, (_dt.date, _dt.datetime)) else value
-        text = self.string(text, path)
-        if text is None:
-            return None
-        try:
-            if not (_DATE.match(text) or _TIMESTAMP.match(text)):
-                raise ValueError(text)
-            parsed = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            self.problem(path, f"{text!r} is not a date or RFC 3339 timestamp (2026-11-25T00:00:00Z)")
-            return None
-        if _DATE.match(text):  # uv reads a bare date in the local time zone: pin it to UTC midnight
-            return f"{text}T00:00:00Z"
-        if parsed.tzinfo is None:
-            self.problem(path, f"{text!r} needs a time zone (end it with Z) so it means the same everywhere")
-            return None
-        return text
 
     def pins(self, value: Any, path: KeyPath = ("pins",)) -> dict[str, str]:
         """``pins``: package -> a version (``"2.13.0"``) or a PEP 440 specifier (``"==2.8.0.*"``,

@@ -45,7 +45,7 @@ class SourceChecks(Checks):
             if not isinstance(table, dict):
                 self.problem(path, "must be a table")
                 continue
-            self.unknown(table, {*_SOURCE_KINDS, "packages", "local", "local-if", "labels"}, path)
+            self.unknown(table, {*_SOURCE_KINDS, "packages", "local", "local-if", "labels", "exclude-newer"}, path)
             kinds = [k for k in _SOURCE_KINDS if k in table]
             if len(kinds) != 1:
                 self.problem(path, "give exactly one of index = URL, find-links = URL, urls = [URL, …]")
@@ -74,6 +74,7 @@ class SourceChecks(Checks):
                 packages=tuple(canonicalize_name(p) for p in packages),
                 local_if=self.string(table.get("local-if", "*.whl"), (*path, "local-if")) or "*.whl",
                 labels=self.source_labels(table, path, kind, packages),
+                exclude_newer=self.timestamp(table["exclude-newer"], (*path, "exclude-newer")) if "exclude-newer" in table else None,
             )  # fmt: skip
         return result
 

@@ -52,7 +52,12 @@ def cutoff_of(plan: Plan, name: NormalizedName) -> tuple[datetime.datetime, str]
     """The cutoff uv applies to ``name`` in the cell of ``plan`` and the setting that sets it;
     None when none applies. Raises ValueError for a value that is no date or timestamp."""
     own = plan.exclude_newer_package.get(name)
-    if own == "false" or any(name in s.packages for s in plan.sources):
+    source = next((s for s in plan.sources if name in s.packages), None)
+    if own is None and source is not None:
+        own = plan.source_cutoffs().get(name)
+        if own is not None and own != "false":
+            return _moment(own), f"sources.{source.name}.exclude-newer"
+    if own == "false":
         return None
     if own is not None:
         return _moment(own), f"exclude-newer-package.{name}"

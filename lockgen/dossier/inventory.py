@@ -123,7 +123,7 @@ def from_lockset(lockset: LockSet, cells: Sequence[str] = (), locks: str = "lock
 
 
 def _cell(cell: CellLocks) -> Iterator[Locked]:
-    pylock = {p.name: p for p in cell.pylock.packages} if cell.pylock is not None else {}
+    pylock = {p.name: p for p in pylockfile.main_only(cell.pylock).packages} if cell.pylock is not None else {}
     for layer, lock in [(MAIN, cell.main), *cell.layers.items()]:
         lines = lock.entry_lines()
         for entry in lock.entries:

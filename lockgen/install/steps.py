@@ -6,11 +6,13 @@ versions and hashes (:mod:`lockgen.install.record`), record."""
 from __future__ import annotations
 
 import os
+import posixpath
 import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import NormalizedName
 
@@ -39,11 +41,13 @@ from lockgen.runtime import bounded
 from lockgen.runtime.credentials import command_line, redact
 from lockgen.runtime.errors import InstallFailed, InstallRefused, Interrupted, LockgenError, UsageError
 
-__all__ = ["INSTALLERS", "Options", "install", "install_bundle", "restore_sources"]
+__all__ = ["FORMATS", "INSTALLERS", "Options", "install", "install_bundle", "restore_sources"]
 
 #: The installers lockgen runs (docs/manifest.md, "The commands"): no other program is started
 #: for an install, whatever a manifest records.
 INSTALLERS = ("uv", "pip")
+#: What ``--format`` may name: the layers' requirements locks, or the cell's PEP 751 pylock.
+FORMATS = ("txt", "pylock")
 
 Say = Callable[[str], None]
 
@@ -66,6 +70,9 @@ class Options:
     force: bool = False
     wait: bool = False
     axes: tuple[tuple[str, str], ...] = ()  # --axis NAME=VALUE for --detect (extra matrix axes)
+    #: what main, the optional layers and no-deps install from: their ``.txt`` locks, layer by
+    #: layer ("txt"), or the cell's ``pylock.toml`` in one command, the layers as extras ("pylock")
+    format: str = "txt"
 
 
 @dataclass
@@ -98,6 +105,73 @@ class _Run:
         path = self.mirrored_copy(layer, write)
         mapped = map_sources(built[1:], self.mirrors, self.options.index_url)
         return [*self.head(), *(path if token == layer.path else token for token in mapped)]
+
+    def pylock_argv(self, extras: Sequence[str], write: bool = True) -> list[str]:
+        """The one command that installs the cell's ``pylock.toml`` (``--format pylock``) with
+        the optional layers ``extras`` (PEP 751 extras: :func:`lockgen.locks.pylockfile.with_layers`):
+        uv ``pip sync PYLOCK --extra X``; pip (26.3 or newer) ``install --no-deps -r 'PYLOCK[X,…]'``
+        (pip reads a pylock as requirements and would resolve dependencies again). Its URLs go
+        through the mirrors in a copy under ``.lockgen/install/<cell>/``."""
+        path = self.mirrored_pylock(write)
+        if self.options.installer == "uv":
+            return [*self.head(), "pip", "sync", path, *(token for extra in extras for token in ("--extra", extra))]
+        return [*self.head(), "install", "--no-deps", "-r", f"{path}[{','.join(extras)}]" if extras else path]
+
+    def pylock(self) -> tuple[str, str]:
+        """``(project-relative path, text)`` of the cell's ``pylock.toml``, confined to the locks
+        folder and checked against the sha256 the manifest records. Raises
+        :class:`InstallRefused` when the manifest names none or the file is not the one it names."""
+        from lockgen.locks.lock import decode, text_sha256
+        from lockgen.locks.paths import confine
+
+        if self.entry.pylock is None:
+            raise InstallRefused(
+                f"cell {self.cell} has no pylock.toml in the manifest: re-lock it (lockgen all --force {self.cell}) "
+                "or install with --format txt; nothing was installed"
+            )
+        path, digest = self.entry.pylock
+        data = confine(self.root, self.locks, path, f"cells.{self.cell}.pylock.path").read_bytes()
+        text = decode(data, path)
+        if text_sha256(text) != digest:
+            raise InstallRefused(
+                f"{path}: its sha256 is not the one the manifest records (sha256:{digest}): the file was changed "
+                "after it was locked; check it out again or re-lock; nothing was installed"
+            )
+        return path, text
+
+    def mirrored_pylock(self, write: bool) -> str:
+        """The pylock's path, or a copy under ``.lockgen/install/<cell>/pylock.toml`` whose URLs
+        point at the mirrors (and whose local paths still name the same files), without the
+        packages of the unhashed layer."""
+        from dataclasses import replace
+
+        from lockgen.locks import pylockfile
+
+        path, text = self.pylock()
+        original = pylockfile.loads(text, path)
+        copy = f"{WORK}/install/{self.cell}/{pylockfile.PYLOCK_NAME}"
+
+        def mirrored(artifact: Any) -> Any:
+            return replace(artifact, url=self.mirrors.file_url(artifact.url)) if artifact.url else artifact
+
+        mapped = pylockfile.map_artifacts(original, mirrored)
+        if any(layer.kind is LayerKind.UNHASHED for layer in self.layers):
+            # the unhashed layer installs the local folders and VCS checkouts from its own lock
+            # after (pip refuses an editable entry among hashed ones)
+            kept = [p for p in mapped.packages if p.directory is None and p.vcs is None]
+            mapped = replace(mapped, packages=kept)
+        if mapped == original:
+            return path
+
+        def moved(artifact: Any) -> Any:
+            if not artifact.path:
+                return artifact
+            where = posixpath.normpath(posixpath.join(posixpath.dirname(path), artifact.path))
+            return replace(artifact, path=posixpath.relpath(where, posixpath.dirname(copy)))
+
+        if write:
+            self.write_work(copy, pylockfile.dumps(pylockfile.map_artifacts(mapped, moved)))
+        return copy
 
     def head(self) -> list[str]:
         from lockgen.runtime.uvbin import pinned_uv_binary
@@ -209,6 +283,8 @@ def _install(
     warn = _redacting(warn or (lambda text: print(f"warning: {text}", file=sys.stderr, flush=True)))
     if options.installer not in INSTALLERS:
         raise UsageError(f"--installer {options.installer!r}: use one of {', '.join(INSTALLERS)}")
+    if options.format not in FORMATS:
+        raise UsageError(f"--format {options.format!r}: use one of {', '.join(FORMATS)}")
     if options.index_url is not None and url_problem(options.index_url):
         raise UsageError(
             f"--index-url: {url_problem(options.index_url)}; give the index's URL, e.g. https://pypi.org/simple "
@@ -430,7 +506,13 @@ def _dry_run(job: _Run, interpreter: Interpreter) -> int:
     untraced = traced_all(_hashed(expected(job.layers)), present, read_state(job.venv.path), job.venv.path)[1]
     for line in _untraced_lines(untraced):
         job.say(f"would first be {line}")
+    if job.options.format == "pylock":
+        argv = job.pylock_argv(_extras(job.layers), write=False)
+        names = ", ".join(layer.name for layer in job.layers if layer.kind is not LayerKind.UNHASHED)
+        job.say(f"would run for {names}: {job.shown(argv)}")
     for layer in job.layers:
+        if job.options.format == "pylock" and layer.kind is not LayerKind.UNHASHED:
+            continue
         job.say(f"would run for {layer.name}: {job.shown(job.installer_argv(layer, write=False))}")
         if layer.kind is LayerKind.MAIN and job.options.installer == "pip":
             extra = sorted(n for n in present if n not in layer.versions() and n not in SEED)
@@ -464,21 +546,7 @@ def _install_layers(job: _Run) -> int:
         job.say(line)
     if untraced and not job.uninstall(untraced):
         raise InstallFailed(f"could not uninstall {', '.join(untraced)} from {job.venv.path}; recreate the venv")
-    outcome: list[tuple[Layer, bool, str]] = []
-    for layer in job.layers:
-        shown = job.shown(job.installer_argv(layer, write=False))
-        job.say(f"{layer.name}: {shown}")
-        if layer.kind is LayerKind.OPTIONAL:
-            outcome.append((layer, _optional(job, layer, [done for done, ok, _ in outcome if ok]), shown))
-            continue
-        ok = job.run(job.installer_argv(layer))
-        if ok and layer.kind is LayerKind.MAIN and job.options.installer == "pip":
-            ok = _pip_sync_rest(job, layer)
-        if not ok:
-            raise InstallFailed(
-                f"{layer.name} of cell {job.cell} did not install into {job.venv.path}; see the installer's output above"
-            )
-        outcome.append((layer, True, shown))
+    outcome = _from_pylock(job) if job.options.format == "pylock" else _layer_by_layer(job)
     installed = [layer for layer, ok, _ in outcome if ok]
     wanted = expected(installed)
     after = job.venv.installed(job.root)
@@ -550,6 +618,92 @@ def _untraced_lines(untraced: Sequence[NormalizedName]) -> list[str]:
             f"locks' hashes (installed another way, or changed since): {', '.join(other)}"
         )
     return lines
+
+
+def _layer_by_layer(job: _Run) -> list[tuple[Layer, bool, str]]:
+    """Install each layer's ``.txt`` lock in order (``--format txt``): ``(layer, installed, command)``
+    each. Raises :class:`InstallFailed` when main, no-deps or unhashed fails."""
+    outcome: list[tuple[Layer, bool, str]] = []
+    for layer in job.layers:
+        shown = job.shown(job.installer_argv(layer, write=False))
+        job.say(f"{layer.name}: {shown}")
+        if layer.kind is LayerKind.OPTIONAL:
+            outcome.append((layer, _optional(job, layer, [done for done, ok, _ in outcome if ok]), shown))
+            continue
+        ok = job.run(job.installer_argv(layer))
+        if ok and layer.kind is LayerKind.MAIN and job.options.installer == "pip":
+            ok = _pip_sync_rest(job, layer)
+        if not ok:
+            raise InstallFailed(
+                f"{layer.name} of cell {job.cell} did not install into {job.venv.path}; see the installer's output above"
+            )
+        outcome.append((layer, True, shown))
+    return outcome
+
+
+def _extras(layers: Sequence[Layer]) -> list[str]:
+    """The PEP 751 extras of the optional ``layers`` (``optional-<package>`` is ``<package>``)."""
+    return [layer.name.removeprefix("optional-") for layer in layers if layer.kind is LayerKind.OPTIONAL]
+
+
+def _from_pylock(job: _Run) -> list[tuple[Layer, bool, str]]:
+    """Install the cell's ``pylock.toml`` in one command with every optional layer still wanted
+    as an extra (``--format pylock``), then the unhashed layer from its lock; ``(layer,
+    installed, command)`` each. When that command fails and optional layers were asked, it runs
+    without them, then adds them back one at a time in install order, keeping each that
+    installs (a failed optional layer is a warning, as layer by layer). pip cannot sync: what
+    the pylock does not install is uninstalled after. Raises :class:`InstallFailed` when the
+    pylock does not install even without its optional layers."""
+    extras = _extras(job.layers)
+    argv = job.pylock_argv(extras)
+    names = ", ".join(layer.name for layer in job.layers if layer.kind is not LayerKind.UNHASHED)
+    job.say(f"{names}: {job.shown(argv)}")
+    kept = list(extras)
+    ok = job.run(argv)
+    if not ok and extras:
+        kept = []
+        argv = job.pylock_argv(kept)
+        job.warn(f"installing again without the optional layers, then adding them one at a time: {job.shown(argv)}")
+        ok = job.run(argv)
+        for extra in extras if ok else ():
+            trial = job.pylock_argv([*kept, extra])
+            if job.run(trial):
+                kept.append(extra)
+                argv = trial
+            else:
+                job.warn(f"optional layer optional-{extra} failed and was left out; the install goes on without it")
+                argv = job.pylock_argv(kept)
+                ok = job.run(argv)  # back to the last set that installed
+                if not ok:
+                    break
+    chosen = [
+        layer
+        for layer in job.layers
+        if layer.kind is not LayerKind.UNHASHED
+        and (layer.kind is not LayerKind.OPTIONAL or layer.name.removeprefix("optional-") in kept)
+    ]
+    if ok and job.options.installer == "pip":
+        listed = {name for layer in chosen for name in layer.versions()}
+        surplus = [n for n in job.venv.distributions(job.root) if n not in listed and n not in SEED]
+        ok = job.uninstall(surplus)
+    if not ok:
+        raise InstallFailed(
+            f"the pylock.toml of cell {job.cell} did not install into {job.venv.path}; see the installer's output above"
+        )
+    shown = job.shown(argv)
+    outcome = []
+    for layer in job.layers:
+        if layer.kind is LayerKind.UNHASHED:
+            command = job.shown(job.installer_argv(layer, write=False))
+            job.say(f"{layer.name}: {command}")
+            if not job.run(job.installer_argv(layer)):
+                raise InstallFailed(
+                    f"{layer.name} of cell {job.cell} did not install into {job.venv.path}; see the installer's output above"
+                )
+            outcome.append((layer, True, command))
+        else:
+            outcome.append((layer, layer in chosen, shown))
+    return outcome
 
 
 def _pip_sync_rest(job: _Run, main: Layer) -> bool:

@@ -130,7 +130,7 @@ class Parser:
                 input_hash=self.one("input-hash"),
                 input_parts=dict(p.split("=", 1) for p in self.one("input-parts", "").split()),
                 local_files=tuple(FileRef.parse(v) for v in get("local-file", [])),
-                exclude_newer=self.optional("exclude-newer"),
+                exclude_newer=self.optional("exclude-newer"), exclude_newer_span=self.optional("exclude-newer-span"),
                 index_url=self.optional("index-url"), find_links=tuple(get("find-links", [])),
                 layer_of=self.optional("layer-of"),
                 layers=tuple(LayerRef.parse(v) for v in get("layer", [])),

@@ -158,6 +158,7 @@ class Header:
     local_files: tuple[FileRef, ...] = ()
     config: str = "pyproject.toml"
     exclude_newer: str | None = None
+    exclude_newer_span: str | None = None  # the duration the cutoff counts back by ("7 days"), when one did
     index_url: str | None = None
     find_links: tuple[str, ...] = ()
     layer_of: str | None = None
@@ -183,6 +184,8 @@ class Header:
         yield "target", self.target
         if self.exclude_newer:
             yield "exclude-newer", self.exclude_newer
+        if self.exclude_newer_span:
+            yield "exclude-newer-span", self.exclude_newer_span
         if self.index_url:
             yield "index-url", self.index_url
         for link in self.find_links:
@@ -216,6 +219,7 @@ SINGLE_FIELDS = {
     "layer-of",
     "target",
     "exclude-newer",
+    "exclude-newer-span",
     "index-url",
     "uv",
     "input-hash",

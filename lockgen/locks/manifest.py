@@ -129,7 +129,7 @@ def build(
 
 
 _LOCK_KEYS = (
-    "lock", "sha256", "pylock", "input_hash", "uv", "index_url", "find_links", "exclude_newer", "layers",
+    "lock", "sha256", "pylock", "input_hash", "uv", "index_url", "find_links", "exclude_newer", "exclude_newer_span", "layers",
     "unavailable", "replaces", "skipped_urls", "no_upload_time", "unverified_hashes", "coverage", "publishers",
 )  # fmt: skip
 
@@ -170,6 +170,8 @@ def _locked(root: Path, path: str) -> dict[str, Any]:
             entry["publishers"] = publishers
     if header.exclude_newer:
         entry["exclude_newer"] = header.exclude_newer
+    if header.exclude_newer_span:
+        entry["exclude_newer_span"] = header.exclude_newer_span
     if header.unavailable:
         entry["unavailable"] = [
             {"requirement": u.requirement, "reason": u.reason, "retry": u.retry} for u in header.unavailable

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "artifacts", "dumps", "file_name", "for_target", "loads", "map_artifacts", "pylock_path", "registry", "sha256s",
-    "target_environment", "target_only",
+    "main_only", "target_environment", "target_only", "with_layers",
 ]  # fmt: skip
 
 PYLOCK_NAME = "pylock.toml"
@@ -240,6 +240,78 @@ def for_target(pylock: Pylock, target: Target) -> Pylock:
     return dataclasses.replace(
         pylock, requires_python=SpecifierSet(f"=={target.python}.*"), environments=[target_environment(target)]
     )
+
+
+def with_layers(main: Pylock, layers: Sequence[tuple[NormalizedName | None, Sequence[Package]]]) -> Pylock:
+    """``main`` with the packages of the cell's install ``layers`` added, so that an installer
+    that knows only PEP 751 installs what ``lockgen install`` installs: ``layers`` in install
+    order, each ``(extra, packages)``; ``extra`` is an optional layer's name (PEP 751 top-level
+    ``extras``; its packages get the marker ``'<extra>' in extras``), None a layer installed
+    always (no-deps). A package at the version main (or an always-installed layer) has is listed
+    once, as it is. Where a later layer sets a package to another version (``replace``), the
+    version installed is the one of the last selected layer that sets it, as installing the
+    ``.txt`` layers in order gives: each version's entry carries the marker that says when
+    (``'x' not in extras`` on main's). Raises :class:`LockFormatError` when the result is not
+    valid PEP 751 (packaging's validation)."""
+    ordered: list[tuple[NormalizedName | None, Sequence[Package]]] = [(None, main.packages), *layers]
+    by_name: dict[NormalizedName, list[tuple[int, NormalizedName | None, Package]]] = {}
+    for position, (extra, packages) in enumerate(ordered):
+        for package in packages:
+            by_name.setdefault(package.name, []).append((position, extra, package))
+    extras = sorted({extra for extra, _ in layers if extra is not None})
+    if not extras and len(ordered) == 1:
+        return main
+    packages = []
+    for claims in by_name.values():
+        versions: dict[tuple[str, str], tuple[Package, list[str | None]]] = {}
+        for position, extra, package in claims:
+            key = (str(package.version), _identity(package))
+            later = {e for p, e, other in claims if p > position and (str(other.version), _identity(other)) != key}
+            if None in later:
+                continue  # an always-installed layer sets another version afterwards
+            term = [f"'{extra}' in extras"] if extra is not None else []
+            term += [f"'{e}' not in extras" for e in sorted(e for e in later if e is not None)]
+            entry = versions.setdefault(key, (package, []))
+            entry[1].append(" and ".join(term) or None)
+        for package, terms in versions.values():
+            if None in terms:  # installed whatever the extras
+                packages.append(package)
+                continue
+            when = list(dict.fromkeys(str(term) for term in terms))
+            either = " or ".join(f"({term})" if len(when) > 1 and " and " in term else term for term in when)
+            packages.append(dataclasses.replace(package, marker=_and(package.marker, either)))
+    try:
+        return Pylock.from_dict(dataclasses.replace(main, packages=packages, extras=extras).to_dict())
+    except PylockValidationError as exc:
+        raise LockFormatError(f"the cell's pylock.toml with its layers is not valid PEP 751: {exc}") from None
+
+
+def main_only(pylock: Pylock) -> Pylock:
+    """``pylock`` with only what installs when no extra is asked (main and no-deps, each package
+    once: a main version a layer replaces is kept, the layer's left out): what the readers of a
+    cell's main resolution (uv's preferences, the main layer's GPU wheels, the dossier's lookups
+    by name) read, as before the layers were in the pylock (:func:`with_layers`)."""
+    from packaging.markers import default_environment
+
+    env: dict[str, str | frozenset[str]] = {key: str(value) for key, value in default_environment().items()}
+    env.update(extras=frozenset(), dependency_groups=frozenset())
+    kept = [
+        p for p in pylock.packages if p.marker is None or "extras" not in str(p.marker) or p.marker.evaluate(env, "lock_file")
+    ]
+    return pylock if len(kept) == len(pylock.packages) else dataclasses.replace(pylock, packages=kept)
+
+
+def _identity(package: Package) -> str:
+    """What tells two entries of one name and version apart: a direct URL's or path's location."""
+    for artifact in (package.archive, package.sdist, *(package.wheels or ())):
+        if artifact is not None and package.version is None:
+            return str(artifact.url or artifact.path or "")
+    return ""
+
+
+def _and(own: Marker | None, when: str) -> Marker:
+    """``own`` (a package's marker, if any) and ``when``, as one PEP 508 marker."""
+    return Marker(f"({own}) and ({when})" if own is not None else when)
 
 
 # --------------------------------------------------------------------------- writing

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import NormalizedName, canonicalize_name
 
-from lockgen.config import WORK, Config
+from lockgen.config import WORK, Config, cooldown
 from lockgen.config.model import DEFAULT_BACKENDS, BackendFamily
 from lockgen.plan import reqline
 from lockgen.plan.content import Digests
@@ -39,7 +39,7 @@ from lockgen.plan.sources import (
     requirement_lines,
 )
 from lockgen.plan.target import Target
-from lockgen.runtime import bounded
+from lockgen.runtime import bounded, clock
 from lockgen.runtime.errors import ConfigError, Problem, TemplateError
 
 if TYPE_CHECKING:
@@ -115,8 +115,10 @@ class Plan:
 
     @property
     def exclude_newer_package(self) -> Mapping[str, str]:
-        """uv ``--exclude-newer-package``: canonical name -> ``false`` or its own cutoff."""
-        return self.cell.settings.exclude_newer_package
+        """uv ``--exclude-newer-package``: canonical name -> ``false`` or its own cutoff, a
+        duration resolved at the run's start (:func:`lockgen.config.cooldown.cutoff`)."""
+        now = clock.started()
+        return {name: cooldown.cutoff(value, now) for name, value in self.cell.settings.exclude_newer_package.items()}
 
     @property
     def find_links(self) -> tuple[str, ...]:
@@ -166,7 +168,29 @@ class Plan:
 
     @property
     def exclude_newer(self) -> str | None:
-        return self.cell.settings.exclude_newer
+        """The cell's cutoff as an RFC 3339 timestamp (what uv gets, what the lock header says): the
+        setting, or a duration (``"7 days"``) resolved at the run's start (:mod:`lockgen.config.cooldown`)."""
+        value = self.cell.settings.exclude_newer
+        return cooldown.cutoff(value, clock.started()) if value else None
+
+    def source_cutoffs(self) -> dict[str, str]:
+        """``{package: cutoff}`` of the packages the cell's sources serve: the source's own
+        ``exclude-newer`` (resolved as :attr:`exclude_newer` is), else ``false`` when the cell has
+        a cutoff (a backend index states no upload times, and uv drops a file without one); uv
+        ``--exclude-newer-package``. Empty when neither sets one."""
+        now = clock.started()
+        found = {}
+        for source in self.sources:
+            own = cooldown.cutoff(source.exclude_newer, now) if source.exclude_newer else None
+            if own is not None or self.exclude_newer:
+                found.update(dict.fromkeys(source.packages, own or "false"))
+        return found
+
+    @property
+    def exclude_newer_span(self) -> str | None:
+        """The duration the cutoff was counted back by (``"7 days"``), or None for a fixed one."""
+        value = self.cell.settings.exclude_newer
+        return value if cooldown.is_span(value) else None
 
     @property
     def allow_build(self) -> frozenset[NormalizedName]:
@@ -190,7 +214,7 @@ class Plan:
             "target": self.target.to_dict(),
             "index_url": self.index_url,
             "find_links": list(self.find_links),
-            "exclude_newer": self.exclude_newer,
+            "exclude_newer": self.cell.settings.exclude_newer,  # as written: a duration does not move the hash
             "sources": [s.to_dict() for s in self.sources],
             "pinned": {**self.pinned, **self.pinned_specifiers},
             "optional": list(self.optional),
@@ -207,8 +231,8 @@ class Plan:
             data["prerelease"] = {"mode": self.prerelease, "packages": dict(sorted(self.prerelease_package.items()))}
         if self.local_projects:
             data["local_projects"] = dict(self.local_projects)
-        if self.exclude_newer_package:  # issue 17, only when set
-            data["exclude_newer_package"] = dict(sorted(self.exclude_newer_package.items()))
+        if self.cell.settings.exclude_newer_package:  # only when set; as written (a duration does not move it)
+            data["exclude_newer_package"] = dict(sorted(self.cell.settings.exclude_newer_package.items()))
         if self.harmonize:  # only when not the default
             data["harmonize"] = dict(self.harmonize)
         for role, (template, text) in sorted(self.rendered.files.items()):

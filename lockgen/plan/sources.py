@@ -66,6 +66,7 @@ class CellSource:
     packages: tuple[str, ...]
     urls: tuple[str, ...]  # canonical public URLs (or a project-relative folder for a local find-links)
     labels: Mapping[str, str] = field(default_factory=dict)
+    exclude_newer: str | None = None  # the source's own cutoff, as written (a timestamp or a duration)
 
     def find_links(self) -> tuple[str, ...]:
         """What uv gets as ``--find-links`` for this source: a find-links source's page or
@@ -100,6 +101,8 @@ class CellSource:
         }
         if self.kind == "index":
             data["labels"] = dict(sorted(self.labels.items()))
+        if self.exclude_newer:  # only when set: every other input hash stays
+            data["exclude_newer"] = self.exclude_newer
         return data
 
 
@@ -163,7 +166,16 @@ def cell_sources(config: Config, cell: Cell, target: Target) -> tuple[CellSource
             if folder.is_dir() and any(fnmatch.fnmatch(p.name, pattern) for p in folder.iterdir()):
                 urls = (source.local,)
         labels = _labels(source, values, cell) if source.kind == "index" else {}
-        result.append(CellSource(name=name, kind=source.kind, packages=source.packages, urls=urls, labels=labels))
+        result.append(
+            CellSource(
+                name=name,
+                kind=source.kind,
+                packages=source.packages,
+                urls=urls,
+                labels=labels,
+                exclude_newer=source.exclude_newer,
+            )
+        )
     seen: dict[str, str] = {}
     for cell_source in result:
         for package in cell_source.packages:

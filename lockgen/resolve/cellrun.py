@@ -132,7 +132,8 @@ class CellRun:
         return Header(
             cell=plan.cell.name, kind=kind, path=path, config=self.config, uv=plan.uv_version,
             target=f"{target.platform}, Python {target.python}{macos}, backend {plan.cell.backend}",
-            input_hash=plan.input_hash, exclude_newer=plan.exclude_newer, index_url=plan.index_url, **fields,
+            input_hash=plan.input_hash, exclude_newer=plan.exclude_newer, exclude_newer_span=plan.exclude_newer_span,
+            index_url=plan.index_url, **fields,
         )  # fmt: skip
 
 
@@ -161,7 +162,7 @@ def read_committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[st
     for plan in plans:
         path = root / pylockfile.pylock_path(plan.lock)
         try:
-            pylock = pylockfile.loads(decode(path.read_bytes(), str(path)), str(path))
+            pylock = pylockfile.main_only(pylockfile.loads(decode(path.read_bytes(), str(path)), str(path)))
         except (OSError, LockgenError):
             continue
         locked[plan.cell.name] = {sys.intern(p.name): sys.intern(str(p.version)) for p in pylock.packages if p.version}

@@ -4,12 +4,17 @@
 :class:`~lockgen.resolve.describe.Resolved`, its hash check, the layers'
 :class:`~lockgen.resolve.layers.Built`) into a :class:`CellFiles`: the main :class:`Lock`, its
 ``pylock.toml`` (for the target only: PEP 751 ``requires-python`` and ``environments``) and the
-layer locks. :mod:`lockgen.locks.store` writes them, all files of a cell together.
+layer locks. The pylock holds the layers too (:func:`~lockgen.locks.pylockfile.with_layers`: each
+optional layer a PEP 751 extra, the no-deps layer always), so an installer that reads PEP 751
+installs the cell, with or without its optional parts, without lockgen.
+:mod:`lockgen.locks.store` writes them, all files of a cell together.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+
+from packaging.utils import canonicalize_name
 
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import FileRef, LayerKind, Lock, text_sha256
@@ -58,7 +63,13 @@ def cell_files(
     (the backend checks' warnings)."""
     plan = run.plan
     pylock = main.pylock
-    text = pylockfile.dumps(pylockfile.for_target(replace(pylock, created_by="lockgen"), plan.target))
+    # each optional layer ``optional-<package>`` is the extra ``<package>``; the no-deps layer is always installed
+    layered = [
+        (None if entry is None else canonicalize_name(name.removeprefix("optional-")), packages)
+        for name, (entry, packages) in built.installs.items()
+    ]
+    installs = pylockfile.with_layers(replace(pylock, created_by="lockgen"), layered)
+    text = pylockfile.dumps(pylockfile.for_target(installs, plan.target))
     lock = Lock(
         header=run.header(
             LayerKind.MAIN,

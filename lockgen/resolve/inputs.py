@@ -228,7 +228,8 @@ def _locked_versions(root: Path, plan: Plan, locked: Mapping[str, str] | None) -
         return dict(locked)
     try:
         committed = bounded.read_text(root / pylockfile.pylock_path(plan.lock), plan.lock)
-        return {p.name: str(p.version) for p in pylockfile.loads(committed, plan.lock).packages if p.version}
+        pylock = pylockfile.main_only(pylockfile.loads(committed, plan.lock))
+        return {p.name: str(p.version) for p in pylock.packages if p.version}
     except (OSError, UnicodeDecodeError, LockgenError):  # an edited or foreign file: the main lock, else nothing
         pass
     try:

@@ -150,10 +150,10 @@ def _source_args(plan: Plan, inputs: Inputs, mirrors: Mirrors) -> list[str]:
     if plan.exclude_newer:
         argv += ["--exclude-newer", plan.exclude_newer]
     # Backend indexes and find-links pages publish no upload times, and uv drops an artifact
-    # without one under a cutoff: the cutoff applies to what the default index serves. The
-    # config's exclude-newer-package exempts a package or gives it its own cutoff.
-    exempt = {p: "false" for source in plan.sources for p in source.packages} if plan.exclude_newer else {}
-    for package, cutoff in sorted({**exempt, **plan.exclude_newer_package}.items()):
+    # without one under a cutoff: the cutoff applies to what the default index serves, and a
+    # source's packages get the source's own exclude-newer or none. The config's
+    # exclude-newer-package exempts a package or gives it its own cutoff.
+    for package, cutoff in sorted({**plan.source_cutoffs(), **plan.exclude_newer_package}.items()):
         argv += ["--exclude-newer-package", f"{package}={cutoff}"]
     return argv
 

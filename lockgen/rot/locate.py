@@ -103,7 +103,7 @@ def locate(lockset: LockSet, cells: Sequence[str], reader: PageReader, jobs: int
     files: list[LockedFile] = []
     for name in cells:
         cell = lockset.cells[name]
-        pylock = {p.name: p for p in cell.pylock.packages} if cell.pylock is not None else {}
+        pylock = {p.name: p for p in pylockfile.main_only(cell.pylock).packages} if cell.pylock is not None else {}
         for entry in cell.main.entries:
             package = pylock.get(entry.name)
             if package is not None:

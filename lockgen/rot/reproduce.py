@@ -35,16 +35,17 @@ from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name
 
-from lockgen.config import WORK
+from lockgen.config import WORK, cooldown
 from lockgen.index.pages import PageFile, PageReader
 from lockgen.locks.diff import Change, Kind, diff, group
 from lockgen.locks.diffformat import headline
-from lockgen.locks.lock import Entry, Lock
+from lockgen.locks.lock import Entry, Header, Lock
 from lockgen.locks.lockset import MAIN, CellLocks, LockSet
 from lockgen.locks.stamp import STAMP
 from lockgen.project import Project
 from lockgen.rot.locate import pages_for
 from lockgen.run.values import SILENT, Reporter, RunOptions
+from lockgen.runtime import clock
 from lockgen.runtime.states import CellState
 from lockgen.runtime.words import counted
 
@@ -153,14 +154,24 @@ def reproduce(
     options = RunOptions(force=True, jobs=jobs, mirrors=tuple(mirrors), wait=wait)
     stamp = project.root / STAMP
     kept = stamp.read_bytes() if stamp.is_file() else None
+    # a cooldown ("7 days") counts back from when the lock was made, not from today: cells locked
+    # with one are resolved again from the start their header records, one run per start
+    starts: dict[datetime.datetime | None, list[str]] = {}
+    for name in cells:
+        starts.setdefault(_recorded_start(committed.cells[name].main.header), []).append(name)
+    today = clock.started()
+    results = []
     try:
-        run = pipeline.lock(scratch_project, cells, (), options, reporter)
+        for moment, group in starts.items():
+            clock.start(moment or today)
+            results += pipeline.lock(scratch_project, group, (), options, reporter).results
     finally:  # the scratch run's stamp names the scratch locks: the project's comes back
+        clock.start(today)
         if kept is not None:
             stamp.write_bytes(kept)
         else:
             stamp.unlink(missing_ok=True)
-    failed = {r.name: r for r in run.results if r.state is CellState.FAILED}
+    failed = {r.name: r for r in results if r.state is CellState.FAILED}
     fresh = LockSet.from_folder(project.root / scratch, scratch, label=scratch)
     with PageReader(project.mirrors(mirrors)) as reader:
         explainer = _Explainer(reader)
@@ -276,3 +287,17 @@ def _time(value: str | None) -> datetime.datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+
+
+def _recorded_start(header: Header) -> datetime.datetime | None:
+    """When the run that made a lock started, for a lock whose cutoff is a duration
+    (``exclude-newer-span``): its recorded cutoff plus the duration; None for a fixed cutoff or
+    a header that does not say (:mod:`lockgen.config.cooldown`)."""
+    if not header.exclude_newer or not header.exclude_newer_span:
+        return None
+    try:
+        span = cooldown.span(header.exclude_newer_span)
+        cutoff = datetime.datetime.fromisoformat(header.exclude_newer.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return cutoff + span if span is not None and cutoff.tzinfo is not None else None

@@ -74,7 +74,7 @@ def gpu_wheels(root: Path, lock_path: str, family: BackendFamily) -> list[GpuWhe
         raise LockFormatError(f"{pylock_path}: cannot read it ({exc.strerror})") from None
     except InputError as exc:
         raise LockFormatError(exc.problems[0].text() if exc.problems else str(exc)) from None
-    pylock = pylockfile.loads(text, pylock_path)
+    pylock = pylockfile.main_only(pylockfile.loads(text, pylock_path))
     main = Lock.read(root / lock_path, lock_path)
     builds: set[str] = {canonicalize_name(b) for b in family.builds}
     wanted = _dependents(builds, main) | {p.name for p in pylock.packages if any(p.name.startswith(b) for b in builds)}

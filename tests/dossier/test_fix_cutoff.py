@@ -37,9 +37,12 @@ class Reader:
 
 
 def plan(exclude_newer="2025-06-01", package=None, sources=()):
+    def source_cutoffs():  # as Plan.source_cutoffs, for timestamps
+        return {p: s.exclude_newer or "false" for s in sources for p in s.packages if s.exclude_newer or exclude_newer}
+
     return SimpleNamespace(
         exclude_newer=exclude_newer, exclude_newer_package=package or {}, sources=sources,
-        index_url="https://pypi.org/simple",
+        index_url="https://pypi.org/simple", source_cutoffs=source_cutoffs,
     )  # fmt: skip
 
 
@@ -61,8 +64,11 @@ def test_exclude_newer_package_exemptions_and_own_cutoffs_are_respected():
     own = late(Reader(), plan(None, package={"urllib3": "2025-06-10T00:00:00Z"}), URLLIB3, Version("2.5.0"))  # type: ignore[arg-type]
     assert own is not None and own.setting == "exclude-newer-package.urllib3"
     assert late(Reader(), plan(package={"urllib3": "2025-07-01"}), URLLIB3, Version("2.5.0")) is None  # type: ignore[arg-type]
-    pinned = SimpleNamespace(packages=(URLLIB3,))
+    pinned = SimpleNamespace(name="pinned", packages=(URLLIB3,), exclude_newer=None)
     assert cutoff_of(plan(sources=(pinned,)), URLLIB3) is None  # type: ignore[arg-type]
+    own_cutoff = SimpleNamespace(name="mine", packages=(URLLIB3,), exclude_newer="2025-06-10T00:00:00Z")
+    by_source = late(Reader(), plan(None, sources=(own_cutoff,)), URLLIB3, Version("2.5.0"))  # type: ignore[arg-type]
+    assert by_source is not None and by_source.setting == "sources.mine.exclude-newer"
     assert late(Reader(), plan(None), URLLIB3, Version("2.5.0")) is None  # type: ignore[arg-type]
 
 

@@ -493,3 +493,40 @@ def test_the_example_installs_and_a_rerun_is_a_noop(example, tmp_path):
     again = run_cli("install", cell, "-C", str(root), "--venv", str(venv), *world.mirror_args())
     assert again.code == 0
     assert "up to date" in again.out
+
+
+# ---- --format pylock: the cell's pylock.toml in one command, the optional layers as extras
+
+
+def test_dry_run_of_the_pylock_format_shows_one_command(locked, fake, tmp_path):
+    run = run_cli(
+        "install", FULL, "-C", str(locked), "--venv", str(tmp_path / "v"), "--dry-run", "--format", "pylock",
+        *mirror_args(fake),
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    pylock = f".lockgen/install/{FULL}/pylock.toml"  # the URLs through the mirrors
+    said = f"would run for main, optional-epsilon, optional-gamma, no-deps: uv pip sync {pylock} --extra epsilon --extra gamma"
+    assert said in run.out
+    assert "would run for unhashed: uv pip install --no-deps" in run.out
+    assert not (tmp_path / "v").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_install_from_the_pylock_through_mirrors(locked, fake, tmp_path, installer):
+    """The pylock with both optional layers fails (gamma's wheel is corrupt), so it installs
+    again without them and adds them back one at a time (epsilon installs, gamma is left out);
+    then the unhashed layer; the venv is checked against the locks as ever."""
+    venv = tmp_path / "venv"
+    args = ("install", FULL, "-C", str(locked), "--venv", str(venv), "--format", "pylock", "--installer", installer)
+    run = run_cli(*args, *mirror_args(fake))
+    assert run.code == 0, run.err
+    assert "installing again without the optional layers, then adding them one at a time" in run.err
+    assert "optional layer optional-gamma failed and was left out" in run.err
+    assert "optional-epsilon failed" not in run.err
+    assert installed(venv) == {
+        "alpha": "1.0", "beta": "1.0", "torch": "2.13.0+cpu", "typer": "0.27.1", "epsilon": "1.0", "sub": "0.1.0",
+    }  # fmt: skip
+    assert f"verified: 6 packages in {venv}" in run.out
+    mirrored = (locked / ".lockgen" / "install" / FULL / "pylock.toml").read_text()
+    assert PYPI not in mirrored and FILES not in mirrored and fake.url in mirrored

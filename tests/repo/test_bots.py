@@ -1,4 +1,5 @@
-"""Update bots (issue 18, item 8): the Renovate recipe (examples/bots/renovate.json) and the
+"""Update bots: the Renovate preset (renovate/lockgen.json, which the recipe examples/bots/renovate.json
+extends) and the
 Dependabot-style relock workflow (examples/github-actions/lockgen-relock.yml), each tested by
 simulating the bot's edit on a project locked against the fake index, then running what the bot
 or the workflow runs, and checking the re-lock and the change report.
@@ -19,21 +20,45 @@ from pathlib import Path
 
 import pytest
 
+from lockgen import __version__
 from tests.conftest import locked_versions, run_cli, run_ok, write_project
 from tests.repo.test_workflows import git, jobs, script, step_script
 
 REPO = Path(__file__).resolve().parents[2]
 RENOVATE = REPO / "examples" / "bots" / "renovate.json"
+PRESET = REPO / "renovate" / "lockgen.json"
+#: How a project names the preset: Renovate's ``github>owner/repo//path/file#tag`` (the file without
+#: ``.json``, at the tag of the lockgen release the project's locks come from).
+PRESET_REF = re.compile(r"^github>lockgen/lockgen//(?P<path>[\w./-]+)#v(?P<version>.+)$")
 RELOCK = REPO / "examples" / "github-actions" / "lockgen-relock.yml"
 CELL = "linux-x86_64-cpu-py3.12"
 
-# ---- Renovate's regex manager, simulated -------------------------------------------------------
+# ---- Renovate's presets and regex manager, simulated ----------------------------------------------
+
+
+def resolved(path: Path = RENOVATE) -> dict:
+    """The config of ``path`` with its lockgen presets merged in as Renovate merges ``extends``:
+    each preset first, then the file's own keys; arrays of ``customManagers`` are concatenated,
+    other keys replaced. Renovate's built-in presets (``config:recommended``) are left out."""
+    config = json.loads(path.read_text())
+    merged: dict = {}
+    for ref in config.get("extends", []):
+        match = PRESET_REF.match(ref)
+        if match is None:
+            continue
+        preset = resolved(REPO / f"{match['path']}.json")
+        for key, value in preset.items():
+            merged[key] = merged.get(key, []) + value if key == "customManagers" else value
+    for key, value in config.items():
+        if key != "extends":
+            merged[key] = merged.get(key, []) + value if key == "customManagers" else value
+    return merged
 
 
 def managers(path: str) -> list[dict]:
     """The custom managers of renovate.json whose managerFilePatterns (``/regex/``) match ``path``."""
     found = []
-    for manager in json.loads(RENOVATE.read_text())["customManagers"]:
+    for manager in resolved()["customManagers"]:
         patterns = [p.strip("/") for p in manager["managerFilePatterns"]]
         if any(re.search(p, path) for p in patterns):
             found.append(manager)
@@ -104,6 +129,20 @@ delta[extra]==1.0
 """
 
 
+def test_the_recipe_extends_the_preset_of_this_release():
+    """The recipe holds no managers of its own: it names the preset at the tag of this release,
+    and the preset is a file Renovate reads as a preset (JSON, no ``extends`` of Renovate's
+    defaults: the project chooses those)."""
+    recipe = json.loads(RENOVATE.read_text())
+    assert set(recipe) == {"$schema", "extends"}
+    refs = [m for m in map(PRESET_REF.match, recipe["extends"]) if m]
+    assert [(m["path"], m["version"]) for m in refs] == [("renovate/lockgen", __version__)]
+    preset = json.loads(PRESET.read_text())
+    assert "extends" not in preset and preset["description"].startswith("lockgen:")
+    assert {"customManagers", "postUpgradeTasks"} <= set(preset)
+    assert all(m["customType"] == "regex" and m["datasourceTemplate"] == "pypi" for m in preset["customManagers"])
+
+
 def test_the_regex_managers_find_the_pins_a_bot_may_move():
     (pins,) = managers("pyproject.toml")
     found = extract(pins, PYPROJECT + '[tool.other]\nalpha = "9"\n')
@@ -130,7 +169,7 @@ def test_javascript_reads_the_patterns_as_python_does():
     }
     console.log(JSON.stringify(found));
     """
-    data = json.dumps([json.loads(RENOVATE.read_text()), PYPROJECT, TEMPLATE])
+    data = json.dumps([resolved(), PYPROJECT, TEMPLATE])
     run = subprocess.run(["node", "-e", program], input=data, capture_output=True, text=True, check=True, timeout=60)
     assert json.loads(run.stdout) == {"0": [["alpha", "1.0"]], "1": [["beta", "1.0"], ["delta", "1.0"]]}
 
@@ -163,7 +202,7 @@ def test_renovate_edit_then_its_post_upgrade_task(tmp_path, index, monkeypatch):
     assert (root / "templates" / "requirements.in.j2").read_text() == TEMPLATE.replace(
         "beta==1.0", "beta==1.1"
     ).replace("delta[extra]==1.0", "delta[extra]==1.1")
-    tasks = json.loads(RENOVATE.read_text())["postUpgradeTasks"]
+    tasks = resolved()["postUpgradeTasks"]
     monkeypatch.chdir(root)
     for command in tasks["commands"]:
         argv = shlex.split(command)

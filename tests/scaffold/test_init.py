@@ -283,7 +283,7 @@ def test_constraints_files_become_the_constraints_template(tmp_path):
     ("args", "error"),
     [(["--python", "3.x"], "--python 3.x: bad python version '3.x'; write major.minor such as \"3.12\""),
      (["--python", "3.12,3"], "--python 3: bad python version '3'"),
-     (["--exclude-newer", "tomorrow"], "--exclude-newer tomorrow: 'tomorrow' is not a date or RFC 3339 timestamp"),
+     (["--exclude-newer", "tomorrow"], "--exclude-newer tomorrow: 'tomorrow' is not a date, an RFC 3339 timestamp"),
      (["--exclude-newer", "2026-11-25T00:00:00"], "--exclude-newer 2026-11-25T00:00:00: '2026-11-25T00:00:00' needs a time zone"),
      (["--index", "download.pytorch.org/whl/cu128"], "--index download.pytorch.org/whl/cu128: 'download.pytorch.org/whl/cu128' is not a URL")],
     ids=["python-word", "python-major", "exclude-newer-word", "exclude-newer-no-zone", "index-no-scheme"],

@@ -35,6 +35,7 @@ import os
 import selectors
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -116,7 +117,7 @@ class FakeHost:
         folder: str,
         files: list[Path],
         *,
-        upload_time: str | None = None,
+        upload_time: str | Mapping[str, str] | None = None,
         hashed: bool = True,
         links: str = "absolute",
     ) -> str:
@@ -125,7 +126,7 @@ class FakeHost:
         ``links="absolute"``: absolute-path links (``/whl/cu130/torch-2.13.0%2Bcu130-….whl``, as
         download.pytorch.org serves them); ``"relative"``: paths relative to the page
         (``../../files/…``). With ``upload_time``, also PEP 691 JSON carrying it (PEP 700), as PyPI
-        serves; uv asks for JSON first.
+        serves; uv asks for JSON first. ``upload_time`` may map file names to their own times.
         """
         self._project_pages(folder, [(path, hashed) for path in files], upload_time, links)
         return f"{self.url}/{folder.strip('/')}"
@@ -231,7 +232,7 @@ class FakeHost:
         return f'<a href="{html.escape(href)}"{attrs}>{html.escape(path.name)}</a>'
 
     def _project_pages(
-        self, folder: str, files: list[tuple[Path, bool]], upload_time: str | None, links: str
+        self, folder: str, files: list[tuple[Path, bool]], upload_time: str | Mapping[str, str] | None, links: str
     ) -> list[str]:
         """Write ``<folder>/<project>/index.html`` (and ``index.json`` with ``upload_time``) for
         every project in ``files``; returns the projects."""
@@ -248,7 +249,8 @@ class FakeHost:
             if upload_time:
                 entries = []
                 for path, hashed in items:
-                    entry = {"filename": path.name, "url": self._href(path, page, links), "upload-time": upload_time}
+                    time = upload_time if isinstance(upload_time, str) else upload_time[path.name]
+                    entry = {"filename": path.name, "url": self._href(path, page, links), "upload-time": time}
                     entry["hashes"] = {"sha256": hashlib.sha256(path.read_bytes()).hexdigest()} if hashed else {}
                     if path in self._requires_python:
                         entry["requires-python"] = self._requires_python[path]
