@@ -1896,7 +1896,9 @@ def backend_candidates(facts: Facts, rules: DetectRules, allow_cpu: bool = False
     it are ignored, an unsupported discrete GPU refuses) -> ``amd``; an AMD GPU on the bus
     without a driver -> refused with a driver hint; otherwise the no-GPU rule: with
     ``allow_cpu`` the ``no-gpu`` backend for the machine's os, else refused with
-    ``no-gpu-refuse`` (C20, C21). A GPU kind the rules name no backend for counts as no GPU.
+    ``no-gpu-refuse`` (C20, C21); when the rules name no ``no-gpu`` backend for the os, the
+    default refusal (which says "pass --cpu") and ``--cpu`` both say to name the cell instead.
+    A GPU kind the rules name no backend for counts as no GPU.
     """
     if facts.unknown:
         raise Refused(f"cannot tell which GPUs this machine has: {facts.unknown[0]}",
@@ -2058,11 +2060,13 @@ def _choose_no_gpu(facts: Facts, rules: DetectRules, allow_cpu: bool, notes: Seq
     seen = [*notes, why]
     if notes:
         seen = [*notes, "no supported GPU"]
-    if not allow_cpu:
-        raise Refused(rules.no_gpu_refuse, seen)
     backend = rules.no_gpu_backend(facts.os)
-    if backend is None:
-        raise Refused(f"--cpu: the detect rules name no no-gpu backend for {facts.os}", seen)
+    if not allow_cpu and (backend is not None or rules.no_gpu_refuse != DEFAULT_NO_GPU):
+        raise Refused(rules.no_gpu_refuse, seen)
+    if backend is None:  # --cpu cannot help: say what can (the default message would send the user to --cpu)
+        flag = "--cpu: " if allow_cpu else "no supported GPU detected, and "
+        raise Refused(f"{flag}the detect rules name no no-gpu (CPU) backend for {facts.os}: name the cell to "
+                      "install (select.py --cell NAME; lockgen install NAME; lockgen matrix lists them)", seen)  # fmt: skip
     return Candidate(backend, (*seen, f"--cpu: {backend} (detect.no-gpu)"), facts)
 
 

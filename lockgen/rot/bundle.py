@@ -505,7 +505,9 @@ def install_script(data: Mapping[str, Any]) -> str:
     """A POSIX shell script that installs one cell of the bundle whose manifest is ``data`` into
     a new venv with the machine's Python and pip, offline: ``./install.sh [CELL | --cpu]`` (no
     cell: the one ``select.py`` picks), ``VENV`` (default ``.venv``), ``PYTHON`` (default
-    ``python3``). Optional layers that fail are warned about, not rolled back (``lockgen install
+    ``python3``). When ``select.py`` refuses the machine (exit 2 and its message: no GPU its rules
+    support, an unknown option), the script stops with its exit code and message, before any venv
+    is made. Optional layers that fail are warned about, not rolled back (``lockgen install
     --from`` rolls back)."""
     cases = []
     for name, entry in sorted(data["cells"].items()):
@@ -540,7 +542,8 @@ bundle=$(cd "$(dirname "$0")" && pwd)
 python=${PYTHON:-python3}
 venv=${VENV:-.venv}
 case "${1:-}" in
-  ""|-*) cell=$("$python" -I "$bundle/select.py" --manifest "$bundle/locks/manifest.json" "$@" | head -n 1 | cut -d: -f1) ;;
+  ""|-*) picked=$("$python" -I "$bundle/select.py" --manifest "$bundle/locks/manifest.json" "$@") || exit $?
+         cell=$(printf '%s\n' "$picked" | head -n 1 | cut -d: -f1) ;;
   *) cell=$1 ;;
 esac
 set --

@@ -101,6 +101,20 @@ def test_a_smaller_bundle_in_the_same_folder_drops_the_files_it_no_longer_needs(
     assert len(list((out / "files").glob("*/*"))) == 3  # the cells share every file here
 
 
+def test_the_bundles_script_stops_with_the_selectors_refusal(world, tmp_path):
+    """``install.sh`` with no cell asks ``select.py``; when it refuses (here: the manifest has no
+    ``[detect]`` rules; on a user's machine: no GPU they support), the script stops with its exit
+    code and message, not with "no cell  in this bundle" for an empty name, and makes no venv."""
+    out = tmp_path / "bundle"
+    run_ok("bundle", CELL, "-o", str(out))
+    env = {**os.environ, "PYTHON": sys.executable, "VENV": str(tmp_path / "venv")}
+    for args in ([], ["--cpu"], ["--no-such-option"]):
+        run = subprocess.run(["sh", str(out / "install.sh"), *args], capture_output=True, text=True, env=env)
+        assert run.returncode == 2, (args, run.stdout + run.stderr)
+        assert "no cell" not in run.stderr and run.stderr.strip(), (args, run.stderr)
+        assert not (tmp_path / "venv").exists()
+
+
 def test_install_from_a_bundle_is_refused_for_a_folder_that_is_not_one(tmp_path, cli):
     done = cli("install", "--from", str(tmp_path), "x")
     assert done.code == 2 and "is not a lockgen bundle" in done.err

@@ -182,8 +182,28 @@ def test_per_os_no_gpu_table() -> None:
     assert choose_backend(plain("windows"), rules, allow_cpu=True)[0] == "cpu"
     assert choose_backend(plain("macos", "x86_64"), rules, allow_cpu=True)[0] == "mps"
     partial = DetectRules.from_dict(RULES | {"no-gpu": {"windows": "cpu"}})
-    with pytest.raises(Refused, match="no no-gpu backend for linux"):
+    with pytest.raises(Refused, match="no no-gpu \\(CPU\\) backend for linux"):
         choose_backend(plain(), partial, allow_cpu=True)
+
+
+def test_no_cpu_cell_for_the_os_says_to_name_the_cell_not_to_pass_cpu() -> None:
+    """What ``lockgen init`` writes for ComfyUI: a cpu cell on windows only (its linux cell is
+    PyPI's CUDA torch). A linux machine with no GPU is refused; the default refusal said "pass
+    --cpu", which then failed too. Both now name the way that works; a configured
+    ``no-gpu-refuse`` is kept."""
+    rules = DetectRules.from_dict({"apple": "mps", "no-gpu": {"windows": "cpu"}, "nvidia-unknown-cuda": "cu13"})
+    for allow_cpu in (False, True):
+        with pytest.raises(Refused) as refused:
+            choose_backend(plain(), rules, allow_cpu=allow_cpu)
+        assert "pass --cpu" not in refused.value.message
+        assert "no no-gpu (CPU) backend for linux" in refused.value.message
+        assert "select.py --cell NAME; lockgen install NAME" in refused.value.message
+    with pytest.raises(Refused) as refused:
+        choose_backend(plain("windows"), rules, allow_cpu=False)
+    assert refused.value.message == select.DEFAULT_NO_GPU  # windows has a cpu cell: --cpu helps there
+    own = DetectRules.from_dict({"no-gpu": {"windows": "cpu"}, "no-gpu-refuse": "get a GPU"})
+    with pytest.raises(Refused, match=r"^get a GPU$"):
+        choose_backend(plain(), own, allow_cpu=False)
 
 
 # ---- cells, Pythons, manifest checks ------------------------------------------------------
