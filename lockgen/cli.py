@@ -56,7 +56,7 @@ def handler(command: str) -> Callable[[argparse.Namespace], int]:
 
 def _axis(text: str) -> tuple[str, str]:
     """``--axis NAME=VALUE``, parsed as the selector parses it."""
-    from lockgen.select import parse_axis
+    from lockgen.cellselect import parse_axis
 
     return parse_axis(text)
 
@@ -142,7 +142,7 @@ OPTIONS = (
     _Option(("--cell", "--select-cell"), {"metavar": "NAME", "help": "detect: take this cell (the way past GPU facts that cannot be known); why: the cell to explain"}, None, ("detect", "why")),
     _Option(("--axis",), {"action": "append", "type": lambda text: _axis(text), "metavar": "NAME=VALUE", "help": "the value of an extra matrix axis (repeatable)"}, [], ("detect", "install")),
     _Option(("--gpu-query",), {"metavar": "FILE", "help": "pretend: saved nvidia-smi --query-gpu output"}, None, ("detect",)),
-    _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.select picks for this machine"}, False, _INSTALL),
+    _Option(("--detect",), {"action": "store_true", "help": "install the cell lockgen.cellselect picks for this machine"}, False, _INSTALL),
     _Option(("--venv",), {"metavar": "PATH", "help": "the virtual environment (default: .venv in the project root)"}, None, _INSTALL),
     _Option(("--installer",), {"choices": ["uv", "pip"], "help": "run the manifest's uv (default) or pip commands"}, "uv", _INSTALL),
     _Option(("--index-url",), {"metavar": "URL", "help": "install from this index instead of the recorded one"}, None, _INSTALL),

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from lockgen import select
+from lockgen import cellselect as select
 from tests.support.select_samples import cli, manifest
 
 LINUX = ("--os", "linux", "--arch", "x86_64", "--cuda", "13.0")
