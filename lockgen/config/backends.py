@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from lockgen.cellselect import DetectRules, RulesError
 from lockgen.config.fields import NAME_PATTERN, Checks
 from lockgen.config.model import DEFAULT_BACKENDS, MINOR_POLICIES, BackendFamily
-from lockgen.cellselect import DetectRules, RulesError
 
 __all__ = ["BackendChecks"]
 
