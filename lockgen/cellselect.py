@@ -698,12 +698,6 @@ def _first_line(text: str, containing: str = "") -> str:
 
 # ---- bounded JSON ----------------------------------------------------------------------------
 
-#: A string (to its closing quote, or to the end of an unterminated one: every quote starts at
-#: most one match, and the match cannot fail, so no quote is scanned twice: linear time; a
-#: pattern that needs the closing quote rescans from every quote inside an unterminated string,
-#: quadratic) or one structural character.
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.|\\\Z)*(?:"|\Z)|[\[\]{},:]', re.DOTALL)
-
 
 class _Oversized:
     """A number the manifest may not hold (too many digits, not finite): kept in place so that
@@ -726,9 +720,7 @@ def loads_bounded(text: str, where: str, what: str = "JSON") -> Any:
     """``json.loads`` for input from elsewhere: at most :data:`MAX_DEPTH` levels of nesting,
     integers of at most :data:`MAX_DIGITS` digits, finite numbers only (no ``NaN``/``Infinity``,
     no ``1e999``). Raises :class:`InputError` naming ``where`` and the key path
-    (``cells.x.layers[0]``) of the first offending value, or the JSON error's line and column.
-    The nesting is measured before parsing (Python's parser would overflow its stack on deep
-    nesting; issue 15)."""
+    (``cells.x.layers[0]``) of the first offending value, or the JSON error's line and column."""
     data, path, problem = bounded_problem(text)
     if problem is not None:
         if path is None:  # a syntax error
@@ -741,75 +733,41 @@ def bounded_problem(text: str) -> tuple[Any, str | None, str | None]:
     """``(value, key path, message)`` of ``text`` read as bounded JSON (see :func:`loads_bounded`):
     ``(value, None, None)`` when it is fine; else the value is None and the message says why
     (``nested deeper than …``, ``the number … is out of range``, ``not JSON (…)``), the key path
-    where (None for a syntax error). For lockgen's own reader of JSON from elsewhere."""
-    depth_path = _too_deep(text)
-    if depth_path is not None:
-        return None, depth_path, f"nested deeper than {MAX_DEPTH} levels"
+    where (None for a syntax error; ``""`` for nesting too deep for the parser itself, which
+    raises ``RecursionError`` past about a thousand levels on every CPython 3.8-3.13). The
+    caller bounds the size (:data:`MAX_BYTES`). For lockgen's own reader of JSON from elsewhere."""
     try:
         data = json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float,
                           parse_constant=_Oversized)  # fmt: skip
-    except RecursionError:  # pragma: no cover - _too_deep measured it
-        return None, "", "nested too deeply"
+    except RecursionError:
+        return None, "", f"nested deeper than {MAX_DEPTH} levels"
     except ValueError as exc:
         return None, None, f"not JSON ({exc})"
-    found = _find_oversized(data, "")
-    if found is not None:
-        path, value = found
-        what = f"{len(value.text)} characters" if len(value.text) > 40 else repr(value.text)
-        return None, path, (f"the number {what} is out of range (integers up to {MAX_DIGITS} digits, "
-                            "finite numbers only)")  # fmt: skip
-    return data, None, None
+    found = _out_of_bounds(data, "", 0)
+    if found is None:
+        return data, None, None
+    path, value = found
+    if value is None:
+        return None, path, f"nested deeper than {MAX_DEPTH} levels"
+    what = f"{len(value.text)} characters" if len(value.text) > 40 else repr(value.text)
+    return None, path, f"the number {what} is out of range (integers up to {MAX_DIGITS} digits, finite numbers only)"
 
 
-def _too_deep(text: str) -> str | None:
-    """The key path where nesting passes :data:`MAX_DEPTH`, or None."""
-    stack: list[list[Any]] = []  # per open container: [kind, key or index]
-    last_string = None
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        if token in "[{":
-            if stack and stack[-1][0] == "{" and last_string is not None:
-                stack[-1][1] = last_string
-            stack.append([token, 0 if token == "[" else None])
-            if len(stack) > MAX_DEPTH:
-                return _stack_path(stack[:-1])
-        elif token in "]}":
-            if stack:
-                stack.pop()
-        elif token == ",":
-            if stack and stack[-1][0] == "[":
-                stack[-1][1] += 1
-        elif token == ":":
-            if stack and last_string is not None:
-                stack[-1][1] = last_string
-        else:
-            last_string = token[1:-1]
-            continue
-        last_string = None
-    return None
-
-
-def _stack_path(stack: list[list[Any]]) -> str:
-    path = ""
-    for kind, key in stack:
-        if kind == "[":
-            path += f"[{key}]"
-        elif key is not None:
-            path += f".{key}" if path else str(key)
-    return path[:300]
-
-
-def _find_oversized(value: Any, path: str) -> tuple[str, _Oversized] | None:
+def _out_of_bounds(value: Any, path: str, depth: int) -> tuple[str, _Oversized | None] | None:
+    """The key path (cut at 300 characters) of the first container nested deeper than
+    :data:`MAX_DEPTH` (with None) or number out of range (with it); None when all is within."""
     if isinstance(value, _Oversized):
-        return path, value
+        return path[:300], value
     if isinstance(value, dict):
         items: Any = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
     elif isinstance(value, list):
         items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
     else:
         return None
+    if depth == MAX_DEPTH:
+        return path[:300], None
     for child_path, child in items:
-        found = _find_oversized(child, child_path)
+        found = _out_of_bounds(child, child_path, depth + 1)
         if found is not None:
             return found
     return None

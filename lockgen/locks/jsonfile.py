@@ -1,8 +1,7 @@
 """JSON that lockgen did not just write (a manifest, a shard's manifest, ``bundle.json``, a
 manifest of another revision), read within bounds: at most :data:`~lockgen.cellselect.MAX_DEPTH`
 levels deep, integers of at most :data:`~lockgen.cellselect.MAX_DIGITS` digits, finite numbers only.
-Python's parser overflows its stack on deep nesting (a ``RecursionError`` traceback), so the depth
-is measured first, in one linear pass. The bounds are the vendored selector's own
+The bounds are the vendored selector's own
 (:func:`lockgen.cellselect.bounded_problem`): lockgen and the selector accept the same manifests.
 Read the bytes with :func:`lockgen.runtime.bounded.read_file` (the size limit) first.
 """
