@@ -1829,7 +1829,7 @@ def backend_candidates(facts: Facts, rules: DetectRules, allow_cpu: bool = False
     if facts.unknown:
         raise Refused(f"cannot tell which GPUs this machine has: {facts.unknown[0]}",
                       [*facts.unknown[1:], "an unknown answer is not 'no GPU': fix the probe and run again, or name "
-                       "the cell to install (select.py --cell NAME; lockgen install NAME)"])  # fmt: skip
+                       "the cell to install (cellselect.py --cell NAME; lockgen install NAME)"])  # fmt: skip
     if facts.apple_silicon and rules.apple:
         rosetta = " (this Python is x86_64 under Rosetta 2; the arm64 cell is chosen)" if facts.rosetta else ""
         return [Candidate(rules.apple, (f"Apple silicon{rosetta}: {rules.apple} (detect.apple)",), facts)]
@@ -1842,9 +1842,9 @@ def backend_candidates(facts: Facts, rules: DetectRules, allow_cpu: bool = False
         seen = ", ".join(facts.amd_unknown[:4])
         refusal = Refused(f"cannot tell which gfx target the AMD GPU {seen} has, so whether {rules.amd} supports it "
                           "is unknown (every GPU counts)",
-                          [*_notes(facts, "pci:"), "its PCI device ID is not in AMD's device table (select.py "
+                          [*_notes(facts, "pci:"), "its PCI device ID is not in AMD's device table (cellselect.py "
                            "AMD_GFX_DEVICES); say its target with --gfx (as hipinfo or AMD's driver reports it, "
-                           "like gfx1100), or name the cell to install: select.py --cell NAME"])  # fmt: skip
+                           "like gfx1100), or name the cell to install: cellselect.py --cell NAME"])  # fmt: skip
         return [Candidate(rules.amd, (f"AMD GPU {seen}: {rules.amd} (detect.amd)",), facts, refusal)]
     if facts.amd_agents and rules.amd:
         amd = _amd_candidate(facts, rules, rules.amd)
@@ -1869,15 +1869,15 @@ def _refuse_without_driver(facts: Facts, vendor: str, applies: bool) -> None:
         hint = ("the nouveau driver cannot run CUDA: install NVIDIA's driver" if "nouveau" in bound else
                 "install (or repair) the NVIDIA driver and its nvidia-smi, then run again")  # fmt: skip
         raise Refused(f"an NVIDIA GPU is on the PCI bus but its driver does not work ({why}): {hint}",
-                      [f"pci: {devices}", "to install a cell anyway, name it: select.py --cell NAME"])  # fmt: skip
+                      [f"pci: {devices}", "to install a cell anyway, name it: cellselect.py --cell NAME"])  # fmt: skip
     if facts.os == "windows":
         raise Refused("an AMD GPU is in this machine without AMD's driver (Windows shows it as the Microsoft Basic "
                       "Display Adapter or with a device error): install AMD's Adrenalin or PRO driver, then run again",
-                      [f"pci: {devices}", "to install a cell anyway, name it: select.py --cell NAME"])  # fmt: skip
+                      [f"pci: {devices}", "to install a cell anyway, name it: cellselect.py --cell NAME"])  # fmt: skip
     raise Refused("an AMD GPU is on the PCI bus without a driver (no amdgpu compute agents, no rocminfo): "
                   "install the amdgpu driver (ROCm's amdgpu-dkms, or a kernel that has it), then run again",
                   [f"pci: {devices}", *_notes(facts, "rocminfo:"),
-                   "to install a cell anyway, name it: select.py --cell NAME"])  # fmt: skip
+                   "to install a cell anyway, name it: cellselect.py --cell NAME"])  # fmt: skip
 
 
 def _nvidia_candidates(facts: Facts, rules: DetectRules) -> list[Candidate]:
@@ -1966,7 +1966,7 @@ def _amd_candidate(facts: Facts, rules: DetectRules, backend: str) -> Candidate 
     if discrete:
         refusal = Refused(f"the AMD GPU {', '.join(discrete)} is not supported by {backend} (every GPU counts)",
                           [f"{backend} supports {', '.join(targets or ())}",
-                           "hide it with HIP_VISIBLE_DEVICES, or name a cell: select.py --cell NAME"])  # fmt: skip
+                           "hide it with HIP_VISIBLE_DEVICES, or name a cell: cellselect.py --cell NAME"])  # fmt: skip
         return Candidate(backend, tuple(reasons), counted, refusal=refusal)
     return Candidate(backend, tuple(reasons), counted)
 
@@ -2120,7 +2120,7 @@ def _check_format(manifest: Mapping[str, Any]) -> None:
     if isinstance(fmt, bool) or not isinstance(fmt, int):
         raise InputError(f'no integer "format" (expected {MANIFEST_FORMAT}); is this a lockgen manifest?')
     if fmt != MANIFEST_FORMAT:
-        fix = "rewrite it with a newer lockgen (lockgen all)" if fmt < MANIFEST_FORMAT else "use a newer select.py"
+        fix = "rewrite it with a newer lockgen (lockgen all)" if fmt < MANIFEST_FORMAT else "use a newer cellselect.py"
         raise InputError(
             f"manifest format {fmt} is not supported (this selector reads format {MANIFEST_FORMAT}); {fix}"
         )
@@ -2189,7 +2189,7 @@ def select_cell(facts: Facts, manifest: Mapping[str, Any], python: str | None = 
             if checked.unknown:
                 raise Refused(f"cannot check that cell {name} has code for every GPU: {checked.unknown[0]}",
                               [*checked.unknown[1:], "the compute capability was not reported (see the nvidia-smi notes); "
-                               "name the cell to install it anyway: select.py --cell NAME", *_notes(facts, "nvidia-smi:")])  # fmt: skip
+                               "name the cell to install it anyway: cellselect.py --cell NAME", *_notes(facts, "nvidia-smi:")])  # fmt: skip
             if checked.gaps:
                 gaps_seen += [f"cell {name}: {gap}" for gap in checked.gaps]
                 skipped.append(f"cell {name}: no code for {checked.gaps[0]}")
@@ -2204,7 +2204,7 @@ def select_cell(facts: Facts, manifest: Mapping[str, Any], python: str | None = 
         raise Refused(f"no cell the detect rules allow has code for every GPU of this machine: {gaps_seen[0]}",
                       [*gaps_seen[1:], *(line for line in skipped if ": no code for " not in line),
                        "a cell built for this GPU is needed (add its architecture to the build), or name a cell: "
-                       "select.py --cell NAME"])  # fmt: skip
+                       "cellselect.py --cell NAME"])  # fmt: skip
     raise first_error or NoCell("no cell")
 
 
@@ -2586,7 +2586,7 @@ def run_cli(
     except (RecursionError, MemoryError) as exc:
         return _emit(2, out, [f"error: the input is too large or too deeply nested ({type(exc).__name__})"])
     except Exception as exc:  # no traceback on any input (issue 19): say what happened and where to report it
-        return _emit(2, out, [f"error: unexpected {type(exc).__name__} in select.py: {str(exc)[:300]} "
+        return _emit(2, out, [f"error: unexpected {type(exc).__name__} in cellselect.py: {str(exc)[:300]} "
                               "(a bug: please report it with the manifest and the command)"])  # fmt: skip
     if args.json:
         out.append(json.dumps(selection.to_dict(), indent=2))
@@ -2598,7 +2598,7 @@ def run_cli(
 
 def _emit(code: int, out: Sequence[str], err: Sequence[str]) -> int:
     """Print ``out`` and ``err`` lines and return ``code``. A reader that stops early
-    (``select.py | head -1``) is not an error: no ``BrokenPipeError`` traceback, the same exit
+    (``cellselect.py | head -1``) is not an error: no ``BrokenPipeError`` traceback, the same exit
     code (the choice was made), and stdout pointed at the null device so that Python's final
     flush does not fail again (the recipe of the Python docs' ``signal`` page)."""
     try:

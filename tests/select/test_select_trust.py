@@ -131,7 +131,7 @@ def test_an_unexpected_exception_is_still_an_error_line(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(select, "select_cell", broken)
     code, _, err = cli("--manifest", write(tmp_path, json.dumps(manifest())), *LINUX)
-    assert code == 2 and err.startswith("error: unexpected ZeroDivisionError in select.py: a bug")
+    assert code == 2 and err.startswith("error: unexpected ZeroDivisionError in cellselect.py: a bug")
 
 
 # ---- lock paths: where the manifest format puts them, beside the manifest (attacker review 1) --
