@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 
 #: lockgen's packages (and top-level modules), bottom to top, by layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("lockgen", "lockgen.runtime", "lockgen.select"),  # what every layer uses; the vendorable selector
+    ("lockgen", "lockgen.runtime", "lockgen.cellselect"),  # what every layer uses; the vendorable selector
     ("lockgen.config",),  # data only
     ("lockgen.plan",),  # what to resolve: cells, targets, rendered inputs, input hashes
     ("lockgen.locks",),  # the lock model and the files of the locks folder
@@ -31,4 +31,5 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lockgen.commands",),  # one module per command
     ("lockgen.cli",),  # argparse -> one call per command
     ("lockgen.__main__",),
+    ("lockgen.select",),  # the selector's old name: a shim for installers that run lockgen.select
 )

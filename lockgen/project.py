@@ -223,9 +223,9 @@ def _unchanged(root: Path, text: str | None, cell: str, lock: str, record: Mappi
 def detect_problems(config: Config, cells: Sequence[Cell]) -> None:
     """Raise :class:`ConfigError` when the ``[detect]`` rules do not fit the matrix (issue 19):
     a backend no cell has for the machines a rule can match, a rule no machine can reach, an
-    axis rule for an axis or value the matrix has not (:func:`lockgen.select.rules_problems`),
+    axis rule for an axis or value the matrix has not (:func:`lockgen.cellselect.rules_problems`),
     each with its key path."""
-    from lockgen.select import rules_problems
+    from lockgen.cellselect import rules_problems
 
     assert config.detect is not None
     path = f"{config.key_prefix}.detect" if config.key_prefix else "detect"

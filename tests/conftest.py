@@ -126,7 +126,7 @@ def _manifests_follow_the_schema():
 def _no_sysfs_of_this_machine():
     """The selector's facts come from canned outputs in the tests: it reads no sysfs (the PCI
     bus, the amdgpu topology) of the machine that runs them, unless a test passes its own."""
-    from lockgen import select
+    from lockgen import cellselect as select
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(select, "SYSFS", str(Path(__file__).parent / "data" / "detect" / "no-sysfs"))

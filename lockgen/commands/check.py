@@ -8,11 +8,34 @@ import argparse
 import json
 import sys
 
-from lockgen.commands import common
-from lockgen.run.check import check
-from lockgen.runtime.states import CellState
+from lockgen.commands import common, options
 
-__all__ = ["run"]
+__all__ = ["HELP", "OPTIONS", "USAGE", "arguments", "run"]
+
+HELP = "exit 1 if any lock or the manifest is out of date"
+USAGE = "[CELL ...]"
+OPTIONS = (
+    *options.EVERY, options.ONLY, options.MIRROR, options.JSON,
+    options.JOBS.meaning("with --online: requests at once (default 16); with --resolve: cells resolved at once"),
+    options.ONLINE.meaning("check every locked file on its host (deleted, moved, size or hash changed)"),
+    options.WAIT.meaning("with --resolve: wait for another lockgen run on this project instead of refusing"),
+)  # fmt: skip
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("cells", nargs="*", default=[], metavar="CELL", help="cells to check (default: all)")
+    parser.add_argument(
+        "--resolve", action="store_true",
+        help="resolve every cell again into .lockgen/reproduce/ (the recorded uv and cutoff) and explain any drift",
+    )  # fmt: skip
+    parser.add_argument(
+        "--attestations", action="store_true",
+        help="with --online: verify each file's PEP 740 attestations (needs lockgen[attestations])",
+    )  # fmt: skip
+    parser.add_argument(
+        "--timeout", type=float, metavar="SECONDS", default=None,
+        help="with --online: the time budget of the whole check (default 600)",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -21,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     if args.attestations:
         print("error: --attestations goes with --online", file=sys.stderr)
         return 2
+    from lockgen.run.check import check
+    from lockgen.runtime.states import CellState
+
     result = check(common.project(args), args.cells, args.only)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))

@@ -1,4 +1,6 @@
-"""What several commands share: the project, a lock run's options and reporter, the lock run itself."""
+"""What several commands share when they run: the project, a lock run's options and reporter, the
+lock run itself. (Their shared options are :mod:`lockgen.commands.options`.) Its imports of the
+core are made when a command runs, so that building the parser imports none."""
 
 from __future__ import annotations
 
@@ -7,17 +9,20 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lockgen.locks.shard import Shard
-from lockgen.project import Project
-from lockgen.resolve import uv
-from lockgen.run.values import Reporter, RunOptions
+if TYPE_CHECKING:
+    from lockgen.locks.shard import Shard
+    from lockgen.project import Project
+    from lockgen.run.values import Reporter, RunOptions
 
 __all__ = ["lock_cells", "print_text", "project", "reporter", "run_options", "shard"]
 
 
 def project(args: argparse.Namespace) -> Project:
     """The project of ``-C``/``--config`` (default: the nearest one upward of the working folder)."""
+    from lockgen.project import Project
+
     return Project.load(Path.cwd(), args.config)
 
 
@@ -30,11 +35,16 @@ def reporter(args: argparse.Namespace) -> Reporter:
 
 def shard(args: argparse.Namespace) -> Shard | None:
     """``--shard I/N``, if given."""
+    from lockgen.locks.shard import Shard
+
     return Shard.parse(args.shard) if args.shard is not None else None
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:
-    """How ``all``/``lock``/``bump`` run."""
+    """How ``all``/``lock``/``bump`` run (:data:`lockgen.commands.options.RESOLVING`)."""
+    from lockgen.resolve import uv
+    from lockgen.run.values import RunOptions
+
     return RunOptions(
         force=args.force, uv=uv.Options(upgrade=args.upgrade, upgrade_packages=tuple(args.upgrade_package)),
         jobs=args.jobs, online=args.online, mirrors=tuple(args.mirror), wait=args.wait,

@@ -7,12 +7,52 @@ import argparse
 import sys
 from pathlib import Path
 
-from lockgen.scaffold import Options, default_index_builds, scaffold, write
+from lockgen.commands import options
 
-__all__ = ["run"]
+__all__ = ["HELP", "OPTIONS", "USAGE", "arguments", "run"]
+
+HELP = "write a config and templates from the project's requirement files or pyproject.toml"
+USAGE = "[FILE ...]"
+OPTIONS = (
+    *options.EVERY, options.MIRROR, options.DRY_RUN.meaning("change nothing; print the files that would be written"),
+    options.PYTHON.meaning("the matrix's Pythons, comma-separated (X.Y,X.Y)"),
+)  # fmt: skip
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "files", nargs="*", default=[], metavar="FILE",
+        help="requirement files (default: requirements*.txt, requirements/); FILE:os=linux,arch=aarch64 says "
+        "its platform (keys os, arch, backend)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--commands", action="append", default=[], metavar="SCRIPT",
+        help="an installer script (or a file of pip install lines) whose torch install commands to read; "
+        "nothing in it runs (repeatable; SCRIPT:os=macos says its platform)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--index", action="append", default=[], metavar="URL",
+        help="a backend index (…/whl/cu128) for files that name none (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--exclude-newer",
+        metavar="DATE",
+        help='resolve as of this date or time, or a cooldown such as "7 days" (default: today, UTC)',
+    )
+    parser.add_argument(
+        "--offline", action="store_true",
+        help="read nothing from the default index: which build PyPI's linux torch is comes from init's table",
+    )  # fmt: skip
+    parser.add_argument(
+        "--with-dev", action="store_true",
+        help="also read the development and test requirement files (requirements-dev.txt, …), as a dev group "
+        "every cell installs",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
+    from lockgen.scaffold import Options, default_index_builds, scaffold, write
+
     root = Path(args.config) if args.config else Path.cwd()
     pythons = tuple(v.strip() for v in (args.python or "").split(",") if v.strip())
     options = Options(

@@ -5,13 +5,28 @@ from __future__ import annotations
 
 import argparse
 
-from lockgen.commands import common
-from lockgen.dossier.run import licenses_command
+from lockgen.commands import common, options
 
-__all__ = ["run"]
+__all__ = ["HELP", "OPTIONS", "USAGE", "arguments", "run"]
+
+HELP = "list each locked package's license per cell and check the [licenses] policy"
+USAGE = "[CELL ...]"
+OPTIONS = (*options.EVERY, options.MIRROR)
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "cells", nargs="*", default=[], metavar="CELL", help="cells to read (default: every cell with a lock)"
+    )
+    parser.add_argument(
+        "--offline", action="store_true", help="read package metadata from the cache only; fetch nothing"
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
 
 
 def run(args: argparse.Namespace) -> int:
+    from lockgen.dossier.run import licenses_command
+
     text, code = licenses_command(
         common.project(args), args.cells, fmt=args.format, mirrors=tuple(args.mirror), offline=args.offline
     )

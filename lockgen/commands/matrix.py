@@ -5,13 +5,25 @@ from __future__ import annotations
 import argparse
 import json
 
-from lockgen.commands import common
-from lockgen.run.matrix import rows
+from lockgen.commands import common, options
 
-__all__ = ["run"]
+__all__ = ["HELP", "OPTIONS", "USAGE", "arguments", "run"]
+
+HELP = "list the cells of the matrix"
+USAGE = ""
+OPTIONS = (
+    *options.EVERY, options.ONLY, options.SHARD.meaning("list only shard I of N (1-based) of the selected cells"),
+    options.JSON.meaning("print the cells as JSON objects"),
+)  # fmt: skip
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """None but its options."""
 
 
 def run(args: argparse.Namespace) -> int:
+    from lockgen.run.matrix import rows
+
     found = rows(common.project(args), args.only, common.shard(args))
     if args.json:
         print(json.dumps(found, indent=2))

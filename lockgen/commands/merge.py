@@ -7,14 +7,23 @@ import argparse
 import sys
 from pathlib import Path
 
-from lockgen.commands import common
-from lockgen.locks.shard import merge
-from lockgen.runtime.words import counted
+from lockgen.commands import common, options
 
-__all__ = ["run"]
+__all__ = ["HELP", "OPTIONS", "USAGE", "arguments", "run"]
+
+HELP = "merge the locks folders of `lockgen all --shard I/N` runs into locks/ and one manifest"
+USAGE = "DIR [DIR ...]"
+OPTIONS = (*options.EVERY, options.WAIT)
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dirs", nargs="+", metavar="DIR", help="a shard's locks folder (repeat for every shard)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from lockgen.locks.shard import merge
+    from lockgen.runtime.words import counted
+
     result = merge(common.project(args), [Path(d) for d in args.dirs], wait=args.wait)
     for line in result.report:
         print(line, file=sys.stderr)

@@ -5,13 +5,41 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lockgen.commands import common
-from lockgen.dossier.run import sbom_command
+from lockgen.commands import common, options
 
-__all__ = ["run"]
+__all__ = ["HELP", "OPTIONS", "USAGE", "arguments", "run"]
+
+HELP = "write CycloneDX 1.6 SBOMs of the locks, per cell and merged"
+USAGE = "[CELL ...]"
+OPTIONS = (*options.EVERY, options.MIRROR)
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "cells", nargs="*", default=[], metavar="CELL", help="cells to read (default: every cell with a lock)"
+    )
+    parser.add_argument(
+        "--offline", action="store_true", help="read package metadata from the cache only; fetch nothing"
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="write <cell>.cdx.json and matrix.cdx.json here (default: print the merged SBOM)",
+    )
+    parser.add_argument(
+        "--serial-number", metavar="UUID",
+        help="the SBOMs' serial number (default: derived from the locks, so the same locks give the same bytes)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--timestamp", action="store_true",
+        help="record the time of writing in the metadata (default: none, for byte-stable SBOMs)",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
+    from lockgen.dossier.run import sbom_command
+
     text, code = sbom_command(
         common.project(args), args.cells, output=args.output, mirrors=tuple(args.mirror), offline=args.offline,
         serial=args.serial_number, timestamp=args.timestamp,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from lockgen.cellselect import DetectRules, RulesError
 from lockgen.config.fields import NAME_PATTERN, Checks
 from lockgen.config.model import DEFAULT_BACKENDS, MINOR_POLICIES, BackendFamily
-from lockgen.select import DetectRules, RulesError
 
 __all__ = ["BackendChecks"]
 
@@ -18,7 +18,7 @@ _BACKEND_KEYS = {"flavors", "packages", "versioned", "gpu", "builds", "minor"}
 class BackendChecks(Checks):
     def detect(self, value: Any) -> DetectRules | None:
         """``[detect]``: the seed's hardware rules, validated by the stdlib-only selector that
-        installers vendor (:class:`lockgen.select.DetectRules`), so both read them alike."""
+        installers vendor (:class:`lockgen.cellselect.DetectRules`), so both read them alike."""
         if value is None:
             return None
         try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockgen.select import DetectRules
+from lockgen.cellselect import DetectRules
 
 __all__ = [
     "ARCHES",

@@ -6,7 +6,7 @@ every field is parsed into typed values and every path confined before anything 
 commands are built by lockgen from the manifest's typed fields for uv or pip only (the recorded
 ``layers[].commands`` must equal them, and are never run):
 
-1. Pick the cell: named, or chosen by :mod:`lockgen.select` on this machine (``--detect``; for
+1. Pick the cell: named, or chosen by :mod:`lockgen.cellselect` on this machine (``--detect``; for
    an existing venv, by that venv's Python minor).
 2. Refuse before touching anything when the cell does not fit: a manifest of another format or
    with a bad field, another OS or host arch (an alias whose interpreter this machine runs is

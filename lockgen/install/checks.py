@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from packaging.utils import NormalizedName
 from packaging.version import InvalidVersion, Version
 
-from lockgen import select
+from lockgen import cellselect
 from lockgen.index.files import Kind, artifact, filename_of
 from lockgen.locks.lock import Entry, LayerKind, Lock
 from lockgen.locks.manifestfile import CellEntry, LayerEntry
@@ -110,13 +110,13 @@ def host_problems(
     if requires.glibc and os_name == "linux":
         if glibc is None:
             problems.append(f"its wheels need glibc {requires.glibc} or newer (manylinux); this system has no glibc")
-        elif select.version_key(glibc) < select.version_key(requires.glibc):
+        elif cellselect.version_key(glibc) < cellselect.version_key(requires.glibc):
             problems.append(f"its wheels need glibc {requires.glibc} or newer (manylinux); this system has {glibc}")
     if (
         requires.macos
         and os_name == "macos"
         and macos
-        and select.version_key(macos) < select.version_key(requires.macos)
+        and cellselect.version_key(macos) < cellselect.version_key(requires.macos)
     ):
         problems.append(f"its wheels need macOS {requires.macos} or newer; this is macOS {macos}")
     return problems

@@ -1,6 +1,6 @@
 """Which cell ``lockgen install`` installs, and whether this machine may have it: the manifest
 read into typed values (:mod:`lockgen.locks.manifestfile`: every field checked, every path
-confined), the cell named or chosen by :mod:`lockgen.select` (for an existing venv, by that venv's
+confined), the cell named or chosen by :mod:`lockgen.cellselect` (for an existing venv, by that venv's
 Python minor), its layer files read once, confined to the locks folder, checked against the
 manifest's sha256 and parsed, their headers and recorded commands checked against the manifest's
 fields, and the machine checked against the cell (OS, host arch, glibc, macOS). Everything here
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from lockgen import select
+from lockgen import cellselect
 from lockgen.install.checks import Layer, glibc, host_problems, macos
 from lockgen.install.venv import Interpreter
 from lockgen.locks import manifestfile
@@ -77,7 +77,7 @@ def choose(
     entry = manifest.cells.get(name)
     if entry is None:  # the selector named a cell the manifest lacks
         raise InstallRefused(f"the selector chose cell {name!r}, which the manifest does not list")
-    if python and cell and select.version_key(python)[:2] != select.version_key(entry.python)[:2]:
+    if python and cell and cellselect.version_key(python)[:2] != cellselect.version_key(entry.python)[:2]:
         raise InstallRefused(f"cell {name} is for Python {entry.python}, not {python}")
     if not entry.installable:
         raise InstallRefused(f"cell {name} is {entry.status}: {entry.reason or 'it has no lock'}")
@@ -93,16 +93,16 @@ def _detect(
 ) -> tuple[str, list[str], dict[str, str]]:
     """The selector's choice on this machine; an existing venv's interpreter stands in for the
     running one (its Python minor and its arch)."""
-    facts = select.gather()
+    facts = cellselect.gather()
     wanted = python
     if present is not None:
         facts = replace(facts, interpreter=present[1].arch)
         wanted = python or present[1].minor
     try:
-        selection = select.select_cell(facts, manifest.data, wanted, cpu, axes=axes)
-    except select.Refused as exc:
+        selection = cellselect.select_cell(facts, manifest.data, wanted, cpu, axes=axes)
+    except cellselect.Refused as exc:
         raise InstallRefused("\n".join([exc.message, *(f"note: {n}" for n in exc.notes)])) from None
-    except select.SelectError as exc:
+    except cellselect.SelectError as exc:
         raise InstallRefused(str(exc)) from None
     reasons = selection.reasons
     if present is not None and not python:
@@ -221,7 +221,7 @@ def _sources(data: LayerEntry, lock: Lock, field: str, where: str) -> tuple[str 
     return index_url, tuple(find_links)
 
 
-def refuse_host(entry: CellEntry, facts: select.Facts) -> None:
+def refuse_host(entry: CellEntry, facts: cellselect.Facts) -> None:
     """Raise :class:`InstallRefused` when this machine (``facts``: its OS and host arch) cannot
     run the cell's locks: :func:`~lockgen.install.checks.host_problems` with its glibc/macOS."""
     problems = host_problems(entry, facts.os, glibc(), macos(), arch=facts.arch)

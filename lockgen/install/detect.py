@@ -1,6 +1,6 @@
 """The core of ``lockgen detect``: the manifest the selector chooses this machine's cell from.
 
-The facts, the parsers and the choice live in :mod:`lockgen.select` (stdlib only). Here the
+The facts, the parsers and the choice live in :mod:`lockgen.cellselect` (stdlib only). Here the
 project supplies the manifest: the one its locks give, with the ``[detect]`` rules; a cell that
 has no lock yet is still named (detect answers a question about the config).
 """
@@ -17,7 +17,7 @@ __all__ = ["detect_manifest"]
 
 
 def detect_manifest(project: Project, named: bool = False) -> dict[str, Any]:
-    """The project's manifest as :func:`lockgen.select.select_cell` reads it, built in memory.
+    """The project's manifest as :func:`lockgen.cellselect.select_cell` reads it, built in memory.
     Raises :class:`UsageError` when the config has no detect table (``[tool.lockgen.detect]`` in
     pyproject.toml, ``[detect]`` in lockgen.toml: the message names the one of the file in use),
     unless a cell is ``named`` (``--cell``: the selector needs no rules for it)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from packaging.utils import NormalizedName
 
-from lockgen import select
+from lockgen import cellselect
 from lockgen.config import WORK
 from lockgen.install.checks import SEED, Expected, Layer, expected, installed_problems, map_sources
 from lockgen.install.choose import choose, load_layers, read_manifest, refuse_host
@@ -310,7 +310,7 @@ def _install(
         warn(f"{layer.name}: not installed on this machine, its kernels do not run here "
              f"({left_out[layer.name]}); an optional layer: the install goes on without it")  # fmt: skip
     layers = [layer for layer in layers if layer.name not in left_out or layer.kind is not LayerKind.OPTIONAL]
-    refuse_host(entry, select.gather(probe_gpus=False))
+    refuse_host(entry, cellselect.gather(probe_gpus=False))
     main_lock = next((layer.lock for layer in layers if layer.kind is LayerKind.MAIN), None)
     for gap in main_lock.header.unavailable if main_lock is not None else ():  # before anything runs (issue 17)
         say(f"not available for {entry.name}: optional {gap.requirement} ({gap.reason})")

@@ -287,7 +287,7 @@ def probe_python(executable: str, cwd: Path, failure: str = "") -> Interpreter:
 
 
 def _interpreter(executable: str, data: Mapping[str, Any]) -> Interpreter:
-    from lockgen.select import normalize_arch
+    from lockgen.cellselect import normalize_arch
 
     version = [int(part) for part in data["version"]]
     return Interpreter(

@@ -1,9 +1,8 @@
 """JSON that lockgen did not just write (a manifest, a shard's manifest, ``bundle.json``, a
-manifest of another revision), read within bounds: at most :data:`~lockgen.select.MAX_DEPTH`
-levels deep, integers of at most :data:`~lockgen.select.MAX_DIGITS` digits, finite numbers only.
-Python's parser overflows its stack on deep nesting (a ``RecursionError`` traceback), so the depth
-is measured first, in one linear pass. The bounds are the vendored selector's own
-(:func:`lockgen.select.bounded_problem`): lockgen and ``select.py`` accept the same manifests.
+manifest of another revision), read within bounds: at most :data:`~lockgen.cellselect.MAX_DEPTH`
+levels deep, integers of at most :data:`~lockgen.cellselect.MAX_DIGITS` digits, finite numbers only.
+The bounds are the vendored selector's own
+(:func:`lockgen.cellselect.bounded_problem`): lockgen and the selector accept the same manifests.
 Read the bytes with :func:`lockgen.runtime.bounded.read_file` (the size limit) first.
 """
 
@@ -11,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lockgen import select
+from lockgen import cellselect
 from lockgen.runtime.bounded import MAX_BYTES, TooLarge
 from lockgen.runtime.errors import InputError, Problem
 
@@ -35,7 +34,7 @@ def load_json(data: bytes | str, where: str, what: str = "JSON", ours: bool = Tr
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputError(Problem(file=where, message=f"not UTF-8 text (byte offset {exc.start})")) from None
-    value, path, problem = select.bounded_problem(data)
+    value, path, problem = cellselect.bounded_problem(data)
     if problem is not None:
         if path is None:
             raise NotJson(Problem(file=where, message=f"not valid JSON ({problem[len('not JSON (') : -1]})"))

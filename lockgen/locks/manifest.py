@@ -6,7 +6,7 @@ the run that wrote it: per cell its axes, status, the Python minor and host it n
 environment its target needs at install time, the layers in install order with their flags, exact
 install commands and sha256 (of the text with LF line endings, so a CRLF checkout matches, CASES
 C17), what optional packages were not available and why. With the ``detect`` rules in it, a
-cell can be chosen from the manifest alone (:mod:`lockgen.select`). Keys are sorted; the file ends
+cell can be chosen from the manifest alone (:mod:`lockgen.cellselect`). Keys are sorted; the file ends
 with a newline.
 """
 

@@ -17,7 +17,7 @@ exit 2, never a traceback:
   ``LD_PRELOAD`` or ``PYTHONPATH`` would run code in every install command).
 
 Keys this lockgen does not know are ignored (docs/manifest.md, Stability). The ``detect`` rules
-are passed through as data to :mod:`lockgen.select`, which reads them itself.
+are passed through as data to :mod:`lockgen.cellselect`, which reads them itself.
 """
 
 from __future__ import annotations

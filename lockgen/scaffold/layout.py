@@ -113,10 +113,10 @@ def detect_table(cells: Iterable[Cell], why: list[str]) -> dict[str, object] | N
     label says as ``min-cuda`` (``cu128`` -> 12.8) and a ``match`` for the platforms it has; the
     oldest as ``nvidia-unknown-cuda``; ``amd`` for a ROCm backend; ``apple`` for ``mps``; and
     ``no-gpu`` per os with a ``cpu`` cell. Checked against the cells by the selector's own
-    validator (:func:`lockgen.select.rules_problems`); None when no backend can be routed."""
+    validator (:func:`lockgen.cellselect.rules_problems`); None when no backend can be routed."""
     import re
 
-    from lockgen.select import DetectRules, rules_problems
+    from lockgen.cellselect import DetectRules, rules_problems
 
     cells = list(cells)
     oses = {c[0] for c in cells}

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from lockgen.cli import parse
+from lockgen.cli import COMMANDS, command, parse, shared_options
 from lockgen.commands.all import run as cmd_all
 from tests.conftest import run_cli, write_project
 
@@ -141,10 +145,10 @@ def test_command_options_before_the_command(argv, expected):
     ("argv", "message"),
     [
         (["--force", "matrix"], "--force does not apply to matrix (only to all, lock, bump)"),
-        (["-j", "2", "matrix"], "-j/--jobs does not apply to matrix (only to all, lock, bump, check, bundle)"),
+        (["-j", "2", "matrix"], "-j/--jobs does not apply to matrix (only to all, lock, check, bump, bundle)"),
         (["--only", "os=linux", "detect"], "--only does not apply to detect (only to all, lock, matrix, check)"),
         (["--json", "diff"], "--json does not apply to diff (only to all, lock, matrix, detect, check, bump, why)"),
-        (["matrix", "-j", "2"], "-j/--jobs does not apply to matrix (only to all, lock, bump, check, bundle)"),
+        (["matrix", "-j", "2"], "-j/--jobs does not apply to matrix (only to all, lock, check, bump, bundle)"),
         (["detect", "--only", "os=linux"], "--only does not apply to detect (only to all, lock, matrix, check)"),
         (["all", "--gpu", "none"], "--gpu does not apply to all (only to detect)"),
     ],
@@ -185,3 +189,74 @@ def test_a_closed_pipe_exits_quietly(tmp_path):
     finally:
         os.close(write)
     assert (run.returncode, run.stderr) == (1, "")
+
+
+def _help(*argv: str) -> str:
+    """What ``lockgen … --help`` prints."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as done:
+        parse([*argv, "--help"])
+    assert done.value.code == 0
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_s_help_starts_with_what_it_does(name):
+    """``lockgen merge --help``: its one-line usage, then a description of merge, then only the
+    options merge takes."""
+    module = command(name)
+    usage, description, *_ = _help(name).split("\n\n")
+    assert usage.startswith(f"usage: lockgen {name} [OPTIONS]") and "\n" not in usage
+    assert " ".join(description.split()) == module.HELP[0].upper() + module.HELP[1:] + "."
+    shown = set(re.findall(r"^  (-[\w-]+|--[\w-]+)", _help(name), re.MULTILINE)) - {"-h"}
+    assert shown == {opt.flags[0] for opt in module.OPTIONS} | _own_flags(module)
+
+
+def _own_flags(module) -> set[str]:
+    parser = argparse.ArgumentParser(add_help=False)
+    module.arguments(parser)
+    return {action.option_strings[0] for action in parser._actions if action.option_strings}
+
+
+#: Commands whose names are ordinary words of a help text too ("with a lock", "all of it", "the matrix").
+_ORDINARY = ("all", "lock", "matrix")
+
+
+def _speaks_of(others: list[str]) -> re.Pattern[str]:
+    """Another command used as a qualifier of a help text: ``install: into this venv``, ``all,
+    lock, bump: …``, ``check --online and …``, ``(install)``; not as a reference (``lockgen
+    merge``), an option (``--detect``) or a plain word (``a bundle folder``, ``the matrix's``)."""
+    return re.compile(rf"(?<!lockgen )(?<![-\w.<])({'|'.join(others)})(?=:|,|\)| --\w)")
+
+
+def test_the_qualifier_pattern_finds_the_old_help_texts():
+    """The texts one table of options gave every command (merge's --wait said install's)."""
+    old = [
+        "wait for another lockgen run on this project (install: into this venv) instead of refusing",
+        "cells resolved at once (default: CPU cores + 1, 2 to 8); check --online and bundle: requests at once",
+        "change nothing: say what would be installed (install) or written (init)",
+        "detect: take this cell (the way past GPU facts that cannot be known); why: the cell to explain",
+    ]
+    assert all(_speaks_of(["install", "check", "init", "why"]).search(text) for text in old)
+    assert not _speaks_of(["bundle", "detect", "matrix"]).search("from a bundle folder (lockgen bundle) or --detect")
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_no_option_of_a_command_speaks_of_another_command(name):
+    """Each command says what its options do there: merge's --wait is not install's."""
+    module = command(name)
+    parser = argparse.ArgumentParser(add_help=False)
+    module.arguments(parser)
+    texts = [opt.own_help or opt.help for opt in module.OPTIONS] + [a.help or "" for a in parser._actions]
+    pattern = _speaks_of([other for other in COMMANDS if other not in (name, *_ORDINARY)])
+    assert [text for text in texts if pattern.search(text)] == []
+
+
+def test_a_shared_option_is_defined_once():
+    """Every command that takes --wait (or -j, --python, …) takes the one definition; a command
+    that defined its own, different, copy would break the parser."""
+    found = shared_options()
+    assert found["wait"][1] == ("all", "lock", "check", "bump", "install", "merge", "audit")
+    assert all(opt.same(taken) for name in COMMANDS for taken in command(name).OPTIONS
+               for opt, _ in [found[taken.dest]])  # fmt: skip
+    assert "install" not in _help("merge") and "install" in _help("install", "--wait")

@@ -319,11 +319,11 @@ def test_today_decides_expiry():
 
 
 def test_the_cli_names_the_formats_and_thresholds_the_core_has():
-    from lockgen import cli
+    from lockgen.commands import audit
     from lockgen.config.model import SEVERITIES
     from lockgen.dossier.auditformat import FORMATS
 
-    assert tuple(FORMATS) == cli.AUDIT_FORMATS and cli.FAIL_ON == SEVERITIES
+    assert tuple(FORMATS) == audit.FORMATS and audit.FAIL_ON == SEVERITIES
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif", "markdown"])

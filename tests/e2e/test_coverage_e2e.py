@@ -207,7 +207,7 @@ def test_the_layers_gpu_wheels_are_read_and_decide_which_layers_install(
     assert "layer not installed on this machine: optional-sageattention (optional): no code for GPU 0" in text.out
 
     # install --detect goes on without the optional layers the machine cannot run
-    from lockgen import select as selector
+    from lockgen import cellselect as selector
 
     facts = selector.Facts(os="linux", arch="x86_64", interpreter="x86_64", nvidia=True, cuda="13.0",
                            gpus=(selector.Gpu("NVIDIA GPU", "24564 MiB", "580.65.06", 7.5),))  # fmt: skip

@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lockgen import osv, select
+from lockgen import cellselect as select
+from lockgen import osv
 from lockgen.index import pages as simplepages
 from lockgen.locks import lock as lockmodel
 from lockgen.locks import manifestfile

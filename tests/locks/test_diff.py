@@ -487,11 +487,11 @@ def test_a_locks_folder_is_itself_even_beside_a_locks_subfolder(tmp_path: Path) 
 
 
 def test_the_command_line_offers_every_diff_format():
-    """cli.py names the formats itself (building the parser must not import the diff code)."""
-    from lockgen.cli import DIFF_FORMATS
+    """``lockgen diff`` names the formats itself (building the parser must not import the diff code)."""
+    from lockgen.commands import diff
     from lockgen.locks.diffcmd import FORMATS
 
-    assert tuple(FORMATS) == DIFF_FORMATS
+    assert tuple(FORMATS) == diff.FORMATS
 
 
 def test_two_folders_need_no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -238,7 +238,7 @@ def test_detect_routes_an_extra_axis_by_rules_or_by_hand(tmp_path, monkeypatch):
     assert json.loads(run.out)["cell"] == "linux-x86_64-cu130-py3.12-modern"
     bad = run_cli(*args, "--axis", "profile")
     assert bad.code == 2 and "write NAME=VALUE" in bad.err
-    from lockgen import select
+    from lockgen import cellselect as select
     from lockgen.install.detect import detect_manifest
     from lockgen.locks import manifestfile
     from lockgen.runtime.errors import InstallRefused

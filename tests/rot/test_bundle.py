@@ -51,7 +51,7 @@ def test_a_bundle_stores_each_file_once_and_points_its_locks_at_them(world, tmp_
         import hashlib
 
         assert path.split("/")[1] == hashlib.sha256(files[path]).hexdigest()  # content-addressed
-    assert {"bundle.json", "select.py", "install.sh", "locks/manifest.json", "index/alpha/index.html"} <= set(files)
+    assert {"bundle.json", "cellselect.py", "install.sh", "locks/manifest.json", "index/alpha/index.html"} <= set(files)
     main = Lock.parse(files[f"locks/{CELL}.txt"].decode(), "main")
     assert main.header.index_url == "index" and main.header.find_links == ()
     assert "--index-url index locks/linux-x86_64-cpu-py3.11.txt" in files[f"locks/{CELL}.txt"].decode()
@@ -69,9 +69,10 @@ def test_a_bundle_stores_each_file_once_and_points_its_locks_at_them(world, tmp_
     text = "\n".join(v.decode(errors="replace") for k, v in files.items() if not k.startswith("files/"))
     assert str(tmp_path) not in text and "127.0.0.1" not in text  # no machine path, no mirror
     assert lock_files(world.root) == before  # the project's locks are not touched
+    (out / "select.py").write_bytes(files["cellselect.py"])  # the selector's old name, as an earlier lockgen wrote it
     again = run_ok("bundle", *CELLS, "-o", str(out))
     assert "3 files (0 downloaded, 3 reused)" in again.err
-    assert _files(out) == files  # the same locks give the same bundle, byte for byte
+    assert _files(out) == files  # the same locks give the same bundle, byte for byte (and no select.py)
 
 
 def test_a_file_that_changed_since_it_was_locked_is_not_bundled(world, tmp_path):
@@ -194,7 +195,7 @@ def test_a_bundle_installs_with_no_network_with_uv_and_pip(world, pypi, tmp_path
 def test_a_bundle_installs_with_ensurepips_pip_and_its_script_runs_beside_a_select_py(
     world, pypi, tmp_path, monkeypatch
 ):
-    """The bundle holds ``select.py`` (the selector), which hid the stdlib ``select`` from the
+    """A bundle of an earlier lockgen held ``select.py`` (the selector), which hid the stdlib ``select`` from the
     ``ensurepip`` lockgen ran in the bundle for a lockgen without pip (pipx, ``uv tool``): "no pip
     in it and ensurepip failed: … module 'select' has no attribute 'select'". Every Python runs
     isolated now (``-I``), lockgen's and the script's, so a folder's own ``select.py`` or

@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _init_reads_no_real_index(monkeypatch):
-    from lockgen.commands import init
+    from lockgen import scaffold
     from lockgen.scaffold.builds import PypiTorch
 
-    monkeypatch.setattr(init, "default_index_builds", lambda mirrors=(): PypiTorch())
+    monkeypatch.setattr(scaffold, "default_index_builds", lambda mirrors=(): PypiTorch())

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from lockgen import select
-from lockgen.select import (
+from lockgen import cellselect as select
+from lockgen.cellselect import (
     DetectRules,
     Facts,
     NoCell,
@@ -443,21 +443,35 @@ def test_a_copy_runs_on_a_bare_python(tmp_path: Path, manifest_file: Path) -> No
     assert json.loads(done.stdout)["lock"] == "locks/windows-x86_64-cu130-py3.12.txt"
 
 
-def test_the_copy_runs_as_a_script_named_select_py(tmp_path: Path, manifest_file: Path) -> None:
-    """``python select.py``: its folder comes first on sys.path, where the name shadows the stdlib
-    ``select`` that subprocess imports; probing (nvidia-smi, rocminfo) must still work."""
-    shutil.copy(MODULE, tmp_path / "select.py")
-    done = subprocess.run([sys.executable, "-S", "select.py", "--manifest", str(manifest_file), "--cpu", "--json"],
+@pytest.mark.parametrize("name", ["cellselect.py", "select.py"])
+def test_the_copy_runs_as_a_script(tmp_path: Path, manifest_file: Path, name: str) -> None:
+    """``python cellselect.py``, and a copy vendored under the old name, ``python select.py``: its
+    folder comes first on sys.path, where that name shadows the stdlib ``select`` that subprocess
+    imports; probing (nvidia-smi, rocminfo) must still work."""
+    shutil.copy(MODULE, tmp_path / name)
+    done = subprocess.run([sys.executable, "-S", name, "--manifest", str(manifest_file), "--cpu", "--json"],
                           check=False, capture_output=True, text=True, timeout=120, cwd=tmp_path)  # fmt: skip
     assert "Traceback" not in done.stderr and done.returncode in (0, 2), done.stderr
-    bad = subprocess.run([sys.executable, "-I", "-S", str(tmp_path / "select.py"), "--manifest", str(manifest_file),
+    bad = subprocess.run([sys.executable, "-I", "-S", str(tmp_path / name), "--manifest", str(manifest_file),
                           "--os", "linux", "--arch", "x86_64", "--cuda", "12.4"],
                          check=False, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert bad.returncode == 2 and bad.stderr.startswith("error: " + TOO_OLD.format(cuda="12.4"))
 
 
-def test_runs_as_a_module(manifest_file: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "lockgen.select", "--manifest", str(manifest_file), "--os", "macos",
+def test_the_old_import_name_is_the_selector() -> None:
+    """``from lockgen import select`` (installers that import it) gives the selector module itself."""
+    import lockgen.select
+    from lockgen import cellselect
+    from lockgen import select as old
+    from lockgen.select import select_cell as old_select_cell
+
+    assert old is lockgen.select is cellselect and old_select_cell is cellselect.select_cell
+
+
+@pytest.mark.parametrize("module", ["lockgen.cellselect", "lockgen.select"])
+def test_runs_as_a_module(manifest_file: Path, module: str) -> None:
+    """Under its name and under the old one, which installers may run."""
+    done = subprocess.run([sys.executable, "-m", module, "--manifest", str(manifest_file), "--os", "macos",
                            "--arch", "aarch64"], check=False, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0 and done.stdout.startswith(
         "macos-aarch64-mps-py3.12: locks/macos-aarch64-mps-py3.12.txt"

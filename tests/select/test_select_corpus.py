@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lockgen import select
+from lockgen import cellselect as select
 from tests.support.select_corpus import MACHINES, MANIFESTS, Machine
 from tests.support.select_samples import fake_run
 

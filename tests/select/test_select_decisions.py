@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from lockgen import select
-from lockgen.select import Facts, Gpu, PciDevice
+from lockgen import cellselect as select
+from lockgen.cellselect import Facts, Gpu, PciDevice
 from tests.conftest import run_cli
 from tests.support.select_corpus import CU126, CU130, MANIFEST
 from tests.support.select_samples import NO_SYSFS, cli, fake_run

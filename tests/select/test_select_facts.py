@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from lockgen import select
-from lockgen.select import (
+from lockgen import cellselect as select
+from lockgen.cellselect import (
     gather,
 )
 from tests.support.select_samples import (

@@ -1,5 +1,5 @@
 """The vendored selector on every CPython it promises (3.8 to 3.13, issue 19 item 1): the file
-copied as ``select.py`` and run as a script, against the committed manifest and with fake
+copied as ``cellselect.py`` (and under its old name, ``select.py``) and run as a script, against the committed manifest and with fake
 ``nvidia-smi``/``rocminfo`` programs that print the recorded samples. An interpreter that is not
 installed (pyenv's ``versions/3.X.*``) is skipped, saying which."""
 
@@ -44,19 +44,20 @@ def fake_programs(folder: Path, banner: str, query: str, rocminfo: str | None) -
     return {"PATH": f"{folder}{os.pathsep}/usr/bin:/bin", "HOME": str(folder)}
 
 
+@pytest.mark.parametrize("name", ["cellselect.py", "select.py"])
 @pytest.mark.parametrize("version", VERSIONS)
-def test_the_vendored_copy_runs_as_select_py(version: str, tmp_path: Path) -> None:
+def test_the_vendored_copy_runs(version: str, tmp_path: Path, name: str) -> None:
     python = interpreter(version)
     if python is None:
         pytest.skip(f"CPython {version} is not installed here (pyenv versions/{version}.*)")
     if sys.platform != "linux":
         pytest.skip("the fake nvidia-smi is a shell script")
-    shutil.copy(MODULE, tmp_path / "select.py")
+    shutil.copy(MODULE, tmp_path / name)
     manifest = REPO / "locks" / "manifest.json"
     query = DATA / "nvidia-smi" / "query-4090.csv"
 
     def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(python), "select.py", "--manifest", str(manifest), *args], cwd=tmp_path, env=env,
+        return subprocess.run([str(python), name, "--manifest", str(manifest), *args], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
 
     pretended = run(
@@ -77,7 +78,7 @@ def test_the_vendored_copy_runs_as_select_py(version: str, tmp_path: Path) -> No
     assert refused.returncode == 2 and refused.stderr.startswith("error: The NVIDIA driver only supports CUDA 12.4")
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": 4, "cells": ' + "[" * 3000 + "]" * 3000 + "}")
-    hostile = subprocess.run([str(python), "select.py", "--manifest", str(bad), "--cpu"], cwd=tmp_path,
+    hostile = subprocess.run([str(python), name, "--manifest", str(bad), "--cpu"], cwd=tmp_path,
                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert hostile.returncode == 2 and "nested deeper than" in hostile.stderr and "Traceback" not in hostile.stderr
 

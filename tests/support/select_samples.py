@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from lockgen import select
-from lockgen.select import (
+from lockgen import cellselect as select
+from lockgen.cellselect import (
     Facts,
     Gpu,
 )
