@@ -84,9 +84,9 @@ def day_one(tmp_path: Path, make_host, name: str) -> tuple[Path, list[dict]]:
     returns the project folder and ``lockgen matrix --json``'s rows."""
     root = tmp_path / name
     shutil.copytree(DATA / name, root)
-    run_ok("init", "-C", str(root))
     wanted, indexes = project_requirements(root)
     mirrors = serve(wanted, make_host, indexes, shaped=True)
+    run_ok("init", "-C", str(root), *mirrors)  # init reads torch's metadata from the fake index too
     rows = json.loads(run_ok("matrix", "--json", "-C", str(root)).out)
     run_ok("all", "-C", str(root), *mirrors)
     run_ok("check", "-C", str(root), *mirrors)
@@ -173,11 +173,11 @@ def test_release_assets_that_refuse_head_are_checked_online(tmp_path, fake_host)
     storage URL, reads one byte by GET: the files are there, no finding."""
     root = tmp_path / "text-generation-webui"
     shutil.copytree(DATA / "text-generation-webui", root)
-    run_ok(
-        "init", "--python", "3.11", "-C", str(root)
-    )  # init alone picks 3.13 (its cp313 wheels): the fake world's numpy has 3.11
     wanted, indexes = project_requirements(root)
     mirrors = serve(wanted, fake_host, indexes, shaped=True)
+    run_ok(
+        "init", "--python", "3.11", "-C", str(root), *mirrors
+    )  # init alone picks 3.13 (its cp313 wheels): the fake world's numpy has 3.11
     cell = "linux-x86_64-cpu-py3.11-portable"
     run_ok("lock", cell, "-C", str(root), *mirrors)
     assert {"gradio", "llama-cpp-binaries"} <= set(locked_versions((root / "locks" / f"{cell}.txt").read_text()))
@@ -209,11 +209,11 @@ def test_a_real_shaped_cell_installs_with_uv_and_with_the_pip_a_fresh_venv_ships
         pytest.skip("needs CPython 3.11 on Linux (its ensurepip ships pip 23.2.1)")
     root = tmp_path / "text-generation-webui"
     shutil.copytree(DATA / "text-generation-webui", root)
-    run_ok(
-        "init", "--python", "3.11", "-C", str(root)
-    )  # init alone picks 3.13 (its cp313 wheels): the fake world's numpy has 3.11
     wanted, indexes = project_requirements(root)
     mirrors = serve(wanted, fake_host, indexes, shaped=True)
+    run_ok(
+        "init", "--python", "3.11", "-C", str(root), *mirrors
+    )  # init alone picks 3.13 (its cp313 wheels): the fake world's numpy has 3.11
     cell = "linux-x86_64-cpu-py3.11-full"
     run_ok("lock", cell, "-C", str(root), *mirrors)
     locked = locked_versions((root / "locks" / f"{cell}.txt").read_text())
