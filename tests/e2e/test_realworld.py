@@ -10,9 +10,8 @@ not the world's. The same projects against real PyPI are in ``test_realworld_net
 the table of what each needs by hand in docs/realworld.md.
 
 One small project (ComfyUI: one file, three cells) is in the default tier; every project is in
-the slow tier. Where init's inference gives a config that cannot lock (a linux cell labelled
-``cpu`` that gets PyPI's CUDA torch, a pin with no wheel and no ``allow-build``), the test is
-``xfail(strict=False)`` with the cause.
+the slow tier. init reads torch's metadata from the fake index too (``--mirror``), so the labels
+it writes are those of the fake world's torch, as they are PyPI's on a real first day.
 """
 
 from __future__ import annotations
@@ -34,25 +33,6 @@ pytestmark = pytest.mark.uv
 
 DATA = Path(__file__).parents[1] / "data" / "realworld"
 PYTORCH = "download.pytorch.org"
-
-#: Why init's config of a project does not lock yet (its inference: the init work), by project.
-CPU_LABEL = (
-    "init labels the linux x86_64 cell cpu, but with no index line it gets PyPI's torch, the CUDA "
-    "build that requires nvidia-*-cu12: the backend invariants (C27) refuse the cell"
-)
-SDIST = "a pin PyPI has only an sdist of ({}): init writes no allow-build for it, so every cell is refused"
-NOT_YET = {
-    "ComfyUI": CPU_LABEL,
-    "Fooocus": CPU_LABEL + "; " + SDIST.format("groundingdino-py==0.4.0"),
-    "ai-toolkit": SDIST.format("lycoris-lora==1.8.3"),
-    "sdnext": CPU_LABEL + " (torch is no line of its file: accelerate, timm and peft require it)",
-    "stable-diffusion-webui-forge": CPU_LABEL + "; " + SDIST.format("jsonmerge==1.8.0"),
-    "text-generation-webui": (
-        "init picks Python 3.11 (no reason said), but the full files' exllamav3 and flash-attn wheels are cp313, "
-        'named under python_version == "3.13" markers: every full cell drops them'
-    ),
-}
-
 
 def requirement_files(root: Path) -> list[Path]:
     """The project's requirement files (every ``.txt`` but the extracted install commands)."""
@@ -103,29 +83,25 @@ def cuda_runtime_follows_torch(root: Path, rows: list[dict]) -> None:
         assert ("nvidia-cublas-cu12" in locked) == linux, row["name"]
 
 
-def _marks(name: str) -> list:
-    return [pytest.mark.xfail(reason=NOT_YET[name], strict=False)] if name in NOT_YET else []
-
-
-@pytest.mark.parametrize("name", [pytest.param("ComfyUI", marks=_marks("ComfyUI"))])
-def test_comfyui_on_day_one(tmp_path, fake_host, name):
+def test_comfyui_on_day_one(tmp_path, fake_host):
     """The default tier's representative: one file, torch unpinned, no index line."""
-    root, rows = day_one(tmp_path, fake_host, name)
+    root, rows = day_one(tmp_path, fake_host, "ComfyUI")
     cuda_runtime_follows_torch(root, rows)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "name",
-    [pytest.param(n, marks=_marks(n)) for n in ("Fooocus", "InvokeAI", "ai-toolkit", "sdnext",
-                                                 "stable-diffusion-webui-forge", "text-generation-webui")],
-)  # fmt: skip
+    "name", ["Fooocus", "InvokeAI", "ai-toolkit", "sdnext", "stable-diffusion-webui-forge", "text-generation-webui"]
+)
 def test_real_project_on_day_one(tmp_path, fake_host, name):
     root, rows = day_one(tmp_path, fake_host, name)
     cuda_runtime_follows_torch(root, rows)
-    if name == "text-generation-webui":  # the wheels its full CUDA file names for its Python
-        full = next(r for r in rows if r["name"].startswith("linux-x86_64-cu128") and r["name"].endswith("-full"))
-        assert {"exllamav3", "flash-attn"} <= set(locked_versions((root / full["lock"]).read_text()))
+    if name == "text-generation-webui":  # init picks 3.13: every full CUDA cell keeps the cp313 wheels its file names
+        full = [r for r in rows if "-cu128-" in r["name"] and r["name"].endswith("-full")]
+        assert {r["os"] for r in full} == {"linux", "windows"}
+        for row in full:
+            assert row["python"] == "3.13"
+            assert {"exllamav3", "flash-attn"} <= set(locked_versions((root / row["lock"]).read_text())), row["name"]
 
 
 # -- the fake world's shapes (no uv) ----------------------------------------------------------------
@@ -187,16 +163,8 @@ def test_release_assets_that_refuse_head_are_checked_online(tmp_path, fake_host)
 
 # -- installing a real-shaped cell (slow: venvs) -----------------------------------------------------
 
-PIP_BYTECODE = (
-    "pip compiles bytecode over the .pyc that numpy's RECORD lists; lockgen's check after the install calls "
-    "it 'not the file it installed' and its hint blames uv's cache though pip ran"
-)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "installer", ["uv", pytest.param("pip", marks=pytest.mark.xfail(reason=PIP_BYTECODE, strict=False))]
-)
+@pytest.mark.parametrize("installer", ["uv", "pip"])
 def test_a_real_shaped_cell_installs_with_uv_and_with_the_pip_a_fresh_venv_ships(tmp_path, fake_host, installer):
     """text-generation-webui's linux cpu ``full`` cell (init's config, Python 3.11): numpy's
     wheel with bytecode in RECORD, gradio from a GitHub release asset behind a redirect that
