@@ -34,6 +34,7 @@ pytestmark = pytest.mark.uv
 DATA = Path(__file__).parents[1] / "data" / "realworld"
 PYTORCH = "download.pytorch.org"
 
+
 def requirement_files(root: Path) -> list[Path]:
     """The project's requirement files (every ``.txt`` but the extracted install commands)."""
     return sorted(p for p in root.rglob("*.txt") if "commands" not in p.name)
@@ -162,6 +163,7 @@ def test_release_assets_that_refuse_head_are_checked_online(tmp_path, fake_host)
 
 
 # -- installing a real-shaped cell (slow: venvs) -----------------------------------------------------
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("installer", ["uv", "pip"])
