@@ -43,13 +43,26 @@ CELLS = {
     "ComfyUI": (3, 3),
     "Fooocus": (3, 3),
     "InvokeAI": (18, 4),
-    "ai-toolkit": (6, 6),
+    "ai-toolkit": (6, 4),
     "ai-toolkit (git)": (6, 0),
     "sdnext": (3, 3),
     "stable-diffusion-webui-forge": (3, 3),
     "text-generation-webui": (34, 0),
 }
 PROJECTS = tuple(CELLS)
+#: Cells PyPI cannot serve though their files name no other host, by project: ``(cell name prefix,
+#: suffix)`` -> what the cell's failure says. ai-toolkit's DGX set on linux aarch64 pins
+#: ``torchcodec==0.9.1`` (from requirements_base.txt), which has no linux aarch64 wheel on PyPI;
+#: its Spark set (Windows on ARM) pins ``numba==0.67.0rc1`` and ``llvmlite==0.49.0rc1``, whose
+#: PyPI win_arm64 wheels are cp314 only, and takes opencv-python, soxr, pywavelets and kornia-rs
+#: from "the ai-toolkit spark wheel set (self-built), resolved via --find-links" (its comments),
+#: which no line of it names.
+NOT_ON_PYPI = {
+    "ai-toolkit": {
+        ("linux-aarch64-", "-dgx"): "torchcodec==0.9.1 has no wheels with a matching platform tag",
+        ("windows-aarch64-", "-spark"): "numba 0.67.0rc1 has wheels for CPython 3.14 only",
+    },
+}
 _LOCKED: dict[str, tuple[Path, dict[str, dict]]] = {}  # project -> its folder and manifest cells, for the install test
 
 
@@ -64,9 +77,10 @@ def init(tmp_path: Path, name: str) -> Path:
     return root
 
 
-def lock_all(root: Path) -> dict[str, dict]:
-    """``lockgen all``; the cells that need PyPI only must lock, the others fail at once naming
-    their host. Returns the manifest's cells."""
+def lock_all(root: Path, name: str) -> dict[str, dict]:
+    """``lockgen all``; the cells that need PyPI only must lock (but those :data:`NOT_ON_PYPI`
+    names, which must fail saying why), the others fail at once naming their host; ``lockgen
+    check`` then passes for the locked cells. Returns the manifest's cells."""
     run = run_cli("all", "-C", str(root))
     cells = json.loads((root / "locks" / "manifest.json").read_text())["cells"]
     elsewhere = {n: c for n, c in cells.items() if c["status"] == "failed" and "is unreachable" in c.get("reason", "")}
@@ -75,18 +89,26 @@ def lock_all(root: Path) -> dict[str, dict]:
         assert "no uv process was started" in reason, (cell_name, reason)
         assert not reason.startswith(PYPI), (cell_name, reason)
         assert reason.startswith(("https://download.pytorch.org ", "https://github.com ")), (cell_name, reason)
-    pypi = {n: c for n, c in cells.items() if n not in elsewhere}
-    assert {n: c["status"] for n, c in pypi.items()} == dict.fromkeys(pypi, "locked"), run.err
-    if not elsewhere:
-        assert run.code == 0, run.err
-        run_ok("check", "-C", str(root))
+    known = NOT_ON_PYPI.get(name.removesuffix(" (git)"), {})
+    for cell_name, cell in cells.items():
+        why = next((w for (head, tail), w in known.items() if cell_name.startswith(head) and cell_name.endswith(tail)), None)
+        if cell_name in elsewhere:
+            continue
+        if why is not None:
+            assert cell["status"] == "failed" and why in cell["reason"], (cell_name, cell)
+        else:
+            assert cell["status"] == "locked", (cell_name, cell.get("reason"), run.err)
+    locked = sorted(n for n, c in cells.items() if c["status"] == "locked")
+    assert run.code == (0 if len(locked) == len(cells) else 1), run.err
+    if locked:
+        run_ok("check", "-C", str(root), *locked)
     return cells
 
 
 @pytest.mark.parametrize("name", PROJECTS)
 def test_every_cell_pypi_serves_locks_with_zero_edits(tmp_path, name):
     root = init(tmp_path, name)
-    cells = lock_all(root)
+    cells = lock_all(root, name)
     declared, served = CELLS[name]
     locked = [n for n, c in cells.items() if c["status"] == "locked"]
     assert (len(cells), len(locked)) == (declared, served), sorted(locked)
@@ -115,10 +137,10 @@ def test_one_cell_per_project_installs_with_uv_and_with_pip_23_2_1(tmp_path, nam
         root, cells = _LOCKED[name]
     else:
         root = init(tmp_path, name)
-        cells = lock_all(root)
+        cells = lock_all(root, name)
     cell = cheap_cell(root, cells)
     if cell is None:
-        pytest.skip(f"{name}: no cell PyPI serves here holds neither torch nor the CUDA runtime (docs/realworld.md)")
+        pytest.skip(f"{name}: every linux x86_64 cell PyPI serves holds torch and its CUDA runtime (docs/realworld.md)")
     base = getattr(sys, "_base_executable", sys.executable)
     for installer in ("uv", "pip"):
         venv = tmp_path / f"venv-{installer}"
