@@ -47,10 +47,25 @@ log = logging.getLogger("lockgen")
 TIMEOUT = 5.0
 
 
+#: pip's VCS URL prefixes (``git+https://github.com/o/r.git@rev``): the transport after the ``+``
+#: is what connects to the host.
+_VCS = ("git+", "hg+", "svn+", "bzr+")
+
+
+def web_url(url: str) -> str:
+    """``url`` without a VCS prefix (``git+https://h/r.git@v`` -> ``https://h/r.git@v``): what
+    a connection to its host is opened with."""
+    for prefix in _VCS:
+        if url.startswith(prefix):
+            return url[len(prefix) :]
+    return url
+
+
 def host_of(url: str) -> str | None:
-    """``scheme://host[:port]`` of an http(s) URL, without credentials; None for anything else
-    (a project folder, ``file://``)."""
-    parts = urlsplit(url)
+    """``scheme://host[:port]`` of an http(s) URL, also one behind a VCS prefix (``git+https://``:
+    ai-toolkit's ``git+https://github.com/huggingface/diffusers.git@…`` line), without credentials;
+    None for anything else (a project folder, ``file://``, ``git+ssh://``)."""
+    parts = urlsplit(web_url(url))
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return None
     return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
@@ -61,7 +76,7 @@ def _direct_urls(plan: Plan) -> list[str]:
     uv fetches: ``pkg @ https://…`` and a bare archive URL with or without a marker
     (``https://github.com/…/pkg-1.0-py3-none-linux_x86_64.whl; platform_system == "Linux"``, as
     pip reads it: text-generation-webui's files name their GitHub release wheels so)."""
-    urls = []
+    urls = []  # also VCS URLs (``git+https://…``, bare or after ``name @``): uv clones them
     for _, text in plan.rendered.files.values():
         for line in text.splitlines():
             req = reqline.requirement(line)
@@ -173,7 +188,7 @@ def probe(plans: Sequence[Plan], mirrors: Mirrors, timeout: float = TIMEOUT) -> 
         for url in urls:
             host = host_of(url)
             if host and host not in wanted:
-                wanted[host] = mirrors.fetch_url(url)
+                wanted[host] = mirrors.fetch_url(web_url(url))
     results: queue.Queue[tuple[str, str | None]] = queue.Queue()
     for host, url in wanted.items():
         threading.Thread(target=lambda h=host, u=url: results.put((h, reach(u, timeout))), daemon=True).start()

@@ -26,7 +26,7 @@ from lockgen.scaffold.pyproject import PyProject, read_pyproject
 from lockgen.scaffold.reading import IndexLine, Line, ReqFile, hide_login, read_requirements, requirement_line
 from lockgen.scaffold.variants import compose_variants
 
-__all__ = ["Draft", "Options", "default_index_builds", "discover", "is_dev", "scaffold", "write"]
+__all__ = ["Draft", "Options", "default_index_builds", "discover", "is_dev", "is_image", "scaffold", "write"]
 
 #: The Python versions init may choose from ``requires-python``.
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
@@ -57,23 +57,39 @@ _DEV_WORDS = {"dev", "devel", "develop", "development", "test", "tests", "testin
               "ci", "typing", "benchmark", "bench"}  # fmt: skip
 
 
+#: Words of a requirement file's name that make it a container image's file: what a Dockerfile
+#: installs, not a value of the matrix of users' machines (Fooocus's ``requirements_docker.txt``,
+#: which its installer also installs beside ``requirements_versions.txt``, into one environment).
+_IMAGE_WORDS = {"docker", "dockerfile", "container", "podman"}
+
+
+def _name_words(path: str) -> set[str]:
+    return {w for part in Path(path).with_suffix("").parts for w in re.split(r"[^a-z0-9]+", part.lower()) if w}
+
+
 def is_dev(path: str) -> bool:
     """Whether the project-relative ``path`` is a development or test requirement file
     (``requirements-dev.txt``, ``requirements_test.txt``, ``dev-requirements.txt``,
     ``requirements/tests.txt``)."""
-    words = {w for part in Path(path).with_suffix("").parts for w in re.split(r"[^a-z0-9]+", part.lower()) if w}
-    return bool(words & _DEV_WORDS)
+    return bool(_name_words(path) & _DEV_WORDS)
 
 
-def discover(root: Path, with_dev: bool = False) -> list[str]:
+def is_image(path: str) -> bool:
+    """Whether the project-relative ``path`` is a container image's requirement file
+    (``requirements_docker.txt``): init reads it only when it is named."""
+    return bool(_name_words(path) & _IMAGE_WORDS)
+
+
+def discover(root: Path, with_dev: bool = False, images: bool = False) -> list[str]:
     """Requirement files of a project: ``*requirements*.txt`` in its root and every ``.txt``
     under ``requirements/``, sorted (project-relative, POSIX); development and test files
-    (:func:`is_dev`) only ``with_dev``."""
+    (:func:`is_dev`) only ``with_dev``; a container image's files (:func:`is_image`) only
+    ``images``."""
     found = {p for p in root.glob("*requirements*.txt") if p.is_file()}
     if (root / "requirements").is_dir() and not (root / "requirements").is_symlink():
         found |= {p for p in (root / "requirements").rglob("*.txt") if p.is_file()}
     paths = sorted(p.relative_to(root).as_posix() for p in found)
-    return [p for p in paths if with_dev or not is_dev(p)]
+    return [p for p in paths if (with_dev or not is_dev(p)) and (images or not is_image(p))]
 
 
 def default_index_builds(mirrors: Sequence[str] = ()) -> PypiTorch:
@@ -179,12 +195,16 @@ def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None
         if variants is not None:
             notes.append("pyproject.toml: its extras or groups are backend variants, but requirement files were "
                          "named: init starts from the files (name none to start from the variants)")  # fmt: skip
-    names = [n for n, _ in named] or discover(root, options.with_dev)
+    # a project whose only files are its image's: they are its requirements
+    names = [n for n, _ in named] or discover(root, options.with_dev) or discover(root, options.with_dev, images=True)
     if not named:
         notes += [f"{p.name}: not a regular file (a FIFO, a device, a folder or a broken symlink); not read"
                   for p in sorted(root.glob("*requirements*.txt")) if not p.is_file()]  # fmt: skip
         notes += [f"{f}: a development or test file, not a matrix value: lockgen init --with-dev adds its lines as a "
                   "dev group (vars.dev)" for f in discover(root, True) if f not in names]  # fmt: skip
+        notes += [f"{f}: a container image's file (its name), not a matrix value: not read; name it to read it "
+                  f"(lockgen init {f} …)" for f in discover(root, options.with_dev, images=True)
+                  if is_image(f) and f not in names]  # fmt: skip
     dev = [n for n in names if is_dev(n)] if options.with_dev and not named else []
     names = [n for n in names if n not in dev] or names
     given = {n: g for n, g in named if g is not None}

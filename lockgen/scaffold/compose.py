@@ -77,7 +77,7 @@ def compose(
     linux cells of a file that names torch and no backend (default: init's table); ``pulls``:
     packages that require torch, with that requirement (:func:`~lockgen.scaffold.builds.survey`)."""
     why: list[str] = []
-    known = [p for _, facts in files for p in facts.platforms or ()]
+    known = [p for _, facts in files if facts.claims for p in facts.platforms or ()]  # a device's are its own
     everywhere = tuple(p for p in PLATFORMS if p in {*DEFAULT_PLATFORMS, *known})
     cells: dict[str, list[Cell]] = {}
     for file, facts in files:
@@ -85,8 +85,8 @@ def compose(
         backends = facts.backends or ("cpu",)
         platforms = facts.platforms
         if platforms is None:  # what other files of its backends do not claim; no macOS for a GPU build
-            claimed = {p for f, other in files if other.platforms and set(other.backends or ("cpu",)) & set(backends)
-                       for p in other.platforms}  # fmt: skip
+            claimed = {p for f, other in files if other.platforms and other.claims
+                       and set(other.backends or ("cpu",)) & set(backends) for p in other.platforms}  # fmt: skip
             gpu = all(is_gpu(b) for b in backends)
             platforms = tuple(p for p in everywhere if p not in claimed and not (gpu and p[0] == "macos"))
             platforms = platforms or everywhere

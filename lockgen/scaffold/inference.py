@@ -54,11 +54,21 @@ _OS_WORDS = {"linux": "linux", "windows": "windows", "win": "windows", "win32": 
 _ARCH_WORDS = {"arm64": "aarch64", "aarch64": "aarch64", "silicon": "aarch64", "x86_64": "x86_64", "x64": "x86_64",
                "amd64": "x86_64", "intel": "x86_64"}  # fmt: skip
 #: Devices that are only ever Linux on 64-bit ARM (NVIDIA Jetson and its L4T, Grace: GH200,
-#: GB200, GB10 / DGX Spark's chip, SBSA builds). ``dgx`` and ``spark`` are not among them: DGX
-#: machines are x86_64 or aarch64, and "Spark" names Windows-on-ARM sets too (ai-toolkit).
-_DEVICE_WORDS = {"jetson": ("linux", "aarch64"), "l4t": ("linux", "aarch64"), "grace": ("linux", "aarch64"),
-                 "gh200": ("linux", "aarch64"), "gb200": ("linux", "aarch64"), "gb10": ("linux", "aarch64"),
-                 "sbsa": ("linux", "aarch64")}  # fmt: skip
+#: GB200, GB10 / DGX Spark's chip, SBSA builds), and NVIDIA DGX machines, which run DGX OS (an
+#: Ubuntu Linux) on x86_64 (DGX A100, H100, B200) and on aarch64 (DGX Spark, GB200). ``spark``
+#: alone is not among them: "Spark" names Windows-on-ARM sets too (ai-toolkit's, whose comments
+#: name the ``win_arm64`` wheel tag: :func:`comment_platforms`).
+_DEVICE_WORDS: dict[str, tuple[Platform, ...]] = {
+    "jetson": (("linux", "aarch64"),), "l4t": (("linux", "aarch64"),), "grace": (("linux", "aarch64"),),
+    "gh200": (("linux", "aarch64"),), "gb200": (("linux", "aarch64"),), "gb10": (("linux", "aarch64"),),
+    "sbsa": (("linux", "aarch64"),), "dgx": (("linux", "x86_64"), ("linux", "aarch64")),
+}  # fmt: skip
+#: Wheel platform tags (PEP 425, PEP 600, PEP 656; macOS's ``macosx_X_Y_ARCH``) as a file's
+#: comments write them, and the platform each is for.
+_TAG = re.compile(
+    r"\b(?:(?P<win>win_(?:amd64|arm64))|(?:many|musl)?linux(?:_\d+)*_(?P<linux>x86_64|aarch64)"
+    r"|macosx(?:_\d+)+_(?P<mac>x86_64|arm64))\b"
+)
 _FILLER = {"requirements", "requirement", "reqs", "req", "txt", "in", "only", "deps", "dependencies"}
 #: Builds no index's local label spells, known by their name.
 _NAMED_BUILDS = ("mps", "vulkan", "directml")
@@ -149,6 +159,9 @@ class Facts:
     reasons: tuple[str, ...]
     mixed: tuple[tuple[str, str], ...] = ()  # (package, label) of wheels built for another backend
     flavors: dict[str, str] = field(default_factory=dict)  # backend -> its flavor, where they differ
+    #: whether ``platforms`` are the file's alone, so a file that names none leaves them to it: not
+    #: so for a device's (``dgx``: one kind of linux machine among others, its file a variant)
+    claims: bool = True
 
 
 def backend_label(url: str) -> str | None:
@@ -241,11 +254,11 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
     rest: list[str] = []
     name_os = sorted({_OS_WORDS[w] for w in words if w in _OS_WORDS})
     name_arch = sorted({_ARCH_WORDS[w] for w in words if w in _ARCH_WORDS})
-    devices = sorted({_DEVICE_WORDS[w] for w in words if w in _DEVICE_WORDS})
+    devices = sorted({p for w in words if w in _DEVICE_WORDS for p in _DEVICE_WORDS[w]})
     name_backend: str | None = None
     for w in words:
-        if w in _OS_WORDS or w in _ARCH_WORDS or w in _DEVICE_WORDS:
-            continue
+        if w in _OS_WORDS or w in _ARCH_WORDS or (w in _DEVICE_WORDS and len(_DEVICE_WORDS[w]) == 1):
+            continue  # a device that is one platform says only that; "dgx" also names a variant
         cuda = re.fullmatch(r"cuda(\d+)", w)
         if cuda or label_word(w) or w in ("cuda", "nvidia", "amd", "rocm"):
             name_backend = (
@@ -256,6 +269,7 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
     # platforms
     seen: set[Platform] = set()
     shown: list[str] = []
+    claims = True
     for line in lines:
         if line.wheel_platforms and line.wheel_platforms != {"any"}:
             where = _wheel_platforms(line, pythons)
@@ -273,8 +287,13 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
         oses = name_os or ["linux"]
         platforms = tuple(p for p in PLATFORMS if p[0] in oses and p[1] in (name_arch or [_DEFAULT_ARCH[p[0]]]))
         reasons.append(f"platforms {_show(platforms)}: its name")
+    elif tagged := comment_platforms(file):
+        platforms = tuple(p for p in PLATFORMS if p in tagged)
+        shown_tags = ", ".join(f"{tag} ({where})" for tag, where in tagged.values())
+        reasons.append(f"platforms {_show(platforms)}: the wheel platform its comments name: {shown_tags}")
     elif devices:
         platforms = tuple(p for p in PLATFORMS if p in devices)
+        claims = False
         reasons.append(f"platforms {_show(platforms)}: its name (a device that is only ever {_show(platforms)})")
     else:
         platforms = None
@@ -374,7 +393,7 @@ def infer(file: ReqFile, pythons: Sequence[str], cli_indexes: Sequence[str], giv
             "for); the backend invariants would refuse that: review it"
         )
     return Facts(platforms=platforms, backends=tuple(backends), indexes=indexes, words=tuple(rest),
-                 reasons=tuple(reasons), mixed=mixed, flavors=flavors)  # fmt: skip
+                 reasons=tuple(reasons), mixed=mixed, flavors=flavors, claims=claims)  # fmt: skip
 
 
 def default_torch(
@@ -407,6 +426,24 @@ def default_torch(
             with contextlib.suppress(InvalidRequirement):
                 return Requirement((pulls or {})[line.name]).specifier, str(line.name)
     return None
+
+
+def comment_platforms(file: ReqFile) -> dict[Platform, tuple[str, str]]:
+    """The platforms the wheel platform tags in ``file``'s own comments name (``# native
+    Windows-on-ARM (win_arm64) requirement set``: windows aarch64), each with the first tag and
+    the ``file:line`` it is on; empty where its comments name none, or name no platform only
+    (a comment that names two platforms names them both)."""
+    found: dict[Platform, tuple[str, str]] = {}
+    for where, text in file.comments:
+        for m in _TAG.finditer(text):
+            if m["win"]:
+                p: Platform = ("windows", "aarch64" if m["win"].endswith("arm64") else "x86_64")
+            elif m["linux"]:
+                p = ("linux", m["linux"])
+            else:
+                p = ("macos", "aarch64" if m["mac"] == "arm64" else "x86_64")
+            found.setdefault(p, (m[0], where))
+    return found
 
 
 def name_platforms(words: Sequence[str]) -> set[Platform]:

@@ -105,6 +105,9 @@ class ReqFile:
     rendered: tuple[Line, ...] = ()
     #: the template name for its own lines (``torch_commands-cu128``), else one from its path
     stem: str | None = None
+    #: the file's own comment lines (not those of files it includes), ``(origin, text)``: what
+    #: inference reads a platform from where nothing else names one (a ``win_arm64`` wheel tag)
+    comments: tuple[tuple[str, str], ...] = ()
 
 
 _DROP = {
@@ -136,6 +139,7 @@ def read_requirements(path: str, read: Callable[[str], str]) -> ReqFile:
     changed: list[str] = []
     includes: list[str] = []
     constraint_files: list[str] = []
+    comments: list[tuple[str, str]] = []
     seen: set[tuple[str, bool]] = set()
     prerelease = False
 
@@ -153,6 +157,10 @@ def read_requirements(path: str, read: Callable[[str], str]) -> ReqFile:
             text = read(rel)
         except OSError as exc:
             raise UsageError(f"{via}: cannot read {rel}: {exc.strerror or exc}") from None
+        if rel == path:
+            lines_ = text.removeprefix("\ufeff").splitlines()
+            comments.extend((f"{rel}:{n}", ln.strip().lstrip("#").strip()) for n, ln in enumerate(lines_, 1)
+                            if ln.lstrip().startswith("#"))  # fmt: skip
         for tokens in logical_lines(text.removeprefix("\ufeff")):
             if not tokens:
                 continue
@@ -214,7 +222,8 @@ def read_requirements(path: str, read: Callable[[str], str]) -> ReqFile:
     visit(path, (path,), path)
     return ReqFile(path=path, lines=tuple(lines), indexes=tuple(indexes), prerelease=prerelease,
                    includes=tuple(dict.fromkeys(includes)), dropped=tuple(dropped), changed=tuple(changed),
-                   constraints=tuple(constraints), constraint_files=tuple(dict.fromkeys(constraint_files)))  # fmt: skip
+                   constraints=tuple(constraints), constraint_files=tuple(dict.fromkeys(constraint_files)),
+                   comments=tuple(comments))  # fmt: skip
 
 
 def hide_login(token: str) -> tuple[str, str | None]:

@@ -58,6 +58,20 @@ def test_c28_a_host_whose_name_does_not_resolve(tmp_path, pypi, monkeypatch):
     assert error.startswith("error: all 6 cells: ")
 
 
+@pytest.mark.parametrize("line", ["git+{host}/o/r.git@c943837", "r @ git+{host}/o/r.git@c943837"])
+def test_c28_a_vcs_url_on_a_host_that_does_not_resolve_fails_at_once(tmp_path, pypi, monkeypatch, line):
+    """ai-toolkit's ``git+https://github.com/huggingface/diffusers.git@…`` line where github.com
+    cannot be reached: the probe connects to the host behind the ``git+`` prefix, so no uv
+    process clones it (uv's git fetch fails per cell, after its retries)."""
+    index = publish(pypi, ("app", "1.0", ()))
+    no_uv(monkeypatch)
+    root = project(tmp_path / "p", index, "app\n" + line.format(host=UNRESOLVABLE) + "\n", matrix=SIX)
+    run = run_cli("all", "-C", str(root))
+    assert run.code == 1
+    (error,) = [ln for ln in run.err.splitlines() if ln.startswith("error:")]
+    assert error.startswith(f"error: all 6 cells: {UNRESOLVABLE} is unreachable (its name does not resolve); ")
+
+
 def test_c28_an_unreachable_optional_source_is_a_settled_state(tmp_path, pypi, monkeypatch):
     index = publish(pypi, "app==1.0")
     vendor = FaultHost(tmp_path / "vendor")

@@ -85,8 +85,10 @@ def test_retry_timings_do_not_split_identical_errors():
         ("http://127.0.0.1:9/x", "http://127.0.0.1:9"),
         ("wheels/local", None),
         ("file:///srv/wheels/", None),
+        ("git+https://github.com/huggingface/diffusers.git@c943837", "https://github.com"),
+        ("git+ssh://git@github.com/o/r.git", None),
     ],
-    ids=["https", "credentials-dropped", "port", "folder", "file-url"],
+    ids=["https", "credentials-dropped", "port", "folder", "file-url", "vcs-https", "vcs-ssh"],
 )
 def test_host_of(url, host):
     assert host_of(url) == host

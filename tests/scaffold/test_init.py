@@ -190,7 +190,8 @@ def test_backend_label_of_an_index_url(url, label):
      ("requirements_amd64.txt", [("linux", "x86_64")], None),  # amd64 is an arch, not AMD's GPUs
      ("jetson_requirements.txt", [("linux", "aarch64")], None),
      ("requirements_gh200.txt", [("linux", "aarch64")], None),
-     ("dgx_requirements.txt", None, None)],  # DGX machines are x86_64 or aarch64: the user says which
+     ("dgx_requirements.txt", [("linux", "x86_64"), ("linux", "aarch64")], None),  # DGX OS: both arches
+     ("spark_requirements.txt", None, None)],  # "Spark": DGX Spark, or Windows on ARM (ai-toolkit's): its comments say
 )  # fmt: skip
 def test_name_parts_say_platform_and_backend(name, platforms, backend):
     from lockgen.scaffold.inference import infer
@@ -201,19 +202,29 @@ def test_name_parts_say_platform_and_backend(name, platforms, backend):
     assert facts.backends == ((backend,) if backend else ())
 
 
-def test_the_user_says_a_files_platform(tmp_path):
-    """ai-toolkit's dgx_requirements.txt is for DGX OS on aarch64 and spark_requirements.txt for
-    Windows on ARM: nothing in their names says so unambiguously, so init defaults them and
-    says how to correct it; FILE:os=…,arch=… says it."""
+def test_the_files_name_and_comments_say_its_platform_and_the_user_can_say_it(tmp_path):
+    """ai-toolkit's dgx_requirements.txt is for DGX OS (linux, on x86_64 and aarch64 machines) and
+    spark_requirements.txt for Windows on ARM (its first comment names the ``win_arm64`` wheel
+    tag): init says both, with the reason; the plain requirements.txt keeps the default
+    platforms (a DGX is one kind of linux machine: its file is a variant beside the default);
+    FILE:os=…,arch=… still says otherwise."""
     root = tmp_path / "ai-toolkit"
     shutil.copytree(DATA / "ai-toolkit", root)
-    run = run_cli("init", "--dry-run", "-C", str(root), "--python", "3.12")
+    run = run_cli("init", "-C", str(root), "--python", "3.12", "--offline")
+    assert run.code == 0, run.err
+    assert "dgx_requirements.txt: platforms linux x86_64, linux aarch64: its name" in run.err
     assert (
-        "dgx_requirements.txt: platforms linux x86_64, windows x86_64, macos aarch64: nothing in it names one; "
-        in run.err
+        "spark_requirements.txt: platforms windows aarch64: the wheel platform its comments name: "
+        "win_arm64 (spark_requirements.txt:1)" in run.err
     )
-    assert "say it: lockgen init 'dgx_requirements.txt:os=linux,arch=aarch64'" in run.err
-    run = run_cli("init", "-C", str(root), "--python", "3.12", "dgx_requirements.txt:os=linux,arch=aarch64",
+    rows = json.loads(run_ok("matrix", "--json", "-C", str(root)).out)
+    assert sorted((r["os"], r["arch"], r["variant"]) for r in rows) == sorted(
+        [("linux", "x86_64", "dgx"), ("linux", "aarch64", "dgx"), ("linux", "x86_64", "default"),
+         ("windows", "x86_64", "default"), ("macos", "aarch64", "default"), ("windows", "aarch64", "spark")]
+    )  # fmt: skip
+    (root / "lockgen.toml").unlink()
+    shutil.rmtree(root / "templates")
+    run = run_cli("init", "-C", str(root), "--python", "3.12", "--offline", "dgx_requirements.txt:os=linux,arch=aarch64",
                   "spark_requirements.txt:os=windows,arch=arm64", "requirements.txt")  # fmt: skip
     assert run.code == 0, run.err
     assert (
@@ -224,6 +235,38 @@ def test_the_user_says_a_files_platform(tmp_path):
         ["linux-aarch64-cpu-py3.12", "windows-aarch64-cpu-py3.12", "linux-x86_64-cpu-py3.12",
          "windows-x86_64-cpu-py3.12", "macos-aarch64-mps-py3.12"]
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("comment", "platforms"),
+    [("# native Windows-on-ARM (win_arm64) requirement set", [("windows", "aarch64")]),
+     ("# wheels: manylinux_2_28_aarch64 and macosx_11_0_arm64", [("linux", "aarch64"), ("macos", "aarch64")]),
+     ("# for linux_x86_64 and win_amd64", [("linux", "x86_64"), ("windows", "x86_64")]),
+     ("# see https://example.org/win_arm64_notes", None),  # inside a word: not a tag
+     ("# nothing here", None)],
+)  # fmt: skip
+def test_wheel_platform_tags_in_a_files_comments_say_its_platforms(tmp_path, comment, platforms):
+    from lockgen.scaffold.inference import infer
+    from lockgen.scaffold.reading import read_requirements
+
+    (tmp_path / "reqs.txt").write_text(f"{comment}\nnumpy\n")
+    facts = infer(read_requirements("reqs.txt", lambda rel: (tmp_path / rel).read_text()), ["3.12"], ())
+    assert facts.platforms == (tuple(platforms) if platforms else None)
+
+
+def test_a_container_images_file_is_no_matrix_value(tmp_path):
+    """Fooocus's installer installs requirements_docker.txt and requirements_versions.txt into
+    one environment; the docker file is what its Dockerfile installs: init leaves it out, says
+    so and how to read it (name it), and reads it when it is the only file."""
+    root = tmp_path / "Fooocus"
+    shutil.copytree(DATA / "Fooocus", root)
+    draft = scaffold(root, Options(pythons=("3.11",)))
+    assert set(draft.cells) == {"requirements_versions.txt"}
+    assert any(n.startswith("requirements_docker.txt: a container image's file (its name), not a matrix value: not "
+                            "read; name it to read it") for n in draft.explanation)  # fmt: skip
+    assert "variant" not in draft.files["lockgen.toml"]
+    (root / "requirements_versions.txt").unlink()
+    assert set(scaffold(root, Options(pythons=("3.11",))).cells) == {"requirements_docker.txt"}
 
 
 @pytest.mark.parametrize(
