@@ -1,4 +1,4 @@
-"""The "Start a project" example of docs/configuration.md, taken from the page itself: its config is valid,
+"""The "Start a project" example of docs/locking.md, taken from the page itself: its config is valid,
 its matrix has the cells the README says, and its template renders what the text promises
 (no uv: rendering only)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from lockgen.project import Project
 from tests.conftest import run_cli
 
-README = Path(__file__).parents[2] / "docs" / "configuration.md"
+README = Path(__file__).parents[2] / "docs" / "locking.md"
 
 
 def _example() -> tuple[str, str]:
