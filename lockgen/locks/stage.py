@@ -73,13 +73,15 @@ class Stage:
         removed = [f"{self.locks}/{rel}" for rel in sorted(before.keys() - after.keys())]
         return written, removed
 
-    def commit(self, edits: Mapping[str, str]) -> list[str]:
+    def commit(self, edits: Mapping[str, str], links: Mapping[str, str] | None = None) -> list[str]:
         """Write ``edits`` (project-relative path -> text: the config, templates) and the run's lock
-        changes as one unit; returns the paths written or removed. Raises a user error naming the
-        file that could not be written; then nothing of the unit was replaced."""
+        changes as one unit; returns the paths written or removed. ``links``: for an absolute
+        path of ``edits``, the project's symlink leading to it (:func:`journal.replace_files`).
+        Raises a user error naming the file that could not be written; then nothing of the unit
+        was replaced."""
         written, removed = self.changes()
         files = {**dict(edits), **written}
-        journal.replace_files(self.root, JOURNAL, files, removed, keep_mode=True)
+        journal.replace_files(self.root, JOURNAL, files, removed, keep_mode=True, links=links)
         return [*files, *removed]
 
     def discard(self) -> None:
