@@ -43,6 +43,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -56,7 +57,7 @@ from lockgen.runtime.writing import write_error
 
 __all__ = [
     "JOURNALS", "KILL_ENV", "FileExists", "Journal", "ReadOnlyFile", "clean_temporaries", "files_under", "pending",
-    "recover", "refuse_read_only", "remove_cell", "replace_files", "settle", "settle_project",
+    "holds", "recover", "refuse_read_only", "remove_cell", "replace_files", "settle", "settle_project",
 ]  # fmt: skip
 
 log = logging.getLogger("lockgen")
@@ -185,7 +186,7 @@ class Journal:
             if os.path.lexists(root / path):
                 raise FileExists(f"{path}: exists already; lockgen writes nothing over it; nothing was written")
         changes = {
-            p: v for p, v in self._files.items() if isinstance(v[0], Path) or not _holds(root / p, v[0], self.keep_mode)
+            p: v for p, v in self._files.items() if isinstance(v[0], Path) or not holds(root / p, v[0], self.keep_mode)
         }
         gone = [p for p in dict.fromkeys(self._gone) if p not in changes and os.path.lexists(root / p)]
         if not changes and not gone:
@@ -276,17 +277,20 @@ def _device(path: Path) -> int | None:
     return None
 
 
-def _holds(path: Path, data: str | bytes, exact: bool) -> bool:
-    """Whether ``path`` (no symlink) already holds ``data``: bytes exactly; text up to line
-    endings (a CRLF checkout, C17), unless ``exact`` (a user's file keeps its own, and an edit
-    that only changed them is still written)."""
+def holds(path: Path, data: str | bytes, exact: bool) -> bool:
+    """Whether ``path`` (a regular file, no symlink) already holds ``data``: bytes exactly; text
+    up to line endings (a CRLF checkout, C17), unless ``exact`` (a user's file keeps its own, and
+    an edit that only changed them is still written). A FIFO, a device or a file far larger than
+    ``data`` holds nothing and is not read (it is replaced)."""
     from lockgen.locks.lock import normalized
 
+    size = len(data if isinstance(data, bytes) else data.encode("utf-8"))
     try:
-        if path.is_symlink():
+        st = path.lstat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 2 * size + 16:  # a FIFO is never opened, a huge file never read
             return False
-        found = path.read_bytes()
-    except OSError:
+        found = read_file(path, str(path), st.st_size)
+    except (OSError, LockgenError):
         return False
     if isinstance(data, bytes):
         return found == data

@@ -162,11 +162,9 @@ def write_text(path: Path, text: str, where: str | None = None) -> bool:
 def _same(path: Path, text: str, exact: bool = False) -> bool:
     """Whether ``path`` holds ``text`` (up to line endings, unless ``exact``: a user's file keeps
     its own, and an edit that only changed them is still written)."""
-    try:
-        found = path.read_bytes().decode("utf-8")
-        return found == text if exact else normalized(found) == text
-    except (OSError, UnicodeDecodeError):
-        return False
+    from lockgen.locks.journal import holds
+
+    return holds(path, text, exact)
 
 
 def _temporary(path: Path, text: str, keep_mode: bool = False) -> Path:
