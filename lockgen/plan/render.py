@@ -66,15 +66,16 @@ def _bounded_environment() -> type[jinja2.Environment]:
     """The sandboxed environment class whose ``*`` and ``**`` refuse a result over
     :data:`MAX_PRODUCT` (a :class:`jinja2.sandbox.SecurityError`, reported as the template's
     line) before computing it."""
-    from jinja2.sandbox import SandboxedEnvironment, SecurityError
+    from jinja2.exceptions import SecurityError
+    from jinja2.sandbox import SandboxedEnvironment
 
     class Bounded(SandboxedEnvironment):
         intercepted_binops = frozenset(["*", "**"])
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            if operator == "**" and isinstance(left, int) and isinstance(right, int):
-                if abs(left) > 1 and right > 0 and left.bit_length() * right > MAX_PRODUCT:
-                    raise SecurityError(f"{left} ** {right} is larger than a template may compute")
+            power = operator == "**" and isinstance(left, int) and isinstance(right, int)
+            if power and abs(left) > 1 and right > 0 and left.bit_length() * right > MAX_PRODUCT:
+                raise SecurityError(f"{left} ** {right} is larger than a template may compute")
             if operator == "*":
                 for seq, count in ((left, right), (right, left)):
                     if (
