@@ -561,10 +561,12 @@ def settle(root: Path, locks: str | None = None) -> list[str]:
     (:func:`clean_temporaries`), holding the run lock. Touches nothing (and takes no lock) when
     nothing was left; leaves everything when another run holds the lock (its units are in
     flight). Returns the units settled."""
+    from lockgen.locks.store import Busy, ProjectLock, refuse_linked_work
+
+    refuse_linked_work(root)  # before anything is read or deleted through it
     work = root / WORK
     if not pending(root) and not (work.is_dir() and any(work.glob("stage-*"))):
         return []
-    from lockgen.locks.store import Busy, ProjectLock
 
     try:
         with ProjectLock(root, wait=False):

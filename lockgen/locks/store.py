@@ -29,7 +29,7 @@ from lockgen.runtime.errors import LockgenError
 from lockgen.locks.lock import normalized
 from lockgen.runtime.writing import write_error
 
-__all__ = ["Busy", "FileLock", "ProjectLock", "differs", "work_folder", "write_text"]
+__all__ = ["Busy", "FileLock", "LinkedWork", "ProjectLock", "differs", "refuse_linked_work", "work_folder", "write_text"]
 
 log = logging.getLogger("lockgen")
 
@@ -106,10 +106,29 @@ def FileLock(  # noqa: N802 - reads like a class
 _GITIGNORE = "# lockgen's work folder: rendered inputs, caches; never committed\n*\n"
 
 
+class LinkedWork(LockgenError):
+    """lockgen's work folder is a symbolic link or not a folder (exit 2): a checkout that
+    commits ``.lockgen -> elsewhere`` would have lockgen write, and delete its scratch folders,
+    outside the project."""
+
+
+def refuse_linked_work(root: Path) -> None:
+    """Raise :class:`LinkedWork` when ``root/.lockgen`` is a symlink or something other than a
+    folder (a missing one is fine: lockgen makes it)."""
+    folder = root / WORK
+    if folder.is_symlink() or (os.path.lexists(folder) and not folder.is_dir()):
+        raise LinkedWork(
+            f"{WORK}: lockgen's work folder is a symbolic link or not a folder; lockgen writes and deletes there, "
+            f"so it must be a folder of the project: remove it (rm {WORK}), then run again; nothing was written"
+        )
+
+
 def work_folder(root: Path) -> Path:
     """``root/.lockgen``, made when missing, with the ``.gitignore`` that keeps it out of git:
     every command that writes there (all, lock, bump, merge, install) makes it through here,
-    so a fresh checkout never shows the folder to ``git status``."""
+    so a fresh checkout never shows the folder to ``git status``. Raises :class:`LinkedWork`
+    when it is a symlink (:func:`refuse_linked_work`)."""
+    refuse_linked_work(root)
     folder = root / WORK
     folder.mkdir(parents=True, exist_ok=True)
     gitignore = folder / ".gitignore"

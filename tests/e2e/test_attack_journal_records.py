@@ -199,3 +199,21 @@ def test_a_write_through_a_link_that_moved_is_not_replayed(tmp_path, monkeypatch
     (root / "pyproject.toml").symlink_to(other)  # the link no longer leads to the recorded target
     journal.recover(root)
     assert real.read_text() == "old\n" and other.read_text() == "other\n"
+
+
+@pytest.mark.parametrize("command", [["matrix"], ["check"], ["all", "--dry-run"], ["bump", "alpha==1.1", "--no-lock"]])
+def test_a_work_folder_linked_out_of_the_project_is_refused(tmp_path, command):
+    """A checkout committing ``.lockgen -> elsewhere``: lockgen used to write its run lock, its
+    ``.gitignore`` and cell work folders there, and delete the ``stage-*`` folders it found."""
+    root = write_project(tmp_path / "proj", CONFIG, {"requirements.in.j2": "alpha=={{ pins.alpha }}\n"})
+    outside = tmp_path / "outside"
+    (outside / "stage-mine").mkdir(parents=True)
+    (outside / "stage-mine" / "data").write_text("mine\n")
+    (root / ".lockgen").symlink_to(outside)
+    before = sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*"))
+    config = (root / "pyproject.toml").read_text()
+    run = _run(*command, "-C", str(root))
+    assert run.code == 2 and ".lockgen" in run.err and "symbolic link" in run.err, run.err
+    assert "Traceback" not in run.err
+    assert sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*")) == before
+    assert (root / "pyproject.toml").read_text() == config
