@@ -51,13 +51,14 @@ from pathlib import Path
 
 from lockgen.config import WORK
 from lockgen.locks.jsonfile import load_json
+from lockgen.locks.store import holds as store_holds
 from lockgen.runtime.bounded import read_file
 from lockgen.runtime.errors import LockgenError
 from lockgen.runtime.writing import write_error
 
 __all__ = [
     "JOURNALS", "KILL_ENV", "FileExists", "Journal", "ReadOnlyFile", "clean_temporaries", "files_under", "pending",
-    "holds", "recover", "refuse_read_only", "remove_cell", "replace_files", "settle", "settle_project",
+    "recover", "refuse_read_only", "remove_cell", "replace_files", "settle", "settle_project",
 ]  # fmt: skip
 
 log = logging.getLogger("lockgen")
@@ -186,7 +187,7 @@ class Journal:
             if os.path.lexists(root / path):
                 raise FileExists(f"{path}: exists already; lockgen writes nothing over it; nothing was written")
         changes = {
-            p: v for p, v in self._files.items() if isinstance(v[0], Path) or not holds(root / p, v[0], self.keep_mode)
+            p: v for p, v in self._files.items() if isinstance(v[0], Path) or not store_holds(root / p, v[0], self.keep_mode)
         }
         gone = [p for p in dict.fromkeys(self._gone) if p not in changes and os.path.lexists(root / p)]
         if not changes and not gone:
@@ -275,30 +276,6 @@ def _device(path: Path) -> int | None:
         except OSError:
             continue
     return None
-
-
-def holds(path: Path, data: str | bytes, exact: bool) -> bool:
-    """Whether ``path`` (a regular file, no symlink) already holds ``data``: bytes exactly; text
-    up to line endings (a CRLF checkout, C17), unless ``exact`` (a user's file keeps its own, and
-    an edit that only changed them is still written). A FIFO, a device or a file far larger than
-    ``data`` holds nothing and is not read (it is replaced)."""
-    from lockgen.locks.lock import normalized
-
-    size = len(data if isinstance(data, bytes) else data.encode("utf-8"))
-    try:
-        st = path.lstat()
-        if not stat.S_ISREG(st.st_mode) or st.st_size > 2 * size + 16:  # a FIFO is never opened, a huge file never read
-            return False
-        found = read_file(path, str(path), st.st_size)
-    except (OSError, LockgenError):
-        return False
-    if isinstance(data, bytes):
-        return found == data
-    try:
-        text = found.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return text == data if exact else normalized(text) == data
 
 
 def _refuse(root: Path, path: str, replaced: bool) -> None:

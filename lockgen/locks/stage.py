@@ -21,7 +21,7 @@ from pathlib import Path
 from lockgen.config import WORK
 from lockgen.runtime.bounded import read_file
 from lockgen.runtime.errors import InputError
-from lockgen.locks import journal
+from lockgen.locks import journal, store
 from lockgen.runtime.writing import write_error
 
 __all__ = ["JOURNAL", "Stage"]
@@ -69,7 +69,7 @@ class Stage:
         for rel in sorted(after):
             data = after[rel].read_bytes()
             old = before.get(rel)
-            if old is not None and journal.holds(old, data.decode("utf-8"), exact=False):  # never a FIFO, a device or a huge file
+            if old is not None and store.holds(old, data.decode("utf-8"), exact=False):  # never a FIFO, a device or a huge file
                 continue
             written[f"{self.locks}/{rel}"] = data.decode("utf-8")
         removed = [f"{self.locks}/{rel}" for rel in sorted(before.keys() - after.keys())]
