@@ -234,12 +234,12 @@ def _bump(
             + "); a config pin must be read by a template ({{ pins.NAME }}) or be pinned; nothing was written"
         )
     outcome.files = sorted(overlay)
-    writes = _real_paths(root, overlay)
+    writes, links = _real_paths(root, overlay)
     if options.no_lock:
         if options.dry_run:
             outcome.would_write = outcome.files
         else:
-            journal.replace_files(root, "bump", writes, keep_mode=True)
+            journal.replace_files(root, "bump", writes, keep_mode=True, links=links)
             outcome.written = outcome.files
         return outcome
     from lockgen.locks.stage import Stage
@@ -252,7 +252,7 @@ def _bump(
             locks_written, removed = stage.changes()
             outcome.would_write = [*outcome.files, *locks_written, *removed]
         elif not outcome.failed:
-            paths = stage.commit(writes)
+            paths = stage.commit(writes, links)
             outcome.written = [*outcome.files, *(p for p in paths if p not in writes)]
     finally:
         stage.discard()
@@ -620,12 +620,18 @@ def _pin_lines(
     return found
 
 
-def _real_paths(root: Path, overlay: Mapping[str, str]) -> dict[str, str]:
+def _real_paths(root: Path, overlay: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """The overlay keyed by the path to write: through a symlink, its target (relative to the
-    project root when inside it)."""
-    out = {}
+    project root when inside it, else absolute), and for each absolute one the project-relative
+    path leading to it (the journal's record names that link: :func:`lockgen.locks.journal.recover`
+    replays a write outside the project only while the link still leads there)."""
+    out, links = {}, {}
     base = root.resolve()
     for rel, text in overlay.items():
         target = (root / rel).resolve()
-        out[target.relative_to(base).as_posix() if target.is_relative_to(base) else str(target)] = text
-    return out
+        if target.is_relative_to(base):
+            out[target.relative_to(base).as_posix()] = text
+        else:
+            out[str(target)] = text
+            links[str(target)] = rel
+    return out, links

@@ -182,12 +182,13 @@ def _refused(project: Project, plan: Plan) -> list[Entry] | None:
     None when there is none (or it cannot be read: then the committed lock answers)."""
     from lockgen.locks.lock import parse_entries
     from lockgen.resolve.pipeline import refused_path
+    from lockgen.runtime.bounded import read_text
     from lockgen.runtime.errors import LockgenError
 
     path = project.root / refused_path(plan)
     try:
-        return list(parse_entries(path.read_text(encoding="utf-8"), refused_path(plan)))
-    except (OSError, UnicodeDecodeError, LockgenError):
+        return list(parse_entries(read_text(path, refused_path(plan)), refused_path(plan)))
+    except (OSError, LockgenError):  # missing, or refused by the bounded reader (a FIFO, huge, not UTF-8)
         return None
 
 

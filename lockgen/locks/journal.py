@@ -43,12 +43,16 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lockgen.config import WORK
+from lockgen.locks.jsonfile import load_json
+from lockgen.locks.store import holds as store_holds
+from lockgen.runtime.bounded import read_file
 from lockgen.runtime.errors import LockgenError
 from lockgen.runtime.writing import write_error
 
@@ -64,6 +68,8 @@ JOURNALS = f"{WORK}/journal"
 #: The environment variable of the slow tier's real kills (see the module docstring).
 KILL_ENV = "LOCKGEN_TEST_KILL_AT"
 TMP_SUFFIX = ".tmp"
+#: The largest record :func:`recover` reads (a record of a bundle of 10,000 files: about 1 MiB).
+MAX_RECORD = 16 * 1024 * 1024
 _BESIDE = re.compile(r"\..+\.[0-9a-f]{8}" + re.escape(TMP_SUFFIX))  # a temporary beside its target
 _INSIDE = re.compile(r"[0-9]+" + re.escape(TMP_SUFFIX))  # a temporary in a unit's folder
 
@@ -110,6 +116,7 @@ class Journal:
     _new: set[str] = field(default_factory=set)
     _gone: list[str] = field(default_factory=list)
     _made: list[Path] = field(default_factory=list)
+    _via: dict[str, str] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
@@ -120,13 +127,19 @@ class Journal:
     def record(self) -> Path:
         return self.root / JOURNALS / f"{self.name}.json"
 
-    def write(self, path: str, data: str | bytes, mode: int | None = None, new: bool = False) -> None:
+    def write(
+        self, path: str, data: str | bytes, mode: int | None = None, new: bool = False, via: str | None = None
+    ) -> None:
         """Stage ``data`` (text is written as UTF-8) for ``path``; ``mode``: its permission bits
         (default: the replaced file's with ``keep_mode``, else 0644); ``new``: the file must not
-        exist (``init``): the commit refuses otherwise, writing nothing."""
+        exist (``init``): the commit refuses otherwise, writing nothing. ``via``: for an absolute
+        ``path`` (outside ``root``), the ``root``-relative symlink that leads to it; the record
+        names it, and :func:`recover` replays the rename only while that link still leads there."""
         self._files[path] = (data, mode)
         if new:
             self._new.add(path)
+        if via is not None:
+            self._via[path] = via
 
     def scratch(self) -> Path:
         """A new empty path in the unit's folder to write a large file into (a bundle's wheel),
@@ -174,7 +187,7 @@ class Journal:
             if os.path.lexists(root / path):
                 raise FileExists(f"{path}: exists already; lockgen writes nothing over it; nothing was written")
         changes = {
-            p: v for p, v in self._files.items() if isinstance(v[0], Path) or not _holds(root / p, v[0], self.keep_mode)
+            p: v for p, v in self._files.items() if isinstance(v[0], Path) or not store_holds(root / p, v[0], self.keep_mode)
         }
         gone = [p for p in dict.fromkeys(self._gone) if p not in changes and os.path.lexists(root / p)]
         if not changes and not gone:
@@ -185,18 +198,18 @@ class Journal:
             _refuse(root, path, path in changes)
             _probe(root, path, probed)
         same_fs = _device(root / JOURNALS)
-        staged: list[tuple[str, str]] = []
+        staged: list[tuple[str, ...]] = []
         for i, path in enumerate(changes):
             target = root / path
             if same_fs is None or _device(target.parent) in (None, same_fs):
                 tmp = f"{JOURNALS}/{self.name}.d/{i}{TMP_SUFFIX}"
             else:  # another file system: a rename from the journal's folder cannot reach it
                 tmp = str(target.with_name(f".{target.name}.{secrets.token_hex(4)}{TMP_SUFFIX}"))
-            staged.append((tmp, path))
+            staged.append((tmp, path, self._via[path]) if path in self._via else (tmp, path))
         _step("prepare")
         self._record("prepared", staged, gone)
         try:
-            for (tmp, path), (data, mode) in zip(staged, changes.values()):
+            for (tmp, path, *_), (data, mode) in zip(staged, changes.values()):
                 _step("stage")
                 self._stage(root / tmp, root / path, data, mode)
         except OSError as exc:
@@ -219,7 +232,7 @@ class Journal:
         _remove_folder(self.folder)
         return True
 
-    def _record(self, state: str, staged: list[tuple[str, str]], gone: list[str]) -> None:
+    def _record(self, state: str, staged: list[tuple[str, ...]], gone: list[str]) -> None:
         from lockgen.locks.store import write_text
 
         rel = f"{JOURNALS}/{self.name}.json"
@@ -249,8 +262,8 @@ class Journal:
                 os.fsync(fh.fileno())
         os.chmod(tmp, mode)
 
-    def _rollback(self, staged: list[tuple[str, str]]) -> None:
-        for tmp, _ in staged:
+    def _rollback(self, staged: list[tuple[str, ...]]) -> None:
+        for tmp, *_ in staged:
             (self.root / tmp).unlink(missing_ok=True)
         self.record.unlink(missing_ok=True)
         _remove_folder(self.folder)
@@ -263,27 +276,6 @@ def _device(path: Path) -> int | None:
         except OSError:
             continue
     return None
-
-
-def _holds(path: Path, data: str | bytes, exact: bool) -> bool:
-    """Whether ``path`` (no symlink) already holds ``data``: bytes exactly; text up to line
-    endings (a CRLF checkout, C17), unless ``exact`` (a user's file keeps its own, and an edit
-    that only changed them is still written)."""
-    from lockgen.locks.lock import normalized
-
-    try:
-        if path.is_symlink():
-            return False
-        found = path.read_bytes()
-    except OSError:
-        return False
-    if isinstance(data, bytes):
-        return found == data
-    try:
-        text = found.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return text == data if exact else normalized(text) == data
 
 
 def _refuse(root: Path, path: str, replaced: bool) -> None:
@@ -331,9 +323,9 @@ def _probe(root: Path, path: str, probed: set[Path]) -> None:
         raise write_error(path, exc) from None
 
 
-def _apply(root: Path, staged: list[tuple[str, str]], gone: list[str], done: list[str] | None = None) -> None:
+def _apply(root: Path, staged: list[tuple[str, ...]], gone: list[str], done: list[str] | None = None) -> None:
     done = [] if done is None else done
-    for tmp, path in staged:
+    for tmp, path, *_ in staged:
         _step("apply")
         if (root / tmp).exists():
             (root / path).parent.mkdir(parents=True, exist_ok=True)
@@ -372,14 +364,21 @@ def refuse_read_only(root: Path, files: Iterable[str], cells: Iterable[str] = ()
 
 
 def replace_files(
-    root: Path, name: str, files: Mapping[str, str], remove: Iterable[str] = (), keep_mode: bool = False
+    root: Path,
+    name: str,
+    files: Mapping[str, str],
+    remove: Iterable[str] = (),
+    keep_mode: bool = False,
+    links: Mapping[str, str] | None = None,
 ) -> bool:
     """One unit: replace the ``root``-relative ``files`` (path -> text) and delete ``remove``
     (a cell's files; ``bump``'s config, templates and locks; ``merge``'s locks and manifest).
-    Returns whether anything changed; raises as :meth:`Journal.commit`."""
+    ``links``: for each absolute path of ``files``, the project-relative symlink leading to it
+    (a config symlinked out of the project). Returns whether anything changed; raises as
+    :meth:`Journal.commit`."""
     unit = Journal(root, name, keep_mode=keep_mode)
     for path, text in files.items():
-        unit.write(path, text)
+        unit.write(path, text, via=(links or {}).get(path))
     for path in remove:
         unit.remove(path)
     return unit.commit()
@@ -429,9 +428,9 @@ def recover(root: Path) -> list[str]:
     for record in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         name = record.name[: -len(".json")]
         try:
-            data = json.loads(record.read_bytes().decode("utf-8"))
-            staged = [(str(tmp), str(path)) for tmp, path in data["replace"]]
-            gone = [str(path) for path in data["remove"]]
+            data = load_json(read_file(record, f"{JOURNALS}/{record.name}", MAX_RECORD), f"{JOURNALS}/{record.name}")
+            staged = [_entry(entry) for entry in data["replace"]]
+            gone = [_text(path) for path in data["remove"]]
             state = data.get("state", "committed")  # a record of an older lockgen: written at its commit
             problem = _record_problem(root, name, staged, gone)
             if problem:
@@ -440,11 +439,17 @@ def recover(root: Path) -> list[str]:
                 _apply(root, staged, gone)
                 log.warning("finished writing %s, which a killed run had left half-written", name)
             else:
-                for tmp, _ in staged:
+                for tmp, *_ in staged:
                     (root / tmp).unlink(missing_ok=True)
                 log.warning("rolled back %s, which a killed run had left unfinished: its files are as they were", name)
+        except LockgenError as exc:  # refused unread (a FIFO, a device, huge) or not JSON: not replayed
+            log.warning(
+                "could not finish %s left by a killed run (%s); run lockgen all to write it again", record.name, exc
+            )
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-            log.warning("could not finish %s left by a killed run (%s); run lockgen all to write it again", record.name, exc)
+            log.warning(
+                "could not finish %s left by a killed run (%s); run lockgen all to write it again", record.name, exc
+            )
         record.unlink(missing_ok=True)
         shutil.rmtree(folder / f"{name}.d", ignore_errors=True)
         done.append(name)
@@ -454,18 +459,48 @@ def recover(root: Path) -> list[str]:
     return done
 
 
-def _record_problem(root: Path, name: str, staged: list[tuple[str, str]], gone: list[str]) -> str | None:
-    """Why a record's entries are not ones :class:`Journal` writes (None: they are)."""
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a path, got {type(value).__name__}")
+    return value
+
+
+def _entry(value: object) -> tuple[str, ...]:
+    """One ``replace`` entry of a record: ``[temporary, target]`` or ``[temporary, target, link]``."""
+    if not isinstance(value, list) or len(value) not in (2, 3):
+        raise TypeError("an entry of replace is not [temporary, target] or [temporary, target, link]")
+    return tuple(_text(part) for part in value)
+
+
+def _record_problem(root: Path, name: str, staged: list[tuple[str, ...]], gone: list[str]) -> str | None:
+    """Why a record's entries are not ones :class:`Journal` writes (None: they are). A record
+    is read like any input from elsewhere (a fork may commit ``.lockgen/``): every target lies
+    inside the project after symlinks, except one outside it named together with the project's
+    symlink that still leads there (a config symlinked out); every temporary is a regular file
+    (no symlink) in the unit's folder inside the project, or beside its target."""
     from lockgen.locks.paths import folder_problem, resolved_inside
 
     for path in gone:
         if folder_problem(path) or not resolved_inside(root / path, root):
             return f"it removes {path!r}, not a file inside the project"
-    for tmp, path in staged:
-        if not os.path.isabs(path) and (folder_problem(path) or not resolved_inside(root / path, root)):
+    for tmp, path, *via in staged:
+        if os.path.isabs(path):
+            link = via[0] if via else None
+            if (
+                link is None
+                or folder_problem(link)
+                or not os.path.islink(root / link)
+                or os.path.realpath(root / link) != os.path.normpath(path)
+            ):
+                return f"it names {path!r}, outside the project, and no symlink of the project leads there"
+        elif folder_problem(path) or not resolved_inside(root / path, root):
             return f"it names {path!r}, not a file inside the project"
+        if os.path.islink(root / tmp):
+            return f"its temporary {tmp!r} is a symlink"
         tmp_parent, _, tmp_name = tmp.rpartition("/")
-        inside = tmp_parent == f"{JOURNALS}/{name}.d" and _INSIDE.fullmatch(tmp_name)
+        inside = (
+            tmp_parent == f"{JOURNALS}/{name}.d" and _INSIDE.fullmatch(tmp_name) and resolved_inside(root / tmp, root)
+        )
         parent, _, base = path.rpartition("/")
         beside = (
             tmp_parent == parent
@@ -503,10 +538,12 @@ def settle(root: Path, locks: str | None = None) -> list[str]:
     (:func:`clean_temporaries`), holding the run lock. Touches nothing (and takes no lock) when
     nothing was left; leaves everything when another run holds the lock (its units are in
     flight). Returns the units settled."""
+    from lockgen.locks.store import Busy, ProjectLock, refuse_linked_work
+
+    refuse_linked_work(root)  # before anything is read or deleted through it
     work = root / WORK
     if not pending(root) and not (work.is_dir() and any(work.glob("stage-*"))):
         return []
-    from lockgen.locks.store import Busy, ProjectLock
 
     try:
         with ProjectLock(root, wait=False):

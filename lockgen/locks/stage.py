@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockgen.config import WORK
-from lockgen.locks import journal
+from lockgen.runtime.bounded import read_file
+from lockgen.runtime.errors import InputError
+from lockgen.locks import journal, store
 from lockgen.runtime.writing import write_error
 
 __all__ = ["JOURNAL", "Stage"]
@@ -51,7 +53,7 @@ class Stage:
             out = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=work))
             source = root / locks
             if source.is_dir():
-                shutil.copytree(source, out / locks, symlinks=True)
+                shutil.copytree(source, out / locks, symlinks=True, copy_function=_copy)
             else:
                 (out / locks).mkdir(parents=True)
         except OSError as exc:
@@ -67,19 +69,21 @@ class Stage:
         for rel in sorted(after):
             data = after[rel].read_bytes()
             old = before.get(rel)
-            if old is not None and _same(old.read_bytes(), data):
+            if old is not None and store.holds(old, data.decode("utf-8"), exact=False):  # never a FIFO, a device or a huge file
                 continue
             written[f"{self.locks}/{rel}"] = data.decode("utf-8")
         removed = [f"{self.locks}/{rel}" for rel in sorted(before.keys() - after.keys())]
         return written, removed
 
-    def commit(self, edits: Mapping[str, str]) -> list[str]:
+    def commit(self, edits: Mapping[str, str], links: Mapping[str, str] | None = None) -> list[str]:
         """Write ``edits`` (project-relative path -> text: the config, templates) and the run's lock
-        changes as one unit; returns the paths written or removed. Raises a user error naming the
-        file that could not be written; then nothing of the unit was replaced."""
+        changes as one unit; returns the paths written or removed. ``links``: for an absolute
+        path of ``edits``, the project's symlink leading to it (:func:`journal.replace_files`).
+        Raises a user error naming the file that could not be written; then nothing of the unit
+        was replaced."""
         written, removed = self.changes()
         files = {**dict(edits), **written}
-        journal.replace_files(self.root, JOURNAL, files, removed, keep_mode=True)
+        journal.replace_files(self.root, JOURNAL, files, removed, keep_mode=True, links=links)
         return [*files, *removed]
 
     def discard(self) -> None:
@@ -98,5 +102,13 @@ def _files(folder: Path) -> dict[str, Path]:
     }
 
 
-def _same(a: bytes, b: bytes) -> bool:
-    return a == b or a.replace(b"\r\n", b"\n") == b.replace(b"\r\n", b"\n")
+def _copy(src: str, dst: str) -> None:
+    """Copy one committed file into the stage through the one bounded reader: a FIFO, a device
+    or a file larger than any lock is left out (the stage's run writes the cell anew; the
+    project's own readers name the file), never waited on or copied whole."""
+    try:
+        data = read_file(Path(src), src)
+    except InputError:
+        return
+    Path(dst).write_bytes(data)
+    shutil.copymode(src, dst)

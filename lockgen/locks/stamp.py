@@ -65,17 +65,28 @@ def key(
     for folder in folders:
         digest.update(json.dumps([folder, folder_listing(root, folder, digests)]).encode())
     for name in files:
-        path = root / name
-        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
-    digest.update((root / config_name).read_bytes() + b"\0")
+        digest.update(name.encode() + b"\0" + _content(root / name, name) + b"\0")
+    digest.update(_content(root / config_name, config_name) + b"\0")
     templates_folder = root / templates
     from lockgen.runtime.bounded import confined_problem as template_problem
 
     for path in sorted(p for p in templates_folder.rglob("*") if p.is_file()) if templates_folder.is_dir() else []:
         rel = path.relative_to(templates_folder).as_posix()
         confined = template_problem(templates_folder, rel) is None  # a link out is not read (the run refuses it)
-        digest.update(rel.encode() + b"\0" + (path.read_bytes() if confined else b"refused") + b"\0")
+        digest.update(rel.encode() + b"\0" + (_content(path, rel) if confined else b"refused") + b"\0")
     return digest.hexdigest()
+
+
+def _content(path: Path, where: str) -> bytes:
+    """The bytes of a file the stamp covers, through the one bounded reader: empty when it is
+    missing, a marker when it is refused (a FIFO is never waited on, a huge file never read:
+    the run's own reader names it)."""
+    try:
+        return bounded.read_file(path, where)
+    except FileNotFoundError:
+        return b""
+    except (OSError, LockgenError):
+        return b"\0refused"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import secrets
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -27,9 +28,10 @@ from typing import IO
 from lockgen.config import WORK
 from lockgen.runtime.errors import LockgenError
 from lockgen.locks.lock import normalized
+from lockgen.runtime.bounded import read_file
 from lockgen.runtime.writing import write_error
 
-__all__ = ["Busy", "FileLock", "ProjectLock", "differs", "work_folder", "write_text"]
+__all__ = ["Busy", "FileLock", "LinkedWork", "ProjectLock", "differs", "holds", "refuse_linked_work", "work_folder", "write_text"]
 
 log = logging.getLogger("lockgen")
 
@@ -106,10 +108,29 @@ def FileLock(  # noqa: N802 - reads like a class
 _GITIGNORE = "# lockgen's work folder: rendered inputs, caches; never committed\n*\n"
 
 
+class LinkedWork(LockgenError):
+    """lockgen's work folder is a symbolic link or not a folder (exit 2): a checkout that
+    commits ``.lockgen -> elsewhere`` would have lockgen write, and delete its scratch folders,
+    outside the project."""
+
+
+def refuse_linked_work(root: Path) -> None:
+    """Raise :class:`LinkedWork` when ``root/.lockgen`` is a symlink or something other than a
+    folder (a missing one is fine: lockgen makes it)."""
+    folder = root / WORK
+    if folder.is_symlink() or (os.path.lexists(folder) and not folder.is_dir()):
+        raise LinkedWork(
+            f"{WORK}: lockgen's work folder is a symbolic link or not a folder; lockgen writes and deletes there, "
+            f"so it must be a folder of the project: remove it (rm {WORK}), then run again; nothing was written"
+        )
+
+
 def work_folder(root: Path) -> Path:
     """``root/.lockgen``, made when missing, with the ``.gitignore`` that keeps it out of git:
     every command that writes there (all, lock, bump, merge, install) makes it through here,
-    so a fresh checkout never shows the folder to ``git status``."""
+    so a fresh checkout never shows the folder to ``git status``. Raises :class:`LinkedWork`
+    when it is a symlink (:func:`refuse_linked_work`)."""
+    refuse_linked_work(root)
     folder = root / WORK
     folder.mkdir(parents=True, exist_ok=True)
     gitignore = folder / ".gitignore"
@@ -162,11 +183,7 @@ def write_text(path: Path, text: str, where: str | None = None) -> bool:
 def _same(path: Path, text: str, exact: bool = False) -> bool:
     """Whether ``path`` holds ``text`` (up to line endings, unless ``exact``: a user's file keeps
     its own, and an edit that only changed them is still written)."""
-    try:
-        found = path.read_bytes().decode("utf-8")
-        return found == text if exact else normalized(found) == text
-    except (OSError, UnicodeDecodeError):
-        return False
+    return holds(path, text, exact)
 
 
 def _temporary(path: Path, text: str, keep_mode: bool = False) -> Path:
@@ -195,3 +212,25 @@ def _temporary(path: Path, text: str, keep_mode: bool = False) -> Path:
 def differs(root: Path, path: str, text: str) -> bool:
     """Whether the project-relative file ``path`` does not hold ``text`` (line endings aside)."""
     return not _same(root / path, text)
+
+
+def holds(path: Path, data: str | bytes, exact: bool) -> bool:
+    """Whether ``path`` (a regular file, no symlink) already holds ``data``: bytes exactly; text
+    up to line endings (a CRLF checkout, C17), unless ``exact`` (a user's file keeps its own, and
+    an edit that only changed them is still written). A FIFO, a device or a file far larger than
+    ``data`` holds nothing and is not read (it is replaced)."""
+    size = len(data if isinstance(data, bytes) else data.encode("utf-8"))
+    try:
+        st = path.lstat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 2 * size + 16:  # a FIFO is never opened, a huge file never read
+            return False
+        found = read_file(path, str(path), st.st_size)
+    except (OSError, LockgenError):
+        return False
+    if isinstance(data, bytes):
+        return found == data
+    try:
+        text = found.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return text == data if exact else normalized(text) == data

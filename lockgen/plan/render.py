@@ -47,16 +47,48 @@ def environment(config: Config, overlay: Mapping[str, str] | None = None) -> jin
     """One sandboxed ``jinja2`` environment per run, loading from ``<root>/<templates>``;
     ``overlay`` maps template names (relative to that folder) to texts read instead of the files
     (``lockgen bump`` renders its edits before it writes them; error lines still name the file)."""
-    from jinja2.sandbox import SandboxedEnvironment
-
     folder = config.root / config.templates
-    return SandboxedEnvironment(
+    return _bounded_environment()(
         # a byte-order mark (Notepad) is not part of a template's first line
         loader=_OverlayLoader(folder, overlay or {}, config.templates),
         undefined=_undefined(),
         keep_trailing_newline=True,
         autoescape=False,
     )
+
+
+#: The largest string, list or integer (in bits) one template expression may make: ``'a' * 10**10``
+#: would hold 10 GB, ``10**10**8`` computes for minutes; the sandbox bounds ranges only.
+MAX_PRODUCT = 1_000_000
+
+
+def _bounded_environment() -> type[jinja2.Environment]:
+    """The sandboxed environment class whose ``*`` and ``**`` refuse a result over
+    :data:`MAX_PRODUCT` (a :class:`jinja2.sandbox.SecurityError`, reported as the template's
+    line) before computing it."""
+    from jinja2.exceptions import SecurityError
+    from jinja2.sandbox import SandboxedEnvironment
+
+    class Bounded(SandboxedEnvironment):
+        intercepted_binops = frozenset(["*", "**"])
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            power = operator == "**" and isinstance(left, int) and isinstance(right, int)
+            if power and abs(left) > 1 and right > 0 and left.bit_length() * right > MAX_PRODUCT:
+                raise SecurityError(f"{left} ** {right} is larger than a template may compute")
+            if operator == "*":
+                for seq, count in ((left, right), (right, left)):
+                    if (
+                        isinstance(seq, str | list | tuple)
+                        and isinstance(count, int)
+                        and len(seq) * count > MAX_PRODUCT
+                    ):
+                        raise SecurityError(
+                            f"a {type(seq).__name__} repeated {count} times is larger than a template may make"
+                        )
+            return super().call_binop(context, operator, left, right)
+
+    return Bounded
 
 
 def _OverlayLoader(folder: Path, overlay: Mapping[str, str], templates: str) -> jinja2.BaseLoader:  # noqa: N802 - a class factory

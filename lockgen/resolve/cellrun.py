@@ -10,6 +10,7 @@ read and write the cell's work files and make its lock headers; it runs nothing 
 
 from __future__ import annotations
 
+import posixpath
 import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,6 +22,7 @@ from packaging.pylock import Package, Pylock
 
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Header, LayerKind, decode
+from lockgen.locks.paths import confine_file
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.plan.sources import index_pages
@@ -28,13 +30,14 @@ from lockgen.resolve import uv
 from lockgen.resolve.hashcheck import Verified
 from lockgen.resolve.inputs import write_file
 from lockgen.resolve.probe import Reach
-from lockgen.runtime.errors import LockgenError
+from lockgen.runtime.bounded import read_file
+from lockgen.runtime.errors import LockFormatError, LockgenError
 
 if TYPE_CHECKING:
     from lockgen.resolve.gate import Gate
     from lockgen.resolve.provenance import Provenance
 
-__all__ = ["Builds", "CellRun", "committed", "install_links", "read_committed"]
+__all__ = ["Builds", "CellRun", "committed", "committed_pylock", "install_links", "read_committed"]
 
 
 @dataclass
@@ -62,11 +65,9 @@ class Builds:
         sdist alone (so a warm run does not learn them again)."""
         pylocks = {}
         for plan in plans:
-            path = root / pylockfile.pylock_path(plan.lock)
-            try:
-                pylocks[plan.cell.name] = pylockfile.loads(decode(path.read_bytes(), str(path)), str(path))
-            except (OSError, LockgenError):
-                continue
+            pylock = committed_pylock(root, plan)
+            if pylock is not None:
+                pylocks[plan.cell.name] = pylock
         return cls.from_pylocks(plans, pylocks)
 
     @classmethod
@@ -144,6 +145,19 @@ def install_links(plan: Plan, links: Iterable[str], packages: Iterable[Package])
     return tuple(dict.fromkeys([*links, *index_pages(plan.sources, [p.name for p in packages])]))
 
 
+def committed_pylock(root: Path, plan: Plan) -> Pylock | None:
+    """The committed ``pylock.toml`` of ``plan``'s cell, or None when there is none or it cannot
+    be used. It is input from elsewhere (a fork's locks): read with the one bounded reader, only
+    inside the locks folder after symlinks (a FIFO, ``/dev/zero``, a huge file or a link out is
+    not read, and counts as no preferences)."""
+    rel = pylockfile.pylock_path(plan.lock)
+    try:
+        path = confine_file(root, posixpath.dirname(plan.lock), rel, LockFormatError)
+        return pylockfile.loads(decode(read_file(path, rel), rel), rel)
+    except (OSError, LockgenError):
+        return None
+
+
 def committed(root: Path, plans: Sequence[Plan]) -> dict[str, dict[str, str]]:
     """:func:`read_committed`'s versions alone."""
     return read_committed(root, plans)[0]
@@ -160,11 +174,10 @@ def read_committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[st
     locked: dict[str, dict[str, str]] = {}
     built: dict[str, frozenset[str]] = {}
     for plan in plans:
-        path = root / pylockfile.pylock_path(plan.lock)
-        try:
-            pylock = pylockfile.main_only(pylockfile.loads(decode(path.read_bytes(), str(path)), str(path)))
-        except (OSError, LockgenError):
+        pylock = committed_pylock(root, plan)
+        if pylock is None:
             continue
+        pylock = pylockfile.main_only(pylock)  # the main lock's versions: a layer's extras are not preferences
         locked[plan.cell.name] = {sys.intern(p.name): sys.intern(str(p.version)) for p in pylock.packages if p.version}
         hint = frozenset(p.name for p in pylock.packages if p.name in plan.allow_build and _built(p))
         if hint:

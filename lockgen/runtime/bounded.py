@@ -245,6 +245,9 @@ def confined_problem(folder: Path, name: str) -> str | None:
     if not path.exists() and not path.is_symlink():
         return None
     if not inside:
+        lexical = os.path.normpath(os.path.join(os.path.abspath(folder), name))
+        if not Path(lexical).is_relative_to(os.path.abspath(folder)):  # '..' or an absolute name, no link
+            return f"a path leading outside the folder {folder.name}/"
         return f"a symlink leading outside the folder {folder.name}/"
     if not real.is_file():
         return "not a regular file (a FIFO, a device or a folder)"
