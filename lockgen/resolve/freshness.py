@@ -55,7 +55,7 @@ def start(plans: Sequence[Plan], mirrors: Mirrors, locked: Mapping[str, Iterable
         index = mirrors.fetch_url(plan.index_url).rstrip("/")
         names = sorted(locked.get(plan.cell.name) or plan.requirement_names())
         pages += [(f"{index}/{name}/", SIMPLE_ACCEPT) for name in names]
-        pages += [(mirrors.fetch_url(link), FLAT_ACCEPT) for link in plan.main_find_links if not _is_local(link)]
+        pages += [(mirrors.fetch_url(link), FLAT_ACCEPT) for link in plan.inputs.main_find_links if not _is_local(link)]
     cache = PageCache(origins)
     cache.prefetch(pages)
     return Freshness(cache, mirrors, locked)
@@ -90,7 +90,7 @@ class Freshness:
         index = self.base.fetch_url(plan.index_url).rstrip("/")
         if not self.pages.proxies(index):
             return False
-        for link in plan.main_find_links:
+        for link in plan.inputs.main_find_links:
             if _is_local(link):
                 continue  # uv reads a local folder itself, every time
             url = self.base.fetch_url(link)

@@ -145,15 +145,15 @@ def compile_argv(
 def _source_args(plan: Plan, inputs: Inputs, mirrors: Mirrors) -> list[str]:
     """``--find-links`` (through ``mirrors``) and the ``--exclude-newer`` cutoff."""
     argv: list[str] = []
-    for link in plan.main_find_links if inputs.find_links is None else inputs.find_links:
+    for link in plan.inputs.main_find_links if inputs.find_links is None else inputs.find_links:
         argv += ["--find-links", mirrors.fetch_url(link)]
-    if plan.exclude_newer:
-        argv += ["--exclude-newer", plan.exclude_newer]
+    if plan.inputs.exclude_newer:
+        argv += ["--exclude-newer", plan.inputs.exclude_newer]
     # Backend indexes and find-links pages publish no upload times, and uv drops an artifact
     # without one under a cutoff: the cutoff applies to what the default index serves, and a
     # source's packages get the source's own exclude-newer or none. The config's
     # exclude-newer-package exempts a package or gives it its own cutoff.
-    for package, cutoff in sorted({**plan.source_cutoffs(), **plan.exclude_newer_package}.items()):
+    for package, cutoff in sorted(plan.inputs.cutoffs.items()):
         argv += ["--exclude-newer-package", f"{package}={cutoff}"]
     return argv
 
