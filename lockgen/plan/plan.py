@@ -78,6 +78,10 @@ class ResolveInput:
     exclude_newer: str | None  # the cutoff as an RFC 3339 timestamp
     cutoffs: Mapping[str, str]  # uv --exclude-newer-package: the sources' cutoffs, then the setting's
     allow_build: frozenset[NormalizedName]
+    index_url: str  # the default index ("" when the config gives none)
+    prerelease: str | None  # uv --prerelease
+    prerelease_package: Mapping[str, str]  # uv --prerelease-package: canonical name -> mode
+    input_paths: Mapping[str, str]  # role -> where its rendered file is written (.lockgen/<cell>/requirements.in)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -237,7 +241,7 @@ class Plan:
                 served.setdefault(package, source)
         return ResolveInput(
             required=required,
-            index_pins=tuple(index_pins(self)),
+            index_pins=tuple(_pinned_to_index(self, required)),
             pinned_torch=Version(exact) if exact else None,
             served_by=served,
             explicit_indexes=explicit_indexes(self),
@@ -246,6 +250,10 @@ class Plan:
             exclude_newer=self.exclude_newer,
             cutoffs={**self.source_cutoffs(), **self.exclude_newer_package},
             allow_build=self.allow_build,
+            index_url=self.index_url,
+            prerelease=self.prerelease,
+            prerelease_package=self.prerelease_package,
+            input_paths={role: self.input_path(role) for role in ROLES},
         )
 
     @functools.cached_property
@@ -311,7 +319,10 @@ def _required(plan: Plan, text: str | None) -> list[Requirement]:
 def index_pins(plan: Plan, text: str | None = None) -> list[tuple[CellSource, Requirement]]:
     """Requirements of ``text`` (default: the main requirements) that name a package of one of
     the cell's index sources and apply to the target: each is pinned to that index."""
-    reqs = _required(plan, text)
+    return _pinned_to_index(plan, _required(plan, text))
+
+
+def _pinned_to_index(plan: Plan, reqs: Iterable[Requirement]) -> list[tuple[CellSource, Requirement]]:
     found = []
     for req in reqs:
         source = plan.served_by(canonicalize_name(req.name))

@@ -133,7 +133,7 @@ class CellRun:
             cell=plan.cell.name, kind=kind, path=path, config=self.config, uv=plan.uv_version,
             target=f"{target.platform}, Python {target.python}{macos}, backend {plan.cell.backend}",
             input_hash=plan.input_hash, exclude_newer=plan.inputs.exclude_newer, exclude_newer_span=plan.exclude_newer_span,
-            index_url=plan.index_url, **fields,
+            index_url=plan.inputs.index_url, **fields,
         )  # fmt: skip
 
 

@@ -136,7 +136,8 @@ def in_config_terms(run: CellRun, text: str) -> str:
     plan = run.plan
     text = _INDEX_PINS.sub(lambda m: "you require" if m.group(1) else "your requirements", text)
     names = {
-        plan.input_path(role): f"{plan.templates}/{template}" for role, (template, _) in plan.rendered.files.items()
+        plan.inputs.input_paths[role]: f"{plan.templates}/{template}"
+        for role, (template, _) in plan.rendered.files.items()
     }
     names[f"{plan.work}/main-pins.txt"] = f"the versions of {plan.lock}"
     names[f"{plan.work}/{URL_PINS}"] = "the wheel URLs of the urls sources"
@@ -226,8 +227,8 @@ def _where_hint(plan: Plan, stderr: str) -> str:
                 f"\nlockgen: {name}: source {source.name!r} lists no usable file of it ({pages}); check the name, or those pages"
             )
         else:
-            page = f"{plan.index_url.rstrip('/')}/{name}/"
+            page = f"{plan.inputs.index_url.rstrip('/')}/{name}/"
             lines.append(
-                f"\nlockgen: {name}: the index {plan.index_url} lists no usable file of it ({page}); check the name, or that page"
+                f"\nlockgen: {name}: the index {plan.inputs.index_url} lists no usable file of it ({page}); check the name, or that page"
             )
     return "".join(lines)

@@ -110,9 +110,9 @@ def main_inputs(plan: Plan, build_pins: bool = False) -> Inputs:
     pins = url_constraints(plan) + ((f"{plan.work}/{BUILD_PINS}",) if build_pins else ())
     given = {role for role in ("constraints", "overrides") if role in files and has_lines(files[role][1])}
     return Inputs(
-        requirements=plan.input_path("requirements"),
-        constraints=((plan.input_path("constraints"),) if "constraints" in given else ()) + pins,
-        overrides=plan.input_path("overrides") if "overrides" in given else None,
+        requirements=plan.inputs.input_paths["requirements"],
+        constraints=((plan.inputs.input_paths["constraints"],) if "constraints" in given else ()) + pins,
+        overrides=plan.inputs.input_paths["overrides"] if "overrides" in given else None,
         extra=extra,
     )
 
@@ -138,7 +138,7 @@ def write_main(
     ``urls``-source package the requirements name has no URL for the target, or its file cannot
     be downloaded (unreachable, unauthorized, gone)."""
     for role, (_, text) in plan.rendered.files.items():
-        write_file(root, plan.input_path(role), mirrors.rewrite(text))
+        write_file(root, plan.inputs.input_paths[role], mirrors.rewrite(text))
     pins = plan.inputs.index_pins
     if pins:
         write_file(root, f"{plan.work}/{INDEX_PROJECT}", index_project(pins, mirrors.mirrored))

@@ -263,7 +263,7 @@ def unavailable(plan: Plan, entry: str | None, job: Job | None, why: LayerUnavai
         and not (plan.inputs.served_by.get(name) or plan.layer_find_links(name))
     ):
         raise CellFailed(
-            f"cell {plan.cell.name}: optional entry {entry!r}: the index {plan.index_url} has no project {name}; "
+            f"cell {plan.cell.name}: optional entry {entry!r}: the index {plan.inputs.index_url} has no project {name}; "
             "check the name in optional (a package from a named source or a find-links page is unavailable instead)"
         )
     return Unavailable(requirement=entry, reason=str(why))

@@ -157,7 +157,7 @@ def other_pythons(plan: Plan, mirrors: Mirrors, wanted: Mapping[NormalizedName, 
             if source is not None and source.kind in ("index", "find-links") and source.urls:
                 base, kind = source.urls[0], source.kind
             else:
-                base, kind = plan.index_url or "https://pypi.org/simple", "index"
+                base, kind = plan.inputs.index_url or "https://pypi.org/simple", "index"
             if "://" not in base:
                 continue
             read = reader.page(f"{base.rstrip('/')}/{name}/" if kind == "index" else base)

@@ -113,7 +113,7 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
         with trace.span("gate"):
             notes = (*notes, *_gated(run, pylock, built))
     if run.provenance is not None:  # 7b: who published each main file (PEP 740), where the index says
-        indexes = [plan.index_url, *plan.inputs.explicit_indexes.values()]
+        indexes = [plan.inputs.index_url, *plan.inputs.explicit_indexes.values()]
         with trace.span("provenance"):
             resolved = replace(resolved, pylock=run.provenance.attach(resolved.pylock, indexes))
     with trace.span("files"):
@@ -154,7 +154,7 @@ def _gated(run: CellRun, pylock: Pylock, built: Built) -> tuple[str, ...]:
     plan = run.plan
     try:
         found = run.gate.check(
-            [*pylock.packages, *built.packages], [plan.index_url, *plan.inputs.explicit_indexes.values()]
+            [*pylock.packages, *built.packages], [plan.inputs.index_url, *plan.inputs.explicit_indexes.values()]
         )
     except LockgenError as exc:  # the [audit] osv source could not be read
         raise CellFailed(

@@ -89,7 +89,7 @@ def main_urls(plan: Plan) -> tuple[str, ...]:
     # the URL each package the main requirements name gets for this target (a package only an optional
     # entry names is the layer's: its host down makes that layer unavailable, not the cell failed)
     wheels = [pin.url for pin in url_pins(plan) if pin.direct]
-    return (plan.index_url, *plan.inputs.main_find_links, *indexes, *wheels, *_direct_urls(plan))
+    return (plan.inputs.index_url, *plan.inputs.main_find_links, *indexes, *wheels, *_direct_urls(plan))
 
 
 def layer_urls(plan: Plan, entry: str) -> tuple[str, ...]:

@@ -196,8 +196,8 @@ def _listed_by(source: CellSource, page: str) -> bool:
 def describe_place(plan: Plan, url: str) -> str:
     """An index or find-links URL (canonical) as the config names it: ``the default index
     (https://…)``, ``find-links 'vendor' (…)``, ``source 'pytorch' (…)``, else the URL."""
-    if plan.index_url and identity.same(url, plan.index_url):
-        return f"the default index ({plan.index_url})"
+    if plan.inputs.index_url and identity.same(url, plan.inputs.index_url):
+        return f"the default index ({plan.inputs.index_url})"
     for key, links in sorted(plan.cell.settings.find_links.items()):
         if any(identity.same(url, link) for link in links):
             return f"find-links {key!r} ({url})"
