@@ -26,7 +26,6 @@ import json
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -48,11 +47,11 @@ WORK = ".lockgen/linux-x86_64-cpu-py3.12"
 PACKAGES = (("app", "1.0"), ("numpy", "2.1.0"), ("torch", "2.5.0"))
 
 
-@dataclass
 class Replay:
     """Answers each uv run: a pylock for a resolution, a requirements file for a description."""
 
-    argvs: list[list[str]] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.argvs: list[list[str]] = []
 
     def run(self, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> uv.Result:
         self.argvs.append(list(argv))
