@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCK_FORMAT", "PART_NAMES", "PROJECT_FILES", "Plan", "ResolveInput", "exact_pin", "explicit_indexes", "index_pins",
-    "layer_only_sources", "local_projects", "local_requirements", "make_plan", "pinned_versions", "required",
+    "layer_only_sources", "local_projects", "local_requirements", "make_plan", "pinned_versions",
 ]  # fmt: skip
 
 #: The version of the lock layout :mod:`lockgen.locks.lock` writes, a part of every input hash:
@@ -305,12 +305,8 @@ class Plan:
 # -- what the requirements name, for the target
 
 
-def required(plan: Plan) -> list[Requirement]:
-    """The main requirements of ``plan`` that apply to its target, by name (not direct URLs)."""
-    return _required(plan, None)
-
-
 def _required(plan: Plan, text: str | None) -> list[Requirement]:
+    """The requirements of ``text`` (None: the main ones) that apply to the target, by name."""
     if text is None:
         text = plan.rendered.files.get("requirements", ("", ""))[1]
     return [r for r in requirement_lines(text) if not r.url and applies(r.marker, plan.target)]
