@@ -41,6 +41,7 @@ from lockgen.bump.lines import LineMove, LineSite, State
 from lockgen.bump.pins import Plan as ConfigPlan
 from lockgen.bump.pins import Wanted, parse_wanted, pins_table, plan_bumps
 from lockgen.config import find_config
+from lockgen.config.load import parse_toml
 from lockgen.locks import journal, store
 from lockgen.plan import reqline
 from lockgen.plan.plan import Plan
@@ -293,7 +294,7 @@ def _line_sites(project: Project, config_rel: str, reading: _Texts, names: set[N
     if project_file is not None and project_file not in files:
         files.append(project_file)
     for rel in files:
-        data = bump_toml.loads(reading.text(rel))
+        data = parse_toml(reading.text(rel))
         found = bump_toml.requirement_strings(data) if rel == project_file else []
         if rel == config_rel:
             found += _config_entries(data, config.key_prefix)

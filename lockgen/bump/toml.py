@@ -11,9 +11,9 @@ refuses an edit that changed more than the values. The policy (which pins move) 
 
 from __future__ import annotations
 
+import copy
 import json
 import re
-import sys
 from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +24,12 @@ from packaging.utils import NormalizedName, canonicalize_name
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import String
 
+from lockgen.config.load import parse_toml
 from lockgen.runtime.errors import ConfigError
 
 __all__ = [
     "Layout", "Requirement", "Site", "Where", "check_only_pins_changed", "edit_strings", "find_sites", "key_path",
-    "loads", "requirement_strings",
+    "requirement_strings",
 ]  # fmt: skip
 
 #: A key path inside the TOML document: table keys and array indexes.
@@ -123,7 +124,7 @@ def check_only_pins_changed(
     for where, value in edits:
         _set(data, where, value)
     try:
-        same_data = loads(new) == data
+        same_data = parse_toml(new) == data
     except ValueError:
         same_data = False
     if not same_shape or not same_data:
@@ -139,7 +140,9 @@ def edit_strings(path: Path, text: str, edits: Sequence[tuple[Where, str]]) -> s
     that changed anything else. Raises :class:`ConfigError` naming the file."""
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     try:
-        data = loads(text)  # the parser load_config uses: the file must be valid for it too
+        data = copy.deepcopy(
+            parse_toml(text)
+        )  # load_config's parser (the file must be valid for it too); a copy: changed below
         doc = tomlkit.parse(text[len(bom) :])
     except (TOMLKitError, ValueError) as exc:  # ValueError: tomllib.TOMLDecodeError
         raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
@@ -199,15 +202,6 @@ def requirement_strings(data: Mapping[str, Any]) -> list[Requirement]:
             if isinstance(item, str):
                 found.append(Requirement(where=(*where, i), key_path=key_path((*where, i)), value=str(item)))
     return found
-
-
-def loads(text: str) -> dict[str, Any]:
-    text = text.removeprefix("\ufeff")
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        return tomllib.loads(text)
-    return tomlkit.parse(text).unwrap()  # pragma: no cover - Python 3.10
 
 
 def _set(data: Any, where: Where, value: str) -> None:

@@ -24,7 +24,8 @@ class BackendChecks(Checks):
         try:
             return DetectRules.from_dict(value, self.key("detect"))
         except RulesError as exc:
-            self.problems += [f"{path}: {message}" for path, message in exc.problems]
+            for path, message in exc.problems:
+                self.problem_at(path, message)
             return None
 
     def backends(self, value: Any) -> tuple[BackendFamily, ...]:

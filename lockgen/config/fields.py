@@ -1,7 +1,7 @@
-"""The shared base of the config validator: the problem list, key paths and the plain field readers.
+"""The shared base of the config validator: the config's own field readers over the one keyed validator.
 
-:class:`Checks` holds the state one validation run collects (the problems, each ``key path: message``)
-and reads the simplest values (a string, an array of strings, a URL). The validator's subjects are
+:class:`Checks` is :class:`lockgen.runtime.keyed.Checks` (key paths, the problem records, strings,
+arrays, unknown keys) with what only the config reads: a URL, a cutoff, the matrix's axes. The validator's subjects are
 mixins over it: :mod:`.settings`, :mod:`.sources`, :mod:`.backends`, :mod:`.metadata`, and the matrix
 and rules in :mod:`.validate`, which puts them together as :class:`~lockgen.config.validate.Validator`.
 """
@@ -9,14 +9,14 @@ and rules in :mod:`.validate`, which puts them together as :class:`~lockgen.conf
 from __future__ import annotations
 
 import datetime as _dt
-import difflib
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lockgen.config.model import AXES
-from lockgen.runtime import bounded
+from lockgen.runtime import bounded, keyed
+from lockgen.runtime.keyed import KeyPath
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$")
@@ -27,13 +27,12 @@ VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 URL = re.compile(r"^(https?://[^\s/]|file://)")
 #: Package-name patterns of ``backends`` and ``allow-mix``: name characters, ``*``, ``?``.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9._*?-]+$")
-#: A key path below the config's prefix: ``("rules", 2, "match", "backend")``.
-KeyPath = tuple[str | int, ...]
 
 
-class Checks:
+class Checks(keyed.Checks):
     """One validation run over the config ``source`` (``pyproject.toml``) whose table sits at
-    ``prefix`` (``tool.lockgen``, or ``""`` in a ``lockgen.toml``)."""
+    ``prefix`` (``tool.lockgen``, or ``""`` in a ``lockgen.toml``); key paths, problems and the
+    plain readers are :class:`lockgen.runtime.keyed.Checks`'s."""
 
     def __init__(
         self,
@@ -42,69 +41,15 @@ class Checks:
         read_toml: Callable[[str], dict[str, Any]] | None = None,
         read_text: Callable[[Path], str] | None = None,
     ):
-        self.source = source
-        self.prefix = prefix
+        super().__init__(source, prefix)
         self.read_toml = read_toml  # TOML text -> table, for the project's pyproject.toml (load.parse_toml)
         # a project file's text (the pyproject.toml of [project]); lockgen bump reads its edits so
         self.read_text = read_text or (lambda path: bounded.read_text(path, path.name))
-        self.problems: list[str] = []
         self.extra: tuple[str, ...] = ()  # the matrix's extra axes, once read
 
     @property
     def axis_names(self) -> tuple[str, ...]:
         return (*AXES, *self.extra)
-
-    def key(self, *parts: str | int) -> str:
-        text = self.prefix
-        for part in parts:
-            text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-        return text
-
-    def problem(self, path: KeyPath, message: str) -> None:
-        self.problems.append(f"{self.key(*path)}: {message}")
-
-    def unknown(self, table: dict[str, Any], allowed: set[str] | frozenset[str], path: KeyPath) -> None:
-        """A problem for each key of ``table`` not in ``allowed``: ``did you mean 'pins'?`` when
-        one allowed key is close (``difflib``, as for matrix keys), else the keys the table takes,
-        listed once per table (a second far-off key refers to the first's list)."""
-        listed_at: str | None = None
-        for key in table:
-            if key in allowed:
-                continue
-            close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.75)
-            if close:
-                self.problem((*path, key), f"unknown key; did you mean {close[0]!r}?")
-            elif listed_at is None:
-                listed_at = self.key(*path, key)
-                self.problem((*path, key), f"unknown key; expected one of {', '.join(sorted(allowed))}")
-            else:
-                self.problem((*path, key), f"unknown key; not one of the keys listed for {listed_at}")
-
-    def table_list(self, table: dict[str, Any], key: str, path: KeyPath) -> list[dict[str, Any]]:
-        value = table.get(key, [])
-        if not isinstance(value, list):
-            self.problem((*path, key), "must be an array of tables")
-            return []
-        good = []
-        for i, entry in enumerate(value):
-            if isinstance(entry, dict):
-                good.append(entry)
-            else:
-                self.problem((*path, key, i), "must be a table")
-                good.append({})
-        return good
-
-    def string(self, value: Any, path: KeyPath) -> str | None:
-        if isinstance(value, str):
-            return value
-        self.problem(path, f"must be a string, not {type(value).__name__}")
-        return None
-
-    def strings(self, value: Any, path: KeyPath, allow_empty: bool = True) -> tuple[str, ...]:
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            self.problem(path, "must be an array of non-empty strings")
-            return ()
-        return tuple(value)
 
     def url(self, value: Any, path: KeyPath) -> str | None:
         """A URL with its scheme (uv would read ``pypi.org/simple`` as a folder)."""

@@ -94,7 +94,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
 @functools.lru_cache(maxsize=8)
 def parse_toml(text: str) -> dict[str, Any]:
     """Parse once per distinct text (discovery and loading read the same file). ``tomllib`` where
-    the stdlib has it; tomlkit, which lockgen uses for comment-keeping edits, on Python 3.10."""
+    the stdlib has it; tomlkit, which lockgen uses for comment-keeping edits, on Python 3.10. A
+    leading byte-order mark (Notepad's) is dropped. The table is shared between callers: copy it
+    before changing it."""
+    text = text.removeprefix("\ufeff")
     if sys.version_info >= (3, 11):
         import tomllib
 

@@ -59,7 +59,7 @@ class SettingsChecks(Checks):
         if "pins" in table:
             values["pins"] = self.pins(table["pins"], (*path, "pins"))
         if "use" in table:
-            values["sources"] = self.strings(table["use"], (*path, "use"), allow_empty=True)
+            values["sources"] = self.strings(table["use"], (*path, "use"))
         for key in ("pinned", "optional", "no-deps", "allow-build"):
             if key in table:
                 values[key.replace("-", "_")] = self.strings(table[key], (*path, key))

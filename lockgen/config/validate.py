@@ -63,7 +63,7 @@ def is_python(value: str) -> bool:
 
 
 class Validator(SettingsChecks, SourceChecks, BackendChecks, MetadataChecks, DossierChecks):
-    """Validate one config table (see :meth:`config`); ``problems`` collects ``key path: message``."""
+    """Validate one config table (see :meth:`config`); ``problems`` collects the records."""
 
     matrix_given = True  # the config has a [matrix] table (set by config())
 
@@ -319,5 +319,5 @@ def check_option(option: str, key: str, value: Any) -> None:
     else:  # pragma: no cover - a caller's mistake
         raise ValueError(f"no check for the config key {key!r}")
     if checks.problems:
-        said = checks.problems[0].removeprefix(f"{key}: ")
+        said = checks.problems[0].message
         raise UsageError(f"{option} {value}: {said}")

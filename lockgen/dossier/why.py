@@ -297,6 +297,7 @@ class _Starts:
         """``(file: key path, requirement)`` of the project's metadata (``[project]``, groups)."""
         if self._strings is None:
             from lockgen.bump import toml as bump_toml
+            from lockgen.config.load import parse_toml
 
             self._strings = []
             project = self.project.config.project
@@ -304,7 +305,7 @@ class _Starts:
                 rel = project.path
                 try:
                     text = self.project.overlay.get(rel) or bounded.read_text(self.project.root / rel, rel)
-                    data = bump_toml.loads(text)
+                    data = parse_toml(text)
                 except (OSError, ValueError, InputError):
                     data = {}
                 self._strings = [(f"{rel}: {r.key_path}", r.value) for r in bump_toml.requirement_strings(data)]

@@ -2,7 +2,7 @@
 
 :mod:`lockgen.locks.manifest` writes the manifest; this module reads it for ``lockgen install``
 (and the shard manifests ``lockgen merge`` reads). A manifest comes from a checkout, a fork or a
-download (issue 15), so :func:`load` takes bytes and returns frozen values or raises
+download, so :func:`load` takes bytes and returns frozen values or raises
 :class:`~lockgen.runtime.errors.InputError` listing *every* problem with its key path
 (``locks/manifest.json: cells.linux-x86_64-cpu-py3.12.layers[1].lock: '../x.txt' has … '..'``),
 exit 2, never a traceback:
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lockgen.runtime.errors import InputError, Problem
+from lockgen.runtime.keyed import Checks, KeyPath
 from lockgen.locks.lock import LayerKind, install_commands
 from lockgen.locks.manifest import MANIFEST_FORMAT, flags
 from lockgen.locks.paths import folder_problem, name_problem, path_problem
@@ -192,7 +193,7 @@ def parse(value: object, where: str, locks: str) -> Manifest:
     cells: dict[str, CellEntry] = {}
     raw_cells = value.get("cells")
     if not isinstance(raw_cells, dict):
-        reader.problem("cells", f"expected an object of cells, got {_kind(raw_cells)} (not a format {fmt} manifest)")
+        reader.problem(("cells",), f"expected an object of cells, got {_kind(raw_cells)} (not a format {fmt} manifest)")
     else:
         reader.names = frozenset(str(name) for name in raw_cells)
         for name, entry in raw_cells.items():
@@ -201,105 +202,98 @@ def parse(value: object, where: str, locks: str) -> Manifest:
                 cells[cell.name] = cell
     shard = value.get("shard")
     if shard is not None and not (isinstance(shard, str) and re.fullmatch(r"[1-9][0-9]{0,5}/[1-9][0-9]{0,5}", shard)):
-        reader.problem("shard", f"expected I/N, got {shard!r}")
+        reader.problem(("shard",), f"expected I/N, got {shard!r}")
     if "detect" in value and not isinstance(value["detect"], dict):
-        reader.problem("detect", f"expected an object, got {_kind(value['detect'])}")
+        reader.problem(("detect",), f"expected an object, got {_kind(value['detect'])}")
     reader.raise_any()
     return Manifest(format=fmt, cells=cells, shard=shard if isinstance(shard, str) else None, data=value)
 
 
-@dataclass
-class _Reader:
-    """Collects every problem of one manifest, each with its key path."""
-
-    where: str
-    locks: str
-    problems: list[Problem] = field(default_factory=list)
-    names: frozenset[str] = frozenset()  # every cell the manifest lists
+class _Reader(Checks):
+    """Collects every problem of one manifest, each with its key path (the one keyed validator,
+    :class:`lockgen.runtime.keyed.Checks`)."""
 
     #: At most this many problems are listed (a manifest of garbage is one error, not thousands).
     SHOWN = 20
 
-    def problem(self, key: str, message: str) -> None:
-        self.problems.append(Problem(file=self.where, key=key, message=message))
+    def __init__(self, where: str, locks: str) -> None:
+        super().__init__(where)
+        self.locks = locks
+        self.names: frozenset[str] = frozenset()  # every cell the manifest lists
 
     def raise_any(self) -> None:
         if self.problems:
-            shown = self.problems[: self.SHOWN]
-            more = len(self.problems) - len(shown)
-            if more:
-                shown.append(Problem(file=self.where, message=f"… and {more} more problems"))
-            raise InputError(*shown)
+            raise InputError(*self.shown(self.SHOWN))
 
     # -- fields -----------------------------------------------------------------------------------
 
-    def text(self, data: Mapping[str, Any], key: str, path: str, *, required: bool = True) -> str | None:
+    def text(self, data: Mapping[str, Any], key: str, path: KeyPath, *, required: bool = True) -> str | None:
         value = data.get(key)
         if value is None and not required and key not in data:
             return None
         if not isinstance(value, str) or not value:
             self.problem(
-                f"{path}.{key}", f"expected a non-empty string, got {'an empty one' if value == '' else _kind(value)}"
+                (*path, key), f"expected a non-empty string, got {'an empty one' if value == '' else _kind(value)}"
             )
             return None
         return value
 
-    def choice(self, data: Mapping[str, Any], key: str, path: str, choices: Sequence[str]) -> str | None:
+    def choice(self, data: Mapping[str, Any], key: str, path: KeyPath, choices: Sequence[str]) -> str | None:
         value = self.text(data, key, path)
         if value is not None and value not in choices:
-            self.problem(f"{path}.{key}", f"{value!r} is not one of {', '.join(choices)}")
+            self.problem((*path, key), f"{value!r} is not one of {', '.join(choices)}")
             return None
         return value
 
-    def matching(self, data: Mapping[str, Any], key: str, path: str, pattern: re.Pattern[str], what: str, *, required: bool = True) -> str | None:  # fmt: skip
+    def matching(self, data: Mapping[str, Any], key: str, path: KeyPath, pattern: re.Pattern[str], what: str, *, required: bool = True) -> str | None:  # fmt: skip
         value = self.text(data, key, path, required=required)
         if value is not None and not pattern.fullmatch(value):
-            self.problem(f"{path}.{key}", f"{value!r} is not {what}")
+            self.problem((*path, key), f"{value!r} is not {what}")
             return None
         return value
 
-    def url(self, data: Mapping[str, Any], key: str, path: str) -> str | None:
+    def url(self, data: Mapping[str, Any], key: str, path: KeyPath) -> str | None:
         """An index URL, or a folder relative to the project root (a bundle's ``index``)."""
         if data.get(key) is None:
             return None
         value = data[key]
         problem = url_problem(value) if _SCHEME.match(str(value)) else folder_problem(value)
         if problem:
-            self.problem(f"{path}.{key}", problem)
+            self.problem((*path, key), problem)
             return None
         return str(data[key])
 
-    def links(self, data: Mapping[str, Any], key: str, path: str) -> tuple[str, ...] | None:
+    def links(self, data: Mapping[str, Any], key: str, path: KeyPath) -> tuple[str, ...] | None:
         """A find-links list: URLs, or folders relative to the project root."""
         value = data.get(key)
         if value is None:
             return None
         if not isinstance(value, list):
-            self.problem(f"{path}.{key}", f"expected a list of URLs and folders, got {_kind(value)}")
+            self.problem((*path, key), f"expected a list of URLs and folders, got {_kind(value)}")
             return None
         links = []
         for i, link in enumerate(value):
             problem = url_problem(link) if _SCHEME.match(str(link)) else folder_problem(link)
             if problem:
-                self.problem(f"{path}.{key}[{i}]", problem)
+                self.problem((*path, key, i), problem)
             else:
                 links.append(str(link))
         return tuple(links)
 
-    def lock_path(self, data: Mapping[str, Any], key: str, path: str, expected: str | None = None) -> str | None:
+    def lock_path(self, data: Mapping[str, Any], key: str, path: KeyPath, expected: str | None = None) -> str | None:
         value = data.get(key)
         problem = path_problem(value, self.locks)
         if problem is None and expected is not None and value != expected:
             problem = f"{value!r} is not {expected}, where lockgen writes it"
         if problem:
-            self.problem(f"{path}.{key}", problem)
+            self.problem((*path, key), problem)
             return None
         return str(value)
 
     # -- objects ----------------------------------------------------------------------------------
 
     def cell(self, name: str, data: object) -> CellEntry | None:
-        path = f"cells.{name}"
+        path: KeyPath = ("cells", name)
         problem = name_problem(name)
         if problem:
             self.problem(path, f"the cell name {problem}")
@@ -311,10 +305,10 @@ class _Reader:
         status = self.choice(data, "status", path, STATUSES)
         alias_of = data.get("alias_of")
         if alias_of is not None and name_problem(alias_of):
-            self.problem(f"{path}.alias_of", f"the cell name {name_problem(alias_of)}")
+            self.problem((*path, "alias_of"), f"the cell name {name_problem(alias_of)}")
             return None
         if alias_of is not None and alias_of not in self.names:
-            self.problem(f"{path}.alias_of", f"names {alias_of!r}, which is not a cell of the manifest")
+            self.problem((*path, "alias_of"), f"names {alias_of!r}, which is not a cell of the manifest")
             return None
         reason = self.text(data, "reason", path, required=False)
         entry: dict[str, Any] = {
@@ -322,8 +316,8 @@ class _Reader:
             "os": self.choice(data, "os", path, _OSES), "arch": self.choice(data, "arch", path, _ARCHES),
             "backend": self.text(data, "backend", path),
             "python": self.matching(data, "python", path, _PYTHON, "a Python minor such as 3.12"),
-            "requires": self.requires(data.get("requires"), f"{path}.requires"),
-            "environment": self.environment(data.get("environment"), f"{path}.environment"),
+            "requires": self.requires(data.get("requires"), (*path, "requires")),
+            "environment": self.environment(data.get("environment"), (*path, "environment")),
         }  # fmt: skip
         lock_fields = status in INSTALLABLE or (status == "failed" and "lock" in data)
         if lock_fields:
@@ -332,7 +326,7 @@ class _Reader:
             return None
         return CellEntry(**entry)
 
-    def requires(self, data: object, path: str) -> Requires | None:
+    def requires(self, data: object, path: KeyPath) -> Requires | None:
         if not isinstance(data, dict):
             self.problem(path, f"expected an object, got {_kind(data)}")
             return None
@@ -344,7 +338,7 @@ class _Reader:
             return None
         return Requires(python=python, interpreter=interpreter, glibc=glibc, macos=macos)
 
-    def environment(self, data: object, path: str) -> dict[str, str]:
+    def environment(self, data: object, path: KeyPath) -> dict[str, str]:
         if data is None:
             return {}
         if not isinstance(data, dict):
@@ -354,69 +348,69 @@ class _Reader:
         for key, value in data.items():
             if key not in ENVIRONMENT:
                 self.problem(
-                    f"{path}.{key}",
+                    (*path, key),
                     f"lockgen sets only {', '.join(sorted(ENVIRONMENT))} for install commands; a manifest may not set {key}",
                 )
             elif not isinstance(value, str) or not _VERSION.fullmatch(value):
-                self.problem(f"{path}.{key}", f"expected a version such as 14.0, got {value!r}")
+                self.problem((*path, key), f"expected a version such as 14.0, got {value!r}")
             else:
                 env[key] = value
         return env
 
-    def lock_fields(self, data: Mapping[str, Any], path: str, owner: str) -> dict[str, Any]:
+    def lock_fields(self, data: Mapping[str, Any], path: KeyPath, owner: str) -> dict[str, Any]:
         """The lock fields of a cell whose files are ``owner``'s (the cell, or the one it aliases)."""
         main = f"{self.locks}/{owner}.txt"
         lock = self.lock_path(data, "lock", path, main)
         sha256 = self.matching(data, "sha256", path, _SHA256, "a sha256 (64 lower-case hex digits)")
-        layers = self.layers(data.get("layers"), f"{path}.layers", main)
+        layers = self.layers(data.get("layers"), (*path, "layers"), main)
         if layers and (lock, sha256) != (layers[0].lock, layers[0].sha256):
-            self.problem(f"{path}.sha256", "the cell's lock and sha256 are not its main layer's")
+            self.problem((*path, "sha256"), "the cell's lock and sha256 are not its main layer's")
         pylock = None
         if data.get("pylock") is not None:
             raw = data["pylock"]
             if not isinstance(raw, dict):
-                self.problem(f"{path}.pylock", f"expected an object, got {_kind(raw)}")
+                self.problem((*path, "pylock"), f"expected an object, got {_kind(raw)}")
             else:
-                where = self.lock_path(raw, "path", f"{path}.pylock", f"{main.removesuffix('.txt')}/pylock.toml")
-                digest = self.matching(raw, "sha256", f"{path}.pylock", _SHA256, "a sha256 (64 lower-case hex digits)")
+                where = self.lock_path(raw, "path", (*path, "pylock"), f"{main.removesuffix('.txt')}/pylock.toml")
+                digest = self.matching(raw, "sha256", (*path, "pylock"), _SHA256, "a sha256 (64 lower-case hex digits)")
                 pylock = (where, digest) if where and digest else None
         return {
             "lock": lock, "sha256": sha256, "layers": layers, "pylock": pylock,
             "index_url": self.url(data, "index_url", path), "find_links": self.links(data, "find_links", path) or (),
-            "replaces": self.replaces(data.get("replaces"), f"{path}.replaces"),
+            "replaces": self.replaces(data.get("replaces"), (*path, "replaces")),
         }  # fmt: skip
 
-    def layers(self, data: object, path: str, main: str) -> tuple[LayerEntry, ...]:
+    def layers(self, data: object, path: KeyPath, main: str) -> tuple[LayerEntry, ...]:
         if not isinstance(data, list) or not data:
             self.problem(path, f"expected a non-empty list of layers, got {_kind(data)}")
             return ()
         layers = []
         seen: set[str] = set()
         for i, raw in enumerate(data):
-            layer = self.layer(raw, f"{path}[{i}]", main, first=i == 0)
+            layer = self.layer(raw, (*path, i), main, first=i == 0)
             if layer is not None:
                 if layer.name in seen:
-                    self.problem(f"{path}[{i}].name", f"a second layer named {layer.name!r}")
+                    self.problem((*path, i, "name"), f"a second layer named {layer.name!r}")
                 seen.add(layer.name)
                 layers.append(layer)
         return tuple(layers)
 
-    def layer(self, data: object, path: str, main: str, first: bool) -> LayerEntry | None:
+    def layer(self, data: object, path: KeyPath, main: str, first: bool) -> LayerEntry | None:
         if not isinstance(data, dict):
             self.problem(path, f"expected an object, got {_kind(data)}")
             return None
         count = len(self.problems)
         name = data.get("name")
         if name_problem(name):
-            self.problem(f"{path}.name", f"the layer name {name_problem(name)}")
+            self.problem((*path, "name"), f"the layer name {name_problem(name)}")
         kind_text = self.choice(data, "kind", path, [str(k) for k in LayerKind])
         kind = LayerKind(kind_text) if kind_text else None
         if kind is not None and first != (kind is LayerKind.MAIN):
             self.problem(
-                f"{path}.kind", "the first layer, and only it, is main" if first else "only the first layer is main"
+                (*path, "kind"), "the first layer, and only it, is main" if first else "only the first layer is main"
             )
         if kind is LayerKind.MAIN and name != "main":
-            self.problem(f"{path}.name", f"the main layer is named 'main', not {name!r}")
+            self.problem((*path, "name"), f"the main layer is named 'main', not {name!r}")
         expected = main if first else f"{main.removesuffix('.txt')}/{name}.txt"
         lock = self.lock_path(data, "lock", path, expected)
         sha256 = self.matching(data, "sha256", path, _SHA256, "a sha256 (64 lower-case hex digits)")
@@ -424,9 +418,9 @@ class _Reader:
             for flag, want in flags(kind).items():
                 if data.get(flag) is not want:
                     self.problem(
-                        f"{path}.{flag}", f"a {kind} layer has {flag} {str(want).lower()}, not {data.get(flag)!r}"
+                        (*path, flag), f"a {kind} layer has {flag} {str(want).lower()}, not {data.get(flag)!r}"
                     )
-        commands = self.commands(data.get("commands"), f"{path}.commands")
+        commands = self.commands(data.get("commands"), (*path, "commands"))
         index_url = self.url(data, "index_url", path)
         find_links = self.links(data, "find_links", path)
         if len(self.problems) > count or kind is None or lock is None or sha256 is None:
@@ -436,7 +430,7 @@ class _Reader:
             commands=commands,
         )  # fmt: skip
 
-    def commands(self, data: object, path: str) -> dict[str, tuple[str, ...]]:
+    def commands(self, data: object, path: KeyPath) -> dict[str, tuple[str, ...]]:
         if not isinstance(data, dict):
             self.problem(path, f"expected an object with uv and pip argv lists, got {_kind(data)}")
             return {}
@@ -444,12 +438,12 @@ class _Reader:
         for installer in ("uv", "pip"):
             argv = data.get(installer)
             if not isinstance(argv, list) or not argv or not all(isinstance(token, str) for token in argv):
-                self.problem(f"{path}.{installer}", f"expected a list of strings, got {_kind(argv)}")
+                self.problem((*path, installer), f"expected a list of strings, got {_kind(argv)}")
             else:
                 commands[installer] = tuple(argv)
         return commands
 
-    def replaces(self, data: object, path: str) -> tuple[Swap, ...]:
+    def replaces(self, data: object, path: KeyPath) -> tuple[Swap, ...]:
         if data is None:
             return ()
         if not isinstance(data, list):
@@ -458,9 +452,9 @@ class _Reader:
         swaps = []
         for i, raw in enumerate(data):
             if not isinstance(raw, dict):
-                self.problem(f"{path}[{i}]", f"expected an object, got {_kind(raw)}")
+                self.problem((*path, i), f"expected an object, got {_kind(raw)}")
                 continue
-            values = {key: self.text(raw, key, f"{path}[{i}]") for key in ("package", "main", "layer", "by")}
+            values = {key: self.text(raw, key, (*path, i)) for key in ("package", "main", "layer", "by")}
             if all(values.values()):
                 swaps.append(Swap(**{k: str(v) for k, v in values.items()}))
         return tuple(swaps)

@@ -45,10 +45,11 @@ from lockgen.runtime.errors import ConfigError, Problem, TemplateError
 if TYPE_CHECKING:
     import jinja2
     from packaging.requirements import Requirement
+    from packaging.version import Version
 
 __all__ = [
-    "LOCK_FORMAT", "PART_NAMES", "PROJECT_FILES", "Plan", "exact_pin", "explicit_indexes", "index_pins",
-    "layer_only_sources", "local_projects", "local_requirements", "make_plan", "pinned_versions", "required",
+    "LOCK_FORMAT", "PART_NAMES", "PROJECT_FILES", "Plan", "ResolveInput", "exact_pin", "explicit_indexes", "index_pins",
+    "layer_only_sources", "local_projects", "local_requirements", "make_plan", "pinned_versions",
 ]  # fmt: skip
 
 #: The version of the lock layout :mod:`lockgen.locks.lock` writes, a part of every input hash:
@@ -60,6 +61,27 @@ LOCK_FORMAT = 4
 
 #: The files of a local project whose content decides its metadata (PEP 517/621 projects).
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolveInput:
+    """What ``resolve/`` reads of a plan, computed once (:attr:`Plan.inputs`) so that one cell's
+    resolution never calls back into ``plan/`` for it: plain fields, canonical names."""
+
+    required: tuple[Requirement, ...]  # the main requirements that apply to the target, by name
+    index_pins: tuple[tuple[CellSource, Requirement], ...]  # of ``required``: those an index source serves
+    pinned_torch: Version | None  # the torch version the cell's pins fix exactly
+    served_by: Mapping[str, CellSource]  # canonical name -> the first of the cell's sources naming it
+    explicit_indexes: Mapping[str, str]  # index name -> canonical URL, of the index sources
+    find_links: tuple[str, ...]  # every find-links page of the cell (layers)
+    main_find_links: tuple[str, ...]  # the main resolution's (without layer-only sources)
+    exclude_newer: str | None  # the cutoff as an RFC 3339 timestamp
+    cutoffs: Mapping[str, str]  # uv --exclude-newer-package: the sources' cutoffs, then the setting's
+    allow_build: frozenset[NormalizedName]
+    index_url: str  # the default index ("" when the config gives none)
+    prerelease: str | None  # uv --prerelease
+    prerelease_package: Mapping[str, str]  # uv --prerelease-package: canonical name -> mode
+    input_paths: Mapping[str, str]  # role -> where its rendered file is written (.lockgen/<cell>/requirements.in)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,6 +228,35 @@ class Plan:
         return f"{self.work}/{ROLES[role]}"
 
     @functools.cached_property
+    def inputs(self) -> ResolveInput:
+        """What the resolution reads of this plan, computed once (:class:`ResolveInput`)."""
+        from packaging.version import Version
+
+        required = tuple(_required(self, None))
+        torch = self.cell.settings.pins.get("torch")
+        exact = exact_pin(torch) if torch is not None else None
+        served: dict[str, CellSource] = {}
+        for source in self.sources:
+            for package in source.packages:
+                served.setdefault(package, source)
+        return ResolveInput(
+            required=required,
+            index_pins=tuple(_pinned_to_index(self, required)),
+            pinned_torch=Version(exact) if exact else None,
+            served_by=served,
+            explicit_indexes=explicit_indexes(self),
+            find_links=self.find_links,
+            main_find_links=self.main_find_links,
+            exclude_newer=self.exclude_newer,
+            cutoffs={**self.source_cutoffs(), **self.exclude_newer_package},
+            allow_build=self.allow_build,
+            index_url=self.index_url,
+            prerelease=self.prerelease,
+            prerelease_package=self.prerelease_package,
+            input_paths={role: self.input_path(role) for role in ROLES},
+        )
+
+    @functools.cached_property
     def input_data(self) -> dict[str, object]:
         """Everything the lock depends on, by part (see :data:`PART_NAMES`)."""
         data: dict[str, object] = {
@@ -254,20 +305,20 @@ class Plan:
 # -- what the requirements name, for the target
 
 
-def required(plan: Plan) -> list[Requirement]:
-    """The main requirements of ``plan`` that apply to its target, by name (not direct URLs)."""
-    text = plan.rendered.files.get("requirements", ("", ""))[1]
+def _required(plan: Plan, text: str | None) -> list[Requirement]:
+    """The requirements of ``text`` (None: the main ones) that apply to the target, by name."""
+    if text is None:
+        text = plan.rendered.files.get("requirements", ("", ""))[1]
     return [r for r in requirement_lines(text) if not r.url and applies(r.marker, plan.target)]
 
 
 def index_pins(plan: Plan, text: str | None = None) -> list[tuple[CellSource, Requirement]]:
     """Requirements of ``text`` (default: the main requirements) that name a package of one of
     the cell's index sources and apply to the target: each is pinned to that index."""
-    reqs = (
-        required(plan)
-        if text is None
-        else [r for r in requirement_lines(text) if not r.url and applies(r.marker, plan.target)]
-    )
+    return _pinned_to_index(plan, _required(plan, text))
+
+
+def _pinned_to_index(plan: Plan, reqs: Iterable[Requirement]) -> list[tuple[CellSource, Requirement]]:
     found = []
     for req in reqs:
         source = plan.served_by(canonicalize_name(req.name))

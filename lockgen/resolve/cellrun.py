@@ -77,7 +77,7 @@ class Builds:
         for plan in plans:
             pylock = pylocks.get(plan.cell.name)
             if pylock is not None:
-                builds.add(p.name for p in pylock.packages if p.name in plan.allow_build and _built(p))
+                builds.add(p.name for p in pylock.packages if p.name in plan.inputs.allow_build and _built(p))
         return builds
 
 
@@ -133,8 +133,8 @@ class CellRun:
         return Header(
             cell=plan.cell.name, kind=kind, path=path, config=self.config, uv=plan.uv_version,
             target=f"{target.platform}, Python {target.python}{macos}, backend {plan.cell.backend}",
-            input_hash=plan.input_hash, exclude_newer=plan.exclude_newer, exclude_newer_span=plan.exclude_newer_span,
-            index_url=plan.index_url, **fields,
+            input_hash=plan.input_hash, exclude_newer=plan.inputs.exclude_newer, exclude_newer_span=plan.exclude_newer_span,
+            index_url=plan.inputs.index_url, **fields,
         )  # fmt: skip
 
 
@@ -179,7 +179,7 @@ def read_committed(root: Path, plans: Sequence[Plan]) -> tuple[dict[str, dict[st
             continue
         pylock = pylockfile.main_only(pylock)  # the main lock's versions: a layer's extras are not preferences
         locked[plan.cell.name] = {sys.intern(p.name): sys.intern(str(p.version)) for p in pylock.packages if p.version}
-        hint = frozenset(p.name for p in pylock.packages if p.name in plan.allow_build and _built(p))
+        hint = frozenset(p.name for p in pylock.packages if p.name in plan.inputs.allow_build and _built(p))
         if hint:
             built[plan.cell.name] = hint
     return locked, built

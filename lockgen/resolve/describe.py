@@ -206,8 +206,8 @@ def _via_names(run: CellRun, inputs: Inputs, pins: str) -> Mapping[str, str]:
     names: dict[str, str] = {f"-c {pins}": ""}
     for role, flag in (("requirements", "-r"), ("constraints", "-c"), ("overrides", "--override")):
         if role in files:
-            names[f"{flag} {plan.input_path(role)}"] = f"{plan.templates}/{files[role][0]}"
-    if inputs.requirements != plan.input_path("requirements"):
+            names[f"{flag} {plan.inputs.input_paths[role]}"] = f"{plan.templates}/{files[role][0]}"
+    if inputs.requirements != plan.inputs.input_paths["requirements"]:
         names[f"-r {inputs.requirements}"] = (
             f"{run.config} ({inputs.requirements.rsplit('/', 1)[-1].removesuffix('.in')})"
         )

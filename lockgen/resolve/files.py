@@ -74,7 +74,7 @@ def cell_files(
         header=run.header(
             LayerKind.MAIN,
             plan.lock,
-            find_links=install_links(plan, plan.main_find_links, pylock.packages),
+            find_links=install_links(plan, plan.inputs.main_find_links, pylock.packages),
             input_parts=plan.input_parts,
             local_files=tuple(FileRef(sha256=sha, path=path) for path, sha in plan.local_inputs.items()),
             pylock=FileRef(sha256=text_sha256(text), path=pylockfile.pylock_path(plan.lock)),
@@ -83,7 +83,7 @@ def cell_files(
             replaces=tuple(built.replaces),
             skipped_urls=tuple(built.skipped_urls),
             no_upload_time=tuple(sorted(set(verify.without_upload_time(plan, pylock)) | built.dateless))
-            if plan.exclude_newer
+            if plan.inputs.exclude_newer
             else (),
             unverified_hashes=hashcheck.merge(checked.unverified, built.unverified),
         ),

@@ -52,10 +52,10 @@ def start(plans: Sequence[Plan], mirrors: Mirrors, locked: Mapping[str, Iterable
             # an origin that needs a login is left to uv: the cache would have to carry the secret
             if origin is not None and mirrors.logins.login(fetched) is None:
                 origins.append(origin)
-        index = mirrors.fetch_url(plan.index_url).rstrip("/")
+        index = mirrors.fetch_url(plan.inputs.index_url).rstrip("/")
         names = sorted(locked.get(plan.cell.name) or plan.requirement_names())
         pages += [(f"{index}/{name}/", SIMPLE_ACCEPT) for name in names]
-        pages += [(mirrors.fetch_url(link), FLAT_ACCEPT) for link in plan.main_find_links if not _is_local(link)]
+        pages += [(mirrors.fetch_url(link), FLAT_ACCEPT) for link in plan.inputs.main_find_links if not _is_local(link)]
     cache = PageCache(origins)
     cache.prefetch(pages)
     return Freshness(cache, mirrors, locked)
@@ -87,10 +87,10 @@ class Freshness:
     def _fresh(self, plan: Plan, names: Iterable[str]) -> bool:
         """Every page of ``names`` on the cell's index, and every find-links page of its main
         resolution, was served by the page cache in this run."""
-        index = self.base.fetch_url(plan.index_url).rstrip("/")
+        index = self.base.fetch_url(plan.inputs.index_url).rstrip("/")
         if not self.pages.proxies(index):
             return False
-        for link in plan.main_find_links:
+        for link in plan.inputs.main_find_links:
             if _is_local(link):
                 continue  # uv reads a local folder itself, every time
             url = self.base.fetch_url(link)

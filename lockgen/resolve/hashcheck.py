@@ -80,7 +80,7 @@ def origin(plan: Plan, package: Package, where: str, index: str | None = None) -
     host: a find-links page and the default index may share one, issue 16)."""
     if "://" not in where:
         return Origin("local", "local folder")
-    source = plan.served_by(package.name)
+    source = plan.inputs.served_by.get(package.name)
     if package.archive is not None or (source is not None and source.kind == "urls"):
         return Origin("direct", source.name if source else "direct URL")
     if source is not None:

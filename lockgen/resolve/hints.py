@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from lockgen.plan.plan import Plan, exact_pin, index_pins
+from lockgen.plan.plan import Plan, exact_pin
 from lockgen.plan.sources import INDEX_PROJECT_NAME
 from lockgen.resolve import blame, fetch, uvout
 from lockgen.resolve.cellrun import CellRun
@@ -53,7 +53,7 @@ def needs_building(
     given = pythons or {}
     pythons = {canonicalize_name(n): given[canonicalize_name(n)] for n in names if canonicalize_name(n) in given}
     listed = ", ".join(names)
-    line = json.dumps(sorted({*plan.allow_build, *names}))
+    line = json.dumps(sorted({*plan.inputs.allow_build, *names}))
     where = run.mirrors.canonical(uvout.without_build_hints(uvout.cause(stderr))) if stderr else ""
     said = "\nuv said, of the first one: " + where if where else ""
     if pythons:
@@ -103,7 +103,9 @@ def to_ask(plan: Plan, stderr: str) -> list[NormalizedName]:
     whose pages :mod:`lockgen.resolve.offers` reads to say what the source has."""
     names = [*uvout.no_such_version(stderr), *uvout.not_found(stderr)]
     return [
-        n for n in dict.fromkeys(names) if (s := plan.served_by(n)) is not None and s.kind in ("index", "find-links")
+        n
+        for n in dict.fromkeys(names)
+        if (s := plan.inputs.served_by.get(n)) is not None and s.kind in ("index", "find-links")
     ]
 
 
@@ -134,7 +136,8 @@ def in_config_terms(run: CellRun, text: str) -> str:
     plan = run.plan
     text = _INDEX_PINS.sub(lambda m: "you require" if m.group(1) else "your requirements", text)
     names = {
-        plan.input_path(role): f"{plan.templates}/{template}" for role, (template, _) in plan.rendered.files.items()
+        plan.inputs.input_paths[role]: f"{plan.templates}/{template}"
+        for role, (template, _) in plan.rendered.files.items()
     }
     names[f"{plan.work}/main-pins.txt"] = f"the versions of {plan.lock}"
     names[f"{plan.work}/{URL_PINS}"] = "the wheel URLs of the urls sources"
@@ -146,7 +149,7 @@ def in_config_terms(run: CellRun, text: str) -> str:
 def _build_hint(run: CellRun, stderr: str, pythons: Mapping[NormalizedName, str]) -> str:
     """Say what to do when uv needed to build a package lockgen may not build (CASES C26); for
     a version whose wheels serve only other Pythons (``pythons``), that first."""
-    names = [n for n in uvout.needs_wheels(stderr) if n not in run.plan.allow_build]
+    names = [n for n in uvout.needs_wheels(stderr) if n not in run.plan.inputs.allow_build]
     if not names:
         return ""
     target = run.plan.target
@@ -169,7 +172,7 @@ def _pin_hint(run: CellRun, stderr: str) -> str:
         pinned = pins.get(name)
         if pinned is None or Version(pinned).public != Version(version).public:
             continue  # the label a source's policy adds (2.13.0 -> 2.13.0+cu130) is the same pin
-        source = run.plan.served_by(name)
+        source = run.plan.inputs.served_by.get(name)
         where = f"source {source.name!r}" if source is not None else "the index"
         label = Version(version).local
         labelled = f"; +{label} is the label {where} gives it" if label and not Version(pinned).local else ""
@@ -184,11 +187,11 @@ def _cutoff_hint(run: CellRun, stderr: str) -> str:
     """Name the ``exclude-newer`` setting when uv says the versions asked for are newer than it
     (uv's text names only "the exclude newer time")."""
     names = uvout.too_new(stderr)
-    if not names or not run.plan.exclude_newer:
+    if not names or not run.plan.inputs.exclude_newer:
         return ""
     return (
         f"\nlockgen: {', '.join(names)}: the versions required were published after exclude-newer "
-        f"({run.plan.exclude_newer}, set in {run.config}): move the cutoff or the requirement, or exempt the "
+        f"({run.plan.inputs.exclude_newer}, set in {run.config}): move the cutoff or the requirement, or exempt the "
         f"package: exclude-newer-package = {{ {names[0]} = false }} (or a date of its own)"
     )
 
@@ -198,7 +201,7 @@ def _index_hint(plan: Plan, stderr: str) -> str:
     comes from that index only, so "not found in the package registry" means that index has no
     page for it for this cell (HTTP 404: not every flavour's index has every package), or refused
     the login (uv reports HTTP 401/403 the same way). Empty when no such package is named."""
-    pinned = {canonicalize_name(r.name): s for s, r in index_pins(plan)}
+    pinned = {canonicalize_name(r.name): s for s, r in plan.inputs.index_pins}
     hints = []
     for name in uvout.not_in_registry(stderr):  # an (explicit) index that does not serve it, or refused to
         source = pinned.get(name)
@@ -217,15 +220,15 @@ def _where_hint(plan: Plan, stderr: str) -> str:
     lines = []
     newer = set(uvout.too_new(stderr))  # its versions exist, after the cutoff: _cutoff_hint says so
     for name in (n for n in uvout.not_found(stderr) if n not in newer):
-        source = plan.served_by(name)
+        source = plan.inputs.served_by.get(name)
         if source is not None:
             pages = ", ".join(source.find_links() or source.urls)
             lines.append(
                 f"\nlockgen: {name}: source {source.name!r} lists no usable file of it ({pages}); check the name, or those pages"
             )
         else:
-            page = f"{plan.index_url.rstrip('/')}/{name}/"
+            page = f"{plan.inputs.index_url.rstrip('/')}/{name}/"
             lines.append(
-                f"\nlockgen: {name}: the index {plan.index_url} lists no usable file of it ({page}); check the name, or that page"
+                f"\nlockgen: {name}: the index {plan.inputs.index_url} lists no usable file of it ({page}); check the name, or that page"
             )
     return "".join(lines)

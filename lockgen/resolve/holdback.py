@@ -108,13 +108,13 @@ def _ask_uv(root: Path, plan: Plan, name: str, locked: Version, mirrors: Mirrors
     # uv's words in the config's terms first (issue 16): the probe's own `NAME>LOCKED` may sit in
     # the generated index-pins project, which must read as "you require", never as a holder.
     stderr = in_config_terms(run, result.stderr)
-    if name in uvout.too_new(stderr) and plan.exclude_newer:
-        return f"the exclude-newer cutoff {plan.exclude_newer}: newer versions were published after it"
+    if name in uvout.too_new(stderr) and plan.inputs.exclude_newer:
+        return f"the exclude-newer cutoff {plan.inputs.exclude_newer}: newer versions were published after it"
     for dependent, requirement in uvout.depends_on(stderr, name):
         who = dependent if "==" in dependent else f"every version of {dependent}"
         return f"{who}, which requires {requirement}"
     if uvout.only_available(stderr, name) or canonicalize_name(name) in uvout.no_version_of(stderr):
         return "nothing newer on the index" + (
-            f" before the exclude-newer cutoff {plan.exclude_newer}" if plan.exclude_newer else ""
+            f" before the exclude-newer cutoff {plan.inputs.exclude_newer}" if plan.inputs.exclude_newer else ""
         )
     return "uv: " + " ".join(uvout.reason(stderr).split())[:300]

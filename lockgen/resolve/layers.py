@@ -216,7 +216,7 @@ def jobs(run: CellRun, main: Main) -> Iterator[tuple[str | None, Job | LayerUnav
         )
     if plan.no_deps:
         text = "".join(f"{line}\n" for line in plan.no_deps)
-        links = (*plan.find_links, *main.pages)
+        links = (*plan.inputs.find_links, *main.pages)
         yield None, Job(LayerKind.NO_DEPS, "no-deps", text, (main.pins, *main.url_pins), links, no_deps=True)
 
 
@@ -257,9 +257,13 @@ def unavailable(plan: Plan, entry: str | None, job: Job | None, why: LayerUnavai
             f"cell {plan.cell.name}: the no-deps layer cannot be resolved against the main lock's versions: {why}"
         )
     name = job.name.removeprefix("optional-") if job is not None else None
-    if name is not None and name in why.not_in_registry and not (plan.served_by(name) or plan.layer_find_links(name)):
+    if (
+        name is not None
+        and name in why.not_in_registry
+        and not (plan.inputs.served_by.get(name) or plan.layer_find_links(name))
+    ):
         raise CellFailed(
-            f"cell {plan.cell.name}: optional entry {entry!r}: the index {plan.index_url} has no project {name}; "
+            f"cell {plan.cell.name}: optional entry {entry!r}: the index {plan.inputs.index_url} has no project {name}; "
             "check the name in optional (a package from a named source or a find-links page is unavailable instead)"
         )
     return Unavailable(requirement=entry, reason=str(why))
@@ -284,7 +288,7 @@ def unbuilt(plan: Plan, pylock: Pylock) -> list[str]:
     return sorted(
         p.name
         for p in pylock.packages
-        if p.name not in plan.allow_build and not p.wheels and (p.sdist is not None or _source_archive(p))
+        if p.name not in plan.inputs.allow_build and not p.wheels and (p.sdist is not None or _source_archive(p))
     )
 
 
@@ -359,7 +363,7 @@ def unhashed_lock(run: CellRun, main: Resolved) -> Lock | None:
     if not unhashed:
         return None
     path = f"{layer_folder(plan.lock)}/unhashed.txt"
-    header = run.header(LayerKind.UNHASHED, path, layer_of=plan.lock, find_links=plan.main_find_links)
+    header = run.header(LayerKind.UNHASHED, path, layer_of=plan.lock, find_links=plan.inputs.main_find_links)
     return Lock(header=header, entries=tuple(unhashed))
 
 
@@ -399,7 +403,7 @@ def _requirement(run: CellRun, entry: str, torch: str | None = None) -> tuple[st
         req = form.requirement
         assert req is not None
         name, specifier = canonicalize_name(req.name), req.specifier
-        served = plan.served_by(name)
+        served = plan.inputs.served_by.get(name)
         if served is None or served.kind != "urls":
             return name, f"{entry}\n", []
         candidates = list(served.urls)

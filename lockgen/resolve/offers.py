@@ -95,7 +95,7 @@ def offers(plan: Plan, mirrors: Mirrors, names: Iterable[NormalizedName]) -> Map
 def _offer(plan: Plan, reader: PageReader, name: NormalizedName, supported: frozenset[Tag],
            found: dict[NormalizedName, Offer]) -> None:  # fmt: skip
     """Put what ``reader`` reads of ``name`` on its source's page into ``found``."""
-    source = plan.served_by(name)
+    source = plan.inputs.served_by.get(name)
     if source is None or source.kind not in ("index", "find-links") or not source.urls:
         return
     base = source.urls[0]
@@ -153,11 +153,11 @@ def other_pythons(plan: Plan, mirrors: Mirrors, wanted: Mapping[NormalizedName, 
     platforms = frozenset(t.platform for t in supported)
     with PageReader(mirrors) as reader:
         for name, version in wanted.items():
-            source = plan.served_by(name)
+            source = plan.inputs.served_by.get(name)
             if source is not None and source.kind in ("index", "find-links") and source.urls:
                 base, kind = source.urls[0], source.kind
             else:
-                base, kind = plan.index_url or "https://pypi.org/simple", "index"
+                base, kind = plan.inputs.index_url or "https://pypi.org/simple", "index"
             if "://" not in base:
                 continue
             read = reader.page(f"{base.rstrip('/')}/{name}/" if kind == "index" else base)

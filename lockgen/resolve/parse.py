@@ -34,7 +34,7 @@ def read_pylock(run: CellRun, output: str) -> Pylock:
     folder = pylockfile.pylock_path(plan.lock).rsplit("/", 1)[0]
     pylock = _local_paths(run, pylock, posixpath.dirname(output), folder)
     pylock = pylockfile.relative_files(pylock, run.root, folder)
-    return pylockfile.target_only(pylock, plan.target.supported_tags(), plan.allow_build)
+    return pylockfile.target_only(pylock, plan.target.supported_tags(), plan.inputs.allow_build)
 
 
 def _local_paths(run: CellRun, pylock: Pylock, written: str, folder: str) -> Pylock:

@@ -42,7 +42,7 @@ from packaging.version import Version
 
 from lockgen.locks import pylockfile
 from lockgen.locks.lock import Unavailable
-from lockgen.plan.plan import Plan, explicit_indexes
+from lockgen.plan.plan import Plan
 from lockgen.resolve import describe, hashcheck, hints, inputs, invariants, layers, newer, offers, uv, uvout, verify
 from lockgen.resolve.cellrun import Builds, CellRun
 from lockgen.resolve.describe import Resolved
@@ -113,7 +113,7 @@ def _resolve(run: CellRun, fresh: Freshness | None, prefer: bool) -> CellFiles:
         with trace.span("gate"):
             notes = (*notes, *_gated(run, pylock, built))
     if run.provenance is not None:  # 7b: who published each main file (PEP 740), where the index says
-        indexes = [plan.index_url, *explicit_indexes(plan).values()]
+        indexes = [plan.inputs.index_url, *plan.inputs.explicit_indexes.values()]
         with trace.span("provenance"):
             resolved = replace(resolved, pylock=run.provenance.attach(resolved.pylock, indexes))
     with trace.span("files"):
@@ -153,7 +153,9 @@ def _gated(run: CellRun, pylock: Pylock, built: Built) -> tuple[str, ...]:
     assert run.gate is not None
     plan = run.plan
     try:
-        found = run.gate.check([*pylock.packages, *built.packages], [plan.index_url, *explicit_indexes(plan).values()])
+        found = run.gate.check(
+            [*pylock.packages, *built.packages], [plan.inputs.index_url, *plan.inputs.explicit_indexes.values()]
+        )
     except LockgenError as exc:  # the [audit] osv source could not be read
         raise CellFailed(
             f"cell {plan.cell.name}: the lock-time gate could not ask the [audit] osv source: {exc}\n"
@@ -253,12 +255,12 @@ def _uv(
     cell's runner. ``plan``: another target's plan (the newer levels'); the ``allow-build``
     packages this cell learned must be built are built; ``excludes``: packages left out."""
     plan = plan or run.plan
-    build = run.builds.names & run.plan.allow_build
+    build = run.builds.names & run.plan.inputs.allow_build
     argv = uv.compile_argv(
         plan, output, run.options, mirrors=run.mirrors, inputs=given, offline=offline, fmt=fmt, no_deps=no_deps,
         no_binary=build, excludes=excludes,
     )  # fmt: skip
-    env = uv.compile_env(os.environ, plan) | run.mirrors.uv_env(explicit_indexes(plan))
+    env = uv.compile_env(os.environ, plan) | run.mirrors.uv_env(plan.inputs.explicit_indexes)
     return run.runner.run(argv, env, str(run.root))
 
 
@@ -283,13 +285,13 @@ def _learning(run: CellRun, output: str, given: Inputs, *, offline: bool = False
         if result.returncode == 0 and not left_out:
             return result
         needs = uvout.needs_wheels(result.stderr)
-        wanted = {n for n in needs if n in run.plan.allow_build}
+        wanted = {n for n in needs if n in run.plan.inputs.allow_build}
         if offline and uvout.missed_offline(result.stderr):
             break  # a version uv could not read offline may have the wheel: the online run learns
         if not wanted <= run.builds.names:
             run.builds.add(wanted)
             continue
-        new = [n for n in needs if n not in run.plan.allow_build and n not in left_out]
+        new = [n for n in needs if n not in run.plan.inputs.allow_build and n not in left_out]
         if new and not offline and result.returncode != 0:
             first = first or result
             left_out += new
@@ -340,7 +342,7 @@ def _main(run: CellRun, given: Inputs, fresh: Freshness | None, prefer: bool) ->
         result = _learning(replace(run, options=replace(run.options, upgrade_packages=names)), output, given)
     if result.returncode != 0:
         offered = offers.offers(plan, run.mirrors, hints.to_ask(plan, result.stderr))  # what the sources do have
-        unbuilt = set(uvout.needs_wheels(result.stderr)) - set(plan.allow_build)
+        unbuilt = set(uvout.needs_wheels(result.stderr)) - set(plan.inputs.allow_build)
         asked = {n: v for n, v in uvout.unusable(result.stderr).items() if n in unbuilt}
         pythons = offers.other_pythons(plan, run.mirrors, asked) if asked else {}  # a pin made for other Pythons
         raise CellFailed(hints.explain(run, result.stderr, offered, pythons))
@@ -363,7 +365,7 @@ def _hinted(run: CellRun, output: str, given: Inputs, fresh: Freshness | None, p
     succeeds, it misses something in the cache, it names other packages) falls back to the usual
     order, from scratch. The lock is what :func:`_learning` gives, byte for byte."""
     plan = run.plan
-    hint = run.hint & plan.allow_build
+    hint = run.hint & plan.inputs.allow_build
     if not hint or run.builds.names or fresh is None or not prefer:
         return None
     inputs.write_preferences(run.root, plan, output, run.locked, prefer)
@@ -375,7 +377,7 @@ def _hinted(run: CellRun, output: str, given: Inputs, fresh: Freshness | None, p
     probe = f"{plan.work}/wheels-only/{pylockfile.PYLOCK_NAME}"
     inputs.write_preferences(run.root, plan, probe, run.locked, prefer)
     first = _uv(run, probe, given, offline=True)
-    wanted = {n for n in uvout.needs_wheels(first.stderr) if n in plan.allow_build}
+    wanted = {n for n in uvout.needs_wheels(first.stderr) if n in plan.inputs.allow_build}
     if first.returncode == 0 or wanted != hint or uvout.missed_offline(first.stderr):
         log.debug("cell %s: the wheel-only run offline named %s, not %s: usual order", plan.cell.name, wanted, hint)
         return None
@@ -508,7 +510,7 @@ def _layer(run: CellRun, job: Job, mains: Mapping[str, str]) -> layers.Layer:
     replaces = layers.replacements(run, job, pylock, mains)
     resolved = _described(run, given, pylock, job.source, job.no_deps)
     checked = _verified(run, resolved, main=False, layer=job.name)  # 5
-    dateless = set(verify.without_upload_time(plan, pylock)) if plan.exclude_newer else set()
+    dateless = set(verify.without_upload_time(plan, pylock)) if plan.inputs.exclude_newer else set()
     lock = layers.layer_lock(run, job, given, resolved)
     return layers.Layer(
         job, lock, tuple(pylock.packages), tuple(replaces), frozenset(checked.unverified), frozenset(dateless)

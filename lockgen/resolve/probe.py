@@ -33,7 +33,7 @@ from packaging.utils import canonicalize_name
 from lockgen.index.client import reach
 from lockgen.plan import reqline
 from lockgen.plan.mirror import Mirrors
-from lockgen.plan.plan import Plan, index_pins
+from lockgen.plan.plan import Plan
 from lockgen.plan.sources import applies
 from lockgen.resolve.inputs import url_pins
 from lockgen.runtime.credentials import redact
@@ -100,11 +100,11 @@ def main_urls(plan: Plan) -> tuple[str, ...]:
     dead backend index cost every cell uv's retries), the wheel URL of each ``urls``-source
     package the main requirements name that fits the target, and the direct references of its
     inputs."""
-    indexes = {source.urls[0]: None for source, _ in index_pins(plan) if source.urls}
+    indexes = {source.urls[0]: None for source, _ in plan.inputs.index_pins if source.urls}
     # the URL each package the main requirements name gets for this target (a package only an optional
     # entry names is the layer's: its host down makes that layer unavailable, not the cell failed)
     wheels = [pin.url for pin in url_pins(plan) if pin.direct]
-    return (plan.index_url, *plan.main_find_links, *indexes, *wheels, *_direct_urls(plan))
+    return (plan.inputs.index_url, *plan.inputs.main_find_links, *indexes, *wheels, *_direct_urls(plan))
 
 
 def layer_urls(plan: Plan, entry: str) -> tuple[str, ...]:
@@ -117,7 +117,7 @@ def layer_urls(plan: Plan, entry: str) -> tuple[str, ...]:
         name = canonicalize_name(Requirement(entry).name)
     except InvalidRequirement:
         return ()
-    served = plan.served_by(name)
+    served = plan.inputs.served_by.get(name)
     extra = served.urls if served is not None and served.kind in ("urls", "index") else ()
     main = set(main_urls(plan))
     return tuple(u for u in (*plan.layer_find_links(name), *extra) if u not in main)

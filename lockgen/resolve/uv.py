@@ -111,7 +111,7 @@ def compile_argv(
     packages that have no wheel for the target), so uv prefers an older version with a wheel to a
     newer sdist-only one (CASES C26). ``excludes``: a file of packages uv leaves out of the
     resolution (``--excludes``: lockgen looks past a package without wheels for the next one).
-    newer sdist-only one (CASES C26). A requirements file says which index or find-links page
+    A requirements file says which index or find-links page
     served each package (``# from …``: the source identity of :mod:`lockgen.plan.identity`).
     """
     if inputs is None:
@@ -132,7 +132,7 @@ def compile_argv(
         "--python", python,
         "--python-version", plan.target.python,
         "--python-platform", plan.target.platform,
-        "--index-url", mirrors.fetch_url(plan.index_url),
+        "--index-url", mirrors.fetch_url(plan.inputs.index_url),
     ]  # fmt: skip
     argv += _source_args(plan, inputs, mirrors)
     argv += _resolution_args(plan, no_binary)
@@ -145,15 +145,15 @@ def compile_argv(
 def _source_args(plan: Plan, inputs: Inputs, mirrors: Mirrors) -> list[str]:
     """``--find-links`` (through ``mirrors``) and the ``--exclude-newer`` cutoff."""
     argv: list[str] = []
-    for link in plan.main_find_links if inputs.find_links is None else inputs.find_links:
+    for link in plan.inputs.main_find_links if inputs.find_links is None else inputs.find_links:
         argv += ["--find-links", mirrors.fetch_url(link)]
-    if plan.exclude_newer:
-        argv += ["--exclude-newer", plan.exclude_newer]
+    if plan.inputs.exclude_newer:
+        argv += ["--exclude-newer", plan.inputs.exclude_newer]
     # Backend indexes and find-links pages publish no upload times, and uv drops an artifact
     # without one under a cutoff: the cutoff applies to what the default index serves, and a
     # source's packages get the source's own exclude-newer or none. The config's
     # exclude-newer-package exempts a package or gives it its own cutoff.
-    for package, cutoff in sorted({**plan.source_cutoffs(), **plan.exclude_newer_package}.items()):
+    for package, cutoff in sorted(plan.inputs.cutoffs.items()):
         argv += ["--exclude-newer-package", f"{package}={cutoff}"]
     return argv
 
@@ -163,9 +163,9 @@ def _resolution_args(plan: Plan, no_binary: Iterable[str]) -> list[str]:
     argv = ["--only-binary", ":all:"]
     for package in sorted(no_binary):
         argv += ["--no-binary", package]
-    if plan.prerelease:
-        argv += ["--prerelease", plan.prerelease]
-    for package, mode in sorted(plan.prerelease_package.items()):
+    if plan.inputs.prerelease:
+        argv += ["--prerelease", plan.inputs.prerelease]
+    for package, mode in sorted(plan.inputs.prerelease_package.items()):
         argv += ["--prerelease-package", f"{package}={mode}"]
     return argv
 

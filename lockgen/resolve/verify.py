@@ -32,7 +32,7 @@ from packaging.version import Version
 from lockgen.locks.pylockfile import artifacts, file_name, wheel_tags
 from lockgen.plan import identity
 from lockgen.plan.mirror import Mirrors
-from lockgen.plan.plan import Plan, index_pins
+from lockgen.plan.plan import Plan
 from lockgen.plan.sources import CellSource
 
 __all__ = [
@@ -91,11 +91,11 @@ def artifact_problems(
     mirrors = mirrors if mirrors is not None else Mirrors()
     indexes = indexes or {}
     supported = plan.target.supported_tags()
-    pinned_to_index = {canonicalize_name(r.name) for _, r in index_pins(plan)}
+    pinned_to_index = {canonicalize_name(r.name) for _, r in plan.inputs.index_pins}
     named = _named_urls(plan)
     for package in sorted(pylock.packages, key=lambda p: p.name):
         name, version = package.name, package.version
-        source = plan.served_by(name)
+        source = plan.inputs.served_by.get(name)
         if package.directory is not None or package.vcs is not None:
             continue  # an editable/local project or a VCS checkout: the unhashed layer
         if source is not None and name not in plan.pinned:
@@ -123,7 +123,7 @@ def artifact_problems(
                 found.append(Finding(
                     name, f"{name} {version}: {kind} {where}", "has no sha256 hash; pip --require-hashes would refuse it"
                 ))  # fmt: skip
-        if not _has_wheel(package, supported) and name not in plan.allow_build:
+        if not _has_wheel(package, supported) and name not in plan.inputs.allow_build:
             found.append(Finding(name, f"{name} {version}", (
                 f"no wheel for {plan.target.platform} {plan.target.python_tag}; installing it would build from "
                 "source (add {names} to allow-build if that is intended)"
@@ -196,8 +196,8 @@ def _listed_by(source: CellSource, page: str) -> bool:
 def describe_place(plan: Plan, url: str) -> str:
     """An index or find-links URL (canonical) as the config names it: ``the default index
     (https://…)``, ``find-links 'vendor' (…)``, ``source 'pytorch' (…)``, else the URL."""
-    if plan.index_url and identity.same(url, plan.index_url):
-        return f"the default index ({plan.index_url})"
+    if plan.inputs.index_url and identity.same(url, plan.inputs.index_url):
+        return f"the default index ({plan.inputs.index_url})"
     for key, links in sorted(plan.cell.settings.find_links.items()):
         if any(identity.same(url, link) for link in links):
             return f"find-links {key!r} ({url})"
@@ -270,6 +270,6 @@ def without_upload_time(plan: Plan, pylock: Pylock) -> list[str]:
     names = set()
     for package in pylock.packages:
         if any(artifact.upload_time is None for _, artifact in artifacts(package)):
-            source = plan.served_by(package.name)
+            source = plan.inputs.served_by.get(package.name)
             names.add(source.name if source else "default index")
     return sorted(names)

@@ -105,7 +105,7 @@ def read_pyproject(document: Mapping[str, Any]) -> PyProject:
     for name, reqs in checks.dependency_groups(document.get("dependency-groups"), "pyproject.toml").items():
         members[Member("group", name)] = reqs
     if checks.problems:
-        raise UsageError(checks.problems[0].removeprefix("project: "))
+        raise UsageError(checks.problems[0].text(with_file=False).removeprefix("project: "))
     tool = document.get("tool", {})
     uv = tool.get("uv", {}) if isinstance(tool, dict) else {}
     uv = uv if isinstance(uv, dict) else {}
@@ -150,7 +150,7 @@ def read_pyproject(document: Mapping[str, Any]) -> PyProject:
     for key in ("override-dependencies", "constraint-dependencies"):
         strings[key] = checks.requirement_list(uv.get(key, []), "pyproject.toml", f"tool.uv.{key}")
     if checks.problems:
-        raise UsageError(checks.problems[0].removeprefix("project: "))
+        raise UsageError(checks.problems[0].text(with_file=False).removeprefix("project: "))
     prerelease = uv.get("prerelease") if isinstance(uv.get("prerelease"), str) else None
     requires = project.get("requires-python")
     return PyProject(dependencies=dependencies, requires_python=requires if isinstance(requires, str) else None,

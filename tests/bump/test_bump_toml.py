@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lockgen.bump import toml as bump_toml
+from lockgen.config.load import parse_toml
 from lockgen.runtime.errors import ConfigError
 from tests.bump.test_bump import COMMENTED, COMMENTED_BUMPED, REPO, plan, write
 from tests.conftest import run_cli
@@ -225,7 +226,7 @@ def test_project_requirement_strings_keep_their_style():
         [dependency-groups]
         dev = ["pytest==8.0", { include-group = "docs" }]
         """)
-    data = bump_toml.loads(text)
+    data = parse_toml(text)
     found = [(r.key_path, r.value) for r in bump_toml.requirement_strings(data)]
     assert found == [
         ("project.dependencies[0]", "numpy==1.26.4; python_version < '3.12'"),
