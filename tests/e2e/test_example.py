@@ -246,6 +246,8 @@ def test_rerun_is_a_noop(locked, world, monkeypatch):
     assert run.code == 0, run.out
 
 
+@pytest.mark.slow  # the example's instance (a copy of the world re-locked three times); the default tier keeps the
+# mechanism in test_trust_sources.py::test_c28_an_unreachable_optional_source_is_a_settled_state (C28)
 def test_an_unreachable_optional_source_makes_only_its_layer_unavailable(world, tmp_path, monkeypatch):
     monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # fail fast on the refused connection
     root = tmp_path / "ai-toolkit"

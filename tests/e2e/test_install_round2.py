@@ -77,8 +77,10 @@ def legacy_project(root: Path, index: str) -> Path:
 
 
 @pytest.mark.uv
-def test_install_names_the_optional_layers_the_cell_lacks(tmp_path, legacy_world):
-    root = legacy_project(tmp_path / "p", legacy_world)
+def test_install_names_the_optional_layers_the_cell_lacks(tmp_path, pypi):
+    """No local build is needed to show this: one wheel, and an optional layer no host serves."""
+    index = pypi.index("simple", [pypi.wheel("files", "dep", "1.0")])
+    root = one_cell(tmp_path / "p", index, "dep\n", python=HOST, extra='optional = ["dep>=99"]')
     run_ok("all", "-C", str(root))
     run = run_cli("install", CELL, "-C", str(root), "--venv", str(tmp_path / "venv"), "--dry-run")
     assert run.code == 0, run.err

@@ -162,6 +162,9 @@ def test_a_shaped_release_asset_redirects_and_refuses_head(tmp_path, fake_host):
     assert httpx.get(base + path, follow_redirects=True).content[:2] == b"PK"
 
 
+@pytest.mark.slow  # a whole init + lock of a real-shaped world; the default tier keeps check --online against
+# a host refusing HEAD (test_hostile_hosts.py), the redirect and 403 shape of the fake (above) and the client's
+# redirects (tests/index/test_client.py)
 def test_release_assets_that_refuse_head_are_checked_online(tmp_path, fake_host):
     """text-generation-webui's portable cell locks gradio and llama.cpp's binaries from GitHub
     release assets; ``check --online`` follows the redirect and, HEAD refused with 403 by the
