@@ -83,6 +83,11 @@ def folder_problem(value: object) -> str | None:
 _RESOLVED: ContextVar[dict[str, Path] | None] = ContextVar("lockgen_resolved", default=None)
 
 
+#: In a read-only pass, :func:`resolved_inside`'s answers by (inner, outer): the locks folder is
+#: confined for every file under it, and each file of a cell twice (its state, then the manifest).
+_INSIDE: ContextVar[dict[tuple[str, str], bool] | None] = ContextVar("lockgen_inside", default=None)
+
+
 @contextlib.contextmanager
 def resolving_once() -> Iterator[None]:
     """Within it, each folder is resolved once (``check`` and the no-op path confine ~5 files a
@@ -92,10 +97,12 @@ def resolving_once() -> Iterator[None]:
     from lockgen.locks.lock import parsing_once
 
     token = _RESOLVED.set({})
+    answered = _INSIDE.set({})
     try:
         with parsing_once():
             yield
     finally:
+        _INSIDE.reset(answered)
         _RESOLVED.reset(token)
 
 
@@ -113,7 +120,18 @@ def _resolved(path: Path) -> Path:
 def resolved_inside(inner: Path, outer: Path) -> bool:
     """Whether ``inner`` resolved (symlinks followed; it need not exist) is ``outer`` resolved
     or under it. In a :func:`resolving_once` pass a file that is not a symlink is its folder
-    resolved (once) and its name."""
+    resolved (once) and its name, and each question is answered once."""
+    answered = _INSIDE.get()
+    if answered is None:
+        return _inside(inner, outer)
+    key = (str(inner), str(outer))
+    found = answered.get(key)
+    if found is None:
+        found = answered[key] = _inside(inner, outer)
+    return found
+
+
+def _inside(inner: Path, outer: Path) -> bool:
     try:
         if _RESOLVED.get() is not None and inner.name not in ("", ".", "..") and not inner.is_symlink():
             target = _resolved(inner.parent) / inner.name

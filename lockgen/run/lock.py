@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from lockgen.locks import journal, manifest, stamp, store
 from lockgen.locks.folder import orphan_cells
+from lockgen.locks.paths import resolving_once
 from lockgen.plan import mirror
 from lockgen.plan.matrix import Cell, select, with_alias_sources
 from lockgen.plan.mirror import Mirrors
@@ -117,7 +118,7 @@ def _run(
     run = RunResult()
     step = _CoverageStep(project, mirrors, options, reporter)  # the kernel coverage: beside the cells, then all
     reporter.start([c.name for c in chosen])
-    with trace.span("stale"):
+    with trace.span("stale"), resolving_once():  # reads only: each folder resolved, each lock parsed, once
         todo = _stale(project, chosen, plans, options, run, reporter)
     with trace.span("probe"):
         todo, failed, reach = _unreachable(todo, mirrors, run, reporter)

@@ -244,6 +244,34 @@ def test_pin_bump_changes_only_what_it_must(tmp_path, index):
     assert "beta==1.1" in pins((root / "locks" / "linux-x86_64-cpu-py3.12.txt").read_text())
 
 
+def test_a_pin_change_re_resolves_only_the_cells_that_use_it(tmp_path, index):
+    """A warm run after one pin moved resolves only the cells whose rendered inputs name that pin
+    (the input hash is of each cell's rendered inputs, not of the whole config): the windows cells
+    here; uv never runs for the others, and their locks keep their bytes."""
+    index.add("app", "1.0")
+    for name in ("winonly", "linuxonly"):
+        index.add(name, "1.0")
+    index.add("macos14only", "1.0", tag="py3-none-macosx_14_0_arm64")
+    index.add("special", "1.0", source="flat")
+    publish(index, "alpha", "beta")
+    publish(index, "alpha", version="1.1")
+    requirements = REQUIREMENTS + '{% if os == "windows" %}alpha=={{ pins.alpha }}{% endif %}\n'
+    root = project(tmp_path / "proj", index, requirements, extra='pins = { alpha = "1.0" }')
+    run_ok("all", "-C", str(root))
+    before = locks(root)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('alpha = "1.0"', 'alpha = "1.1"'))
+    run = run_ok("all", "--json", "-C", str(root))
+    states = {c["cell"]: c["state"] for c in json.loads(run.out)["cells"]}
+    windows = {c for c in CELLS if c.startswith("windows")}
+    assert {c for c, state in states.items() if state != "up to date"} == windows
+    after = locks(root)
+    for name in before:
+        if not name.startswith("windows") and name != "manifest.json":
+            assert after[name] == before[name], name
+    assert "alpha==1.1" in pins(after["windows-x86_64-cpu-py3.13.txt"].decode())
+
+
 @pytest.mark.slow  # installs with pip and uv, as test_layers.py and test_extras_installers.py (slow) do for every layer kind
 def test_installers_accept_the_lock(tmp_path, index):
     index.add("alpha", "1.0", requires=("beta",))
