@@ -519,10 +519,13 @@ def clean_temporaries(root: Path, locks: str) -> list[str]:
     (``.lockgen/stage-*``). Returns their project-relative paths. Call holding the run lock."""
     found = []
     places = [(root / locks, True), (root / WORK, False), (root / JOURNALS, False)]
+    home = root.resolve()
     for folder, deep in places:
         if not folder.is_dir():
             continue
         for path in sorted(folder.rglob(f".*{TMP_SUFFIX}") if deep else folder.glob(f".*{TMP_SUFFIX}")):
+            if not path.resolve().is_relative_to(home):  # a folder linked out of the project: not ours to delete
+                continue
             if _BESIDE.fullmatch(path.name) and path.is_file():
                 path.unlink(missing_ok=True)
                 found.append(path.relative_to(root).as_posix())

@@ -217,3 +217,17 @@ def test_a_work_folder_linked_out_of_the_project_is_refused(tmp_path, command):
     assert "Traceback" not in run.err
     assert sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*")) == before
     assert (root / "pyproject.toml").read_text() == config
+
+
+def test_temporaries_are_never_deleted_through_a_locks_folder_linked_out(tmp_path):
+    """A checkout committing ``locks -> elsewhere``: the clean-up of a killed run's temporaries
+    (``.<name>.<8 hex>.tmp``) deletes only files inside the project, never a look-alike there."""
+    root = write_project(tmp_path / "proj", CONFIG, {"requirements.in.j2": "alpha=={{ pins.alpha }}\n"})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    bait = outside / ".keep.0123abcd.tmp"
+    bait.write_text("mine\n")
+    (root / "locks").symlink_to(outside)
+    (root / ".lockgen").mkdir()
+    journal.clean_temporaries(root, "locks")
+    assert bait.read_text() == "mine\n"
