@@ -284,15 +284,23 @@ def _bounded(timeout: float, deadline: float | None, environ: Mapping[str, str])
     return timeout, deadline
 
 
-def capped(response: Any, url: str, bound: int = MAX_BODY) -> bytes:
+def capped(response: Any, url: str, bound: int = MAX_BODY, timeout: float = TIMEOUT) -> bytes:
     """The body of a streamed ``httpx`` response, at most ``bound`` bytes (decoded: a compressed
-    bomb is bounded too). Raises :class:`HostError` (``too-large``). For the page cache, which
-    keeps its own connection pools (one per origin)."""
+    bomb is bounded too), and bounded in time as :class:`Client` bounds its bodies: past
+    ``timeout`` seconds (capped by ``LOCKGEN_HTTP_TIMEOUT``) it must average :data:`MIN_RATE`
+    (a host that trickles a byte at a time never trips the read timeout). Raises
+    :class:`HostError` (``too-large``, ``timeout``). For the page cache, which keeps its own
+    connection pools (one per origin)."""
+    timeout = _bounded(timeout, None, os.environ)[0]
+    started = time.monotonic()
     body = bytearray()
     for chunk in response.iter_bytes():
         body += chunk
         if len(body) > bound:
             raise HostError(Failure.TOO_LARGE, url, f"its answer is over the bound of {bound} bytes")
+        spent = time.monotonic() - started
+        if spent > timeout and len(body) < MIN_RATE * spent:
+            raise HostError(Failure.TIMEOUT, url, f"the answer trickles: {len(body)} bytes in {spent:.0f} s")
     return bytes(body)
 
 

@@ -310,11 +310,14 @@ class PageCache:
         import httpx
 
         try:
-            with trace.span("upstream read", method=method, url=url, range=headers.get("range", "")):
-                response = self.client(origin_of(url) or "").request(method, url, headers=dict(headers))
-        except (httpx.HTTPError, RuntimeError):
+            with (
+                trace.span("upstream read", method=method, url=url, range=headers.get("range", "")),
+                self.client(origin_of(url) or "").stream(method, url, headers=dict(headers)) as response,
+            ):
+                body = capped(response, url)  # bounded in size and time, as the pages are
+        except (httpx.HTTPError, RuntimeError, HostError):
             return Page(UNREACHABLE, [], b"", "")
-        return Page(response.status_code, list(response.headers.items()), response.content, "")
+        return Page(response.status_code, list(response.headers.items()), body, "")
 
     def _fetch(self, url: str, headers: Mapping[str, str]) -> Page:
         import httpx
