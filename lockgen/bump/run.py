@@ -130,6 +130,8 @@ class BumpOutcome:
         """One line on what was (or would be) written."""
         if not self.files:
             return "bump: no pin moved; nothing written"
+        if self.dry_run and self.failed:  # a bump that cannot re-lock would write nothing either
+            return f"bump --dry-run: re-locking would fail (see above); the bump would write nothing ({_listed(self.files)} unchanged)"
         if self.dry_run:
             return f"bump --dry-run: would write {_listed(self.would_write or self.files)}; nothing written"
         if self.failed:

@@ -116,6 +116,10 @@ def test_a_failed_relock_writes_nothing(locked, monkeypatch):
     ) in run.err
     assert "git checkout" not in run.err
     assert not list((locked / ".lockgen").glob("stage-*"))  # the stage is gone
+    dry = run_cli("bump", "alpha==9.9", "--dry-run")  # a dry run of it says it would write nothing, not "would write"
+    assert dry.code == 1 and everything(locked) == before
+    assert "bump --dry-run: re-locking would fail (see above); the bump would write nothing" in dry.err
+    assert "would write pyproject.toml" not in dry.err
 
 
 def test_an_interrupted_relock_writes_nothing(locked, monkeypatch):
