@@ -25,9 +25,7 @@ FAIL_ON = ("any", "low", "medium", "high", "critical", "none")
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "cells", nargs="*", default=[], metavar="CELL", help="cells to read (default: every cell with a lock)"
-    )
+    options.locked_cells(parser)
     parser.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown, json or sarif")
     parser.add_argument(
         "--osv", metavar="SOURCE",

@@ -12,7 +12,7 @@ from typing import Any
 
 __all__ = [
     "AXIS", "CELL", "CONFIG", "CPU", "DRY_RUN", "EVERY", "FORCE", "JOBS", "JSON", "LOCK_DRY_RUN", "MIRROR", "ONLINE", "ONLY",
-    "PYTHON", "RESOLVING", "SHARD", "VERBOSE", "WAIT", "Option", "option",
+    "PYTHON", "RESOLVING", "SHARD", "VERBOSE", "WAIT", "Option", "locked_cells", "option",
 ]  # fmt: skip
 
 
@@ -57,6 +57,18 @@ def option(*flags: str, help: str, default: Any = None, **kwargs: Any) -> Option
     if kwargs.get("action") == "store_true":
         default = False
     return Option(flags, help, default, kwargs)
+
+
+def locked_cells(parser: Any, *, metadata: bool = False) -> None:
+    """The ``[CELL ...]`` argument of the commands that read the committed locks (audit, sbom,
+    licenses) and, with ``metadata``, their ``--offline`` (package metadata from the cache only)."""
+    parser.add_argument(
+        "cells", nargs="*", default=[], metavar="CELL", help="cells to read (default: every cell with a lock)"
+    )
+    if metadata:
+        parser.add_argument(
+            "--offline", action="store_true", help="read package metadata from the cache only; fetch nothing"
+        )
 
 
 def _axis(text: str) -> tuple[str, str]:

@@ -15,12 +15,7 @@ OPTIONS = (*options.EVERY, options.MIRROR)
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "cells", nargs="*", default=[], metavar="CELL", help="cells to read (default: every cell with a lock)"
-    )
-    parser.add_argument(
-        "--offline", action="store_true", help="read package metadata from the cache only; fetch nothing"
-    )
+    options.locked_cells(parser, metadata=True)
     parser.add_argument(
         "-o",
         "--output",

@@ -35,7 +35,18 @@ from lockgen.locks.jsonfile import load_json
 from lockgen.plan.mirror import Mirrors
 from lockgen.runtime.errors import InputError
 
-__all__ = ["JSON_ACCEPT", "Page", "PageFile", "PageReader", "Status", "parse", "parse_page", "project_url", "status_of"]
+__all__ = [
+    "JSON_ACCEPT",
+    "Page",
+    "PageFile",
+    "PageReader",
+    "Status",
+    "parse",
+    "parse_page",
+    "project_url",
+    "status_of",
+    "timestamp",
+]
 
 #: PEP 691 JSON first, HTML as a fallback (what uv asks an index for).
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
@@ -196,7 +207,7 @@ def _json_file(entry: object, base: str) -> PageFile | None:
         url=url,
         sha256=sha.lower() if isinstance(sha, str) else None,
         size=size if isinstance(size, int) and not isinstance(size, bool) else None,
-        upload_time=_time(entry.get("upload-time")),
+        upload_time=timestamp(entry.get("upload-time")),
         yanked=yanked if isinstance(yanked, (str, bool)) else bool(yanked),
         provenance=urljoin(base, provenance) if isinstance(provenance, str) and provenance else None,
         core_metadata=_metadata(entry.get("core-metadata", entry.get("dist-info-metadata"))),
@@ -225,7 +236,9 @@ def _metadata(value: object) -> str | bool | None:
     return None
 
 
-def _time(value: object) -> datetime.datetime | None:
+def timestamp(value: object) -> datetime.datetime | None:
+    """An RFC 3339 time as a page states it (PEP 700 ``upload-time``; ``Z`` or an offset; a time
+    without one is UTC); None for anything else."""
     if not isinstance(value, str):
         return None
     try:

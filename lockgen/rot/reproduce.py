@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from packaging.utils import canonicalize_name
 
 from lockgen.config import WORK, cooldown
-from lockgen.index.pages import PageFile, PageReader
+from lockgen.index.pages import PageFile, PageReader, timestamp
 from lockgen.locks.diff import Change, Kind, diff, group
 from lockgen.locks.diffformat import headline
 from lockgen.locks.lock import Entry, Header, Lock
@@ -257,7 +257,7 @@ class _Explainer:
         if not files:
             return None
         times = [f.upload_time for f in files if f.upload_time is not None]
-        limit = _time(cutoff)
+        limit = timestamp(cutoff)
         if times and limit is not None and min(times) <= limit:
             first = min(times).strftime("%Y-%m-%dT%H:%M:%SZ")
             return f"a new upload under the cutoff: {entry.name} {entry.version} was uploaded {first}, before exclude-newer {cutoff}"
@@ -277,16 +277,6 @@ class _Explainer:
                 if why is not None:
                     out.append(Explained(f"{entry.name} {entry.version}", why, layer))
         return out
-
-
-def _time(value: str | None) -> datetime.datetime | None:
-    if not value:
-        return None
-    try:
-        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
 
 
 def _recorded_start(header: Header) -> datetime.datetime | None:

@@ -4,8 +4,7 @@
   reading more (a 3 GiB sparse ``manifest.json`` is refused unread, not a ``MemoryError``), never
   a FIFO or a device (which would block or never end: ``/dev/zero``), never through a symlink out
   of its folder (:func:`confined_problem`);
-* bodies that arrive in chunks (:func:`read_stream`: an HTTP answer): at most a size, the read
-  stopped at the first byte over it;
+* (HTTP bodies are bounded where they arrive, by the one client: :mod:`lockgen.index.client`);
 * zip archives (:class:`Archive`, :func:`open_archive`): the archive a regular file; at most
   :data:`MAX_MEMBERS` members, each named by a relative path without ``..``, each at most a size
   *as declared and as read*, with a compression ratio of at most :data:`MAX_RATIO` (a 1 MB zip bomb
@@ -24,7 +23,6 @@ import json
 import os
 import stat
 import zipfile
-from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -32,7 +30,7 @@ from lockgen.runtime.errors import InputError, Problem
 
 __all__ = [
     "MAX_BYTES", "MAX_MEMBERS", "MAX_RATIO", "MAX_TOTAL", "Archive", "BadArchive", "NotRegular", "Outside",
-    "TooLarge", "confined_problem", "open_archive", "read_cache", "read_file", "read_in", "read_stream", "read_text",
+    "TooLarge", "confined_problem", "open_archive", "read_cache", "read_file", "read_in", "read_text",
 ]  # fmt: skip
 
 #: Larger than any manifest, lock or shard file lockgen writes (the seed's 12 cells: 60 KiB).
@@ -138,19 +136,6 @@ def read_in(folder: Path, rel: str, where: str | None = None, limit: int = MAX_B
     if problem is not None:
         raise Outside(Problem(file=shown, message=f"{problem}; refused unread"))
     return read_file(folder / rel, shown, limit)
-
-
-def read_stream(chunks: Iterable[bytes], where: str, limit: int = MAX_BYTES) -> bytes:
-    """The bytes of ``chunks`` (an HTTP body as it arrives, chunk by chunk), at
-    most ``limit``: the read stops at the first chunk past it, so an endless answer costs at most
-    ``limit`` plus one chunk. Raises :class:`TooLarge` naming ``where``."""
-    parts, size = [], 0
-    for chunk in chunks:
-        size += len(chunk)
-        if size > limit:
-            raise TooLarge(Problem(file=where, message=f"an answer larger than {_mib(limit)}; the read was stopped"))
-        parts.append(chunk)
-    return b"".join(parts)
 
 
 class Archive:

@@ -103,16 +103,6 @@ def test_an_archive_that_is_not_a_regular_zip_is_refused_unread(tmp_path, kind):
         bounded.open_archive(path, "x.zip")
 
 
-def test_a_stream_is_cut_at_its_bound():
-    def endless():
-        while True:
-            yield b"x" * 1000
-
-    with pytest.raises(bounded.TooLarge, match="an answer larger than 5000 bytes"):
-        bounded.read_stream(endless(), "https://api.example/v1", limit=5000)
-    assert bounded.read_stream([b"ab", b"c"], "u", limit=3) == b"abc"
-
-
 def test_read_in_refuses_a_symlink_out_and_reads_one_inside(tmp_path):
     folder = tmp_path / "f"
     folder.mkdir()
