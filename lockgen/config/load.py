@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgen.config.model import Config
-from lockgen.runtime import bounded
+from lockgen.runtime import bounded, keyed
 from lockgen.runtime.errors import ConfigError, InputError, UsageError
 
 __all__ = ["find_config", "load_config", "parse_toml"]
@@ -60,7 +60,7 @@ def _config_in(folder: Path) -> Path | None:
 
 
 def _has_table(pyproject: Path) -> bool:
-    return "lockgen" in (_read_toml(pyproject).get("tool") or {})
+    return "lockgen" in keyed.table(_read_toml(pyproject).get("tool"))
 
 
 @functools.cache  # once per folder and process, however often the config is looked up
@@ -124,9 +124,11 @@ def load_config(path: Path, overlay: Mapping[str, str] | None = None) -> Config:
         except Exception as exc:  # tomllib.TOMLDecodeError, tomlkit ParseError
             raise ConfigError(path.name, [f"cannot read TOML: {exc}"]) from exc
     if path.name == "pyproject.toml":
-        table, prefix = (doc.get("tool") or {}).get("lockgen"), "tool.lockgen"
-        if not isinstance(table, dict):
-            raise ConfigError(path.name, ["tool.lockgen: missing; add a [tool.lockgen] table"])
+        found, prefix = keyed.dig(doc, "tool", "lockgen"), "tool.lockgen"
+        if not isinstance(found, dict):
+            said = "missing" if found is None else f"must be a table, not {type(found).__name__}"
+            raise ConfigError(path.name, [f"tool.lockgen: {said}; add a [tool.lockgen] table"])
+        table = found
     else:
         table, prefix = doc, ""
     from lockgen.config.validate import Validator

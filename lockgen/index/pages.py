@@ -34,6 +34,7 @@ from lockgen.index.files import Artifact, artifact, filename_of
 from lockgen.locks.jsonfile import load_json
 from lockgen.plan.mirror import Mirrors
 from lockgen.runtime.errors import InputError
+from lockgen.runtime.keyed import dig, listed, table
 
 __all__ = [
     "JSON_ACCEPT",
@@ -141,11 +142,10 @@ def parse_page(text: str, content_type: str, base: str) -> tuple[tuple[PageFile,
             return (), None, Status()
         if not isinstance(data, dict):
             return (), None, Status()
-        meta = data.get("meta")
-        version = meta.get("api-version") if isinstance(meta, dict) else None
-        files = [f for f in (_json_file(entry, base) for entry in data.get("files") or []) if f is not None]
-        marker = data.get("project-status")
-        status = _status(marker.get("status"), marker.get("reason")) if isinstance(marker, dict) else Status()
+        version = dig(data, "meta", "api-version")
+        files = [f for f in (_json_file(entry, base) for entry in listed(data.get("files"))) if f is not None]
+        marker = table(data.get("project-status"))
+        status = _status(marker.get("status"), marker.get("reason"))
         return tuple(files), version if isinstance(version, str) else None, status
     anchors = _Anchors(base)
     anchors.feed(text)
@@ -203,7 +203,7 @@ def _json_file(entry: object, base: str) -> PageFile | None:
     provenance = entry.get("provenance")
     requires = entry.get("requires-python")
     return PageFile(
-        filename=str(entry.get("filename") or filename_of(url)),
+        filename=name if isinstance(name := entry.get("filename"), str) and name else filename_of(url),
         url=url,
         sha256=sha.lower() if isinstance(sha, str) else None,
         size=size if isinstance(size, int) and not isinstance(size, bool) else None,

@@ -8,6 +8,11 @@ values both readers need (a string, an array of strings, an array of tables, unk
 config's validator (:mod:`lockgen.config.fields` and its mixins) and the manifest reader
 (:mod:`lockgen.locks.manifestfile`) are subclasses; each raises its own error from
 :attr:`Checks.problems` (``ConfigError``, ``InputError``).
+
+Documents that are *read leniently* rather than validated (an index's PEP 691 page, a local
+project's ``[tool.uv]`` tables, OSV answers, PyPI's JSON API) are walked with :func:`dig`,
+:func:`table` and :func:`listed`: a value of the wrong type reads as absent, never as a
+``TypeError`` or ``AttributeError`` (``tool = 5``, ``"files": true``).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 
 from lockgen.runtime.errors import Problem
 
-__all__ = ["Checks", "KeyPath", "key_text"]
+__all__ = ["Checks", "KeyPath", "dig", "key_text", "listed", "table"]
 
 #: A key path below a prefix: ``("rules", 2, "match", "backend")``; ints are array indexes.
 KeyPath = tuple[str | int, ...]
@@ -30,6 +35,26 @@ def key_text(prefix: str, *parts: str | int) -> str:
     for part in parts:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
     return text
+
+
+def dig(value: object, *keys: str) -> object:
+    """The value at ``keys`` below ``value``, stepping through tables only; None where a step is
+    not a table or lacks its key (``dig(doc, "tool", "uv")`` of ``tool = 5`` is None)."""
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def table(value: object) -> dict[str, Any]:
+    """``value`` if it is a table (a JSON object), else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def listed(value: object) -> list[Any]:
+    """``value`` if it is an array, else an empty one (``"files": true`` lists nothing)."""
+    return value if isinstance(value, list) else []
 
 
 class Checks:

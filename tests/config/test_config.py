@@ -175,6 +175,19 @@ def test_bad_toml_names_the_file(tmp_path):
         load_config(tmp_path / "lockgen.toml")
 
 
+@pytest.mark.parametrize("tool", ["tool = 5", 'tool = "lockgen"', "tool = [1]", "tool = true"])
+def test_a_pyproject_whose_tool_is_no_table_is_no_config_and_no_crash(tmp_path, tool):
+    (tmp_path / "pyproject.toml").write_text(tool + "\n")
+    with pytest.raises(UsageError, match=r"no lockgen\.toml or pyproject\.toml"):
+        find_config(tmp_path)
+
+
+def test_a_tool_lockgen_that_is_no_table_is_named(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool]\nlockgen = 3\n")
+    with pytest.raises(ConfigError, match=r"tool\.lockgen: must be a table, not int"):
+        load_config(tmp_path / "pyproject.toml")
+
+
 def test_discovery_walks_upward_and_honours_explicit_paths(tmp_path):
     write_project(tmp_path, GOOD, {})
     (tmp_path / "sub" / "deeper").mkdir(parents=True)

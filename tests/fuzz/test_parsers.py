@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,17 @@ PAGE = {"meta": {"api-version": "1.1"}, "name": "alpha", "files": [
     {"filename": "alpha-1.0-py3-none-any.whl", "url": "alpha-1.0-py3-none-any.whl", "hashes": {"sha256": "0" * 64},
      "requires-python": ">=3.8", "upload-time": "2026-01-01T00:00:00Z", "yanked": False}]}  # fmt: skip
 
-FUZZ = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow], database=None)
+#: CI's run is derandomized: the same examples every run, so a red CI is a defect found, not a
+#: draw (hypothesis's ``derandomize``). ``LOCKGEN_FUZZ_EXAMPLES=5000`` explores: random draws,
+#: that many per test; a failure it finds is fixed and then kept as an ``@example``.
+EXPLORE = int(os.environ.get("LOCKGEN_FUZZ_EXAMPLES", "0"))
+FUZZ = settings(
+    max_examples=EXPLORE or 150,
+    deadline=2000,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=None,
+    derandomize=not EXPLORE,
+)
 
 #: Any JSON value, a few levels deep (the bounded reader refuses deeper ones before any parser).
 JSON_VALUES = st.recursive(
@@ -209,3 +220,9 @@ def test_one_requirement_line_reads_or_is_refused_by_name(text):
     with contextlib.suppress(LockgenError):
         requirement_line(text, "requirements.txt:1")
     reqfile.malformed(text)
+
+
+@pytest.mark.parametrize("files", [True, 5, "alpha-1.0.tar.gz", {"url": "x"}, None])
+def test_a_page_whose_files_is_no_array_lists_none(files):
+    text = json.dumps({"meta": {"api-version": "1.1"}, "name": "alpha", "files": files})
+    assert simplepages.parse(text, "application/vnd.pypi.simple.v1+json", "https://x/alpha/") == ((), "1.1")
