@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -323,6 +324,8 @@ def dumps(pylock: Pylock) -> str:
     data = dict(pylock.to_dict())
     packages = sorted(data.pop("packages", []), key=lambda p: (p["name"], str(p.get("version", ""))))
     lines = [f"{key} = {_value(value)}" for key, value in data.items()]
+    if not packages:  # PEP 751 requires the key: a cell that locks nothing still reads back
+        lines.append("packages = []")
     for package in packages:
         lines += ["", "[[packages]]"]
         for key, value in package.items():
@@ -335,6 +338,10 @@ def dumps(pylock: Pylock) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: What a TOML literal string cannot hold: a quote, a control character but tab (TOML 1.0).
+_UNLITERAL = re.compile(r"['\x00-\x08\x0a-\x1f\x7f]")
+
+
 def _value(value: Any) -> str:
     if isinstance(value, list) and value and all(isinstance(v, (str, Mapping)) for v in value):
         # each string as below (markers); tables inline (``attestation-identities``: PEP 751)
@@ -343,7 +350,7 @@ def _value(value: Any) -> str:
         table = tomlkit.inline_table()
         table.update(value)
         return table.as_string()
-    if isinstance(value, str) and '"' in value and "'" not in value and "\n" not in value:
+    if isinstance(value, str) and '"' in value and not _UNLITERAL.search(value):
         return tomlkit.string(value, literal=True).as_string()  # markers read better unescaped
     item: Item = tomlkit.item(value)  # value: Any, so tomlkit's overloads give Any
     return item.as_string()
