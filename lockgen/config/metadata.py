@@ -9,6 +9,7 @@ from typing import Any
 
 from lockgen.config.fields import Checks
 from lockgen.config.model import ProjectMetadata
+from lockgen.runtime import keyed
 
 __all__ = ["MetadataChecks"]
 
@@ -55,8 +56,7 @@ class MetadataChecks(Checks):
                 path=name, dependencies=None, optional_dependencies=None,
                 dependency_groups=self.dependency_groups(groups_table, name),
             )  # fmt: skip
-        dynamic = table.get("dynamic", [])
-        dynamic = set(dynamic) if isinstance(dynamic, list) else set()
+        dynamic = {field for field in keyed.listed(table.get("dynamic")) if isinstance(field, str)}
         deps = (
             None
             if "dependencies" in dynamic

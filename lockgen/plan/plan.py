@@ -39,7 +39,7 @@ from lockgen.plan.sources import (
     requirement_lines,
 )
 from lockgen.plan.target import Target
-from lockgen.runtime import bounded, clock
+from lockgen.runtime import bounded, clock, keyed
 from lockgen.runtime.errors import ConfigError, Problem, TemplateError
 
 if TYPE_CHECKING:
@@ -506,7 +506,9 @@ def project_files(folder: Path) -> list[str]:
     :data:`PROJECT_FILES` it has, the files its ``[tool.uv] cache-keys`` name (uv rebuilds a
     project's metadata when one changes), and the files setuptools reads dynamic dependencies
     from (``[tool.setuptools.dynamic] dependencies = { file = [...] }``). Only files inside the
-    project folder count; globs in ``cache-keys`` are expanded."""
+    project folder count; globs in ``cache-keys`` are expanded. The tables are read leniently
+    (:func:`~lockgen.runtime.keyed.dig`): a value of another type (``cache-keys = 5``,
+    ``file = 3``) names no file."""
     from lockgen.config import parse_toml
 
     found = {name for name in PROJECT_FILES if (folder / name).is_file()}
@@ -514,23 +516,23 @@ def project_files(folder: Path) -> list[str]:
         data = parse_toml(bounded.read_text(folder / "pyproject.toml", "pyproject.toml"))
     except Exception:  # no pyproject.toml, or one uv will complain about itself
         data = {}
-    tool = data.get("tool", {}) if isinstance(data.get("tool"), dict) else {}
-    named: list[str] = []
-    uv = tool.get("uv", {})
-    for key in uv.get("cache-keys", []) if isinstance(uv, dict) and isinstance(uv.get("cache-keys"), list) else []:
-        if isinstance(key, dict) and isinstance(key.get("file"), str):
-            named.append(key["file"])
-    setuptools = tool.get("setuptools", {})
-    dynamic = setuptools.get("dynamic", {}) if isinstance(setuptools, dict) else {}
-    entries = [dynamic.get("dependencies")] if isinstance(dynamic, dict) else []
-    optional = dynamic.get("optional-dependencies") if isinstance(dynamic, dict) else None
-    entries += list(optional.values()) if isinstance(optional, dict) else []
+    uv, dynamic = keyed.dig(data, "tool", "uv"), keyed.dig(data, "tool", "setuptools", "dynamic")
+    named = [
+        key["file"] for key in keyed.listed(keyed.dig(uv, "cache-keys")) if isinstance(keyed.dig(key, "file"), str)
+    ]
+    entries = [keyed.dig(dynamic, "dependencies"), *keyed.table(keyed.dig(dynamic, "optional-dependencies")).values()]
     for entry in entries:
-        names = entry.get("file") if isinstance(entry, dict) else None
-        named += [names] if isinstance(names, str) else [n for n in names or () if isinstance(n, str)]
+        names = keyed.dig(entry, "file")
+        named += [names] if isinstance(names, str) else [n for n in keyed.listed(names) if isinstance(n, str)]
     base = folder.resolve()
     for pattern in named:
-        for match in sorted(folder.glob(pattern)) if pattern and not Path(pattern).is_absolute() else []:
+        if not Path(pattern).parts or Path(pattern).is_absolute():
+            continue  # "", ".": no file; an absolute path: outside the project
+        try:
+            matches = sorted(folder.glob(pattern))
+        except ValueError:  # not a glob pathlib takes ("a**"): uv's to refuse, no file of ours
+            continue
+        for match in matches:
             try:
                 rel = match.resolve().relative_to(base).as_posix()
             except ValueError:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from lockgen.runtime import keyed
 from lockgen.runtime.credentials import redact
 
 __all__ = ["brought"]
@@ -25,7 +26,10 @@ def brought(root: Path, folders: Iterable[str]) -> list[str]:
     entry of the ``[tool.uv.sources]`` of the local projects ``folders`` (project-relative) that
     sends a package elsewhere than lockgen's sources (an index, a URL, a git repository, a path;
     ``workspace = true`` is not), with the URL of an index it names. A project without a
-    ``pyproject.toml``, or whose TOML cannot be read, brings nothing (uv cannot read it either)."""
+    ``pyproject.toml``, or whose TOML cannot be read, brings nothing (uv cannot read it either).
+    The tables are read leniently (:func:`~lockgen.runtime.keyed.dig`): a value of another type
+    than uv's (``index = "x"``, ``sources = 3``, an index ``name`` that is no string) reads as
+    absent; a source whose ``index`` is no string is still listed, without a URL."""
     from lockgen.config.load import parse_toml
     from lockgen.runtime.bounded import read_file
 
@@ -36,12 +40,13 @@ def brought(root: Path, folders: Iterable[str]) -> list[str]:
             doc = parse_toml(read_file(root / rel, rel).decode("utf-8-sig"))
         except Exception:  # OSError, a TOML or size error: nothing uv reads either
             continue
-        uv = (doc.get("tool") or {}).get("uv") if isinstance(doc.get("tool"), dict) else None
-        if not isinstance(uv, dict):
-            continue
-        indexes = {i.get("name"): i.get("url") for i in uv.get("index") or [] if isinstance(i, dict) and i.get("name")}
-        sources = uv.get("sources")
-        for name, value in sorted(sources.items() if isinstance(sources, dict) else ()):
+        uv = keyed.dig(doc, "tool", "uv")
+        indexes = {
+            name: keyed.dig(i, "url")
+            for i in keyed.listed(keyed.dig(uv, "index"))
+            if isinstance(name := keyed.dig(i, "name"), str) and name
+        }
+        for name, value in sorted(keyed.table(keyed.dig(uv, "sources")).items()):
             for entry in value if isinstance(value, list) else [value]:
                 said = _said(entry, indexes)
                 if said:
@@ -49,11 +54,11 @@ def brought(root: Path, folders: Iterable[str]) -> list[str]:
     return found
 
 
-def _said(entry: Any, indexes: dict[Any, Any]) -> str:
+def _said(entry: Any, indexes: dict[str, Any]) -> str:
     if not isinstance(entry, dict):
         return ""
     if "index" in entry:
-        url = indexes.get(entry["index"])
+        url = indexes.get(entry["index"]) if isinstance(entry["index"], str) else None
         return f"index {entry['index']!r}" + (f" ({redact(str(url))})" if url else "")
     for key in ("url", "git", "path"):
         if key in entry:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lockgen.plan.reqfile import REQUIREMENT_FIX
-from lockgen.runtime import bounded
+from lockgen.runtime import bounded, keyed
 from lockgen.runtime.errors import UsageError
 from lockgen.scaffold.builds import PypiTorch, Survey
 from lockgen.scaffold.compose import Draft, compose
@@ -158,8 +158,13 @@ def scaffold(root: Path, options: Options, torch_builds: PypiTorch | None = None
         raise UsageError("lockgen.toml: a lockgen config exists already; lockgen init writes nothing over it")
     project: PyProject | None = None
     if (root / "pyproject.toml").is_file():
-        document = parse_toml(_read_text(root, "pyproject.toml"))
-        if isinstance(document.get("tool"), dict) and "lockgen" in document["tool"]:
+        try:
+            document = parse_toml(_read_text(root, "pyproject.toml"))
+        except ValueError as exc:  # tomllib.TOMLDecodeError; tomlkit's ParseError on Python 3.10
+            raise UsageError(
+                f"pyproject.toml: cannot read TOML: {exc}; fix the file, then run lockgen init again"
+            ) from None
+        if "lockgen" in keyed.table(document.get("tool")):
             raise UsageError("pyproject.toml: has a [tool.lockgen] config already; lockgen init writes nothing over it")
         project = read_pyproject(document)
 

@@ -32,6 +32,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 from lockgen.index.pages import PageFile
+from lockgen.scaffold.reading import holds as marker_holds
 
 __all__ = [
     "CPU_INDEX",
@@ -160,7 +161,7 @@ class PypiTorch:
                 r = Requirement(text)
             except InvalidRequirement:
                 continue
-            if r.marker is None or r.marker.evaluate(env):
+            if marker_holds(r.marker, env):
                 holds.append(r)
         label = cuda_label(holds) or "cpu"
         shown = "CUDA packages" if label != "cpu" else "no CUDA package"
@@ -300,7 +301,7 @@ def _survey_one(
     for text in raw.get("requires_dist") or []:
         with contextlib.suppress(InvalidRequirement):
             r = Requirement(text)
-            if r.marker is None or r.marker.evaluate(env):
+            if marker_holds(r.marker, env):
                 needs.append(r)
                 if canonicalize_name(r.name) == "torch":
                     pulls = str(r)

@@ -26,7 +26,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
 from lockgen.scaffold.builds import CPU_INDEX
-from lockgen.scaffold.reading import Line, ReqFile
+from lockgen.scaffold.reading import Line, ReqFile, holds
 
 __all__ = [
     "DEFAULT_PLATFORMS",
@@ -222,7 +222,7 @@ def _wheel_platforms(line: Line, pythons: Sequence[str]) -> set[Platform]:
     tagged = set().union(*(_tag_platforms(t) for t in line.wheel_platforms))
     if line.marker is None:
         return tagged
-    return {p for p in tagged if any(line.marker.evaluate(marker_env(*p, py)) for py in pythons)}
+    return {p for p in tagged if any(holds(line.marker, marker_env(*p, py)) for py in pythons)}
 
 
 def local_label(line: Line) -> str | None:
@@ -412,7 +412,7 @@ def default_torch(
         if local_label(line) or line.wheel_platforms:
             return None
         if line.marker is not None and not any(
-            line.marker.evaluate(marker_env("linux", arch, py)) for arch in ("x86_64", "aarch64") for py in pythons
+            holds(line.marker, marker_env("linux", arch, py)) for arch in ("x86_64", "aarch64") for py in pythons
         ):
             continue
         found = found or SpecifierSet()
@@ -458,7 +458,7 @@ def name_platforms(words: Sequence[str]) -> set[Platform]:
 
 
 def _holds(line: Line, p: Platform, pythons: Sequence[str]) -> bool:
-    return line.marker is None or any(line.marker.evaluate(marker_env(*p, py)) for py in pythons)
+    return line.marker is None or any(holds(line.marker, marker_env(*p, py)) for py in pythons)
 
 
 def _other_torch(line: Line, torch: str | None) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 from packaging.markers import InvalidMarker, Marker
 from packaging.utils import NormalizedName, canonicalize_name
 
+from lockgen.runtime import keyed
 from lockgen.runtime.errors import UsageError
 from lockgen.scaffold.reading import hide_login
 
@@ -86,19 +87,21 @@ class PyProject:
 
 def read_pyproject(document: Mapping[str, Any]) -> PyProject:
     """The :class:`PyProject` of a parsed ``pyproject.toml``. Raises :class:`~lockgen.runtime.errors.UsageError` naming the key of
-    the first problem (a list that is no list, an entry that is no requirement, a bad marker)."""
+    the first problem (a list that is no list, an entry that is no requirement, a bad marker, a
+    name, index, extra, group or marker that is no string, ``sources`` that is no table). The
+    tables above them (``tool = 5``, ``[tool] uv = "x"``) and ``dynamic`` read leniently, a
+    wrong type as absent (:func:`~lockgen.runtime.keyed.dig`), as uv's keys init does not use."""
     from lockgen.config.metadata import MetadataChecks
 
     checks = MetadataChecks("pyproject.toml", "")
-    project = document.get("project") if isinstance(document.get("project"), dict) else {}
-    assert isinstance(project, dict)
-    dynamic = project.get("dynamic") if isinstance(project.get("dynamic"), list) else []
+    project = keyed.table(document.get("project"))
+    dynamic = keyed.listed(project.get("dynamic"))
     dependencies = None
-    if "dependencies" in project and "dependencies" not in (dynamic or []):
+    if "dependencies" in project and "dependencies" not in dynamic:
         dependencies = checks.requirement_list(project["dependencies"], "pyproject.toml", "project.dependencies")
     members: dict[Member, tuple[str, ...]] = {}
     extras = project.get("optional-dependencies", {})
-    if isinstance(extras, dict) and "optional-dependencies" not in (dynamic or []):
+    if isinstance(extras, dict) and "optional-dependencies" not in dynamic:
         for name, reqs in extras.items():
             key = f"project.optional-dependencies.{name}"
             members[Member("extra", name)] = checks.requirement_list(reqs, "pyproject.toml", key)
@@ -106,9 +109,7 @@ def read_pyproject(document: Mapping[str, Any]) -> PyProject:
         members[Member("group", name)] = reqs
     if checks.problems:
         raise UsageError(checks.problems[0].text(with_file=False).removeprefix("project: "))
-    tool = document.get("tool", {})
-    uv = tool.get("uv", {}) if isinstance(tool, dict) else {}
-    uv = uv if isinstance(uv, dict) else {}
+    uv = keyed.table(keyed.dig(document, "tool", "uv"))
     notes: list[str] = []
     by_key = {m.key: m for m in members}
     conflicts = []
@@ -118,7 +119,8 @@ def read_pyproject(document: Mapping[str, Any]) -> PyProject:
             if not isinstance(item, dict) or not ({"extra", "group"} & set(item)):
                 raise UsageError(f"pyproject.toml: tool.uv.conflicts[{i}][{j}]: a table {{extra = …}} or {{group = …}}")
             kind = "extra" if "extra" in item else "group"
-            member = by_key.get((kind, canonicalize_name(str(item[kind]))))
+            _string(item[kind], f"tool.uv.conflicts[{i}][{j}].{kind}")
+            member = by_key.get((kind, canonicalize_name(item[kind])))
             if member is None:
                 notes.append(f"pyproject.toml: tool.uv.conflicts[{i}][{j}]: no {kind} {item[kind]!r}; left out")
                 continue
@@ -131,12 +133,15 @@ def read_pyproject(document: Mapping[str, Any]) -> PyProject:
         url, hidden = hide_login(table["url"])
         if hidden:
             notes.append(f"pyproject.toml: tool.uv.index[{i}].url: {hidden}")
-        indexes.append(UvIndex(name=str(table.get("name", f"index-{i + 1}")), url=url,
+        name = _string(table.get("name", f"index-{i + 1}"), f"tool.uv.index[{i}].name")
+        indexes.append(UvIndex(name=name, url=url,
                                explicit=bool(table.get("explicit")), default=bool(table.get("default")),
                                flat=table.get("format") == "flat"))  # fmt: skip
     sources: dict[NormalizedName, tuple[UvSource, ...]] = {}
     raw_sources = uv.get("sources", {})
-    for package, value in (raw_sources if isinstance(raw_sources, dict) else {}).items():
+    if not isinstance(raw_sources, dict):
+        raise UsageError("pyproject.toml: tool.uv.sources: must be a table of package = { index = … }")
+    for package, value in raw_sources.items():
         entries = value if isinstance(value, list) else [value]
         sources[canonicalize_name(package)] = tuple(
             _source(entry, f"tool.uv.sources.{package}" + (f"[{i}]" if isinstance(value, list) else ""))
@@ -167,9 +172,16 @@ def _list(value: object, key: str) -> list[Any]:
     return value
 
 
+def _string(value: object, key: str) -> str:
+    """``value`` if it is a string; else a refusal naming ``key`` (uv refuses the file too)."""
+    if not isinstance(value, str):
+        raise UsageError(f"pyproject.toml: {key}: must be a string, not {type(value).__name__}")
+    return value
+
+
 def _marker(value: object, key: str) -> Marker:
     try:
-        return Marker(str(value))
+        return Marker(_string(value, key))
     except InvalidMarker as exc:
         raise UsageError(f"pyproject.toml: {key}: {value!r} is not a PEP 508 marker: {exc}") from None
 
@@ -179,6 +191,8 @@ def _source(entry: object, key: str) -> UvSource:
         raise UsageError(f'pyproject.toml: {key}: a table such as {{ index = "name" }}')
     kind = next((k for k in ("index", "url", "git", "path", "workspace") if k in entry), "other")
     marker = _marker(entry["marker"], f"{key}.marker") if "marker" in entry else None
-    return UvSource(kind=kind, index=str(entry["index"]) if kind == "index" else None,
-                    extra=canonicalize_name(str(entry["extra"])) if "extra" in entry else None,
-                    group=canonicalize_name(str(entry["group"])) if "group" in entry else None, marker=marker)  # fmt: skip
+    extra, group = (
+        canonicalize_name(_string(entry[k], f"{key}.{k}")) if k in entry else None for k in ("extra", "group")
+    )
+    return UvSource(kind=kind, index=_string(entry["index"], f"{key}.index") if kind == "index" else None,
+                    extra=extra, group=group, marker=marker)  # fmt: skip

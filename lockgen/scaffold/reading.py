@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-from packaging.markers import Marker
+from packaging.markers import Marker, UndefinedComparison
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import (
     InvalidSdistFilename,
@@ -38,6 +38,7 @@ __all__ = [
     "Line",
     "ReqFile",
     "hide_login",
+    "holds",
     "read_requirements",
     "requirement_line",
     "wheel_pythons",
@@ -312,6 +313,18 @@ def _portable(line: Line) -> tuple[Line | None, str | None]:
         carried,
         f"{line.text}: carried as {text} (the path is the machine's that wrote the file; the version is its file name's)",
     )
+
+
+def holds(marker: Marker | None, env: Mapping[str, str]) -> bool:
+    """Whether a requirement with ``marker`` applies in ``env`` (:func:`lockgen.scaffold.inference.marker_env`). A marker
+    ``packaging`` cannot evaluate (``python_version ~= "x"``: no PEP 440 version after ``~=``)
+    holds, as for the requirements of a lock (:func:`lockgen.plan.sources.applies`): uv decides."""
+    if marker is None:
+        return True
+    try:
+        return bool(marker.evaluate(dict(env)))
+    except UndefinedComparison:
+        return True
 
 
 def requirement_line(text: str, where: str) -> Line:

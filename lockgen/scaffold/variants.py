@@ -52,7 +52,7 @@ from lockgen.scaffold.inference import (
 )
 from lockgen.scaffold.layout import Cell, axes_of, detect_table, inline, matches, matrix_table
 from lockgen.scaffold.pyproject import Member, PyProject, UvIndex
-from lockgen.scaffold.reading import Line
+from lockgen.scaffold.reading import Line, holds
 
 __all__ = ["compose_variants"]
 
@@ -206,7 +206,7 @@ def _platforms(project: PyProject, pythons: Sequence[str], why: list[str]) -> li
     found: list[Platform] = []
     for os_ in ("linux", "windows", "macos"):
         base = marker_env(os_, _DEFAULT_ARCH[os_], pythons[0])
-        if any(m.evaluate({**base, "platform_machine": "riscv64"}) for m in project.environments):
+        if any(holds(m, {**base, "platform_machine": "riscv64"}) for m in project.environments):
             found.append((os_, _DEFAULT_ARCH[os_]))
             continue
         found += [p for p in PLATFORMS if p[0] == os_ and any(_holds(m, p, pythons) for m in project.environments)]
@@ -216,7 +216,7 @@ def _platforms(project: PyProject, pythons: Sequence[str], why: list[str]) -> li
 
 
 def _holds(marker: Marker | None, p: Platform, pythons: Sequence[str]) -> bool:
-    return marker is None or any(marker.evaluate(marker_env(*p, py)) for py in pythons)
+    return any(holds(marker, marker_env(*p, py)) for py in pythons)
 
 
 def _reqs(project: PyProject, member: Member | None, p: Platform, pythons: Sequence[str]) -> list[Requirement]:
