@@ -25,13 +25,13 @@ from packaging.version import Version
 
 from lockgen import osv
 from lockgen.install import venv
-from lockgen.locks import manifest, stamp
+from lockgen.locks import manifest, spread, stamp
 from lockgen.locks.lockset import _Builder
 from lockgen.plan import content
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve import fetch, hashcheck
 from lockgen.resolve.provenance import Provenance
-from lockgen.runtime.errors import InstallRefused
+from lockgen.runtime.errors import InstallRefused, LockFormatError
 from lockgen.wheels import remote
 from lockgen.wheels.cells import carried
 from tests.conftest import one_cell, run_cli
@@ -239,3 +239,11 @@ def test_the_selector_refuses_a_manifest_of_another_type_by_name(tmp_path, path,
     code, out, err = select_samples.cli("--manifest", str(target), "--os", "linux", "--arch", "x86_64", *named)
     assert code == 2, (code, out, err)
     assert "Traceback" not in err and err.startswith("error"), err
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, '{"format": 1e999}', '{"format": 1, "packages": {"a": 1}}'])
+def test_differences_json_beyond_the_bounds_is_named(text):
+    """``merge`` and ``diff`` read a shard's or a revision's ``differences.json``: bounded
+    (:func:`lockgen.locks.jsonfile.load_json`), never a ``RecursionError``."""
+    with pytest.raises(LockFormatError, match=r"^locks/differences\.json: .*run `lockgen all` to write it again"):
+        spread.loads(text, "locks/differences.json")
