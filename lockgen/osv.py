@@ -51,7 +51,7 @@ from packaging.version import InvalidVersion, Version
 from lockgen.index.client import Client, Failure, HostError
 from lockgen.locks.jsonfile import load_json
 from lockgen.plan.mirror import Mirrors
-from lockgen.runtime import bounded, credentials
+from lockgen.runtime import bounded, credentials, keyed
 from lockgen.runtime.errors import InputError, LockgenError
 
 __all__ = [
@@ -570,16 +570,12 @@ class Api:
                 chunk = pending[start : start + BATCH]
                 queries = [_query(key, token) for key, token in chunk]
                 answer = self._post(client, "/v1/querybatch", {"queries": queries})
-                results = answer.get("results") if isinstance(answer, dict) else None
+                results = keyed.dig(answer, "results")
                 if not isinstance(results, list) or len(results) != len(chunk):
                     raise AuditFailed(f"{self.where}/v1/querybatch: answered {len(chunk)} queries with something else")
-                for (key, _), result in zip(chunk, results):
-                    if not isinstance(result, dict):
-                        continue
-                    for vuln in result.get("vulns") or []:
-                        if isinstance(vuln, dict) and isinstance(vuln.get("id"), str):
-                            found[key].add(vuln["id"])
-                    token = result.get("next_page_token")
+                for index, ((key, _), result) in enumerate(zip(chunk, results)):
+                    found[key].update(self._ids(result, f"results[{index}]"))
+                    token = keyed.dig(result, "next_page_token")
                     if isinstance(token, str) and token:
                         more.append((key, token))
             pending = more
@@ -590,6 +586,25 @@ class Api:
                 "complete: the API pages without end"
             )
         return found
+
+    def _ids(self, result: object, at: str) -> list[str]:
+        """The advisory ids of one querybatch result (``{"vulns": [{"id": …}, …]}``; no ``vulns``:
+        none). An audit never reads a broken answer as a clean one: a result that is not an
+        object, ``vulns`` that is not an array or an entry without a string ``id`` raises
+        :class:`AuditFailed` naming its key path."""
+        vulns = keyed.dig(result, "vulns")
+        problem = None
+        if not isinstance(result, dict):
+            problem = f"{at}: must be an object, not {type(result).__name__}"
+        elif not isinstance(vulns, list | None):
+            problem = f"{at}.vulns: must be an array, not {type(vulns).__name__}"
+        ids = [keyed.dig(vuln, "id") for vuln in keyed.listed(vulns)]
+        bad = next((i for i, ident in enumerate(ids) if not isinstance(ident, str) or not ident), None)
+        if problem is None and bad is not None:
+            problem = f"{at}.vulns[{bad}]: no advisory id"
+        if problem is not None:
+            raise AuditFailed(f"{self.where}/v1/querybatch: {problem}; not an OSV answer, the audit did not complete")
+        return [str(ident) for ident in ids]
 
     def _post(self, client: Any, path: str, body: Mapping[str, Any]) -> Any:
         return self._call(client, "POST", path, body)

@@ -25,7 +25,6 @@ its ``sys.path``; uv runs the interpreters it queries isolated itself.
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import os
 import re
@@ -42,6 +41,7 @@ from typing import Any
 from packaging.utils import NormalizedName
 
 from lockgen.install.record import Installed, by_name, versions
+from lockgen.locks.jsonfile import load_json
 from lockgen.runtime import bounded
 from lockgen.runtime.credentials import command_line, redact
 from lockgen.runtime.errors import InputError, InstallRefused, LockgenError
@@ -272,13 +272,37 @@ def probe(python: str, cwd: Path, failure: str = "", venv: Path | None = None) -
     done = run(
         [python, ISOLATED, "-S", "-c", _PROBE, *([str(venv)] if venv is not None else [])], base_env(os.environ), cwd
     )
-    try:
-        data = json.loads(done.output.strip().splitlines()[-1]) if done.returncode == 0 else None
-    except (ValueError, IndexError):
+    try:  # bounded: depth and numbers (what an interpreter printed)
+        last = done.output.strip().splitlines()[-1] if done.returncode == 0 else ""
+        data = load_json(last, python, "the probe's report", ours=False) if last else None
+    except InputError:
         data = None
     if not isinstance(data, dict):
         raise InstallRefused(f"{failure or python + ' does not run'} ({done.tail(3) or 'no output'})")
+    problem = _report_problem(data)
+    if problem:
+        raise InstallRefused(
+            f"{failure or python + ' does not run as a Python'}: it printed a report lockgen's probe does not "
+            f"write ({problem}); pass another --python or --venv"
+        )
     return data
+
+
+def _report_problem(data: Mapping[str, Any]) -> str | None:
+    """What in a :data:`_PROBE` report is not the shape the probe prints (an interpreter, or a
+    wrapper in its place, printed something else as its last line), or None."""
+    version = data.get("version")
+    if not isinstance(version, list) or len(version) != 3 or not all(type(v) is int for v in version):
+        return "version: must be [major, minor, micro]"
+    for key in ("implementation", "machine"):
+        if not isinstance(data.get(key), str):
+            return f"{key}: must be a string"
+    found = data.get("distributions")
+    if not isinstance(found, list) or not all(
+        isinstance(d, list) and len(d) == 3 and all(isinstance(v, str) for v in d) for d in found
+    ):
+        return "distributions: must be [[name, version, path], …]"
+    return None
 
 
 def probe_python(executable: str, cwd: Path, failure: str = "") -> Interpreter:

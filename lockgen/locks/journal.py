@@ -429,9 +429,7 @@ def recover(root: Path) -> list[str]:
         name = record.name[: -len(".json")]
         try:
             data = load_json(read_file(record, f"{JOURNALS}/{record.name}", MAX_RECORD), f"{JOURNALS}/{record.name}")
-            staged = [_entry(entry) for entry in data["replace"]]
-            gone = [_text(path) for path in data["remove"]]
-            state = data.get("state", "committed")  # a record of an older lockgen: written at its commit
+            state, staged, gone = _record(data)
             problem = _record_problem(root, name, staged, gone)
             if problem:
                 raise ValueError(problem)
@@ -457,6 +455,21 @@ def recover(root: Path) -> list[str]:
         shutil.rmtree(left, ignore_errors=True)
         done.append(left.name[:-2])
     return done
+
+
+def _record(data: object) -> tuple[str, list[tuple[str, ...]], list[str]]:
+    """``(state, replace entries, removals)`` of a record as :class:`Journal` writes it
+    (``{"state": …, "replace": [[temporary, target], …], "remove": [path, …]}``; no ``state``: a
+    record of an older lockgen, written at its commit). Raises ``ValueError`` naming the key for
+    any other shape: a string is not an array of paths, a table is not a list of entries."""
+    if not isinstance(data, dict):
+        raise ValueError(f"not a journal record (a JSON {type(data).__name__}, not an object)")
+    state, replace, remove = data.get("state", "committed"), data.get("replace"), data.get("remove")
+    if state not in ("prepared", "committed"):
+        raise ValueError("state: must be prepared or committed")
+    if not isinstance(replace, list) or not isinstance(remove, list):
+        raise ValueError(f"{'replace' if not isinstance(replace, list) else 'remove'}: must be an array")
+    return state, [_entry(entry) for entry in replace], [_text(path) for path in remove]
 
 
 def _text(value: object) -> str:

@@ -285,15 +285,20 @@ class _Builder:
 
         where = self.show(MANIFEST)
         try:
-            cells = load_json(text, where, "a manifest").get("cells", {})
-            return {str(name): _status(entry) for name, entry in cells.items() if isinstance(entry, dict)}
+            data = load_json(text, where, "a manifest")
         except InputError as exc:
             why = exc.problems[0].message if exc.problems else str(exc)
             self.problem(where, None, MANIFEST, f"{where}: not a manifest lockgen can read ({why})", text.encode())
             return {}
-        except (ValueError, AttributeError) as exc:
-            self.problem(where, None, MANIFEST, f"{where}: not a manifest lockgen can read ({exc})", text.encode())
+        cells = data.get("cells", {}) if isinstance(data, dict) else None
+        if not isinstance(cells, dict):
+            said = f"cells: must be an object, not {type(cells).__name__}" if isinstance(data, dict) else (
+                f"must be an object, not {type(data).__name__}"
+            )
+            fix = "restore it (git checkout) or run lockgen all to write it again"
+            self.problem(where, None, MANIFEST, f"{where}: not a manifest lockgen can read ({said}); {fix}", text.encode())
             return {}
+        return {str(name): _status(entry) for name, entry in cells.items() if isinstance(entry, dict)}
 
     def problem(self, file: str, cell: str | None, layer: str, message: str, data: bytes | None = None) -> None:
         digest = hashlib.sha256(data).hexdigest() if data is not None else ""
@@ -302,15 +307,17 @@ class _Builder:
 
 def _status(entry: Mapping[str, object]) -> CellStatus:
     """A manifest entry's status: ``status``/``reason``; older manifests said ``skipped: why`` and
-    ``alias_of: cell`` instead."""
-    status = entry.get("status")
+    ``alias_of: cell`` instead. Values of another type read as absent (the manifest's own
+    reader, :mod:`lockgen.locks.manifestfile`, refuses them where they matter: ``install``)."""
+    status, reason, alias, skipped = (entry.get(key) for key in ("status", "reason", "alias_of", "skipped"))
+    alias = alias if isinstance(alias, str) else None
     if isinstance(status, str):
-        reason = entry.get("reason") or (f"alias of {entry['alias_of']}" if entry.get("alias_of") else "")
-        return CellStatus(status=status, reason=str(reason))
-    if entry.get("skipped"):
-        return CellStatus(status="skipped", reason=str(entry["skipped"]))
-    if entry.get("alias_of"):
-        return CellStatus(status="alias", reason=f"alias of {entry['alias_of']}")
+        said = reason if isinstance(reason, str) and reason else (f"alias of {alias}" if alias else "")
+        return CellStatus(status=status, reason=said)
+    if skipped:
+        return CellStatus(status="skipped", reason=skipped if isinstance(skipped, str) else "")
+    if alias:
+        return CellStatus(status="alias", reason=f"alias of {alias}")
     return CellStatus(status="locked")
 
 

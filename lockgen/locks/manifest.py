@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgen.runtime.errors import LockFormatError
+from lockgen.runtime.keyed import dig, table
 from lockgen.locks.lock import LayerKind, Lock, decode, parsed_header, text_sha256
 
 __all__ = [
@@ -255,35 +256,49 @@ def flags(kind: LayerKind) -> dict[str, bool]:
 
 def failures(text: str | None) -> dict[str, str]:
     """``{cell: reason}`` of the cells a manifest records as failed (what :func:`build` was
-    given), so ``check`` can rebuild the same manifest without running anything."""
-    try:
-        cells = _cells(text)
-        return {name: entry["reason"] for name, entry in cells.items() if entry.get("status") == "failed"}
-    except (ValueError, AttributeError, TypeError, KeyError):
-        return {}
+    given), so ``check`` can rebuild the same manifest without running anything. An entry of
+    another shape (a reason that is not a string) records no failure."""
+    return {
+        name: entry["reason"]
+        for name, entry in _cells(text).items()
+        if entry.get("status") == "failed" and isinstance(entry.get("reason"), str)
+    }
 
 
 def recorded_coverage(text: str | None) -> dict[str, Any]:
     """``{cell: coverage}`` of the locked cells of a manifest's text (what :func:`build` was
-    given), so a run that changed no lock writes the same records again."""
-    try:
-        cells = _cells(text)
-        return {name: e["coverage"] for name, e in cells.items() if e.get("status") == "locked" and "coverage" in e}
-    except (ValueError, AttributeError, TypeError, KeyError):
-        return {}
+    given), so a run that changed no lock writes the same records again. The manifest is
+    committed (a fork may edit it): a record the selector's own parser refuses
+    (:meth:`lockgen.cellselect.Coverage.from_dict`: ``"wheels": 5``, a wheel without a string
+    ``sha256``) counts as none, so the cell's wheels are read again and the record written anew."""
+    from lockgen.cellselect import Coverage, SelectError
+
+    found = {}
+    for name, entry in _cells(text).items():
+        if entry.get("status") != "locked" or "coverage" not in entry:
+            continue
+        try:
+            Coverage.from_dict(entry["coverage"], f"cells.{name}.coverage")
+        except SelectError:
+            continue
+        found[name] = entry["coverage"]
+    return found
 
 
 def coverage_current(record: Any) -> bool:
     """Whether a cell's recorded ``coverage`` has this lockgen's shape (format 4: ``runtimes``,
-    ``layers``, each wheel's ``linked``); an older one is read again by ``lockgen all``."""
+    ``layers``, each wheel's ``linked``); an older one, or one of any other shape, is read again
+    by ``lockgen all``."""
     if not isinstance(record, Mapping) or not isinstance(record.get("runtimes"), list):
         return False
     layers = record.get("layers")
-    parts: list[Any] = [record, *(layers if isinstance(layers, list) else [None])]
-    return all(
-        isinstance(part, Mapping) and all(isinstance(w, Mapping) and "linked" in w for w in part.get("wheels", []))
-        for part in parts
-    )
+    if not isinstance(layers, list):
+        return False
+    for part in [record, *layers]:
+        wheels = part.get("wheels", []) if isinstance(part, Mapping) else None
+        if not isinstance(wheels, list) or not all(isinstance(w, Mapping) and "linked" in w for w in wheels):
+            return False
+    return True
 
 
 def coverage_incomplete(record: Any) -> bool:
@@ -305,19 +320,21 @@ def recorded_pylock_sha(text: str | None, cell: str) -> str | None:
 
 
 def _pylocks(text: str | None) -> dict[str, tuple[str, str]]:
-    try:
-        cells = _cells(text)
-        found = {name: e.get("pylock") for name, e in cells.items() if e.get("status") == "locked"}
-        return {name: (str(p["path"]), str(p["sha256"])) for name, p in found.items() if isinstance(p, dict)}
-    except (ValueError, AttributeError, TypeError, KeyError):
-        return {}
+    found = {name: table(e.get("pylock")) for name, e in _cells(text).items() if e.get("status") == "locked"}
+    return {
+        name: (p["path"], p["sha256"])
+        for name, p in found.items()
+        if isinstance(p.get("path"), str) and isinstance(p.get("sha256"), str)
+    }
 
 
-def _cells(text: str | None) -> Any:
-    """The ``cells`` of a committed manifest's text (bounded JSON, :mod:`lockgen.runtime.bounded`).
-    Text that is not JSON counts as no record (the run writes the manifest again); JSON beyond
-    the bounds (too deep, a number out of range) raises :class:`~lockgen.runtime.errors.InputError`
-    naming the file (exit 2): it was not written by lockgen."""
+def _cells(text: str | None) -> dict[str, dict[str, Any]]:
+    """The ``cells`` of a committed manifest's text (bounded JSON, :mod:`lockgen.runtime.bounded`),
+    read leniently (:mod:`lockgen.runtime.keyed`): only entries that are objects; a manifest, or a
+    ``cells``, that is not an object has none. Text that is not JSON counts as no record (the run
+    writes the manifest again); JSON beyond the bounds (too deep, a number out of range) raises
+    :class:`~lockgen.runtime.errors.InputError` naming the file (exit 2): it was not written by
+    lockgen."""
     import hashlib
 
     from lockgen.locks.jsonfile import NotJson, load_json
@@ -326,12 +343,13 @@ def _cells(text: str | None) -> Any:
     memo = pass_memo()  # check and the no-op path read the manifest's cells three times: parsed once
     key = ("manifest", hashlib.sha256((text or "").encode("utf-8", "surrogatepass")).digest())
     if memo is not None and key in memo:
-        return memo[key]
+        cached: dict[str, dict[str, Any]] = memo[key]
+        return cached
     try:
         value = load_json(text or "{}", "locks/manifest.json", "a manifest")
     except NotJson:
         value = {}
-    cells = value.get("cells", {}) if isinstance(value, dict) else {}
+    cells = {name: entry for name, entry in table(dig(value, "cells")).items() if isinstance(entry, dict)}
     if memo is not None:
         memo[key] = cells
     return cells

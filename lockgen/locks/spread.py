@@ -263,10 +263,14 @@ def dumps(differences: Iterable[Difference]) -> str:
 def loads(text: str, where: str) -> list[Difference]:
     """Parse ``differences.json`` (untrusted: read from disk or git) into :class:`Difference`
     values. Raises ``LockFormatError`` naming ``where`` and the key path of what is wrong."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise LockFormatError(f"{where}: not JSON ({exc}); run `lockgen all` to write it again") from None
+    from lockgen.locks.jsonfile import load_json
+    from lockgen.runtime.errors import InputError
+
+    try:  # bounded: depth and numbers (a shard's or another revision's file)
+        data = load_json(text, where, "a differences file")
+    except InputError as exc:
+        why = exc.problems[0].message if exc.problems else str(exc)
+        raise LockFormatError(f"{where}: {why}; run `lockgen all` to write it again") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("packages"), list):
         raise LockFormatError(f"{where}: not a differences file of format {FORMAT}; run `lockgen all` to write it again")
     found = []

@@ -23,6 +23,7 @@ from lockgen.config import WORK
 from lockgen.runtime.errors import LockgenError
 from lockgen.locks.manifest import Row
 from lockgen.runtime import bounded
+from lockgen.runtime.keyed import table
 
 if TYPE_CHECKING:
     from lockgen.plan.content import Digests
@@ -117,12 +118,37 @@ def write(
 
 def read(root: Path, config_name: str, extra: str = "") -> Memo | None:
     """The memo if the stamp's key matches the project as it is now, else None."""
+    data = table(bounded.read_cache(root / STAMP))
+    folders, files, cells = (data.get(k, []) for k in ("folders", "files", "cells"))
+    detect = data.get("detect")
+    if not (
+        all(isinstance(data.get(k), str) for k in ("key", "templates", "locks"))
+        and all(isinstance(v, list) and all(isinstance(i, str) for i in v) for v in (folders, files))
+        and isinstance(cells, list)
+        and isinstance(detect, dict | None)
+    ):
+        return None  # not the stamp this lockgen writes: no memo (the run does the work)
     try:
-        data = bounded.read_cache(root / STAMP)
-        if data["key"] != key(
-            root, config_name, data["templates"], data.get("folders", []), extra, data.get("files", [])
-        ):
+        if data["key"] != key(root, config_name, data["templates"], folders, extra, files):
             return None
-        return Memo(data["locks"], [Row.from_dict(row) for row in data["cells"]], data.get("detect"))
-    except (OSError, ValueError, KeyError, TypeError):
+        rows = [_row(row) for row in cells]
+    except (OSError, ValueError, TypeError):
         return None
+    return Memo(data["locks"], rows, detect)
+
+
+def _row(data: object) -> Row:
+    """A stamp's row as :class:`Row` wrote it; ``TypeError`` for any other shape."""
+    if not isinstance(data, dict):
+        raise TypeError("a row must be an object")
+    row = Row.from_dict(data)  # TypeError for a key Row does not have, or one missing
+    texts = (row.name, row.os, row.arch, row.backend, row.python, row.lock)
+    optional = (row.skip, row.alias, row.input_hash)
+    tables = (row.target, row.requires, row.environment, row.extra)
+    if not (
+        all(isinstance(v, str) for v in texts)
+        and all(isinstance(v, str | None) for v in optional)
+        and all(isinstance(t, dict) and all(isinstance(v, str) for v in t.values()) for t in tables)
+    ):
+        raise TypeError("a row of another shape")
+    return row

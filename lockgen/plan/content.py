@@ -25,6 +25,7 @@ from pathlib import Path
 
 from lockgen.config import WORK
 from lockgen.runtime import bounded
+from lockgen.runtime.keyed import table
 
 __all__ = ["CACHE", "RACY_SECONDS", "Digests"]
 
@@ -49,13 +50,10 @@ class Digests:
         self._known: dict[str, tuple[list[int], str]] = {}
         self._changed = False
         self.hashed = 0  # files read in this process (tests and benchmarks look)
-        try:
-            data = bounded.read_cache(root / CACHE)
-            for path, (hint, digest) in data.items():
-                if isinstance(path, str) and isinstance(digest, str) and isinstance(hint, list):
-                    self._known[path] = ([int(v) for v in hint], digest)
-        except (OSError, ValueError, TypeError, AttributeError):
-            self._known = {}
+        for path, entry in table(bounded.read_cache(root / CACHE)).items():  # an entry of another shape is none
+            hint, digest = entry if isinstance(entry, list) and len(entry) == 2 else (None, None)
+            if isinstance(digest, str) and isinstance(hint, list) and all(type(v) is int for v in hint):
+                self._known[path] = (hint, digest)
 
     def sha256(self, path: str) -> str:
         """The hex sha256 of the file at the project-relative ``path``. Raises ``OSError`` when

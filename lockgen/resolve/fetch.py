@@ -26,8 +26,10 @@ from lockgen.index.client import Client, HostError
 from lockgen.index.files import Kind, artifact, filename_of
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.target import Target
+from lockgen.runtime import bounded
 from lockgen.runtime.credentials import realm
 from lockgen.runtime.errors import LockgenError
+from lockgen.runtime.keyed import table
 
 __all__ = ["LOGIN_HINT", "FetchError", "best", "fitting", "sha256_of", "version_of"]
 
@@ -130,8 +132,7 @@ def sha256_of(
 
 
 def _read(path: Path) -> dict[str, str]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    """The download cache ``{url: hex sha256}`` (:func:`lockgen.runtime.bounded.read_cache`: a
+    FIFO, a huge or deep file reads as none); an entry that is not a string reads as absent,
+    never as a digest (``{"url": 5}`` is not the sha256 ``"5"``)."""
+    return {k: v for k, v in table(bounded.read_cache(path)).items() if isinstance(v, str)}

@@ -42,6 +42,7 @@ from lockgen.plan import identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.runtime import bounded
+from lockgen.runtime.keyed import table
 
 __all__ = ["DEFAULT_INDEX", "LIMIT", "Checked", "Verified", "check", "origin"]
 
@@ -109,11 +110,8 @@ class Verified:
 
     def __post_init__(self) -> None:
         if self.root is not None and not self.fresh:
-            try:
-                data = bounded.read_cache(self.root / _CACHE)
-                self._known = {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-            except (OSError, ValueError):
-                self._known = {}
+            data = table(bounded.read_cache(self.root / _CACHE))
+            self._known = {k: v for k, v in data.items() if isinstance(v, str)}  # another value is no hash
 
     def get(self, url: str) -> str | None:
         with self._lock:

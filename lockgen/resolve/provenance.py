@@ -39,9 +39,12 @@ from lockgen.config import WORK
 from lockgen.index.client import HostError
 from lockgen.index.pages import PageReader, project_url
 from lockgen.locks import publishers, pylockfile
+from lockgen.locks.jsonfile import load_json
 from lockgen.locks.publishers import Identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.runtime import bounded
+from lockgen.runtime.errors import InputError
+from lockgen.runtime.keyed import dig
 
 __all__ = ["CACHE", "INTEGRITY_ACCEPT", "Provenance", "identities_of"]
 
@@ -156,20 +159,18 @@ class Provenance:
         if reply.status != 200:
             log.debug("provenance of %s: HTTP %s", name, reply.status)
             return None
-        try:
-            data = json.loads(reply.body)
-        except ValueError:
-            log.debug("provenance of %s: not JSON", name)
+        try:  # bounded: depth and numbers (an answer from a host)
+            data = load_json(reply.body, f"the provenance of {name}", "a provenance object", ours=False)
+        except InputError as exc:
+            log.debug("provenance of %s: %s", name, exc)
             return None
         return identities_of(data) if isinstance(data, Mapping) else ()
 
     def _cached(self, digest: str) -> tuple[Identity, ...] | None:
-        try:
-            data = bounded.read_cache(self.folder / f"{digest}.json")
-            tables = data["identities"]
-        except (OSError, ValueError, KeyError, TypeError):
+        tables = dig(bounded.read_cache(self.folder / f"{digest}.json"), "identities")
+        if not isinstance(tables, list):  # no verdict kept (or not one lockgen wrote): asked again
             return None
-        found = [Identity.from_mapping(t) for t in tables if isinstance(t, Mapping)] if isinstance(tables, list) else []
+        found = [Identity.from_mapping(t) for t in tables if isinstance(t, Mapping)]
         return tuple(sorted(i for i in found if i is not None))
 
     def _store(self, digest: str, ids: Iterable[Identity]) -> None:

@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from lockgen.index.client import HostError
 from lockgen.index.pages import PageReader
+from lockgen.locks.jsonfile import load_json
 from lockgen.locks.publishers import Identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.resolve.provenance import INTEGRITY_ACCEPT, identities_of
 from lockgen.rot.findings import Finding, Kind
-from lockgen.runtime.errors import UsageError
+from lockgen.runtime.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     from lockgen.rot.locate import LockedFile
@@ -130,10 +131,10 @@ def _verify_at(
         return f"its provenance could not be read ({exc.detail})"
     if reply.status != 200:
         return f"its provenance could not be read (HTTP {reply.status})"
-    try:
-        data = json.loads(reply.body)
-    except ValueError:
-        return "its provenance is not JSON"
+    try:  # bounded: depth and numbers (an answer from a host)
+        data = load_json(reply.body, url, "a provenance object", ours=False)
+    except InputError as exc:
+        return f"its provenance is not JSON lockgen reads ({exc.problems[0].message if exc.problems else exc})"
     if not isinstance(data, Mapping):
         return "its provenance is not a JSON object"
     return verify(item.filename, item.sha256, data), identities_of(data)

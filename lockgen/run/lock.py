@@ -879,9 +879,9 @@ def _warn_unloadable(records: dict[str, Any]) -> None:
         for part in [record, *record.get("layers", [])]:
             for wheel in part.get("wheels", []):
                 groups = wheel.get("linked", [])
-                if not groups or any(set(g["needs"]) <= have for g in groups):
+                if not groups or any(set(g.get("needs", ())) <= have for g in groups):
                     continue
-                missing = sorted({n for g in groups for n in g["needs"] if n not in have})
+                missing = sorted({n for g in groups for n in g.get("needs", ()) if n not in have})
                 key = (wheel["name"], wheel["version"], ", ".join(missing))
                 if key not in seen:
                     seen.add(key)

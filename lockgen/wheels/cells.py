@@ -177,7 +177,10 @@ def layer_record(layer: GpuLayer, read: Read) -> dict[str, Any]:
 
 def _current(part: Mapping[str, Any]) -> bool:
     """Whether a recorded part has this reader's shape (every wheel's ``linked``), else it is read again."""
-    return all(isinstance(w, Mapping) and isinstance(w.get("linked"), list) for w in part.get("wheels", []))
+    wheels = part.get("wheels", [])
+    return isinstance(wheels, list) and all(
+        isinstance(w, Mapping) and isinstance(w.get("linked"), list) for w in wheels
+    )
 
 
 def _parsed(previous: Mapping[str, Any]) -> tuple[dict[str, Code], dict[str, str], list[tuple[str, str, str]]]:
@@ -197,7 +200,7 @@ def carried(previous: Any, wheels: Sequence[GpuWheel], allow_unread: bool = True
     try:
         read, unread, keys = _parsed(previous)
         installed = sorted(str(r) for r in previous["runtimes"])
-    except (KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError, ValueError):
         return None
     if keys != sorted(w.key for w in wheels):
         return None

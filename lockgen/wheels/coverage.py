@@ -15,7 +15,7 @@ import re
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
@@ -104,9 +104,33 @@ class Code:
 
     @classmethod
     def from_dict(cls, data: Any) -> Code:
-        groups = [Linked(tuple(g.get("needs", [])), tuple(g.get("sass", [])), tuple(g.get("ptx", [])),
-                         tuple(g.get("gfx", []))) for g in data.get("linked", [])]  # fmt: skip
-        return cls.of(data.get("sass", []), data.get("ptx", []), data.get("gfx", []), groups, data.get("bundles", []))
+        """The code of a record :meth:`to_dict` wrote (the wheel-code cache) or a manifest's wheel
+        record: each list key missing reads as empty. Both are read back from files anyone may
+        change, so any other shape (``"sass": 5``, a group that is not an object, a name that is
+        not a string) raises ``ValueError``, which the readers take as no record."""
+        if not isinstance(data, Mapping):
+            raise ValueError("a code record must be an object")
+        groups = []
+        for group in _array(data.get("linked", []), "linked"):
+            if not isinstance(group, Mapping):
+                raise ValueError("linked: each group must be an object")
+            groups.append(Linked(*(_code_names(group, key) for key in ("needs", "sass", "ptx", "gfx"))))
+        sass, ptx, gfx, bundles = (_code_names(data, key) for key in ("sass", "ptx", "gfx", "bundles"))
+        return cls.of(sass, ptx, gfx, groups, bundles)
+
+
+def _array(value: object, key: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValueError(f"{key}: must be an array")
+    return value
+
+
+def _code_names(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """``data[key]`` as code or library names (missing: none); ``ValueError`` for another shape."""
+    value = _array(data.get(key, []), key)
+    if not all(isinstance(name, str) for name in value):
+        raise ValueError(f"{key}: must be an array of strings")
+    return tuple(value)
 
 
 def _sorted(

@@ -37,7 +37,10 @@ def cached(cache: Path, sha256: str) -> Code | None:
     data = bounded.read_cache(cache / f"{sha256}.json")
     if not isinstance(data, dict) or data.get("reader") != READER or data.get("sha256") != sha256:
         return None
-    return Code.from_dict(data)
+    try:
+        return Code.from_dict(data)
+    except ValueError:  # a record of another shape: the wheel is read again
+        return None
 
 
 def store(cache: Path, sha256: str, code: Code) -> None:

@@ -258,7 +258,7 @@ def test_every_reader_refuses_every_hostile_shape_by_name(world, tmp_path, site,
 
 def _hostile_api(kind: str) -> tuple[_Server, threading.Thread, str]:
     """An OSV API on loopback answering every request with ``kind``: ``huge`` (an endless body),
-    ``deep`` (nested arrays), ``odd`` (ids of a record of an odd shape), ``pages`` (a next page
+    ``deep`` (nested arrays), ``odd`` (ids of a record of an odd shape), ``vulns`` (``"vulns": true``), ``pages`` (a next page
     for ever)."""
     records = {r["id"]: r for r in dossier_world.records()}
 
@@ -289,6 +289,8 @@ def _hostile_api(kind: str) -> tuple[_Server, threading.Thread, str]:
                 self._send(b"", length=False)
             elif kind == "deep":
                 self._send(b"[" * 100_000 + b"]" * 100_000)
+            elif kind == "vulns":  # a type-confused answer: no array of advisories
+                self._send(json.dumps({"results": [{"vulns": True} for _ in queries]}).encode())
             elif kind == "pages":
                 self._send(json.dumps({"results": [{"next_page_token": "again"} for _ in queries]}).encode())
             else:  # odd: every query names the odd record
@@ -319,7 +321,7 @@ def small_answers(monkeypatch):
 @pytest.mark.parametrize(
     ("kind", "named"),
     [("huge", "its answer is over the bound of 4194304 bytes; the audit did not complete"), ("deep", "nested deeper than"), ("pages", "pages without end"),
-     ("odd", "ODD-1: not an OSV record")],
+     ("odd", "ODD-1: not an OSV record"), ("vulns", "results[0].vulns: must be an array, not bool")],
 )  # fmt: skip
 def test_a_hostile_osv_api_fails_the_audit_by_name_never_clean(world, small_answers, kind, named):
     server, thread, url = _hostile_api(kind)

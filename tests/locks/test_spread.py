@@ -114,7 +114,7 @@ def test_the_record_round_trips_and_refuses_what_lockgen_did_not_write():
     assert spread.dumps(spread.loads(text, "locks/differences.json")) == text
     with pytest.raises(LockFormatError, match=r"locks/differences.json: packages\[0\]"):
         spread.loads('{"format": 1, "packages": [{"name": "x"}]}', "locks/differences.json")
-    with pytest.raises(LockFormatError, match="not JSON"):
+    with pytest.raises(LockFormatError, match="not valid JSON"):
         spread.loads("{", "locks/differences.json")
     lines = spread.changes({"x": {"1.0": ("a",), "1.1": ("b",)}}, {"y": {"1.0": ("a",), "2.0": ("b",)}})
     assert lines == ["no longer differs across cells: x (one version in every cell that has it)", "now differs across cells: y: 1.0, 2.0"]
