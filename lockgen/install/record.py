@@ -50,6 +50,7 @@ from pathlib import Path
 from packaging.utils import NormalizedName, canonicalize_name
 
 from lockgen.runtime import bounded
+from lockgen.runtime.errors import InputError
 
 __all__ = [
     "STATE_FILE", "Installed", "LayerState", "State", "Traced", "by_name", "clear_state", "file_problems", "read_state",
@@ -188,10 +189,8 @@ def _record_bytes(dist: Installed) -> bytes | None:
         return None
     path = dist.dist_info / "RECORD"
     try:
-        if path.stat().st_size > _MAX_RECORD:
-            return None
-        return path.read_bytes()
-    except OSError:
+        return bounded.read_file(path, str(path), _MAX_RECORD)
+    except (OSError, InputError):
         return None
 
 

@@ -130,7 +130,7 @@ class _Run:
                 "or install with --format txt; nothing was installed"
             )
         path, digest = self.entry.pylock
-        data = confine(self.root, self.locks, path, f"cells.{self.cell}.pylock.path").read_bytes()
+        data = bounded.read_file(confine(self.root, self.locks, path, f"cells.{self.cell}.pylock.path"), path)
         text = decode(data, path)
         if text_sha256(text) != digest:
             raise InstallRefused(

@@ -15,10 +15,11 @@ from lockgen.config import find_config
 from lockgen.runtime.errors import LockgenError, UsageError
 from lockgen.locks.diff import Group, diff, group
 from lockgen.locks.diffformat import render_json, render_markdown, render_text
-from lockgen.locks.lock import is_lock_file
+from lockgen.locks.lock import decode, is_lock_file
 from lockgen.locks.lockset import LockSet, is_git_repository
 from lockgen.locks.manifest import MANIFEST_NAME
-from lockgen.runtime.errors import LockFormatError
+from lockgen.runtime.bounded import read_file
+from lockgen.runtime.errors import InputError, LockFormatError
 
 __all__ = ["FORMATS", "diff_command", "folders_only"]
 
@@ -86,9 +87,9 @@ def _spread_changes(before: LockSet, after: LockSet, folder: Path | None, locks:
     if folder is not None and (folder / spread.DIFFERENCES_NAME).is_file():
         where = spread.differences_path(locks)
         try:
-            found = spread.loads((folder / spread.DIFFERENCES_NAME).read_text(encoding="utf-8"), where)
+            found = spread.loads(decode(read_file(folder / spread.DIFFERENCES_NAME, where), where), where)
             explained = {d.name: d for d in found}
-        except (OSError, UnicodeDecodeError, LockFormatError):
+        except (OSError, InputError, LockFormatError):
             explained = {}
     return spread.changes(versions(before), versions(after), explained)
 

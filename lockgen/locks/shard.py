@@ -403,7 +403,7 @@ def _merged_differences(
         text = texts.get(rel)
         try:
             if text is None:
-                text = decode((project.root / rel).read_bytes(), rel)
+                text = decode(read_file(project.root / rel, rel), rel)
             pylock = pylockfile.loads(text, rel)
         except (OSError, LockFormatError):
             continue
@@ -414,7 +414,7 @@ def _merged_differences(
         path = folder / spread.DIFFERENCES_NAME
         try:
             mine = {c for c, (part, _) in owners.items() if part.folder == folder}
-            found = spread.loads(decode(path.read_bytes(), str(path)), str(path))
+            found = spread.loads(decode(read_file(path, str(path)), str(path)), str(path))
         except (OSError, LockFormatError):
             continue
         recorded += [replace(d, off=tuple(o for o in d.off if o.cell in mine)) for d in found]

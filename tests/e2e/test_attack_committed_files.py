@@ -1,7 +1,7 @@
 """Committed locks as input from elsewhere, for every command that reads them (a fork's or a
 release's ``locks/``): ``all`` and ``lock`` (the committed ``pylock.toml`` as uv's preferences,
 the builds it learned), ``check``, ``diff``, ``why``, ``sbom``, ``licenses``, ``audit``,
-``bump --dry-run`` and ``all --dry-run``.
+``bump --dry-run``, ``all --dry-run`` and ``install --format pylock``.
 
 Each file of a locked cell is replaced by a hostile shape (a FIFO, a symlink to ``/dev/zero``, a
 sparse 3 GiB file, a symlink to a secret outside the project); each command must end (no hang),
@@ -11,6 +11,7 @@ without a traceback, exit 0, 1 or 2, never show the secret, and write nothing ou
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,8 @@ CONFIG = """
 """
 TEMPLATE = "alpha=={{ pins.alpha }}\nbeta\n"
 SECRET = "hunter2-do-not-show"
+#: The cell's interpreter for ``install`` (pyenv keeps every CPython beside this one).
+PY312 = next(iter(sorted(Path(sys.base_prefix).parent.glob("3.12*/bin/python3"))), Path(sys.executable))
 HUNG = float(os.environ.get("ATTACK_HUNG", "60"))
 
 
@@ -80,6 +83,7 @@ COMMANDS: dict[str, list[str]] = {
     "all": ["all"], "all-forced": ["all", "--force"], "lock": ["lock", CELL], "all-dry-run": ["all", "--dry-run"],
     "check": ["check"], "diff": ["diff"], "why": ["why", "alpha"], "sbom": ["sbom"], "licenses": ["licenses"],
     "audit": ["audit"], "bump-dry-run": ["bump", "alpha==1.1", "--dry-run"],
+    "install-pylock": ["install", CELL, "--format", "pylock", "--dry-run", "--python", str(PY312)],
 }  # fmt: skip
 
 
@@ -110,7 +114,7 @@ def _copy(locked: Path, tmp_path: Path) -> Path:
 #: ``all`` in the journal and the preference reader; a huge one was copied whole, 3 GiB, by the
 #: stage and the change report); the slow tier runs every command with every shape at every site.
 DEFAULT = [(shape, site, command) for shape in ("fifo", "huge") for site in ("main", "pylock")
-           for command in ("all", "all-dry-run", "why")]  # fmt: skip
+           for command in ("all", "all-dry-run", "why")] + [("fifo", "pylock", "install-pylock")]  # fmt: skip
 
 
 def _case(shape: str, site: str, command: str) -> object:

@@ -232,11 +232,18 @@ def _manifest_too_large(folder: Path) -> str:
     return "manifest.json: 3221225472 bytes: larger than any file lockgen writes"
 
 
+def _differences_is_a_fifo(folder: Path) -> str:
+    (folder / "differences.json").unlink(missing_ok=True)
+    os.mkfifo(folder / "differences.json")
+    return "differences.json: not a regular file"
+
+
 SHAPES: dict[str, Callable[[Path], str]] = {
     "locked-without-main-lock": _locked_without_main,
     "main-lock-is-a-fifo": _main_is_a_fifo,
     "main-lock-3-gib-sparse": _main_too_large,
     "manifest-3-gib-sparse": _manifest_too_large,
+    "differences-json-is-a-fifo": _differences_is_a_fifo,
     "edited-hash": _edit_hash,
     "hash-edited-and-digest-remade": _rendered_with_another_hash,
     "truncated-lock": _truncated,
