@@ -6,8 +6,10 @@ a named refusal (lockgen's error root), never a ``TypeError``, ``AttributeError`
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -98,7 +100,8 @@ PYLOCK = {**PYLOCK, "extras": ["gpu"], "packages": [*PYLOCK["packages"][:3],
 
 #: Where init and the local-project readers find the pyproject.toml of an example (hypothesis
 #: runs many examples per test; a fixture's folder would be shared by them all the same).
-FOLDER = Path(tempfile.mkdtemp(prefix="lockgen-fuzz-toml-"))
+FOLDER = Path(tempfile.mkdtemp(prefix="lockgen-fuzz-toml-"))  # hypothesis reuses one folder across examples
+atexit.register(shutil.rmtree, FOLDER, True)
 (FOLDER / "requirements.txt").write_text("numpy\n")
 
 
