@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging.utils import NormalizedName
+from packaging.version import InvalidVersion, Version
 
 from lockgen import cellselect
 from lockgen.config import WORK
@@ -32,7 +33,16 @@ from lockgen.install.record import (
     versions,
     write_state,
 )
-from lockgen.install.venv import PIP_OPTIONS, Interpreter, Venv, find_python, install_env, probe_python, run
+from lockgen.install.venv import (
+    PIP_OPTIONS,
+    Interpreter,
+    Venv,
+    base_env,
+    find_python,
+    install_env,
+    probe_python,
+    run,
+)
 from lockgen.locks.lock import Entry, LayerKind
 from lockgen.locks.manifestfile import CellEntry, url_problem
 from lockgen.plan.mirror import Mirrors
@@ -338,9 +348,42 @@ def _install(
 
 
 def _pip(job: _Run) -> None:
-    """For ``--installer pip``: how pip runs for the venv (:meth:`Venv.pip`)."""
+    """For ``--installer pip``: how pip runs for the venv (:meth:`Venv.pip`). With ``--format
+    pylock``, a pip older than :data:`PYLOCK_PIP` is refused here, before anything is installed
+    (for a venv this run created, :meth:`Venv.create` removes it again). Raises
+    :class:`InstallRefused`."""
     if job.options.installer == "pip":
         job.pip = job.venv.pip()
+        problem = _pylock_pip_problem(job, job.pip)
+        if problem:
+            raise InstallRefused(problem)
+
+
+#: The first pip that installs from a PEP 751 ``pylock.toml`` (``pip install -r pylock.toml``,
+#: extras in brackets): pip 26.3's release notes. ``python -m venv`` and ``ensurepip`` ship older.
+PYLOCK_PIP = Version("26.3")
+
+
+def _pylock_pip_problem(job: _Run, pip: Sequence[str]) -> str | None:
+    """Why the pip ``pip`` (a command line) cannot install the cell's pylock, or None: its
+    ``--version`` is older than :data:`PYLOCK_PIP` (pip 23.2.1 reads the pylock as a
+    requirements file and fails on its first line), or does not answer."""
+    if job.options.format != "pylock":
+        return None
+    done = run([*pip, "--version"], job.env or base_env(os.environ), job.root)
+    words = done.output.split()
+    try:  # "pip 23.2.1 from /…/site-packages/pip (python 3.11)"
+        found = Version(words[1]) if done.returncode == 0 and len(words) > 1 and words[0] == "pip" else None
+    except InvalidVersion:
+        found = None
+    if found is not None and found >= PYLOCK_PIP:
+        return None
+    said = f"pip {found}" if found is not None else "the pip found (its --version did not answer)"
+    return (
+        f"{said} cannot install {job.cell}'s pylock.toml: pip reads PEP 751 files from {PYLOCK_PIP} on; "
+        f"upgrade the venv's pip ({job.venv.python} -m pip install 'pip>={PYLOCK_PIP}'), or install with "
+        "--installer uv or --format txt; nothing was installed"
+    )
 
 
 def _prepare(job: _Run) -> int | None:
@@ -509,6 +552,10 @@ def _dry_run(job: _Run, interpreter: Interpreter) -> int:
     if job.options.format == "pylock":
         argv = job.pylock_argv(_extras(job.layers), write=False)
         names = ", ".join(layer.name for layer in job.layers if layer.kind is not LayerKind.UNHASHED)
+        pip = job.venv.existing_pip() if job.options.installer == "pip" else None
+        problem = _pylock_pip_problem(job, pip) if pip else None
+        if problem:
+            job.say(f"would refuse: {problem}")
         job.say(f"would run for {names}: {job.shown(argv)}")
     for layer in job.layers:
         if job.options.format == "pylock" and layer.kind is not LayerKind.UNHASHED:

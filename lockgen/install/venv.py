@@ -500,22 +500,29 @@ class Venv:
             return True
         return (self.path / "Lib" / "site-packages" / "pip" / "__init__.py").is_file()
 
+    def existing_pip(self) -> list[str] | None:
+        """The pip :meth:`pip` would run without changing anything (the venv's own, else
+        lockgen's); None when it would first run ``ensurepip`` (a dry run changes nothing)."""
+        options = [*PIP_OPTIONS, *pip_network_options(os.environ)]
+        if self.has_pip():
+            return [str(self.python), ISOLATED, "-m", "pip", *options]
+        if lockgen_has_pip():
+            return [sys.executable, ISOLATED, "-m", "pip", "--python", str(self.python), *options]
+        return None
+
     def pip(self) -> list[str]:
         """How to run pip for this venv, with :data:`PIP_OPTIONS` and the user's network settings
         (:func:`pip_network_options`), its Python isolated (:data:`ISOLATED`): its own
         (``python -I -m pip``); else this interpreter's pip with ``--python`` (pip >= 22.3 installs
         into another environment so); else the venv gets pip from ``ensurepip`` (offline, run in
         the venv's folder). Raises :class:`InstallRefused` when ensurepip fails."""
-        options = [*PIP_OPTIONS, *pip_network_options(os.environ)]
-        own = [str(self.python), ISOLATED, "-m", "pip", *options]
-        if self.has_pip():
-            return own
-        if lockgen_has_pip():
-            return [sys.executable, ISOLATED, "-m", "pip", "--python", str(self.python), *options]
+        found = self.existing_pip()
+        if found is not None:
+            return found
         done = run([str(self.python), ISOLATED, "-m", "ensurepip", "--default-pip"], base_env(os.environ), self.path)
         if done.returncode != 0:
             raise InstallRefused(f"{self.path}: no pip in it and ensurepip failed:\n{done.cause()}")
-        return own
+        return [str(self.python), ISOLATED, "-m", "pip", *PIP_OPTIONS, *pip_network_options(os.environ)]
 
 
 def lockgen_has_pip() -> bool:

@@ -512,6 +512,28 @@ def test_dry_run_of_the_pylock_format_shows_one_command(locked, fake, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_pip_too_old_for_pylocks_is_refused_before_anything_runs(locked, fake, tmp_path):
+    """A venv made by ``python -m venv`` has the pip ``ensurepip`` ships (23.x here), which reads
+    a pylock.toml as a requirements file and fails on its first line: refused up front, by name,
+    with the ways out, the dry run saying so too; the venv is left as it was."""
+    import subprocess
+    import sys
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    before = sorted(p.name for p in (venv / "lib").glob("python3*/site-packages/*"))
+    args = ("install", FULL, "-C", str(locked), "--venv", str(venv), "--format", "pylock", "--installer", "pip")
+    dry = run_cli(*args, "--dry-run", *mirror_args(fake))
+    assert dry.code == 0 and "would refuse: pip 23." in dry.out, dry.out + dry.err
+    run = run_cli(*args, *mirror_args(fake))
+    assert run.code == 2, run.err
+    assert "cannot install" in run.err and "pip reads PEP 751 files from 26.3 on" in run.err
+    assert "--installer uv or --format txt; nothing was installed" in run.err
+    assert "Traceback" not in run.err
+    assert sorted(p.name for p in (venv / "lib").glob("python3*/site-packages/*")) == before
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("installer", ["uv", "pip"])
 def test_install_from_the_pylock_through_mirrors(locked, fake, tmp_path, installer):
     """The pylock with both optional layers fails (gamma's wheel is corrupt), so it installs
