@@ -156,10 +156,10 @@ def test_the_regex_managers_find_the_pins_a_bot_may_move():
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
 def test_javascript_reads_the_patterns_as_python_does():
     program = """
-    const [config, pyproject, template] = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    const [config, texts] = JSON.parse(require("fs").readFileSync(0, "utf8"));
     const found = {};
     for (const [i, m] of config.customManagers.entries()) {
-      const text = i === 0 ? pyproject : template;
+      const text = texts[i];
       const walk = (content, index, groups) => {
         if (index === m.matchStrings.length) return [groups];
         return [...content.matchAll(new RegExp(m.matchStrings[index], "g"))]
@@ -169,9 +169,12 @@ def test_javascript_reads_the_patterns_as_python_does():
     }
     console.log(JSON.stringify(found));
     """
-    data = json.dumps([resolved(), PYPROJECT, TEMPLATE])
+    lockgen_toml = '[pins]\ntorch = "2.9.1"  # c\n\n[sources.pytorch.pins]\nno = "1.0"\n'
+    data = json.dumps([resolved(), [PYPROJECT, lockgen_toml, TEMPLATE]])
     run = subprocess.run(["node", "-e", program], input=data, capture_output=True, text=True, check=True, timeout=60)
-    assert json.loads(run.stdout) == {"0": [["alpha", "1.0"]], "1": [["beta", "1.0"], ["delta", "1.0"]]}
+    assert json.loads(run.stdout) == {
+        "0": [["alpha", "1.0"]], "1": [["torch", "2.9.1"]], "2": [["beta", "1.0"], ["delta", "1.0"]],
+    }  # fmt: skip
 
 
 def locked_project(tmp_path: Path, index) -> Path:
@@ -186,6 +189,20 @@ def locked_project(tmp_path: Path, index) -> Path:
     (root / "pyproject.toml").write_text(PYPROJECT.format(index=index.index_url(), builds=index.flat_url("builds")))
     run_ok("all", "-C", str(root))
     return root
+
+
+def test_renovate_moves_the_pins_of_a_lockgen_toml(tmp_path):
+    """``lockgen init`` writes ``lockgen.toml``: its top-level ``[pins]`` are moved as
+    ``[tool.lockgen.pins]`` are; a source's ``[sources.X.pins]`` and specifiers are not."""
+    text = (
+        '[pins]\ntorch = "2.9.1"  # the CUDA build\n"numpy" = \'2.1.0\'\nloose = ">=1"\n\n'
+        '[sources.pytorch.pins]\ntorch = "2.9.1"\n\n[matrix]\nos = ["linux"]\n'
+    )
+    (tmp_path / "lockgen.toml").write_text(text)
+    assert renovate(tmp_path, {"torch": "2.9.2", "numpy": "2.2.0", "loose": "2"}) == ["lockgen.toml"]
+    assert (tmp_path / "lockgen.toml").read_text() == text.replace(
+        'torch = "2.9.1"  #', 'torch = "2.9.2"  #'
+    ).replace("'2.1.0'", "'2.2.0'")
 
 
 def test_renovate_edit_then_its_post_upgrade_task(tmp_path, index, monkeypatch):
