@@ -736,11 +736,18 @@ def _write_manifest(
     kept = {name: why for name, why in previous.items() if name not in {r.name for r in run.results} or name in failed}
     recorded = {**kept, **failed}
     current = set(current_locks(project, recorded, plans, root=out))
-    if current & set(failed):
-        kept_cells = sorted(current & set(failed))
+    gated = sorted(name for name in current & set(failed) if "lock-time gate" in failed[name])
+    kept_cells = sorted(current & set(failed) - set(gated))
+    if kept_cells:
         run.report.append(
             f"kept: {', '.join(kept_cells)} failed to re-resolve, but {'their locks are' if len(kept_cells) > 1 else 'its lock is'} "
             "current and intact: the manifest lists them as locked, installable as before"
+        )
+    if gated:
+        run.report.append(
+            f"kept: {', '.join(gated)}: the lock-time gate refused what a re-resolution would lock; the committed "
+            f"{'locks stay' if len(gated) > 1 else 'lock stays'} as written, not re-checked: run lockgen audit to see "
+            "whether they hold the refused release (it names the fix)"
         )
     recorded = {name: why for name, why in recorded.items() if name not in current}
     try:

@@ -200,9 +200,9 @@ def test_renovate_moves_the_pins_of_a_lockgen_toml(tmp_path):
     )
     (tmp_path / "lockgen.toml").write_text(text)
     assert renovate(tmp_path, {"torch": "2.9.2", "numpy": "2.2.0", "loose": "2"}) == ["lockgen.toml"]
-    assert (tmp_path / "lockgen.toml").read_text() == text.replace(
-        'torch = "2.9.1"  #', 'torch = "2.9.2"  #'
-    ).replace("'2.1.0'", "'2.2.0'")
+    assert (tmp_path / "lockgen.toml").read_text() == text.replace('torch = "2.9.1"  #', 'torch = "2.9.2"  #').replace(
+        "'2.1.0'", "'2.2.0'"
+    )
 
 
 def test_renovate_edit_then_its_post_upgrade_task(tmp_path, index, monkeypatch):

@@ -224,6 +224,10 @@ def test_statuses_from_the_index_page_refuse_or_warn_without_any_osv_source(tmp_
     status(world, "evil", "quarantined", "malware")
     run = run_cli("all", "-C", str(project(tmp_path / "q", world)))
     assert run.code == 1 and "evil 1.0: project status quarantined (PEP 792): malware" in run.err
+    forced = run_cli("all", "--force", "-C", str(root))  # p's lock, written before, holds evil 1.0
+    said = forced.out + forced.err
+    assert forced.code == 1 and "installable as before" not in said
+    assert "the lock-time gate refused what a re-resolution would lock" in said and "run lockgen audit" in said
 
 
 @pytest.mark.uv
