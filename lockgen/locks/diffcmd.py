@@ -18,6 +18,7 @@ from lockgen.locks.diffformat import render_json, render_markdown, render_text
 from lockgen.locks.lock import decode, is_lock_file
 from lockgen.locks.lockset import LockSet, is_git_repository
 from lockgen.locks.manifest import MANIFEST_NAME
+from lockgen.locks.report import cutoff_lines, cutoff_moves
 from lockgen.runtime.bounded import read_file
 from lockgen.runtime.errors import InputError, LockFormatError
 
@@ -59,13 +60,18 @@ def diff_command(
     groups = group(diff(before, after))
     output = render(groups, f"Lock changes: {old_name} → {new_name}")
     spread_lines = _spread_changes(before, after, root / locks if new is None else None, locks)
-    if spread_lines and fmt == "text":
-        output += "".join(f"{line}\n" for line in spread_lines)
-    elif spread_lines and fmt == "markdown":
-        output += "\n**Versions across cells**\n\n" + "".join(f"- {_md_text(line)}\n" for line in spread_lines)
+    both = set(before.cells) & set(after.cells)
+    cutoffs = cutoff_lines(cutoff_moves(before, after, both), len(both))  # headers changed, packages maybe not
+    if fmt == "text":
+        output += "".join(f"{line}\n" for line in spread_lines + cutoffs)
+    elif fmt == "markdown":
+        if spread_lines:
+            output += "\n**Versions across cells**\n\n" + "".join(f"- {_md_text(line)}\n" for line in spread_lines)
+        if cutoffs:
+            output += "\n**Cooldown cutoffs**\n\n" + "".join(f"- {_md_text(line)}\n" for line in cutoffs)
     if stale and new is None and fmt != "json":
         output = _with_stale(output, groups, stale, fmt)
-    return output, 1 if exit_code and (groups or spread_lines) else 0
+    return output, 1 if exit_code and (groups or spread_lines or cutoffs) else 0
 
 
 def _md_text(line: str) -> str:

@@ -8,8 +8,8 @@ hands both to :func:`change_report` with the cells the run touched; the summary 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from packaging.utils import NormalizedName, canonicalize_name
 
@@ -18,7 +18,7 @@ from lockgen.locks.diff import Group, diff, group
 from lockgen.locks.diffformat import ARROW, text_lines
 from lockgen.locks.lockset import CellLocks, LockSet
 
-__all__ = ["Report", "change_report", "unchanged", "upgrade_outcome"]
+__all__ = ["Report", "change_report", "cutoff_lines", "cutoff_moves", "unchanged", "upgrade_outcome"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,6 +27,9 @@ class Report:
 
     cells: tuple[str, ...]
     groups: tuple[Group, ...]
+    #: ``{(old cutoff, new cutoff): cells}``: the cells whose lock headers record another
+    #: ``exclude-newer`` (a cooldown counted back from this run: ``--force`` re-resolved them).
+    cutoffs: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -34,8 +37,12 @@ class Report:
 
     def lines(self) -> list[str]:
         """Terminal lines, one per group (a flagged group's per-cell details indented under it);
-        ``["no lock changes"]`` when nothing changed."""
-        return text_lines(self.groups) if self.groups else ["no lock changes"]
+        ``["no lock changes"]`` when nothing changed; a line per moved cutoff after them (the
+        files changed in their headers, though no package did)."""
+        moved = cutoff_lines(self.cutoffs, len(self.cells))
+        if self.groups:
+            return text_lines(self.groups) + moved
+        return ["no package changes", *moved] if moved else ["no lock changes"]
 
     def to_json(self) -> list[dict[str, object]]:
         """JSON-ready list, one object per group: ``package``, ``kind``, ``old``, ``new``,
@@ -48,7 +55,26 @@ def change_report(before: LockSet, after: LockSet, cells: Collection[str]) -> Re
     "in N of M cells" counts among them)."""
     chosen = tuple(sorted(set(cells)))
     groups = group(diff(before.only(chosen), after.only(chosen)))
-    return Report(cells=chosen, groups=tuple(groups))
+    return Report(cells=chosen, groups=tuple(groups), cutoffs=cutoff_moves(before, after, chosen))
+
+
+def cutoff_moves(before: LockSet, after: LockSet, cells: Collection[str]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """``{(old, new): cells}``: the cells of ``cells`` locked on both sides whose main lock header
+    records another ``exclude-newer`` ("" for none): a cooldown counted back from a later run."""
+    moves: dict[tuple[str, str], list[str]] = {}
+    for cell in sorted(cells):
+        old, new = before.cells.get(cell), after.cells.get(cell)
+        if old is not None and new is not None and old.main.header.exclude_newer != new.main.header.exclude_newer:
+            moves.setdefault((old.main.header.exclude_newer or "", new.main.header.exclude_newer or ""), []).append(cell)
+    return {key: tuple(value) for key, value in moves.items()}
+
+
+def cutoff_lines(moves: Mapping[tuple[str, str], Sequence[str]], total: int) -> list[str]:
+    """One line per moved cutoff: ``exclude-newer A → B in the headers (3 of 12 cells)``."""
+    return [
+        f"exclude-newer {old or 'none'} {ARROW} {new or 'none'} in the headers ({len(cells)} of {total} cells)"
+        for (old, new), cells in sorted(moves.items())
+    ]
 
 
 def upgrade_outcome(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -142,3 +143,27 @@ def test_a_cooldown_locks_what_is_old_enough_records_the_cutoff_and_stays_fresh(
     run_ok("all", "-C", str(root), "--upgrade")
     text = lock.read_text()
     assert locked_versions(text)["fresh"] == "1.1" and "# exclude-newer: 2026-06-11T12:30:05Z\n" in text
+
+
+@pytest.mark.uv
+def test_a_forced_run_that_moves_only_the_cutoff_says_so(tmp_path, index, at):
+    """``all --force`` under a cooldown counts the cutoff back from its own start: the headers
+    change though no package does, and the run says which cutoff moved instead of "no lock
+    changes" (a reviewer sees the files change in the pull request)."""
+    files = [index.wheel("files", "fresh", "1.0"), index.wheel("files", "fresh", "1.1")]
+    times = {files[0].name: "2026-05-01T00:00:00Z", files[1].name: "2026-06-08T00:00:00Z"}
+    url = index.index_page("simple", files, upload_time=times)
+    root = one_cell(tmp_path / "p", url, "fresh\n", python=HOST, extra='exclude-newer = "7 days"')
+    at(START)
+    run_ok("all", "-C", str(root))
+    before = tmp_path / "before"
+    shutil.copytree(root / "locks", before)
+    at(START + dt.timedelta(days=1))
+    run = run_ok("all", "--force", "-C", str(root))
+    said = run.out + run.err
+    moved = "exclude-newer 2026-06-03T12:30:05Z → 2026-06-04T12:30:05Z in the headers (1 of 1 cells)"
+    assert "no package changes" in said and "no lock changes" not in said and moved in said
+    diff = run_cli("diff", str(before), str(root / "locks"), "--exit-code", "-C", str(root))
+    assert diff.code == 1 and moved in diff.out, diff.out + diff.err
+    markdown = run_cli("diff", str(before), str(root / "locks"), "--format", "markdown", "-C", str(root))
+    assert "**Cooldown cutoffs**" in markdown.out and moved in markdown.out
