@@ -46,6 +46,7 @@ import json
 import math
 import platform
 import re
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -2505,11 +2506,25 @@ def _python_key(python: str) -> tuple[int, ...]:
 
 
 def _read_limited(path: str, what: str, it: str = "it") -> bytes:
+    """At most :data:`MAX_BYTES` of the regular file ``path``: opened without blocking (a FIFO
+    named as the manifest would otherwise wait for a writer for ever), checked with ``fstat`` to
+    be a regular file (not a FIFO, a device or a folder) before it is read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
-        with open(path, "rb") as file:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise InputError(f"{what}: cannot read {it} ({exc.strerror or exc})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(f"{what}: not a regular file (a FIFO, a device or a folder); refused unread")
+        with os.fdopen(fd, "rb") as file:
+            fd = -1  # closed by the file object from here
             data = file.read(MAX_BYTES + 1)
     except OSError as exc:
         raise InputError(f"{what}: cannot read {it} ({exc.strerror or exc})") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
     if len(data) > MAX_BYTES:
         raise InputError(f"{what}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
     return data

@@ -204,3 +204,21 @@ def test_a_1_mb_unterminated_string_is_not_json(text: str) -> None:
     for 80 KB; json.loads reads it once.)"""
     with pytest.raises(select.InputError, match="not JSON"):
         select.loads_bounded(text, "m.json")
+
+
+@pytest.mark.parametrize("option", ["--manifest", "--gpu-query"])
+@pytest.mark.parametrize("shape", ["fifo", "folder", "dev-zero"])
+def test_a_manifest_or_query_that_is_no_regular_file_is_refused_unread(tmp_path: Path, option: str, shape: str) -> None:
+    """A FIFO named as the manifest (or a saved GPU query) would make a blocking ``open`` wait
+    for a writer for ever; a folder or a device is no file either: each is refused by name."""
+    path = tmp_path / "hostile"
+    if shape == "fifo":
+        os.mkfifo(path)
+    elif shape == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/zero")
+    good = write(tmp_path, json.dumps(manifest()))
+    args = ("--manifest", str(path)) if option == "--manifest" else ("--manifest", good, "--gpu-query", str(path))
+    code, _, err = cli(*args, *LINUX)
+    assert code == 2 and "not a regular file" in err and "Traceback" not in err, err
