@@ -200,22 +200,24 @@ class SourceChecks(Checks):
                         )
 
     def references(self, config: Config) -> None:
-        """Names used in settings must exist: sources, and a version in some ``pins`` table (the
-        top level's or a rule's) for each ``pinned`` name. Whether every cell that pins a name
+        """Names used in settings must exist: sources (``use``, ``extend-use``), and a version in
+        some ``pins`` table (the top level's or a rule's) for each ``pinned``/``extend-pinned`` name. Whether every cell that pins a name
         also gets its version is known only per cell (:mod:`lockgen.plan.matrix`)."""
         from packaging.utils import canonicalize_name
 
         tables = [((), config.defaults)] + [(("rules", i), r.settings) for i, r in enumerate(config.rules)]
         versioned = {canonicalize_name(name) for _, settings in tables for name in settings.pins}
         for path, settings in tables:
-            for name in settings.sources or ():
-                if name not in config.sources:
-                    known = ", ".join(sorted(config.sources)) or "none defined"
-                    self.problem((*path, "use"), f"unknown source {name!r} (sources: {known})")
-            for i, name in enumerate(settings.pinned or ()):
+            for key, names in (("use", settings.sources or ()), ("extend-use", settings.extend.get("sources", ()))):
+                for name in names:
+                    if name not in config.sources:
+                        known = ", ".join(sorted(config.sources)) or "none defined"
+                        self.problem((*path, key), f"unknown source {name!r} (sources: {known})")
+            pinned = [("pinned", settings.pinned or ()), ("extend-pinned", settings.extend.get("pinned", ()))]
+            for key, i, name in ((key, i, name) for key, names in pinned for i, name in enumerate(names)):
                 if canonicalize_name(name) not in versioned:
                     self.problem(
-                        (*path, "pinned", i),
+                        (*path, key, i),
                         f"{name!r} has no version in any pins table; add it to {self.key('pins')} "
                         f'({name} = "VERSION"), or to the pins of the rules whose cells pin it',
                     )

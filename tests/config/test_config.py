@@ -86,6 +86,15 @@ CONFIG_ERRORS = {
         ["matrix.os[0]: unknown os"],
         ["tool.lockgen"],
     ),
+    "extended-names-exist": (
+        "pyproject.toml",
+        "[[tool.lockgen.rules]]\nmatch = {}\nextend-use = ['nosuch']\nextend-pinned = ['nover']",
+        [
+            "tool.lockgen.rules[0].extend-use: unknown source 'nosuch'",
+            "tool.lockgen.rules[0].extend-pinned[0]: 'nover' has no version",
+        ],
+        [],
+    ),
     "timestamp-needs-a-zone": ("pyproject.toml", 'exclude-newer = "2026-11-25T00:00:00"', ["needs a time zone"], []),
     "odd-forms": (
         "pyproject.toml",
