@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from lockgen.runtime.credentials import Logins, realm, resolve, split
+from lockgen.runtime.credentials import MASK, Logins, realm, resolve, split
 from lockgen.runtime.errors import UsageError
 
 __all__ = ["ENV_VAR", "Mirrors", "ambiguous", "build", "from_env", "matches", "parse"]
@@ -50,6 +50,11 @@ def _in_text(prefix: str) -> re.Pattern[str]:
     return re.compile(re.escape(prefix) + rf"(?![A-Za-z0-9{_SEGMENT}])")
 
 
+#: What comes before an ``@`` in a mirror pair's part (``ci:TOKEN@mirror.corp``): a login even
+#: without a scheme, never echoed.
+_LOGIN_WITHOUT_SCHEME = re.compile(r"[^/=@\s]+@")
+
+
 def parse(pairs: Iterable[str], where: str = "--mirror") -> dict[str, str]:
     """Parse ``CANONICAL=MIRROR`` strings (either may carry a login; :func:`build` splits it
     off). Raises :class:`UsageError` naming ``where``, with any login removed from the echo."""
@@ -58,6 +63,7 @@ def parse(pairs: Iterable[str], where: str = "--mirror") -> dict[str, str]:
         canonical, sep, mirror = text.partition("=")
         if not sep or "://" not in canonical or not mirror.strip():
             shown = "=".join(split(part)[0] for part in text.split("=", 1))
+            shown = _LOGIN_WITHOUT_SCHEME.sub(f"{MASK}@", shown)  # ci:TOKEN@host: no URL for split to see
             raise UsageError(
                 f"{where} {shown!r}: write CANONICAL=MIRROR, e.g. https://pypi.org/simple=http://mirror/simple"
             )

@@ -73,3 +73,15 @@ def test_mirror_urls_in_text_turn_back_at_a_boundary_only():
         "a http://m/whl/cu130/torch/ b `https://download.pytorch.org/whl/cu13/torch/` "
         "c (https://download.pytorch.org/whl/cu13) d https://download.pytorch.org/whl/cu13\n"
     )
+
+
+@pytest.mark.parametrize(
+    "pair", ["pypi=ci:ghp_TOKENABC@mirror.corp/simple", "garbage:ghp_TOKENABC@", "ci:ghp_TOKENABC@m=https://x/simple"]
+)
+def test_a_malformed_pair_never_echoes_a_login_without_a_scheme(pair):
+    with pytest.raises(UsageError) as caught:
+        parse([pair])
+    assert "ghp_TOKENABC" not in str(caught.value) and "****@" in str(caught.value)
+    with pytest.raises(UsageError) as caught:
+        from_env(pair)
+    assert "ghp_TOKENABC" not in str(caught.value)
