@@ -46,6 +46,7 @@ _ARCHES = ("x86_64", "aarch64")
 _PYTHON = re.compile(r"3\.[0-9]{1,3}")
 _VERSION = re.compile(r"[0-9]{1,6}(\.[0-9]{1,6}){0,3}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_INPUT_HASH = re.compile(r"sha256:[0-9a-f]{64}")
 #: The only variable a manifest's ``environment`` may set for install commands (Target.env).
 ENVIRONMENT = frozenset({"MACOSX_DEPLOYMENT_TARGET"})
 _URL_SCHEMES = ("http", "https", "file")
@@ -374,11 +375,27 @@ class _Reader(Checks):
                 where = self.lock_path(raw, "path", (*path, "pylock"), f"{main.removesuffix('.txt')}/pylock.toml")
                 digest = self.matching(raw, "sha256", (*path, "pylock"), _SHA256, "a sha256 (64 lower-case hex digits)")
                 pylock = (where, digest) if where and digest else None
+        self.recorded(data, path)
         return {
             "lock": lock, "sha256": sha256, "layers": layers, "pylock": pylock,
             "index_url": self.url(data, "index_url", path), "find_links": self.links(data, "find_links", path) or (),
             "replaces": self.replaces(data.get("replaces"), (*path, "replaces")),
         }  # fmt: skip
+
+    def recorded(self, data: Mapping[str, Any], path: KeyPath) -> None:
+        """The fields a cell records for reviewers and ``check`` but ``install`` does not act on,
+        typed all the same (a manifest that holds ``"uv": [1]`` is not one lockgen wrote):
+        ``input_hash`` (``sha256:`` and 64 hex digits), ``uv`` (a version), ``exclude_newer`` and
+        ``exclude_newer_span`` (text), ``target`` (an object), ``unverified_hashes`` (strings)."""
+        self.matching(data, "input_hash", path, _INPUT_HASH, "sha256: and 64 lower-case hex digits", required=False)
+        self.matching(data, "uv", path, _VERSION, "a version such as 0.13.9", required=False)
+        self.text(data, "exclude_newer", path, required=False)
+        self.text(data, "exclude_newer_span", path, required=False)
+        if data.get("target") is not None and not isinstance(data["target"], dict):
+            self.problem((*path, "target"), f"expected an object, got {_kind(data['target'])}")
+        hashes = data.get("unverified_hashes")
+        if hashes is not None and not (isinstance(hashes, list) and all(isinstance(h, str) for h in hashes)):
+            self.problem((*path, "unverified_hashes"), f"expected a list of strings, got {_kind(hashes)}")
 
     def layers(self, data: object, path: KeyPath, main: str) -> tuple[LayerEntry, ...]:
         if not isinstance(data, list) or not data:

@@ -46,7 +46,9 @@ def test_hostile_json_is_a_record_naming_the_file(tmp_path, reader, text):
     path = _locks(tmp_path, text.replace('"cells": {}', '"shard": "1/2", "cells": {}'))
     with pytest.raises(InputError) as info:
         READERS[reader](path)
-    assert "manifest.json" in str(info.value) and ("nested deeper" in str(info.value) or "out of range" in str(info.value))
+    assert "manifest.json" in str(info.value) and (
+        "nested deeper" in str(info.value) or "out of range" in str(info.value)
+    )
 
 
 def test_diff_statuses_record_a_hostile_manifest(tmp_path):

@@ -126,7 +126,10 @@ def _query(answer: Any) -> dict[Any, set[str]]:
 )  # fmt: skip
 def test_a_querybatch_answer_of_another_type_fails_the_audit_by_name(result, named):
     """An audit never reads a broken answer as a clean one (the module's rule for the API)."""
-    with pytest.raises(osv.AuditFailed, match=re.escape(f"https://osv.example/v1/querybatch: {named}; not an OSV answer, the audit did not complete")):
+    with pytest.raises(
+        osv.AuditFailed,
+        match=re.escape(f"https://osv.example/v1/querybatch: {named}; not an OSV answer, the audit did not complete"),
+    ):
         _query({"results": [result]})
 
 

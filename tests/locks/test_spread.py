@@ -72,10 +72,14 @@ def test_causes_in_order_of_evidence():
         plans,
         lambda plan, name: page,
     )
-    assert found[0].off == (spread.Off("old", "2.4.6", Cause.REQUIRES_PYTHON, "numpy 2.5.5 requires Python >=3.12 (the cell has 3.11)"),)
+    assert found[0].off == (
+        spread.Off("old", "2.4.6", Cause.REQUIRES_PYTHON, "numpy 2.5.5 requires Python >=3.12 (the cell has 3.11)"),
+    )
     assert found[0].forced
     wheel = {"1.1": _Release(None, _tags("x-1.1-py3-none-macosx_11_0_arm64.whl"))}
-    found = spread.explain({"l": {"x": "1.0"}, "m1": {"x": "1.1"}, "m2": {"x": "1.1"}}, _plans(l=LINUX, m1=MAC, m2=MAC), lambda p, n: wheel)
+    found = spread.explain(
+        {"l": {"x": "1.0"}, "m1": {"x": "1.1"}, "m2": {"x": "1.1"}}, _plans(l=LINUX, m1=MAC, m2=MAC), lambda p, n: wheel
+    )
     assert found[0].off[0].cause is Cause.NO_WHEEL
     pinned = _plans(a=LINUX, b=LINUX, c=LINUX)
     pinned["a"].pins = {"x": "==1.0"}
@@ -101,7 +105,9 @@ def test_moves_by_mode_and_exception():
     page = {"1.1": _Release(">=3.12", ANY), "1.0": _Release(None, ANY)}
     # common: the newest version every cell can take; 1.1 requires Python 3.12, so 1.0
     found = spread.explain(locked, plans, lambda p, n: page if n == "x" else {})
-    assert moves(found, Harmonize("common", {"y": "off"}), plans, {"a", "b", "c"}, lambda p, n: page if n == "x" else {}) == {
+    assert moves(
+        found, Harmonize("common", {"y": "off"}), plans, {"a", "b", "c"}, lambda p, n: page if n == "x" else {}
+    ) == {
         "b": {"x": "1.0"},
         "c": {"x": "1.0"},
     }
@@ -117,4 +123,7 @@ def test_the_record_round_trips_and_refuses_what_lockgen_did_not_write():
     with pytest.raises(LockFormatError, match="not valid JSON"):
         spread.loads("{", "locks/differences.json")
     lines = spread.changes({"x": {"1.0": ("a",), "1.1": ("b",)}}, {"y": {"1.0": ("a",), "2.0": ("b",)}})
-    assert lines == ["no longer differs across cells: x (one version in every cell that has it)", "now differs across cells: y: 1.0, 2.0"]
+    assert lines == [
+        "no longer differs across cells: x (one version in every cell that has it)",
+        "now differs across cells: y: 1.0, 2.0",
+    ]

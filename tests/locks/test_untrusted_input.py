@@ -105,6 +105,19 @@ def test_any_mutation_of_a_manifest_is_a_record_naming_the_field_or_valid():
     assert refused > 90  # the rest changed what install does not read (detect, unavailable, …)
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("input_hash", {}), ("input_hash", "md5:00"), ("uv", [1]), ("uv", "latest"), ("exclude_newer", 5),
+     ("target", "linux"), ("unverified_hashes", [1])],
+)  # fmt: skip
+def test_the_fields_install_does_not_act_on_are_typed_too(field, value):
+    """A manifest lockgen wrote holds these typed; another shape is named, not passed over."""
+    data = _repo_manifest()
+    data["cells"]["linux-x86_64-cu130-py3.12"][field] = value
+    problems = _problems(data)
+    assert [p.key for p in problems] == [f"cells.linux-x86_64-cu130-py3.12.{field}"], problems
+
+
 def test_a_manifest_with_too_many_problems_lists_twenty():
     data = _repo_manifest()
     for entry in data["cells"].values():
