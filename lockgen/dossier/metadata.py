@@ -64,6 +64,9 @@ class MetadataCache:
 
     def __init__(self, root: Path, mirrors: Mirrors, offline: bool = False, workers: int = 8) -> None:
         self.root, self.mirrors, self.offline, self.workers = root, mirrors, offline, workers
+        from lockgen.locks.store import refuse_linked_work
+
+        refuse_linked_work(root, CACHE, depth=0)  # the cache is never written through a link (exit 2)
         self.folder = root / CACHE
         self.ranged = 0  # metadata read from wheels by range requests
         self._lock = threading.Lock()

@@ -201,10 +201,13 @@ class _Run:
         return copy
 
     def write_work(self, path: str, text: str) -> None:
-        """Write a project-relative file under the work folder (``.lockgen/``, with its ``.gitignore``)."""
+        """Write a project-relative file under the work folder (``.lockgen/``, with its
+        ``.gitignore``): its folder (``.lockgen/install/<cell>``) made, and refused (exit 2,
+        :class:`~lockgen.locks.store.LinkedWork`) when it or anything on the way or in it is a
+        symbolic link."""
         from lockgen.locks.store import work_folder, write_text
 
-        work_folder(self.root)
+        work_folder(self.root, posixpath.dirname(path), depth=-1)
         write_text(self.root / path, text, path)
 
     def mirrored_text(self, text: str, entries: Sequence[Entry]) -> str:

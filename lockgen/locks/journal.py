@@ -143,7 +143,9 @@ class Journal:
 
     def scratch(self) -> Path:
         """A new empty path in the unit's folder to write a large file into (a bundle's wheel),
-        then :meth:`add` it. Removed by :meth:`discard` or a rollback."""
+        then :meth:`add` it. Removed by :meth:`discard` or a rollback. Raises
+        :class:`~lockgen.locks.store.LinkedWork` as :meth:`commit`."""
+        _refuse_linked(self.root)
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"scratch-{secrets.token_hex(8)}{TMP_SUFFIX}"
         self._made.append(path)
@@ -173,7 +175,11 @@ class Journal:
     def commit(self) -> bool:
         """Apply the unit (see the module docstring); returns whether anything changed. Raises
         :class:`ReadOnlyFile` (exit 2) or a :class:`~lockgen.runtime.errors.WriteError` naming the
-        file before anything is replaced; then the project is as it was."""
+        file before anything is replaced; then the project is as it was. Raises
+        :class:`~lockgen.locks.store.LinkedWork` (exit 2) before anything is written when the
+        journal's folder, or a record or unit folder in it, is a symbolic link: the record and the
+        temporaries are never written through one."""
+        _refuse_linked(self.root)
         try:
             return self._commit()
         finally:
@@ -345,8 +351,22 @@ def _apply(root: Path, staged: list[tuple[str, ...]], gone: list[str], done: lis
 
 
 def _remove_folder(folder: Path) -> None:
-    """Remove a unit's folder (the journal folder itself stays: cells write their units at once)."""
-    shutil.rmtree(folder, ignore_errors=True)
+    """Remove a unit's folder (the journal folder itself stays: cells write their units at once);
+    a symbolic link (or a file) in its place is removed itself, never what it leads to."""
+    if folder.is_symlink() or (os.path.lexists(folder) and not folder.is_dir()):
+        folder.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _refuse_linked(root: Path, depth: int = 1) -> None:
+    """Raise :class:`~lockgen.locks.store.LinkedWork` (exit 2) naming the path when the
+    journal's folder ``root/.lockgen/journal`` is reached through a symbolic link or a file (or,
+    ``depth`` 1, holds one: a record or a unit's folder that is a link), before anything is read,
+    written or deleted there (docs/untrusted-input.md, "the work folder")."""
+    from lockgen.locks.store import refuse_linked_work
+
+    refuse_linked_work(root, JOURNALS, depth)
 
 
 def refuse_read_only(root: Path, files: Iterable[str], cells: Iterable[str] = ()) -> None:
@@ -422,7 +442,13 @@ def recover(root: Path) -> list[str]:
     lockgen names them) over a file inside ``root`` (absolute only for a file outside it that
     the unit wrote through a symlink), and removes only files inside ``root``; a record that says
     anything else is not replayed (it is removed, with a warning). Then every temporary a killed
-    run left is removed (:func:`clean_temporaries`)."""
+    run left is removed (:func:`clean_temporaries`).
+
+    The journal's folder itself is never followed: a symbolic link (or a file) there, or on the
+    way to it, raises :class:`~lockgen.locks.store.LinkedWork` (exit 2) before anything is read or
+    deleted. A record or unit folder in it that is a link is removed itself, never what it leads
+    to (a record is read only as a regular file: :func:`~lockgen.runtime.bounded.read_file`)."""
+    _refuse_linked(root, depth=0)
     folder = root / JOURNALS
     done = []
     for record in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -449,10 +475,10 @@ def recover(root: Path) -> list[str]:
                 "could not finish %s left by a killed run (%s); run lockgen all to write it again", record.name, exc
             )
         record.unlink(missing_ok=True)
-        shutil.rmtree(folder / f"{name}.d", ignore_errors=True)
+        _remove_folder(folder / f"{name}.d")
         done.append(name)
     for left in sorted(folder.glob("*.d")) if folder.is_dir() else []:  # killed before its record
-        shutil.rmtree(left, ignore_errors=True)
+        _remove_folder(left)
         done.append(left.name[:-2])
     return done
 
@@ -553,10 +579,13 @@ def settle(root: Path, locks: str | None = None) -> list[str]:
     what a killed run left (:func:`recover`) and remove its temporaries
     (:func:`clean_temporaries`), holding the run lock. Touches nothing (and takes no lock) when
     nothing was left; leaves everything when another run holds the lock (its units are in
-    flight). Returns the units settled."""
-    from lockgen.locks.store import Busy, ProjectLock, refuse_linked_work
+    flight). Returns the units settled. Raises :class:`~lockgen.locks.store.LinkedWork` (exit 2)
+    naming the path when the work folder, an entry directly in it (the journal's folder, the run
+    lock, a cell's work folder, a cache) or the way to the journal's folder is a symbolic link:
+    every command refuses before anything is read, written or deleted through it."""
+    from lockgen.locks.store import Busy, ProjectLock
 
-    refuse_linked_work(root)  # before anything is read or deleted through it
+    _refuse_linked(root, depth=0)  # before anything is read or deleted through a link
     work = root / WORK
     if not pending(root) and not (work.is_dir() and any(work.glob("stage-*"))):
         return []

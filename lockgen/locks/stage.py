@@ -45,9 +45,8 @@ class Stage:
         """Copy the locks folder (bytes, symlinks as links) into a new stage folder, after removing
         the stage folders a killed run left. Raises a user error when the work folder cannot be
         written."""
-        work = root / WORK
+        work = store.work_folder(root)  # refuses a link in it: a stage-* there is deleted
         try:
-            work.mkdir(parents=True, exist_ok=True)
             for old in work.glob(f"{_PREFIX}*"):
                 shutil.rmtree(old, ignore_errors=True)
             out = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=work))

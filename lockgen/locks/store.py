@@ -28,10 +28,13 @@ from typing import IO
 from lockgen.config import WORK
 from lockgen.runtime.errors import LockgenError
 from lockgen.locks.lock import normalized
-from lockgen.runtime.bounded import read_file
+from lockgen.runtime.bounded import linked_problem, read_file
 from lockgen.runtime.writing import write_error
 
-__all__ = ["Busy", "FileLock", "LinkedWork", "ProjectLock", "differs", "holds", "refuse_linked_work", "work_folder", "write_text"]
+__all__ = [
+    "Busy", "FileLock", "LinkedWork", "ProjectLock", "differs", "holds", "linked_work", "refuse_linked_work", "work_folder",
+    "write_text",
+]  # fmt: skip
 
 log = logging.getLogger("lockgen")
 
@@ -53,10 +56,7 @@ def ProjectLock(root: Path, wait: bool = False, poll: float = 0.2) -> Iterator[N
     false; with ``wait`` logs once and blocks until it is free. The lock is an OS file lock
     (``fcntl.flock``; ``msvcrt.locking`` on Windows), so a killed run releases it.
     """
-    try:
-        work_folder(root)
-    except OSError as exc:
-        raise write_error(RUN_LOCK, exc) from None
+    work_folder(root)  # refuses a link in it: the run lock among them
 
     def busy(holder: str) -> Busy:
         return Busy(
@@ -80,12 +80,21 @@ def FileLock(  # noqa: N802 - reads like a class
     """Hold an exclusive OS file lock on ``path`` (created when missing) for the ``with`` block:
     the project's run lock, a venv's install lock. When another process holds it, raises
     ``busy("pid N")`` or, with ``wait``, logs ``waiting`` once and polls every ``poll``
-    seconds. The holder's pid is written into the file; a killed holder releases the lock."""
+    seconds. The holder's pid is written into the file; a killed holder releases the lock. The
+    file is opened with ``O_NOFOLLOW``: a symbolic link there (a checkout's ``.lockgen/run.lock
+    -> a file elsewhere``) is refused (:class:`LinkedWork`), never written through."""
+    shown = where or str(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(path, "a+")  # noqa: SIM115 - held for the whole block
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        fh = os.fdopen(os.open(path, flags, 0o644), "r+")  # held for the whole block
     except OSError as exc:
-        raise write_error(where or path, exc) from None
+        if path.is_symlink():  # ELOOP (Linux, macOS) or EMLINK (FreeBSD): the link is never followed
+            raise LinkedWork(
+                f"{shown}: is a symbolic link; lockgen locks this file and writes its pid into it, and follows no "
+                f"link there: remove the link (rm {shown}), then run again; nothing was written"
+            ) from None
+        raise write_error(shown, exc) from None
     try:
         said = False
         while not _try_lock(fh):
@@ -109,34 +118,63 @@ _GITIGNORE = "# lockgen's work folder: rendered inputs, caches; never committed\
 
 
 class LinkedWork(LockgenError):
-    """lockgen's work folder is a symbolic link or not a folder (exit 2): a checkout that
-    commits ``.lockgen -> elsewhere`` would have lockgen write, and delete its scratch folders,
-    outside the project."""
+    """lockgen's work folder, or a path lockgen writes, locks or deletes under it, is reached
+    through a symbolic link or a component that is not a folder (exit 2): a checkout that commits
+    ``.lockgen -> elsewhere``, ``.lockgen/journal -> elsewhere``, ``.lockgen/run.lock -> a file``
+    or ``.lockgen/<cell> -> elsewhere`` would have lockgen write, and delete, outside the project."""
 
 
-def refuse_linked_work(root: Path) -> None:
-    """Raise :class:`LinkedWork` when ``root/.lockgen`` is a symlink or something other than a
-    folder (a missing one is fine: lockgen makes it)."""
-    folder = root / WORK
-    if folder.is_symlink() or (os.path.lexists(folder) and not folder.is_dir()):
+def linked_work(root: Path, rel: str = WORK, depth: int = 1) -> str | None:
+    """The first project-relative path lockgen may not go through on its way to ``root/rel`` (a
+    folder at or under :data:`~lockgen.config.WORK`, ``/``-separated), or None:
+    :func:`~lockgen.runtime.bounded.linked_problem` (a component that is a symbolic link or not
+    a folder, or an entry inside ``rel`` down to ``depth`` levels, ``-1``: every level, that is a
+    symbolic link). The rule :mod:`lockgen.locks.journal` applies to a unit's folders, for the
+    work folder: lockgen never makes a link there, so one is input from elsewhere
+    (docs/untrusted-input.md). Raises ``ValueError`` for a ``rel`` outside the work folder."""
+    if rel.split("/")[0] != WORK:
+        raise ValueError(f"{rel!r} is not a folder under {WORK}")
+    return linked_problem(root, rel, depth)
+
+
+def refuse_linked_work(root: Path, rel: str = WORK, depth: int = 1) -> None:
+    """Raise :class:`LinkedWork` naming the path when :func:`linked_work` finds one: by default
+    ``root/.lockgen`` itself or any entry directly in it (the run lock, the journal's folder, a
+    cell's work folder, a cache); ``rel``/``depth`` for a folder lockgen is about to write or
+    delete in (a cell's work folder, every level; the journal's folder), checked after those
+    entries. A missing one is fine: lockgen makes it."""
+    found = linked_work(root, WORK, 1) or (linked_work(root, rel, depth) if rel != WORK else None)
+    if found is None:
+        return
+    if found == WORK:
         raise LinkedWork(
             f"{WORK}: lockgen's work folder is a symbolic link or not a folder; lockgen writes and deletes there, "
             f"so it must be a folder of the project: remove it (rm {WORK}), then run again; nothing was written"
         )
+    what = "a symbolic link" if os.path.islink(root / found) else "not a folder"
+    raise LinkedWork(
+        f"{found}: is {what}; {WORK} is lockgen's work folder, where it writes and deletes, and lockgen follows "
+        f"no link in it: remove the link (rm {found}; lockgen makes what it needs again), then run again; "
+        "nothing was written"
+    )
 
 
-def work_folder(root: Path) -> Path:
-    """``root/.lockgen``, made when missing, with the ``.gitignore`` that keeps it out of git:
-    every command that writes there (all, lock, bump, merge, install) makes it through here,
-    so a fresh checkout never shows the folder to ``git status``. Raises :class:`LinkedWork`
-    when it is a symlink (:func:`refuse_linked_work`)."""
-    refuse_linked_work(root)
+def work_folder(root: Path, rel: str = WORK, depth: int = 1) -> Path:
+    """``root/rel`` (``.lockgen`` or a folder under it), made when missing, after
+    :func:`refuse_linked_work` (``rel``, ``depth``), with the ``.gitignore`` that keeps the work
+    folder out of git: every command that writes there (all, lock, bump, merge, install) makes
+    it through here, so a fresh checkout never shows the folder to ``git status``. Raises
+    :class:`LinkedWork`, or a user error naming the folder when it cannot be made."""
+    refuse_linked_work(root, rel, depth)
     folder = root / WORK
-    folder.mkdir(parents=True, exist_ok=True)
-    gitignore = folder / ".gitignore"
-    if not gitignore.exists():
-        write_text(gitignore, _GITIGNORE)
-    return folder
+    try:
+        (root / rel).mkdir(parents=True, exist_ok=True)
+        gitignore = folder / ".gitignore"
+        if not os.path.lexists(gitignore):
+            write_text(gitignore, _GITIGNORE)
+    except OSError as exc:
+        raise write_error(rel, exc) from None
+    return root / rel
 
 
 def _try_lock(fh: IO[str]) -> bool:

@@ -89,6 +89,10 @@ class Digests:
             data = {path: [hint, digest] for path, (hint, digest) in sorted(self._known.items())}
             self._changed = False
         target = self.root / CACHE
+        if bounded.linked_problem(
+            self.root, WORK, 1
+        ):  # never written through a link (every command's entry refuses it)
+            return
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")

@@ -126,8 +126,10 @@ def sha256_of(
     with _lock:
         cache = _read(cache_path)
         cache[url] = value
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
+        from lockgen.locks.store import work_folder, write_text
+
+        work_folder(root)  # refused (exit 2) when it, or the cache in it, is a link
+        write_text(cache_path, json.dumps(cache, indent=1, sort_keys=True) + "\n", _CACHE)
     return value
 
 

@@ -42,6 +42,7 @@ from lockgen.plan import identity
 from lockgen.plan.mirror import Mirrors
 from lockgen.plan.plan import Plan
 from lockgen.runtime import bounded
+from lockgen.runtime.errors import LockgenError
 from lockgen.runtime.keyed import table
 
 __all__ = ["DEFAULT_INDEX", "LIMIT", "Checked", "Verified", "check", "origin"]
@@ -122,11 +123,15 @@ class Verified:
             self._known[url] = digest
             if self.root is None:
                 return
+            from lockgen.locks.store import linked_work, write_text
+
             path = self.root / _CACHE
+            if linked_work(self.root):  # never written through a link (the run's entry refuses it)
+                return
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(self._known, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-            except OSError as exc:  # a cache: the run goes on without it
+                write_text(path, json.dumps(self._known, indent=1, sort_keys=True) + "\n", _CACHE)
+            except (OSError, LockgenError) as exc:  # a cache: the run goes on without it
                 log.debug("cannot write %s: %s", path, exc)
 
 

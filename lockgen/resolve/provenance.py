@@ -73,6 +73,9 @@ class Provenance:
     """The publisher lookups of one run, shared by its cells (see the module docstring)."""
 
     def __init__(self, root: Path, mirrors: Mirrors, reader: PageReader | None = None) -> None:
+        from lockgen.locks.store import refuse_linked_work
+
+        refuse_linked_work(root, CACHE, depth=0)  # the cache is never written through a link (exit 2)
         self.folder = root / CACHE
         self.mirrors = mirrors
         self.reader = reader or PageReader(mirrors)

@@ -37,6 +37,7 @@ from packaging.utils import canonicalize_name
 
 from lockgen.config import WORK, cooldown
 from lockgen.index.pages import PageFile, PageReader, timestamp
+from lockgen.locks import store
 from lockgen.locks.diff import Change, Kind, diff, group
 from lockgen.locks.diffformat import headline
 from lockgen.locks.lock import Entry, Header, Lock
@@ -132,6 +133,7 @@ def reproduce(
     committed = LockSet.from_folder(project.root / locks, locks, label=locks)
     cells = chosen_cells(project, committed, names, only)
     scratch = f"{SCRATCH}/{locks}"
+    store.refuse_linked_work(project.root, scratch, depth=0)  # never deleted, nor written, through a link
     shutil.rmtree(project.root / scratch, ignore_errors=True)
     report = ReproReport(folder=scratch)
     if not cells:

@@ -124,6 +124,8 @@ def _run(
         todo, failed, reach = _unreachable(todo, mirrors, run, reporter)
     if todo:  # a read-only lock or manifest is refused before anything is resolved (exit 2)
         journal.refuse_read_only(out, [manifest.manifest_path(locks)], [p.lock.removesuffix(".txt") for p, _ in todo])
+    for plan, _ in todo:  # uv and lockgen write a cell's inputs and outputs there: no link is followed (exit 2)
+        store.work_folder(root, plan.work, depth=-1)
     if todo:
         verified = Verified(root, fresh=options.refresh)
         touched = [p.cell.name for p, _ in todo]

@@ -30,7 +30,7 @@ from lockgen.runtime.errors import InputError, Problem
 
 __all__ = [
     "MAX_BYTES", "MAX_MEMBERS", "MAX_RATIO", "MAX_TOTAL", "Archive", "BadArchive", "NotRegular", "Outside",
-    "TooLarge", "confined_problem", "open_archive", "read_cache", "read_file", "read_in", "read_text",
+    "TooLarge", "confined_problem", "linked_problem", "open_archive", "read_cache", "read_file", "read_in", "read_text",
 ]  # fmt: skip
 
 #: Larger than any manifest, lock or shard file lockgen writes (the seed's 12 cells: 60 KiB).
@@ -215,6 +215,49 @@ def open_archive(path: Path, where: str, limit: int = MAX_BYTES, total: int = MA
     Raises :class:`NotRegular`, :class:`BadArchive`, ``OSError`` as ``open`` does."""
     fd = _open_regular(path, where)
     return Archive(os.fdopen(fd, "rb"), where, limit, total)
+
+
+def linked_problem(root: Path, rel: str, depth: int = 0) -> str | None:
+    """The first ``root``-relative path (``/``-separated) on the way to the folder ``root/rel``
+    that is a symbolic link or not a folder, or an entry inside it down to ``depth`` levels
+    (``0``: none, ``-1``: every level) that is a symbolic link; None when there is none. A
+    missing component ends the walk (nothing below it exists; its writer makes it). For a folder
+    lockgen writes and deletes in (its work folder, ``lockgen.locks.store.linked_work``): a link
+    on the way would take the writes, and an ``rmtree``, elsewhere. Raises ``ValueError`` for
+    an empty, ``.`` or ``..`` component."""
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{rel!r} is not a plain relative folder")
+    for i in range(1, len(parts) + 1):
+        shown = "/".join(parts[:i])
+        try:
+            st = os.lstat(root / shown)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return shown
+        if not stat.S_ISDIR(st.st_mode):
+            return shown
+    return _linked_inside(root, rel, depth)
+
+
+def _linked_inside(root: Path, rel: str, depth: int) -> str | None:
+    if depth == 0:
+        return None
+    try:
+        with os.scandir(root / rel) as found:
+            entries = sorted(found, key=lambda e: e.name)
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.is_symlink():
+            return f"{rel}/{entry.name}"
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            below = _linked_inside(root, f"{rel}/{entry.name}", depth - 1)
+            if below:
+                return below
+    return None
 
 
 def confined_problem(folder: Path, name: str) -> str | None:

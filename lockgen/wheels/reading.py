@@ -127,7 +127,9 @@ class Reader:
 
     def __call__(self, wheels: Sequence[GpuWheel]) -> Read:
         """Read ``wheels`` (:class:`Read`: codes, unread, skipped). Raises :class:`Interrupted`."""
-        self.cache.mkdir(parents=True, exist_ok=True)  # also the folder of the members' temporary copies
+        from lockgen.locks.store import work_folder
+
+        work_folder(self.root, CACHE, depth=0)  # also the folder of the members' temporary copies; never a link
         codes: dict[str, Code] = {}
         unread: dict[str, str] = {}
         skipped: set[str] = set()
